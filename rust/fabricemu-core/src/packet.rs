@@ -1,0 +1,1 @@
+//! The Packet record and its arena.

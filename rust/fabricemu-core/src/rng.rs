@@ -1,0 +1,66 @@
+//! Seeded random streams, one per purpose, so that turning one feature on never perturbs another's
+//! draws. Pcg64Mcg is a named algorithm whose stream does not change between releases.
+
+use rand_core::{RngCore, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+/// SplitMix64 finaliser: a fast, well-mixed bijection on u64 (used for seeds and header hashes).
+#[inline]
+pub fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// What a random stream is for; each has its own seed derived from the scenario seed.
+#[derive(Debug, Clone, Copy)]
+pub enum Purpose {
+    EcmpSeed = 1,
+    Workload = 2,
+    SourcePort = 3,
+}
+
+/// A random stream for `purpose` (and `index`, e.g. the workload number) under scenario `seed`.
+pub fn stream(seed: u64, purpose: Purpose, index: u64) -> Rng {
+    let s = mix64(mix64(seed ^ mix64(purpose as u64)) ^ index);
+    let s2 = mix64(s);
+    Rng(Pcg64Mcg::from_seed(
+        ((s as u128) << 64 | s2 as u128).to_le_bytes(),
+    ))
+}
+
+/// A seeded generator with the few draws the simulator needs.
+pub struct Rng(Pcg64Mcg);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+
+    /// Uniform in `0..n` (n > 0), without modulo bias (Lemire's method).
+    pub fn below(&mut self, n: u64) -> u64 {
+        debug_assert!(n > 0);
+        loop {
+            let x = self.0.next_u64();
+            let m = x as u128 * n as u128;
+            let low = m as u64;
+            if low >= n || low >= n.wrapping_neg() % n {
+                return (m >> 64) as u64;
+            }
+        }
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Fisher-Yates shuffle.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+}

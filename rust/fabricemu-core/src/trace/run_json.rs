@@ -1,0 +1,1 @@
+//! run.json: the scenario, seed, version and run statistics.
