@@ -183,7 +183,7 @@ pub fn format_time(ps: Time) -> String {
             continue;
         }
         let scale = scale as u64;
-        if ps >= scale && ps % scale == 0 {
+        if ps >= scale && ps.is_multiple_of(scale) {
             return format!("{}{}", ps / scale, name);
         }
     }
@@ -194,7 +194,7 @@ pub fn format_time(ps: Time) -> String {
 pub fn format_bytes(b: Bytes) -> String {
     for &(name, scale) in SIZE_UNITS.iter().rev() {
         let scale = scale as u64;
-        if scale > 1 && b >= scale && b % scale == 0 {
+        if scale > 1 && b >= scale && b.is_multiple_of(scale) {
             return format!("{}{}", b / scale, name);
         }
     }
@@ -205,7 +205,7 @@ pub fn format_bytes(b: Bytes) -> String {
 pub fn format_rate(r: Rate) -> String {
     for &(name, scale) in RATE_UNITS.iter().rev() {
         let scale = scale as u64;
-        if r >= scale && r % scale == 0 {
+        if r >= scale && r.is_multiple_of(scale) {
             return format!("{}{}", r / scale, name);
         }
     }

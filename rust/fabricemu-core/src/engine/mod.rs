@@ -1,6 +1,12 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
-use crate::scenario::{Scenario, ScenarioError};
+mod queue;
+mod world;
+
+pub use queue::{Event, EventQueue};
+pub use world::World;
+
+use crate::scenario::{Scenario, ScenarioError, StopAt};
 use crate::trace::flows::FlowRow;
 
 /// Counters of a run (all exact integers); `run.json` carries them.
@@ -34,43 +40,85 @@ pub enum StepOutcome {
 
 /// A built fabric with its workload, ready to run.
 pub struct Simulation {
-    _scenario: Scenario,
+    scenario: Scenario,
+    world: World,
 }
 
 impl Simulation {
     pub fn new(scenario: &Scenario) -> Result<Self, ScenarioError> {
         Ok(Self {
-            _scenario: scenario.clone(),
+            scenario: scenario.clone(),
+            world: World::new(scenario),
         })
     }
 
     /// Process at most `max_events` events.
-    pub fn step(&mut self, _max_events: u64) -> StepOutcome {
-        StepOutcome::Finished
+    pub fn step(&mut self, max_events: u64) -> StepOutcome {
+        if self.world.run_events(max_events) {
+            StepOutcome::Finished
+        } else {
+            StepOutcome::Running
+        }
     }
 
     pub fn stats(&self) -> RunStats {
-        RunStats::default()
+        self.world.stats()
     }
 
     /// The stop time, if the scenario stops at a time rather than when all flows are done.
     pub fn stop_time(&self) -> Option<u64> {
-        None
+        match self.scenario.stop {
+            StopAt::Time(t) => Some(t),
+            StopAt::AllFlowsDone => None,
+        }
     }
 
     /// One row per flow that started (and, if the scenario asks, those that have not).
     pub fn flow_rows(&self) -> Vec<FlowRow> {
-        Vec::new()
+        let keep_unfinished = self.scenario.trace.unfinished_flows;
+        let w = &self.world;
+        w.flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.finished() || keep_unfinished)
+            .map(|(id, f)| FlowRow {
+                flow_id: id as u64,
+                src: f.src,
+                dst: f.dst,
+                size_bytes: f.size_bytes,
+                start_ps: if f.started { f.start } else { 0 },
+                finish_ps: f.finished().then_some(f.finish),
+                ideal_fct_ps: w.ideal_fct(id as u32),
+                workload: f.workload,
+                packets_sent: f.packets_sent,
+                retransmits: f.retransmits,
+                drops: f.drops,
+            })
+            .collect()
     }
 
     /// Names of the workloads, indexed by `FlowRow::workload`.
     pub fn workload_names(&self) -> Vec<String> {
-        Vec::new()
+        self.scenario
+            .workloads
+            .iter()
+            .map(|w| w.name.clone())
+            .collect()
     }
 
     /// Run until the stop condition.
     pub fn run_to_end(&mut self) -> RunStats {
         while self.step(1 << 20) == StepOutcome::Running {}
         self.stats()
+    }
+
+    /// Check that every packet created was delivered, dropped, or is still in a queue or on a link.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        self.world.check_conservation()
+    }
+
+    /// The engine state, for tests and tools that inspect it.
+    pub fn world(&self) -> &World {
+        &self.world
     }
 }

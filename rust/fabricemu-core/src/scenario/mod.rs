@@ -28,13 +28,8 @@ pub fn parse_toml(
 /// Parse and validate a scenario given as JSON (how the Python API passes a dictionary).
 pub fn parse_json(text: &str) -> Result<(ScenarioFile, Scenario), ScenarioError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let file: ScenarioFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        ScenarioError::at(
-            if path == "." { String::new() } else { path },
-            e.inner().to_string(),
-        )
-    })?;
+    let file: ScenarioFile =
+        serde_path_to_error::deserialize(&mut de).map_err(locate::from_json_error)?;
     let spec = validate::validate(&file)?;
     Ok((file, spec))
 }

@@ -1,4 +1,21 @@
 //! flows.arrow: one row per flow.
+//!
+//! An Arrow IPC *file* (random-access format, readable by `pyarrow.ipc.open_file`, polars `read_ipc`
+//! and DuckDB), uncompressed, written in record batches of at most [`BATCH_ROWS`] rows so a large table
+//! is never held twice in memory. The bytes depend only on the inputs: identical runs give identical
+//! files.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{Float64Builder, StringBuilder, UInt32Builder, UInt64Builder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::atomic::AtomicFile;
 
 /// What the engine knows of one flow at the end of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,4 +34,164 @@ pub struct FlowRow {
     pub packets_sent: u64,
     pub retransmits: u64,
     pub drops: u64,
+}
+
+impl FlowRow {
+    /// Flow completion time, `finish - start`; `None` if unfinished.
+    pub fn fct_ps(&self) -> Option<u64> {
+        self.finish_ps.map(|f| f.saturating_sub(self.start_ps))
+    }
+
+    /// FCT over the ideal FCT; `None` if unfinished (or the ideal is 0).
+    pub fn slowdown(&self) -> Option<f64> {
+        match self.fct_ps() {
+            Some(fct) if self.ideal_fct_ps > 0 => Some(fct as f64 / self.ideal_fct_ps as f64),
+            _ => None,
+        }
+    }
+}
+
+/// Most rows in one record batch.
+pub const BATCH_ROWS: usize = 1 << 16;
+
+/// The column names of flows.arrow, in order.
+pub const COLUMNS: [&str; 14] = [
+    "flow_id",
+    "src",
+    "dst",
+    "size_bytes",
+    "start_ps",
+    "finish_ps",
+    "fct_ps",
+    "ideal_fct_ps",
+    "slowdown",
+    "workload",
+    "workload_index",
+    "packets_sent",
+    "retransmits",
+    "drops",
+];
+
+/// The schema of flows.arrow with `metadata` as schema-level key/value metadata (a repeated key keeps
+/// its last value).
+pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
+    use DataType::{Float64, UInt32, UInt64, Utf8};
+    let fields = vec![
+        Field::new("flow_id", UInt64, false),
+        Field::new("src", UInt32, false),
+        Field::new("dst", UInt32, false),
+        Field::new("size_bytes", UInt64, false),
+        Field::new("start_ps", UInt64, false),
+        Field::new("finish_ps", UInt64, true),
+        Field::new("fct_ps", UInt64, true),
+        Field::new("ideal_fct_ps", UInt64, false),
+        Field::new("slowdown", Float64, true),
+        Field::new("workload", Utf8, false),
+        Field::new("workload_index", UInt32, false),
+        Field::new("packets_sent", UInt64, false),
+        Field::new("retransmits", UInt64, false),
+        Field::new("drops", UInt64, false),
+    ];
+    let metadata: HashMap<String, String> = metadata.iter().cloned().collect();
+    Schema::new_with_metadata(fields, metadata)
+}
+
+/// One record batch of `rows`.
+fn batch(
+    schema: &SchemaRef,
+    rows: &[FlowRow],
+    workload_names: &[String],
+) -> io::Result<RecordBatch> {
+    let n = rows.len();
+    let u64_col = |f: fn(&FlowRow) -> u64| -> ArrayRef {
+        let mut b = UInt64Builder::with_capacity(n);
+        for r in rows {
+            b.append_value(f(r));
+        }
+        Arc::new(b.finish())
+    };
+    let u32_col = |f: fn(&FlowRow) -> u32| -> ArrayRef {
+        let mut b = UInt32Builder::with_capacity(n);
+        for r in rows {
+            b.append_value(f(r));
+        }
+        Arc::new(b.finish())
+    };
+    let opt_u64_col = |f: fn(&FlowRow) -> Option<u64>| -> ArrayRef {
+        let mut b = UInt64Builder::with_capacity(n);
+        for r in rows {
+            b.append_option(f(r));
+        }
+        Arc::new(b.finish())
+    };
+    let slowdown: ArrayRef = {
+        let mut b = Float64Builder::with_capacity(n);
+        for r in rows {
+            b.append_option(r.slowdown());
+        }
+        Arc::new(b.finish())
+    };
+    let workload: ArrayRef = {
+        let name_of = |i: u32| {
+            workload_names
+                .get(i as usize)
+                .map(String::as_str)
+                .unwrap_or("")
+        };
+        let bytes: usize = rows.iter().map(|r| name_of(r.workload).len()).sum();
+        let mut b = StringBuilder::with_capacity(n, bytes);
+        for r in rows {
+            b.append_value(name_of(r.workload));
+        }
+        Arc::new(b.finish())
+    };
+    let columns = vec![
+        u64_col(|r| r.flow_id),
+        u32_col(|r| r.src),
+        u32_col(|r| r.dst),
+        u64_col(|r| r.size_bytes),
+        u64_col(|r| r.start_ps),
+        opt_u64_col(|r| r.finish_ps),
+        opt_u64_col(FlowRow::fct_ps),
+        u64_col(|r| r.ideal_fct_ps),
+        slowdown,
+        workload,
+        u32_col(|r| r.workload),
+        u64_col(|r| r.packets_sent),
+        u64_col(|r| r.retransmits),
+        u64_col(|r| r.drops),
+    ];
+    RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
+}
+
+/// Write the flow table as an Arrow IPC file to any writer (what [`write_flows`] does, minus the
+/// temporary name and rename). Returns the writer.
+pub fn write_flows_to<W: Write>(
+    out: W,
+    rows: &[FlowRow],
+    workload_names: &[String],
+    metadata: &[(String, String)],
+) -> io::Result<W> {
+    let schema: SchemaRef = Arc::new(flows_schema(metadata));
+    let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
+    for chunk in rows.chunks(BATCH_ROWS) {
+        let b = batch(&schema, chunk, workload_names)?;
+        writer.write(&b).map_err(io::Error::other)?;
+    }
+    writer.finish().map_err(io::Error::other)?;
+    writer.into_inner().map_err(io::Error::other)
+}
+
+/// Write flows.arrow to `path` atomically (temporary name in the same directory, then rename).
+/// `workload_names[row.workload]` fills the `workload` column; `metadata` becomes the schema metadata.
+/// An empty `rows` still gives a valid file with the schema and no batches.
+pub fn write_flows(
+    path: &Path,
+    rows: &[FlowRow],
+    workload_names: &[String],
+    metadata: &[(String, String)],
+) -> io::Result<()> {
+    let file = AtomicFile::create(path)?;
+    let file = write_flows_to(file, rows, workload_names, metadata)?;
+    file.commit()
 }

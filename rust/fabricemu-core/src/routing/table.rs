@@ -1,0 +1,140 @@
+//! Shortest-path ECMP groups for every (switch, destination edge switch), found by one breadth-first
+//! search per edge switch over the switch graph. Hosts never forward, so paths are up/down in Clos.
+
+use std::collections::HashMap;
+
+use crate::topology::{Fabric, NodeId, PortId};
+
+const NONE: u32 = u32::MAX;
+
+/// Routes as flat arrays: groups are deduplicated port lists.
+#[derive(Debug, Clone)]
+pub struct RouteTable {
+    num_hosts: u32,
+    /// Per host: the switch it attaches to.
+    host_switch: Vec<NodeId>,
+    /// Per host: the port of `host_switch` that leads to it.
+    host_downlink: Vec<PortId>,
+    /// Per host: index of its edge switch among edge switches.
+    host_edge_index: Vec<u32>,
+    num_edges: u32,
+    /// `[(switch - num_hosts) * num_edges + edge_index]` -> group id.
+    group_of: Vec<u32>,
+    group_start: Vec<u32>,
+    group_ports: Vec<PortId>,
+}
+
+impl RouteTable {
+    pub fn build(f: &Fabric) -> Self {
+        let n = f.num_nodes as usize;
+        let num_switches = n - f.num_hosts as usize;
+        let mut host_switch = Vec::with_capacity(f.num_hosts as usize);
+        let mut host_downlink = Vec::with_capacity(f.num_hosts as usize);
+        let mut edge_index = vec![NONE; n];
+        let mut edges = Vec::new();
+        for h in 0..f.num_hosts {
+            let p = f.host_port(h);
+            let sw = f.peer_node[p as usize];
+            host_switch.push(sw);
+            host_downlink.push(f.peer_port[p as usize]);
+            if edge_index[sw as usize] == NONE {
+                edge_index[sw as usize] = edges.len() as u32;
+                edges.push(sw);
+            }
+        }
+        let host_edge_index = host_switch
+            .iter()
+            .map(|&s| edge_index[s as usize])
+            .collect();
+        let num_edges = edges.len() as u32;
+
+        let mut group_of = vec![NONE; num_switches * edges.len()];
+        let mut groups: HashMap<Vec<PortId>, u32> = HashMap::new();
+        let mut group_start = vec![0u32];
+        let mut group_ports = Vec::new();
+        let mut dist = vec![u32::MAX; n];
+        let mut frontier = Vec::new();
+        let mut next = Vec::new();
+        let mut members = Vec::new();
+        for (ei, &target) in edges.iter().enumerate() {
+            dist.fill(u32::MAX);
+            dist[target as usize] = 0;
+            frontier.clear();
+            frontier.push(target);
+            while !frontier.is_empty() {
+                next.clear();
+                for &u in &frontier {
+                    for p in f.ports_of(u) {
+                        let v = f.peer_node[p as usize];
+                        if !f.is_host(v) && dist[v as usize] == u32::MAX {
+                            dist[v as usize] = dist[u as usize] + 1;
+                            next.push(v);
+                        }
+                    }
+                }
+                std::mem::swap(&mut frontier, &mut next);
+            }
+            for s in f.num_hosts..f.num_nodes {
+                if s == target || dist[s as usize] == u32::MAX {
+                    continue;
+                }
+                members.clear();
+                for p in f.ports_of(s) {
+                    let v = f.peer_node[p as usize];
+                    if !f.is_host(v) && dist[v as usize] + 1 == dist[s as usize] {
+                        members.push(p);
+                    }
+                }
+                let id = *groups.entry(members.clone()).or_insert_with(|| {
+                    group_ports.extend_from_slice(&members);
+                    group_start.push(group_ports.len() as u32);
+                    (group_start.len() - 2) as u32
+                });
+                group_of[(s - f.num_hosts) as usize * edges.len() + ei] = id;
+            }
+        }
+        Self {
+            num_hosts: f.num_hosts,
+            host_switch,
+            host_downlink,
+            host_edge_index,
+            num_edges,
+            group_of,
+            group_start,
+            group_ports,
+        }
+    }
+
+    /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
+    #[inline]
+    pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
+        let d = dst as usize;
+        if self.host_switch[d] == node {
+            return std::slice::from_ref(&self.host_downlink[d]);
+        }
+        let g = self.group_of[(node - self.num_hosts) as usize * self.num_edges as usize
+            + self.host_edge_index[d] as usize];
+        debug_assert!(g != NONE, "switch {node} has no route to host {dst}");
+        &self.group_ports
+            [self.group_start[g as usize] as usize..self.group_start[g as usize + 1] as usize]
+    }
+
+    /// Whether every switch reaches every edge switch.
+    pub fn is_connected(&self) -> bool {
+        self.group_of.iter().enumerate().all(|(i, &g)| {
+            g != NONE || {
+                // A switch's own edge index is never filled in: it is the destination.
+                let s = i / self.num_edges.max(1) as usize + self.num_hosts as usize;
+                let e = i % self.num_edges.max(1) as usize;
+                self.host_switch
+                    .iter()
+                    .zip(&self.host_edge_index)
+                    .any(|(&sw, &ei)| sw as usize == s && ei as usize == e)
+            }
+        })
+    }
+
+    pub fn num_groups(&self) -> usize {
+        self.group_start.len() - 1
+    }
+}
