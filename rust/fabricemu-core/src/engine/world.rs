@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::queue::{Event, EventQueue};
 use super::RunStats;
-use crate::packet::{Packet, PacketArena, PacketId, PacketKind};
+use crate::packet::{Packet, PacketArena, PacketId, PacketKind, PacketList, NIL};
 use crate::rng::{self, Purpose};
 use crate::routing::{header_key, Router, ROCE_UDP_PORT};
 use crate::scenario::{Scenario, StopAt};
@@ -16,6 +16,26 @@ use crate::transport::ideal::{ideal_fct, Hop};
 use crate::transport::{segment, Flow, NEVER, NO_BARRIER};
 use crate::units::Time;
 use crate::workload::{self, Start};
+
+/// What the per-packet path reads of a port, in one cache line.
+#[derive(Debug, Clone, Copy)]
+struct PortHot {
+    /// When the packet being serialised ends (the port is free from then on).
+    busy_until: Time,
+    /// Serialisation end -> reception at the far end: propagation plus the far switch's latency.
+    arrival_delay: Time,
+    rate_bps: u64,
+    /// Exact serialisation time per byte, or 0 when the rate does not divide 8e12.
+    ps_per_byte: u64,
+    node: NodeId,
+    peer_node: NodeId,
+    /// Whether a `PortFree` event is scheduled.
+    free_pending: bool,
+    from_host: bool,
+    to_host: bool,
+    /// Packets on the link, in arrival order (the delay is constant).
+    pipe: PacketList,
+}
 
 /// Flows waiting for a set of other flows to finish.
 #[derive(Debug, Default)]
@@ -33,15 +53,8 @@ pub struct World {
     stop: StopAt,
 
     // Per port.
-    /// When the packet being serialised ends (the port is free from then on).
-    busy_until: Vec<Time>,
-    /// Whether a `PortFree` event is scheduled.
-    free_pending: Vec<bool>,
+    ports: Vec<PortHot>,
     queues: Vec<PortQueue>,
-    /// Packets on the link, with their arrival times (in order, since the delay is constant).
-    pipes: Vec<VecDeque<(Time, PacketId)>>,
-    /// Serialisation end -> reception at the far end: propagation plus the far switch's latency.
-    arrival_delay: Vec<Time>,
     buffers: Buffers,
 
     // Per host: active flows served round robin (the front was served last if `nic_rotate`).
@@ -71,15 +84,32 @@ impl World {
         let fabric = topology::build(&s.topology, &s.switch);
         let router = Router::new(&fabric, s.routing.load_balancing, s.seed);
         let np = fabric.num_ports() as usize;
-        let arrival_delay = (0..np)
+        let ports = (0..np)
             .map(|p| {
                 let far = fabric.peer_node[p];
-                fabric.delay_ps[p]
-                    + if fabric.is_host(far) {
-                        0
+                let rate = fabric.rate_bps[p];
+                let bits_ps = 8 * crate::units::PS_PER_SEC;
+                let latency = if fabric.is_host(far) {
+                    0
+                } else {
+                    s.switch.latency_ps
+                };
+                PortHot {
+                    busy_until: 0,
+                    arrival_delay: fabric.delay_ps[p] + latency,
+                    rate_bps: rate,
+                    ps_per_byte: if bits_ps % rate == 0 {
+                        bits_ps / rate
                     } else {
-                        s.switch.latency_ps
-                    }
+                        0
+                    },
+                    node: fabric.port_node[p],
+                    peer_node: far,
+                    free_pending: false,
+                    from_host: fabric.is_host(fabric.port_node[p]),
+                    to_host: fabric.is_host(far),
+                    pipe: PacketList::EMPTY,
+                }
             })
             .collect();
         let t = &s.transport;
@@ -150,11 +180,8 @@ impl World {
             events,
             now: 0,
             stop: s.stop,
-            busy_until: vec![0; np],
-            free_pending: vec![false; np],
+            ports,
             queues: (0..np).map(|_| PortQueue::default()).collect(),
-            pipes: (0..np).map(|_| VecDeque::new()).collect(),
-            arrival_delay,
             buffers: Buffers::new(
                 fabric.num_nodes,
                 s.switch.buffer_bytes,
@@ -210,7 +237,7 @@ impl World {
             match ev {
                 Event::LinkArrival(p) => self.link_arrival(p),
                 Event::PortFree(p) => {
-                    self.free_pending[p as usize] = false;
+                    self.ports[p as usize].free_pending = false;
                     self.start_next(p);
                 }
                 Event::NextFlowStarts => self.start_static_flows(),
@@ -238,8 +265,16 @@ impl World {
     /// Every live packet is in exactly one queue or on one link: count them there and compare with
     /// the arena (and created = delivered + dropped + live).
     pub fn check_conservation(&self) -> Result<(), String> {
-        let queued: u64 = self.queues.iter().map(|q| q.len() as u64).sum();
-        let on_links: u64 = self.pipes.iter().map(|p| p.len() as u64).sum();
+        let queued: u64 = self
+            .queues
+            .iter()
+            .map(|q| q.len(&self.packets) as u64)
+            .sum();
+        let on_links: u64 = self
+            .ports
+            .iter()
+            .map(|p| p.pipe.len(&self.packets) as u64)
+            .sum();
         let live = self.packets.live();
         if queued + on_links != live {
             return Err(format!(
@@ -263,7 +298,8 @@ impl World {
     #[inline]
     fn port_idle(&self, p: PortId) -> bool {
         let p = p as usize;
-        !self.free_pending[p] && self.busy_until[p] <= self.now && self.queues[p].is_empty()
+        let port = &self.ports[p];
+        !port.free_pending && port.busy_until <= self.now && self.queues[p].is_empty()
     }
 
     /// More to send after the current packet?
@@ -272,23 +308,25 @@ impl World {
         if !self.queues[p as usize].is_empty() {
             return true;
         }
-        let node = self.fabric.port_node[p as usize];
-        self.fabric.is_host(node) && !self.nic_ring[node as usize].is_empty()
+        let port = &self.ports[p as usize];
+        port.from_host && !self.nic_ring[port.node as usize].is_empty()
     }
 
     /// The port is free: send the next packet, if any, and wake up again when it is out.
     fn start_next(&mut self, p: PortId) {
-        let node = self.fabric.port_node[p as usize];
-        let pkt = match self.queues[p as usize].pop() {
+        let PortHot {
+            node, from_host, ..
+        } = self.ports[p as usize];
+        let pkt = match self.queues[p as usize].pop(&self.packets) {
             Some(pkt) => {
                 let w = self.packets.get(pkt).wire_bytes;
                 self.queues[p as usize].dequeued(w);
-                if !self.fabric.is_host(node) {
+                if !from_host {
                     self.buffers.used[node as usize] -= w as u64;
                 }
                 pkt
             }
-            None if self.fabric.is_host(node) => match self.nic_next_data(node) {
+            None if from_host => match self.nic_next_data(node) {
                 Some(pkt) => pkt,
                 None => return,
             },
@@ -296,9 +334,10 @@ impl World {
         };
         self.transmit(p, pkt);
         if self.port_has_work(p) {
-            self.free_pending[p as usize] = true;
+            let port = &mut self.ports[p as usize];
+            port.free_pending = true;
             self.events
-                .push(self.busy_until[p as usize], Event::PortFree(p));
+                .push_after(port.busy_until - self.now, Event::PortFree(p));
         }
     }
 
@@ -306,26 +345,44 @@ impl World {
     #[inline]
     fn transmit(&mut self, p: PortId, pkt: PacketId) {
         let pu = p as usize;
-        let w = self.packets.get(pkt).wire_bytes as u64;
-        let ser = (w * 8 * crate::units::PS_PER_SEC).div_ceil(self.fabric.rate_bps[pu]);
-        self.busy_until[pu] = self.now + ser;
-        let arrive = self.now + ser + self.arrival_delay[pu];
-        let pipe = &mut self.pipes[pu];
-        if pipe.is_empty() {
-            self.events.push(arrive, Event::LinkArrival(p));
+        let packet = self.packets.get_mut(pkt);
+        let w = packet.wire_bytes as u64;
+        let port = &mut self.ports[pu];
+        // Exact: a whole number of ps per byte when the rate divides 8e12 bit-ps (all usual rates).
+        let ser = if port.ps_per_byte != 0 {
+            w * port.ps_per_byte
+        } else {
+            crate::units::serialisation_ps(w, port.rate_bps)
+        };
+        port.busy_until = self.now + ser;
+        let arrive = self.now + ser + port.arrival_delay;
+        packet.arrive = arrive;
+        if port.pipe.is_empty() {
+            self.events
+                .push_after(arrive - self.now, Event::LinkArrival(p));
         }
-        pipe.push_back((arrive, pkt));
+        port.pipe.push_back(&mut self.packets, pkt);
     }
 
     fn link_arrival(&mut self, p: PortId) {
-        let pipe = &mut self.pipes[p as usize];
-        let (_, pkt) = pipe.pop_front().expect("a link arrival has a packet");
-        if let Some(&(next, _)) = pipe.front() {
-            self.events.push(next, Event::LinkArrival(p));
+        let port = &mut self.ports[p as usize];
+        let pkt = port
+            .pipe
+            .pop_front(&self.packets)
+            .expect("a link arrival has a packet");
+        if let Some(next) = port.pipe.front() {
+            self.events.push_after(
+                self.packets.get(next).arrive - self.now,
+                Event::LinkArrival(p),
+            );
         }
         self.stats.packet_hops += 1;
-        let node = self.fabric.peer_node[p as usize];
-        if self.fabric.is_host(node) {
+        let PortHot {
+            peer_node: node,
+            to_host,
+            ..
+        } = self.ports[p as usize];
+        if to_host {
             self.host_receive(pkt);
         } else {
             let out = self.router.next_port(node, self.packets.get(pkt));
@@ -355,11 +412,11 @@ impl World {
             self.stats.max_queue_bytes =
                 self.stats.max_queue_bytes.max(q.bytes + wire_bytes as u64);
         }
-        q.push(pkt, priority, wire_bytes);
-        if !self.free_pending[p as usize] {
-            self.free_pending[p as usize] = true;
-            self.events
-                .push(self.busy_until[p as usize], Event::PortFree(p));
+        q.push(&mut self.packets, pkt, priority, wire_bytes);
+        let port = &mut self.ports[p as usize];
+        if !port.free_pending {
+            port.free_pending = true;
+            self.events.push(port.busy_until, Event::PortFree(p));
         }
     }
 
@@ -404,6 +461,8 @@ impl World {
             let payload = f.payload_of(seq, self.mtu);
             let pkt = Packet {
                 header_key: f.header_fwd,
+                arrive: 0,
+                next: NIL,
                 flow: fid,
                 seq,
                 dst: f.dst,
@@ -452,7 +511,7 @@ impl World {
         f.rto_deadline = now + self.rto;
         f.rto_armed = true;
         self.stats.flows_started += 1;
-        self.events.push(f.rto_deadline, Event::Retransmit(fid));
+        self.events.push_after(self.rto, Event::Retransmit(fid));
         self.activate(fid);
     }
 
@@ -471,7 +530,7 @@ impl World {
         self.stats.timeouts += 1;
         f.next_seq = f.acked;
         f.rto_deadline = now + self.rto;
-        self.events.push(f.rto_deadline, Event::Retransmit(fid));
+        self.events.push_after(self.rto, Event::Retransmit(fid));
         self.activate(fid);
     }
 
@@ -519,6 +578,8 @@ impl World {
         let f = &self.flows[fid as usize];
         let pkt = Packet {
             header_key: f.header_rev,
+            arrive: 0,
+            next: NIL,
             flow: fid,
             seq: f.expected,
             dst: f.src,
@@ -569,6 +630,8 @@ impl World {
         let f = &self.flows[fid as usize];
         let probe = Packet {
             header_key: f.header_fwd,
+            arrive: 0,
+            next: NIL,
             flow: fid,
             seq: 0,
             dst: f.dst,
@@ -582,7 +645,7 @@ impl World {
             let p = port as usize;
             hops.push(Hop {
                 rate_bps: self.fabric.rate_bps[p],
-                delay_ps: self.arrival_delay[p],
+                delay_ps: self.ports[p].arrival_delay,
             });
             let node = self.fabric.peer_node[p];
             if self.fabric.is_host(node) {
