@@ -1,8 +1,23 @@
-//! Python bindings (module `fabricemu._core`).
+//! Python bindings (module `fabricemu._core`): a thin layer over `fabricemu-core`.
+//!
+//! Scenarios cross the seam as JSON text (the Python layer keeps the user's dictionary and validates
+//! it here on every construction); a run returns its `run.json` as JSON text. The exception classes
+//! are defined in Python (`fabricemu.errors`) so that users can name and catch them.
+
+mod errors;
+mod run;
+mod scenario;
+
 use pyo3::prelude::*;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", fabricemu_core::VERSION)?;
+    m.add_function(wrap_pyfunction!(scenario::parse_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::parse_json, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::to_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::toml_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::describe, m)?)?;
+    m.add_function(wrap_pyfunction!(run::run, m)?)?;
     Ok(())
 }

@@ -98,7 +98,7 @@ impl World {
                     busy_until: 0,
                     arrival_delay: fabric.delay_ps[p] + latency,
                     rate_bps: rate,
-                    ps_per_byte: if bits_ps % rate == 0 {
+                    ps_per_byte: if bits_ps.is_multiple_of(rate) {
                         bits_ps / rate
                     } else {
                         0
