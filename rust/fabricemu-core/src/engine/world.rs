@@ -625,8 +625,32 @@ impl World {
 
     /// The hops flow `fid`'s data packets take (the ECMP path its header hashes to).
     pub fn flow_path(&self, fid: u32) -> Vec<Hop> {
+        self.flow_path_ports(fid)
+            .into_iter()
+            .map(|p| Hop {
+                rate_bps: self.fabric.rate_bps[p as usize],
+                delay_ps: self.ports[p as usize].arrival_delay,
+            })
+            .collect()
+    }
+
+    /// The egress ports flow `fid`'s data packets take, from its source NIC on.
+    pub fn flow_path_ports(&self, fid: u32) -> Vec<PortId> {
         let f = &self.flows[fid as usize];
-        let probe = Packet {
+        let probe = self.probe_packet(fid);
+        let mut ports = vec![self.fabric.host_port(f.src)];
+        loop {
+            let node = self.fabric.peer_node[*ports.last().expect("non-empty") as usize];
+            if self.fabric.is_host(node) {
+                return ports;
+            }
+            ports.push(self.router.next_port(node, &probe));
+        }
+    }
+
+    fn probe_packet(&self, fid: u32) -> Packet {
+        let f = &self.flows[fid as usize];
+        Packet {
             header_key: f.header_fwd,
             arrive: 0,
             next: NIL,
@@ -636,21 +660,6 @@ impl World {
             wire_bytes: 0,
             kind: PacketKind::Data,
             priority: DATA_PRIORITY,
-        };
-        let mut hops = Vec::new();
-        let mut port = self.fabric.host_port(f.src);
-        loop {
-            let p = port as usize;
-            hops.push(Hop {
-                rate_bps: self.fabric.rate_bps[p],
-                delay_ps: self.ports[p].arrival_delay,
-            });
-            let node = self.fabric.peer_node[p];
-            if self.fabric.is_host(node) {
-                debug_assert_eq!(node, f.dst);
-                return hops;
-            }
-            port = self.router.next_port(node, &probe);
         }
     }
 
