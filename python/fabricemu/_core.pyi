@@ -1,0 +1,28 @@
+"""Type stubs of the compiled module ``fabricemu._core`` (kept honest by ``mypy.stubtest``)."""
+
+from os import PathLike
+from typing import Any, Callable, Optional, Union
+
+__all__ = [
+    "__version__",
+    "describe",
+    "parse_json",
+    "parse_toml",
+    "run",
+    "to_toml",
+    "toml_to_json",
+]
+
+__version__: str
+
+def parse_toml(text: str, source: str = "") -> str: ...
+def parse_json(text: str) -> str: ...
+def to_toml(scenario_json: str) -> str: ...
+def toml_to_json(text: str) -> str: ...
+def describe(scenario_json: str) -> str: ...
+def run(
+    scenario_json: str,
+    out_dir: Union[str, PathLike[str]],
+    progress: Optional[Callable[[int, Optional[int], int, int, int], Any]] = None,
+    slice_events: int = 2000000,
+) -> str: ...

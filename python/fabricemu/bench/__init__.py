@@ -1,0 +1,38 @@
+"""The fixed benchmark scenarios of ``fabricemu bench`` (TOML files beside this module)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Tuple
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    file: str
+    description: str
+    quick: bool  # part of `fabricemu bench --quick`
+
+    @property
+    def path(self) -> Path:
+        return HERE / self.file
+
+
+BENCHMARKS: Tuple[Benchmark, ...] = (
+    Benchmark("quickstart", "quickstart.toml", "the README's quickstart", True),
+    Benchmark(
+        "fat_tree_k8_permutation",
+        "fat_tree_k8_permutation.toml",
+        "fat_tree k=8, 128 hosts, 100Gbps, permutation of 1MB flows",
+        True,
+    ),
+    Benchmark(
+        "fat_tree_k16_permutation",
+        "fat_tree_k16_permutation.toml",
+        "fat_tree k=16, 1024 hosts, 100Gbps, permutation of 1MB flows",
+        False,
+    ),
+)

@@ -1,0 +1,65 @@
+"""One benchmark in this process: ``python -m fabricemu.bench SCENARIO.toml [--min-time SECONDS]``.
+
+Runs the scenario repeatedly until ``--min-time`` seconds of engine time have passed (at least once,
+at most 50 times) and prints one JSON line: the figures of the fastest run plus the peak resident
+memory of this process. ``fabricemu bench`` starts one such process per scenario, so the peak belongs
+to that scenario alone; ``base_rss_mib`` is the same measure after imports, before the first run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional
+
+MAX_RUNS = 50
+
+
+def _rss_mib() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fabricemu.bench")
+    parser.add_argument("scenario")
+    parser.add_argument("--min-time", type=float, default=1.0)
+    args = parser.parse_args(argv)
+
+    import fabricemu
+
+    scenario = fabricemu.Scenario.load(args.scenario)
+    base = _rss_mib()
+    runs: List[Dict[str, Any]] = []
+    total = 0.0
+    while not runs or (total < args.min_time and len(runs) < MAX_RUNS):
+        with tempfile.TemporaryDirectory(prefix="fabricemu-bench-") as out:
+            info = fabricemu.run(scenario, out=out).run_info
+        runs.append(info)
+        total += float(info.get("wall_seconds", 0.0))
+    best = min(runs, key=lambda i: float(i.get("wall_seconds", 0.0)))
+    stats = best.get("stats", {})
+    row = {
+        "scenario": scenario.name,
+        "packet_hops": best["packet_hops"],
+        "events": best["events"],
+        "simulated_ps": best["simulated_ps"],
+        "wall_seconds": best["wall_seconds"],
+        "packet_hops_per_second": best["packet_hops_per_second"],
+        "events_per_second": best["events_per_second"],
+        "runs": len(runs),
+        "flows_total": stats.get("flows_total"),
+        "flows_finished": stats.get("flows_finished"),
+        "peak_rss_mib": _rss_mib(),
+        "base_rss_mib": base,
+        "version": best.get("version"),
+    }
+    print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The exceptions fabricemu raises, as classes you can catch by name.
+
+``ScenarioError`` is raised for a scenario that does not parse or validate, from a file, a TOML string,
+a dictionary or ``Scenario.with_``; ``SimulationError`` for a failure inside the engine (a bug: please
+report it with the scenario).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = ["ScenarioError", "SimulationError"]
+
+
+class ScenarioError(ValueError):
+    """A scenario that failed to parse or validate.
+
+    Attributes:
+        message: what was wrong, e.g. ``expected an even integer, found 5``.
+        path: the dotted key path, e.g. ``topology.k`` or ``workload.0.size`` ("" for the whole file).
+        line, column: 1-based position in the TOML text, or ``None`` (dictionaries have none).
+        source_name: the file name, or "".
+
+    ``str(error)`` is the one-line message ``file:line:col: path: message``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str = "",
+        line: Optional[int] = None,
+        column: Optional[int] = None,
+        source_name: str = "",
+        full: Optional[str] = None,
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+        self.source_name = source_name
+        self._full = full if full is not None else _format(message, path, line, column, source_name)
+        super().__init__(self._full)
+
+    def __str__(self) -> str:
+        return self._full
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        kwargs = {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "source_name": self.source_name,
+            "full": self._full,
+        }
+        return (_rebuild, (self.message, kwargs))
+
+
+def _rebuild(message: str, kwargs: dict) -> ScenarioError:  # type: ignore[type-arg]
+    return ScenarioError(message, **kwargs)
+
+
+def _format(message: str, path: str, line: Optional[int], column: Optional[int], source_name: str) -> str:
+    # The same layout as the Rust core's Display of its ScenarioError.
+    out = ""
+    if source_name:
+        out = source_name
+        if line is not None:
+            out += f":{line}"
+            if column is not None:
+                out += f":{column}"
+        out += ": "
+    elif line is not None:
+        out = f"line {line}"
+        if column is not None:
+            out += f", column {column}"
+        out += ": "
+    if path:
+        out += f"{path}: "
+    return out + message
+
+
+class SimulationError(RuntimeError):
+    """The engine failed while running a valid scenario (an internal error, caught before it could
+    crash the interpreter)."""

@@ -1,0 +1,303 @@
+"""Scenarios: a TOML file or a dictionary, validated by the Rust core on every construction."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Union
+
+from . import _core, _fmt
+from .errors import ScenarioError
+
+__all__ = ["Scenario", "as_scenario", "parse_value"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return item()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"a value of type {type(value).__name__} cannot be part of a scenario")
+
+
+def _dumps(data: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(data, default=_json_default)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(str(e)) from None
+
+
+class Scenario:
+    """A validated scenario.
+
+    Build one with :meth:`load` (a TOML file), :meth:`from_toml` or :meth:`from_dict`; derive variants
+    with :meth:`with_`. A scenario keeps the dictionary as the user wrote it (``to_dict()``) and is
+    immutable: ``with_`` returns a new, validated scenario.
+
+    >>> s = Scenario.from_toml('''
+    ... [topology]
+    ... kind = "fat_tree"
+    ... k = 4
+    ... [[workload]]
+    ... kind = "permutation"
+    ... size = "1MB"
+    ... ''')
+    >>> s.with_({"topology.k": 8, "workload.0.size": "2MB"}).to_dict()["topology"]["k"]
+    8
+    """
+
+    __slots__ = ("_data", "_json", "_source")
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        """The same as :meth:`from_dict`."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a scenario is a mapping, not {type(data).__name__}")
+        self._data: Dict[str, Any] = copy.deepcopy(dict(data))
+        self._json: str = _core.parse_json(_dumps(self._data))
+        self._source: Optional[str] = None
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+        """A scenario from a dictionary shaped like the TOML file (``{"topology": {"kind": ...}}``).
+
+        Units are strings as in the file (``"100Gbps"``, ``"1MB"``); sizes may also be integers
+        (bytes). Raises :class:`ScenarioError` naming the key path of the first problem.
+        """
+        return cls(data)
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "<string>") -> Scenario:
+        """A scenario from TOML text; errors name ``source``, the key path, line and column."""
+        normalised = _core.parse_toml(text, source)
+        data = json.loads(_core.toml_to_json(text))
+        return cls._make(data, normalised, source)
+
+    @classmethod
+    def load(cls, path: PathLike) -> Scenario:
+        """A scenario from a TOML file."""
+        p = Path(path)
+        text = p.read_text(encoding="utf-8")
+        return cls.from_toml(text, source=str(path))
+
+    @classmethod
+    def _make(cls, data: Dict[str, Any], normalised: str, source: Optional[str]) -> Scenario:
+        self = cls.__new__(cls)
+        self._data = data
+        self._json = normalised
+        self._source = source
+        return self
+
+    # -- derivation ---------------------------------------------------------------------------
+
+    def with_(self, changes: Optional[Mapping[str, Any]] = None, /, **top_level: Any) -> Scenario:
+        """A new scenario with some values changed, validated.
+
+        ``changes`` maps dotted key paths to values: ``{"topology.k": 8, "workload.0.size": "2MB"}``.
+        List items are addressed by number, missing tables are created, and ``None`` removes a key.
+        Keyword arguments set top-level keys: ``s.with_(seed=2)``.
+        """
+        data = copy.deepcopy(self._data)
+        updates: Dict[str, Any] = dict(changes or {})
+        updates.update(top_level)
+        for key, value in updates.items():
+            _set_path(data, key, value)
+        new = Scenario._make(data, _core.parse_json(_dumps(data)), self._source)
+        return new
+
+    # -- views --------------------------------------------------------------------------------
+
+    def to_dict(self, *, normalised: bool = False) -> Dict[str, Any]:
+        """The scenario as the user wrote it (a deep copy); ``normalised=True`` gives it with every
+        default written out and units in their canonical form."""
+        if normalised:
+            return dict(json.loads(self._json))
+        return copy.deepcopy(self._data)
+
+    def to_toml(self) -> str:
+        """The scenario as TOML text (every default written out); ``from_toml`` reads it back."""
+        return _core.to_toml(self._json)
+
+    def to_json(self) -> str:
+        """The normalised scenario as JSON text (what run.json records)."""
+        return self._json
+
+    def describe(self) -> Dict[str, Any]:
+        """Size of the fabric (hosts, switches, links) and of each workload (flows, bytes)."""
+        return dict(json.loads(_core.describe(self._json)))
+
+    def summary_line(self) -> str:
+        """One line describing the fabric and the workloads."""
+        return _summary_line(self.describe())
+
+    @property
+    def name(self) -> str:
+        """The scenario's ``name`` ("scenario" if it has none)."""
+        return str(json.loads(self._json).get("name") or "scenario")
+
+    @property
+    def seed(self) -> int:
+        return int(json.loads(self._json)["seed"])
+
+    @property
+    def source(self) -> Optional[str]:
+        """The file or source name it was read from, if any."""
+        return self._source
+
+    # -- protocol -----------------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return bool(json.loads(self._json) == json.loads(other._json))
+
+    def __hash__(self) -> int:
+        return hash(self._json)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (Scenario.from_dict, (self._data,))
+
+    def __repr__(self) -> str:
+        return f"<Scenario {self.name!r} seed={self.seed}: {_fabric_and_load(self.describe())}>"
+
+    def _repr_html_(self) -> str:
+        d = self.describe()
+        rows = [
+            ("name", d["name"]),
+            ("seed", d["seed"]),
+            ("topology", _topology_text(d["topology"])),
+            ("stop", _stop_text(d["stop"])),
+        ]
+        for i, w in enumerate(d["workloads"]):
+            rows.append((f"workload {i}", _workload_text(w)))
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+            f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        toml_text = html.escape(self.to_toml())
+        return (
+            f"<div><b>fabricemu.Scenario</b><table>{body}</table>"
+            f"<details><summary>TOML</summary><pre>{toml_text}</pre></details></div>"
+        )
+
+
+def as_scenario(scenario: Union[Scenario, PathLike, Mapping[str, Any]]) -> Scenario:
+    """A Scenario from a Scenario, a path to a TOML file, or a dictionary."""
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, Mapping):
+        return Scenario.from_dict(scenario)
+    if isinstance(scenario, (str, os.PathLike)):
+        return Scenario.load(scenario)
+    raise TypeError(f"expected a Scenario, a path or a dict, not {type(scenario).__name__}")
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value read as a TOML value: ``8``, ``"2MB"``, ``true``, ``[1, 2]``,
+    ``{kmin = "100KB"}``; anything that is not valid TOML (``2MB``, ``fat_tree``) is a string."""
+    try:
+        return json.loads(_core.toml_to_json(f"v = {text}"))["v"]
+    except ScenarioError:
+        return text
+
+
+# -- dotted paths ---------------------------------------------------------------------------------
+
+
+def _set_path(data: Dict[str, Any], key: str, value: Any) -> None:
+    if not isinstance(key, str) or not key or any(p == "" for p in key.split(".")):
+        raise ScenarioError(f"invalid key path {key!r}", path=str(key))
+    parts = key.split(".")
+    node: Any = data
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        here = ".".join(parts[: depth + 1])
+        if isinstance(node, list):
+            if not part.isdigit():
+                raise ScenarioError(
+                    f"{'.'.join(parts[:depth]) or 'the scenario'} is a list: expected an index",
+                    path=here,
+                )
+            index = int(part)
+            if index >= len(node):
+                raise ScenarioError(
+                    f"index {index} is out of range: "
+                    f"{'.'.join(parts[:depth])} has {len(node)} entr{'y' if len(node) == 1 else 'ies'}",
+                    path=here,
+                )
+            if last:
+                if value is None:
+                    del node[index]
+                else:
+                    node[index] = copy.deepcopy(value)
+                return
+            node = node[index]
+        elif isinstance(node, dict):
+            if last:
+                if value is None:
+                    node.pop(part, None)
+                else:
+                    node[part] = copy.deepcopy(value)
+                return
+            if part not in node or node[part] is None:
+                node[part] = {}
+            node = node[part]
+        else:
+            raise ScenarioError(
+                f"cannot set {key}: {'.'.join(parts[:depth])} is a value, not a table or a list",
+                path=here,
+            )
+
+
+# -- human descriptions ---------------------------------------------------------------------------
+
+
+def _topology_text(t: Dict[str, Any]) -> str:
+    if t["kind"] == "fat_tree":
+        shape = f"fat_tree k={t['k']}"
+    else:
+        shape = f"leaf_spine {t['leaves']} leaves x {t['spines']} spines"
+    host = t["host_link"]
+    rate = host["rate"]
+    fabric = t["fabric_link"]["rate"]
+    links = rate if fabric == rate else f"{rate} host / {fabric} fabric"
+    return (
+        f"{shape} ({t['hosts']} hosts, {t['switches']} switches, {t['links']} links, "
+        f"{links}, {host['delay']})"
+    )
+
+
+def _workload_text(w: Dict[str, Any]) -> str:
+    label = w["kind"] if w["name"] == w["kind"] else f"{w['name']} ({w['kind']})"
+    if w["kind"] == "incast":
+        rounds = f" x {w['rounds']} rounds" if w["rounds"] != 1 else ""
+        return f"{label} {w['senders']}->1 to host {w['receiver']} of {w['size']}{rounds}"
+    if w["kind"] == "permutation":
+        return f"{label} of {w['flows']} flows x {w['size']}"
+    return f"{label}: {w['flows']} flows, {_fmt.size(w['bytes'])}"
+
+
+def _stop_text(stop: str) -> str:
+    return "when all flows are done" if stop == "all_flows_done" else f"at {stop}"
+
+
+def _fabric_and_load(d: Dict[str, Any]) -> str:
+    workloads = ", ".join(_workload_text(w) for w in d["workloads"]) or "no workload"
+    return f"{_topology_text(d['topology'])}; {workloads}"
+
+
+def _summary_line(d: Dict[str, Any]) -> str:
+    return (
+        f"{d['name']}: {_fabric_and_load(d)}; {d['flows']} flows, {_fmt.size(d['bytes'])}; "
+        f"stop {_stop_text(d['stop'])}"
+    )

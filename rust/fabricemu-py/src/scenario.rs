@@ -1,0 +1,173 @@
+//! Scenario parsing, validation and conversion: JSON text in, JSON or TOML text out.
+
+use fabricemu_core::scenario::{self, LinkSpec, Scenario, StopAt, TopologySpec, WorkloadSpec};
+use fabricemu_core::units::{format_bytes, format_rate, format_time};
+use fabricemu_core::ScenarioError as CoreScenarioError;
+use pyo3::prelude::*;
+use serde_json::{json, Value};
+
+use crate::errors::scenario_error;
+
+/// Validate scenario JSON; the validated spec and the normalised JSON (every default written out).
+pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, String)> {
+    let (file, spec) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
+    Ok((spec, scenario::to_json(&file)))
+}
+
+/// Parse and validate scenario TOML; returns the normalised scenario as JSON text.
+///
+/// Errors carry the key path, line and column; `source` (a file name) prefixes the message.
+#[pyfunction]
+#[pyo3(signature = (text, source = ""))]
+pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> {
+    let (file, _) = scenario::parse_toml(text, source).map_err(|e| scenario_error(py, &e))?;
+    Ok(scenario::to_json(&file))
+}
+
+/// Validate a scenario given as JSON text (a Python dictionary); returns the normalised JSON.
+#[pyfunction]
+pub fn parse_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    Ok(validated(py, text)?.1)
+}
+
+/// The scenario (JSON text) as TOML text, after validating it.
+#[pyfunction]
+pub fn to_toml(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+    let (file, _) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
+    Ok(scenario::to_toml(&file))
+}
+
+/// TOML text as JSON text, exactly as written (no schema, no defaults): the user's own dictionary.
+#[pyfunction]
+pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    let value: Value = toml::from_str(text).map_err(|e| {
+        let (line, column) = match e.span() {
+            Some(span) => line_col(text, span.start),
+            None => (None, None),
+        };
+        let err = CoreScenarioError {
+            source_name: String::new(),
+            path: String::new(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        };
+        scenario_error(py, &err)
+    })?;
+    Ok(value.to_string())
+}
+
+/// A summary of the validated scenario as JSON text: the fabric's size, links and the workloads.
+#[pyfunction]
+pub fn describe(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+    let (spec, _) = validated(py, scenario_json)?;
+    Ok(summary(&spec).to_string())
+}
+
+fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (Some(line), Some(column))
+}
+
+fn link(l: &LinkSpec) -> Value {
+    json!({ "rate": format_rate(l.rate_bps), "delay": format_time(l.delay_ps) })
+}
+
+fn summary(s: &Scenario) -> Value {
+    let hosts = s.topology.num_hosts() as u64;
+    let topology = match &s.topology {
+        TopologySpec::FatTree {
+            k,
+            host,
+            fabric,
+            core,
+        } => {
+            let k = *k as u64;
+            json!({
+                "kind": "fat_tree", "k": k, "hosts": hosts,
+                "switches": 5 * k * k / 4,
+                // cables: host-edge, edge-aggregation, aggregation-core (k^3/4 each)
+                "links": 3 * k * k * k / 4,
+                "host_link": link(host), "fabric_link": link(fabric), "core_link": link(core),
+            })
+        }
+        TopologySpec::LeafSpine {
+            leaves,
+            spines,
+            hosts_per_leaf,
+            host,
+            fabric,
+        } => {
+            let (l, sp) = (*leaves as u64, *spines as u64);
+            json!({
+                "kind": "leaf_spine", "leaves": l, "spines": sp, "hosts_per_leaf": hosts_per_leaf,
+                "hosts": hosts, "switches": l + sp, "links": hosts + l * sp,
+                "host_link": link(host), "fabric_link": link(fabric),
+            })
+        }
+    };
+    let mut flows_total = 0u64;
+    let mut bytes_total = 0u64;
+    let workloads: Vec<Value> = s
+        .workloads
+        .iter()
+        .map(|w| {
+            let (flows, bytes, extra) = match &w.spec {
+                WorkloadSpec::Flows { flows } => (
+                    flows.len() as u64,
+                    flows.iter().map(|f| f.size_bytes).sum::<u64>(),
+                    json!({}),
+                ),
+                WorkloadSpec::Incast {
+                    receiver,
+                    senders,
+                    size_bytes,
+                    rounds,
+                    ..
+                } => {
+                    let n = senders.len() as u64 * *rounds as u64;
+                    (
+                        n,
+                        n * size_bytes,
+                        json!({ "receiver": receiver, "senders": senders.len(), "rounds": rounds,
+                                "size": format_bytes(*size_bytes) }),
+                    )
+                }
+                WorkloadSpec::Permutation {
+                    hosts, size_bytes, ..
+                } => {
+                    let n = hosts.len() as u64;
+                    (
+                        n,
+                        n * size_bytes,
+                        json!({ "size": format_bytes(*size_bytes) }),
+                    )
+                }
+            };
+            flows_total += flows;
+            bytes_total = bytes_total.saturating_add(bytes);
+            let mut v = json!({ "name": w.name, "kind": w.spec.kind(), "flows": flows,
+                                "bytes": bytes, "volume": format_bytes(bytes) });
+            if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+                m.extend(e);
+            }
+            v
+        })
+        .collect();
+    let stop = match s.stop {
+        StopAt::AllFlowsDone => json!("all_flows_done"),
+        StopAt::Time(t) => json!(format_time(t)),
+    };
+    json!({
+        "name": s.name,
+        "seed": s.seed,
+        "stop": stop,
+        "topology": topology,
+        "workloads": workloads,
+        "flows": flows_total,
+        "bytes": bytes_total,
+        "volume": format_bytes(bytes_total),
+    })
+}

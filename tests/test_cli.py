@@ -1,0 +1,217 @@
+"""The `fabricemu` console script, run for real in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+from conftest import ERROR_CASES, ROOT, SCENARIOS, broken
+
+QUICKSTART = str(SCENARIOS / "quickstart.toml")
+
+# Runs for tens of seconds (128 hosts each sending 1GB, stopped at 50ms of simulated time).
+LONG = """\
+name = "long"
+stop = "50ms"
+
+[topology]
+kind = "fat_tree"
+k = 8
+
+[[workload]]
+kind = "permutation"
+size = "1GB"
+"""
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *parts: str) -> None:  # type: ignore[type-arg]
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for part in parts:
+        assert part in lines[0], (part, lines[0])
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["validate"], ["bench"]])
+def test_help_has_examples(cli, command):
+    proc = cli(*command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "Example" in proc.stdout
+
+
+def test_version(cli):
+    import fabricemu
+
+    proc = cli("--version")
+    assert proc.returncode == 0
+    assert fabricemu.__version__ in proc.stdout
+
+
+def test_run_prints_summary_and_writes_outputs(cli, tmp_path):
+    out = tmp_path / "out"
+    proc = cli("run", QUICKSTART, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    for word in ["flows finished", "FCT", "p99", "slowdown", "events", "packet-hops", "wall", "drops"]:
+        assert word in text, word
+    with pa.memory_map(str(out / "flows.arrow")) as source:
+        table = pa.ipc.open_file(source).read_all()
+    info = json.loads((out / "run.json").read_text())
+    assert table.num_rows == info["stats"]["flows_total"] > 0, "needs the engine"
+    assert f"{table.num_rows}/{table.num_rows} flows finished" in text
+
+
+def test_run_default_output_folder(cli, tmp_path):
+    proc = cli("run", QUICKSTART, "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert (tmp_path / "runs" / "quickstart" / "flows.arrow").is_file()
+    assert (tmp_path / "runs" / "quickstart" / "run.json").is_file()
+
+
+def test_run_outputs_read_by_polars_and_duckdb(cli, tmp_path):
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    import pyarrow.dataset as ds
+
+    proc = cli("run", QUICKSTART, "-o", str(tmp_path / "o"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    path = tmp_path / "o" / "flows.arrow"
+    df = pl.read_ipc(path)
+    con = duckdb.connect()
+    con.register("flows", ds.dataset(str(path), format="arrow"))
+    [(n,)] = con.sql("select count(*) from flows").fetchall()
+    assert n == df.height
+
+
+def test_run_with_set(cli, tmp_path):
+    out = tmp_path / "k6"
+    proc = cli(
+        "run",
+        QUICKSTART,
+        "-o",
+        str(out),
+        "--set",
+        "topology.k=6",
+        "--set",
+        "workload.1.size=64KiB",
+        "--set",
+        'name="k6"',
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((out / "run.json").read_text())
+    assert info["scenario"]["topology"]["k"] == 6
+    assert info["scenario"]["workload"][1]["size"] == "64KiB"
+    assert info["scenario"]["name"] == "k6"
+
+
+def test_validate_ok(cli):
+    proc = cli("validate", QUICKSTART)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ok: quickstart: fat_tree k=4 (16 hosts")
+    proc = cli("validate", QUICKSTART, "--set", "topology.k=8")
+    assert proc.returncode == 0, proc.stderr
+    assert "fat_tree k=8 (128 hosts" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+@pytest.mark.parametrize(("case", "old", "new", "path", "line"), ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_bad_scenario_is_one_line(cli, tmp_path, command, case, old, new, path, line):
+    bad = tmp_path / f"{case}.toml"
+    bad.write_text(broken(old, new))
+    proc = cli(command, str(bad))
+    assert_one_line_error(proc, f"{bad}:{line}:", path)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_bad_set_is_one_line(cli):
+    proc = cli("validate", QUICKSTART, "--set", "topology.k=5")
+    assert_one_line_error(proc, "topology.k", "even")
+    proc = cli("run", QUICKSTART, "--set", "workload.7.size=1MB")
+    assert_one_line_error(proc, "workload.7", "out of range")
+    proc = cli("run", QUICKSTART, "--set", "topology.k")
+    assert_one_line_error(proc, "KEY=VALUE")
+
+
+def test_ctrl_c_writes_partial_outputs(fabricemu_exe, tmp_path):
+    scenario = tmp_path / "long.toml"
+    scenario.write_text(LONG)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [fabricemu_exe, "run", str(scenario), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the output folder appears when the engine starts
+        time.sleep(1.5)
+        assert proc.poll() is None, "the long scenario finished too early: " + proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "partial outputs" in stderr
+    info = json.loads((out / "run.json").read_text())
+    assert info["interrupted"] is True
+    assert 0 < info["simulated_ps"] < 50_000_000_000, "stopped part-way"
+    with pa.memory_map(str(out / "flows.arrow")) as source:
+        table = pa.ipc.open_file(source).read_all()
+    assert table.num_rows == 128
+    assert table.column("finish_ps").null_count == 128, "no 1GB flow finished"
+
+
+def test_bench_quick(cli, tmp_path):
+    report = tmp_path / "bench.json"
+    proc = cli("bench", "--quick", "--json", str(report), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    for header in ["packet-hops", "events", "wall", "packet-hops/s", "events/s", "peak RSS MiB"]:
+        assert header in proc.stdout, header
+    rows = json.loads(report.read_text())
+    names = [r["name"] for r in rows]
+    assert names == ["quickstart", "fat_tree_k8_permutation"]
+    for r in rows:
+        assert r["peak_rss_mib"] > 0
+        assert r["packet_hops"] > 0, "needs the engine"
+        assert r["flows_finished"] == r["flows_total"]
+
+
+def test_bench_quickstart_is_the_repository_quickstart():
+    import fabricemu.bench as bench
+
+    packaged = (bench.HERE / "quickstart.toml").read_text()
+    assert packaged == (ROOT / "scenarios" / "quickstart.toml").read_text()
+    for b in bench.BENCHMARKS:
+        assert b.path.is_file()
+
+
+def test_module_entry_point_matches_console_script():
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabricemu.cli", "validate", QUICKSTART],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ok: ")
+
+
+def test_missing_file(cli, tmp_path):
+    proc = cli("run", str(tmp_path / "nope.toml"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "does not exist" in proc.stderr
