@@ -19,6 +19,15 @@ pub const META_SCENARIO: &str = "fabricemu.scenario";
 pub const META_SEED: &str = "fabricemu.seed";
 pub const META_VERSION: &str = "fabricemu.version";
 
+/// Schema metadata of every table of a run: the scenario (JSON text), seed and version.
+pub fn metadata(scenario_json: &str, seed: u64) -> Vec<(String, String)> {
+    vec![
+        (META_SCENARIO.to_string(), scenario_json.to_string()),
+        (META_SEED.to_string(), seed.to_string()),
+        (META_VERSION.to_string(), crate::VERSION.to_string()),
+    ]
+}
+
 fn per_second(count: u64, wall_seconds: f64) -> f64 {
     if wall_seconds > 0.0 && wall_seconds.is_finite() {
         count as f64 / wall_seconds
@@ -34,7 +43,7 @@ fn per_second(count: u64, wall_seconds: f64) -> f64 {
 /// `wall_seconds` is 0).
 pub fn write_outputs(
     dir: &Path,
-    sim: &Simulation,
+    sim: &mut Simulation,
     scenario_json: &str,
     seed: u64,
     interrupted: bool,
@@ -48,17 +57,15 @@ pub fn write_outputs(
     })?;
     std::fs::create_dir_all(dir)?;
 
-    let metadata = [
-        (META_SCENARIO.to_string(), scenario_json.to_string()),
-        (META_SEED.to_string(), seed.to_string()),
-        (META_VERSION.to_string(), crate::VERSION.to_string()),
-    ];
+    let metadata = metadata(scenario_json, seed);
     write_flows(
         &dir.join(FLOWS_FILE),
         &sim.flow_rows(),
         &sim.workload_names(),
         &metadata,
     )?;
+
+    sim.finish_traces(dir, &metadata)?;
 
     let stats = sim.stats();
     let wall_seconds = if wall_seconds.is_finite() {

@@ -17,8 +17,23 @@ pub enum PacketKind {
     Data,
     /// Cumulative acknowledgement: `seq` is the next packet the receiver expects.
     Ack,
-    /// Go-back-N request: `seq` is the packet the receiver expects (a gap was seen).
+    /// Loss report: `seq` is the packet the receiver expects (a gap was seen).
     Nack,
+    /// DCQCN congestion notification from the receiver (NP) to the sender (RP).
+    Cnp,
+    /// PFC frames: `seq` is the priority paused or resumed.
+    Pause,
+    Resume,
+}
+
+/// `Packet::flags` bits.
+pub mod flags {
+    /// ECN-capable transport.
+    pub const ECT: u8 = 1;
+    /// Congestion experienced (marked by a switch).
+    pub const CE: u8 = 2;
+    /// Admitted into PFC headroom (released from there).
+    pub const HEADROOM: u8 = 4;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +54,9 @@ pub struct Packet {
     pub kind: PacketKind,
     /// Priority class (0..8, higher is served first).
     pub priority: u8,
+    /// At a switch: the link it arrived over (the upstream's egress port), for PFC accounting.
+    pub ingress: u32,
+    pub flags: u8,
 }
 
 /// All live packets; ids are recycled.
@@ -179,6 +197,8 @@ mod tests {
             wire_bytes: 1,
             kind: PacketKind::Data,
             priority: 0,
+            ingress: u32::MAX,
+            flags: 0,
         }
     }
 

@@ -19,6 +19,7 @@ pub enum Purpose {
     EcmpSeed = 1,
     Workload = 2,
     SourcePort = 3,
+    Ecn = 4,
 }
 
 /// A random stream for `purpose` (and `index`, e.g. the workload number) under scenario `seed`.

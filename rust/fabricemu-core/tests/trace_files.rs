@@ -52,6 +52,10 @@ fn row(flow_id: u64, finish_ps: Option<u64>, workload: u32) -> FlowRow {
         packets_sent: 245 + flow_id,
         retransmits: flow_id % 3,
         drops: flow_id % 2,
+        ecn_marks: flow_id * 7,
+        cnps: flow_id,
+        out_of_order_packets: flow_id % 4,
+        max_reorder_distance: flow_id % 5,
     }
 }
 
@@ -100,7 +104,7 @@ fn every_column_nulls_and_metadata() {
         types,
         vec![
             UInt64, UInt32, UInt32, UInt64, UInt64, UInt64, UInt64, UInt64, Float64, Utf8, UInt32,
-            UInt64, UInt64, UInt64
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
         ]
     );
     for f in schema.fields() {
@@ -175,6 +179,16 @@ fn every_column_nulls_and_metadata() {
     assert_eq!(u64s("packets_sent"), all(|r| r.packets_sent));
     assert_eq!(u64s("retransmits"), all(|r| r.retransmits));
     assert_eq!(u64s("drops"), all(|r| r.drops));
+    assert_eq!(u64s("ecn_marks"), all(|r| r.ecn_marks));
+    assert_eq!(u64s("cnps"), all(|r| r.cnps));
+    assert_eq!(
+        u64s("out_of_order_packets"),
+        all(|r| r.out_of_order_packets)
+    );
+    assert_eq!(
+        u64s("max_reorder_distance"),
+        all(|r| r.max_reorder_distance)
+    );
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -302,8 +316,8 @@ flows = [{ src = 0, dst = 15, size = "64KB" }]
     sim.run_to_end();
     let dir = scratch("output").join("out"); // created by write_outputs
     let scenario_json = fabricemu_core::scenario::to_json(&file);
-    let run =
-        fabricemu_core::output::write_outputs(&dir, &sim, &scenario_json, 5, false, 0.0).unwrap();
+    let run = fabricemu_core::output::write_outputs(&dir, &mut sim, &scenario_json, 5, false, 0.0)
+        .unwrap();
     assert_eq!(entries(&dir), vec!["flows.arrow", "run.json"]);
 
     let on_disk: serde_json::Value =
@@ -334,8 +348,8 @@ flows = [{ src = 0, dst = 15, size = "64KB" }]
     assert_eq!(n, sim.flow_rows().len());
 
     // With a wall time, the rates are counts over it.
-    let run =
-        fabricemu_core::output::write_outputs(&dir, &sim, &scenario_json, 5, true, 2.0).unwrap();
+    let run = fabricemu_core::output::write_outputs(&dir, &mut sim, &scenario_json, 5, true, 2.0)
+        .unwrap();
     assert_eq!(run["interrupted"], true);
     assert_eq!(run["events_per_second"], stats.events as f64 / 2.0);
     assert_eq!(entries(&dir), vec!["flows.arrow", "run.json"]);

@@ -7,6 +7,8 @@
 mod errors;
 mod run;
 mod scenario;
+mod topology;
+mod units;
 
 use pyo3::prelude::*;
 
@@ -19,5 +21,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scenario::toml_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::describe, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
+    m.add_function(wrap_pyfunction!(topology::topology_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(units::parse_duration, m)?)?;
+    m.add_function(wrap_pyfunction!(units::parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(units::parse_rate, m)?)?;
     Ok(())
 }

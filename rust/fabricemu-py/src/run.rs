@@ -36,6 +36,8 @@ pub fn run(
         .map_err(|p| panic_error("building the fabric", p))?
         .map_err(|e| scenario_error(py, &e))?;
     let stop_ps = sim.stop_time();
+    sim.open_traces(&out_dir, &output::metadata(&normalised, spec.seed))
+        .map_err(|e| io_error(&e, &out_dir))?;
 
     loop {
         let outcome = py
@@ -59,7 +61,7 @@ pub fn run(
         if let Err(interrupt) = checked {
             // Leave readable partial outputs, then let the exception (usually Ctrl-C) propagate.
             let wall = started.elapsed().as_secs_f64();
-            write(py, &out_dir, &sim, &normalised, spec.seed, true, wall)?;
+            write(py, &out_dir, &mut sim, &normalised, spec.seed, true, wall)?;
             return Err(interrupt);
         }
         if outcome == StepOutcome::Finished {
@@ -67,14 +69,14 @@ pub fn run(
         }
     }
     let wall = started.elapsed().as_secs_f64();
-    let info = write(py, &out_dir, &sim, &normalised, spec.seed, false, wall)?;
+    let info = write(py, &out_dir, &mut sim, &normalised, spec.seed, false, wall)?;
     Ok(info.to_string())
 }
 
 fn write(
     py: Python<'_>,
     dir: &Path,
-    sim: &Simulation,
+    sim: &mut Simulation,
     scenario_json: &str,
     seed: u64,
     interrupted: bool,

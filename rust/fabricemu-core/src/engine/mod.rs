@@ -1,6 +1,9 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
+mod nic;
+mod ports;
 mod queue;
+mod sampling;
 mod world;
 
 pub use queue::{Event, EventQueue};
@@ -29,6 +32,19 @@ pub struct RunStats {
     pub flows_started: u64,
     pub flows_finished: u64,
     pub max_queue_bytes: u64,
+    /// Packets of lossless classes dropped: the PFC headroom was too small.
+    pub lossless_drops: u64,
+    pub ecn_marks: u64,
+    pub cnps_sent: u64,
+    pub pfc_pause_frames: u64,
+    pub pfc_resume_frames: u64,
+    /// Time ports spent paused, summed over ports.
+    pub paused_ps: u64,
+    /// Cycles of PFC pauses that persisted across two checks (deadlocks), and when the first was seen.
+    pub pfc_deadlocks: u64,
+    pub first_deadlock_ps: Option<u64>,
+    /// Data packets that arrived out of order at their receiver.
+    pub out_of_order_packets: u64,
 }
 
 /// Whether `step` may be called again.
@@ -93,6 +109,10 @@ impl Simulation {
                 packets_sent: f.packets_sent,
                 retransmits: f.retransmits,
                 drops: f.drops,
+                ecn_marks: f.ecn_marks,
+                cnps: f.cnps,
+                out_of_order_packets: f.out_of_order,
+                max_reorder_distance: f.max_reorder,
             })
             .collect()
     }
@@ -115,6 +135,30 @@ impl Simulation {
     /// Check that every packet created was delivered, dropped, or is still in a queue or on a link.
     pub fn check_conservation(&self) -> Result<(), String> {
         self.world.check_conservation()
+    }
+
+    /// Stream the scenario's trace tables into `dir` from now on (temporary names until the run's
+    /// outputs are written). Without this, trace rows are kept in memory until then.
+    pub fn open_traces(
+        &mut self,
+        dir: &std::path::Path,
+        metadata: &[(String, String)],
+    ) -> std::io::Result<()> {
+        self.world.open_traces(dir, metadata)
+    }
+
+    /// Finish the trace tables into `dir`.
+    pub fn finish_traces(
+        &mut self,
+        dir: &std::path::Path,
+        metadata: &[(String, String)],
+    ) -> std::io::Result<()> {
+        self.world.finish_traces(dir, metadata)
+    }
+
+    /// The trace tables (rows kept in memory when `open_traces` was not called).
+    pub fn traces_mut(&mut self) -> &mut world::Traces {
+        &mut self.world.traces
     }
 
     /// The engine state, for tests and tools that inspect it.

@@ -26,6 +26,15 @@ pub enum Event {
     FlowStart(u32),
     /// A flow's retransmission timer.
     Retransmit(u32),
+    /// A flow's DCQCN rate-increase timer.
+    RateTimer(u32),
+    /// A flow's gated DCQCN rate decrease.
+    RateDecreaseCheck(u32),
+    /// Periodic samples for queues.arrow and links.arrow.
+    SampleQueues,
+    SampleLinks,
+    /// Look for a cycle of PFC pauses.
+    DeadlockCheck,
 }
 
 #[derive(Clone, Copy)]

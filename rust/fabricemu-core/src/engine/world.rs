@@ -1,18 +1,27 @@
 //! The World: every piece of simulation state in flat arrays indexed by port, node, flow or packet
-//! id, and the handlers of each event. Components schedule only themselves: a port has at most one
-//! pending `PortFree`; a link holds its packets in flight in a FIFO, with one `LinkArrival` per
-//! packet (see `transmit` for why not one per link).
+//! id. The handlers of each event live beside it: `ports.rs` (queues, links, switches, PFC, ECN),
+//! `nic.rs` (sending, receiving, loss recovery, congestion control) and `sampling.rs` (traces and
+//! the deadlock detector). Components schedule only themselves: a port has one pending wake-up
+//! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
+//! (see `transmit` for why not one per link).
 
 use std::collections::VecDeque;
 
 use super::queue::{Event, EventQueue};
 use super::RunStats;
-use crate::packet::{Packet, PacketArena, PacketId, PacketKind, PacketList, NIL};
-use crate::rng::{self, Purpose};
+use crate::cc::Dcqcn;
+use crate::packet::{Packet, PacketArena, PacketKind, PacketList, NIL};
+use crate::rng::{self, Purpose, Rng};
 use crate::routing::{header_key, Router, ROCE_UDP_PORT};
-use crate::scenario::{Scenario, StopAt};
-use crate::switch::{Buffers, PortQueue, CONTROL_PRIORITY, DATA_PRIORITY};
+use crate::scenario::{
+    CongestionControl, DcqcnSpec, EcnSpec, LossRecovery, Scenario, Scheduler, StopAt, TraceSpec,
+};
+use crate::switch::pfc::Pfc;
+use crate::switch::queue::DwrrState;
+use crate::switch::{PortQueue, SharedBuffer};
 use crate::topology::{self, Fabric, NodeId, PortId};
+use crate::trace::stream::Stream;
+use crate::trace::tables::{LinkRows, PfcRows, QueueRows, RateRows};
 use crate::transport::ideal::{ideal_fct, Hop};
 use crate::transport::{segment, Flow, NEVER, NO_BARRIER};
 use crate::units::Time;
@@ -20,72 +29,119 @@ use crate::workload::{self, Start};
 
 /// What the per-packet path reads of a port, in one cache line.
 #[derive(Debug, Clone, Copy)]
-struct PortHot {
+pub(super) struct PortHot {
     /// When the packet being serialised ends (the port is free from then on).
-    busy_until: Time,
+    pub busy_until: Time,
     /// Serialisation end -> reception at the far end: propagation plus the far switch's latency.
-    arrival_delay: Time,
-    rate_bps: u64,
+    pub arrival_delay: Time,
     /// Exact serialisation time per byte, or 0 when the rate does not divide 8e12.
-    ps_per_byte: u64,
-    node: NodeId,
-    peer_node: NodeId,
-    /// Whether a `PortFree` event is scheduled.
-    free_pending: bool,
-    from_host: bool,
-    to_host: bool,
+    pub ps_per_byte: u64,
+    /// Bytes sent so far (for links.arrow).
+    pub tx_bytes: u64,
+    /// The port's one pending `PortFree` is for this time (NEVER: none). An event for another
+    /// time is stale and ignored, which lets a wake-up be moved earlier.
+    pub wake_at: Time,
+    pub node: NodeId,
+    pub peer_node: NodeId,
     /// Packets on the link, in arrival order (the delay is constant).
-    pipe: PacketList,
+    pub pipe: PacketList,
+    /// Priorities paused by the downstream node's PFC.
+    pub paused: u8,
+    pub from_host: bool,
+    pub to_host: bool,
 }
 
 /// Flows waiting for a set of other flows to finish.
 #[derive(Debug, Default)]
-struct Barrier {
-    remaining: u32,
-    waiting: Vec<(u32, Time)>,
+pub(super) struct Barrier {
+    pub remaining: u32,
+    pub waiting: Vec<(u32, Time)>,
+}
+
+/// Optional trace tables being written.
+#[derive(Default)]
+pub struct Traces {
+    pub queues: Option<Stream<QueueRows>>,
+    pub links: Option<Stream<LinkRows>>,
+    pub pfc: Option<Stream<PfcRows>>,
+    pub rates: Option<Stream<RateRows>>,
+    /// The first error writing a trace (reported when the run's outputs are written).
+    pub error: Option<std::io::Error>,
 }
 
 pub struct World {
     pub fabric: Fabric,
-    router: Router,
-    packets: PacketArena,
-    events: EventQueue,
+    pub(super) router: Router,
+    pub(super) packets: PacketArena,
+    pub(super) events: EventQueue,
     pub now: Time,
-    stop: StopAt,
+    pub(super) stop: StopAt,
 
     // Per port.
-    ports: Vec<PortHot>,
-    queues: Vec<PortQueue>,
-    buffers: Buffers,
+    pub(super) ports: Vec<PortHot>,
+    pub(super) queues: Vec<PortQueue>,
+    /// Per port: when the current pause began (NEVER if not paused) and paused time so far.
+    pub(super) pause_since: Vec<Time>,
+    pub(super) paused_ps: Vec<u64>,
+    pub(super) scheduler: Scheduler,
+    pub(super) dwrr: Vec<DwrrState>,
+
+    // Switches.
+    pub(super) buffer: SharedBuffer,
+    pub(super) pfc: Option<Pfc>,
+    pub(super) ecn: Option<EcnSpec>,
+    pub(super) ecn_rng: Rng,
+    /// The pause cycle seen at the previous deadlock check.
+    pub(super) last_cycle: Option<Vec<u32>>,
+    pub(super) in_deadlock: bool,
+    pub(super) deadlock_check_pending: bool,
 
     // Per host: active flows served round robin (the front was served last if `nic_rotate`).
-    nic_ring: Vec<VecDeque<u32>>,
-    nic_rotate: Vec<bool>,
+    pub(super) nic_ring: Vec<VecDeque<u32>>,
+    pub(super) nic_rotate: Vec<bool>,
 
     // Flows.
     pub flows: Vec<Flow>,
+    pub(super) dcqcn: Vec<Dcqcn>,
+    pub(super) dcqcn_spec: Option<DcqcnSpec>,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
-    static_order: Vec<u32>,
-    next_static: usize,
-    barriers: Vec<Barrier>,
+    pub(super) static_order: Vec<u32>,
+    pub(super) next_static: usize,
+    pub(super) barriers: Vec<Barrier>,
 
     // Transport settings.
-    mtu: u32,
-    header: u32,
-    ack_bytes: u32,
-    ack_every: u32,
-    rto: Time,
+    pub(super) mtu: u32,
+    pub(super) header: u32,
+    pub(super) ack_bytes: u32,
+    pub(super) ack_every: u32,
+    pub(super) rto: Time,
+    pub(super) selective: bool,
+    pub(super) data_priority: u8,
+    pub(super) control_priority: u8,
+
+    pub(super) trace_spec: TraceSpec,
+    pub traces: Traces,
+    /// Per port, at the previous links sample: tx bytes and paused time.
+    pub(super) links_last: Vec<(u64, u64)>,
+    /// Per flow: when its last rates row was written.
+    pub(super) rates_last: Vec<Time>,
 
     pub stats: RunStats,
-    finished: bool,
+    pub(super) finished: bool,
 }
+
+/// Reordering beyond the cumulative point that selective recovery tolerates before it reports a
+/// hole (as TCP's three duplicate ACKs).
+pub(super) const REORDER_THRESHOLD: u32 = 3;
+/// How often the deadlock detector looks for a cycle of pauses while any port is paused.
+pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 
 impl World {
     pub fn new(s: &Scenario) -> Self {
         let fabric = topology::build(&s.topology, &s.switch);
         let router = Router::new(&fabric, s.routing.load_balancing, s.seed);
         let np = fabric.num_ports() as usize;
-        let ports = (0..np)
+        let ports: Vec<PortHot> = (0..np)
             .map(|p| {
                 let far = fabric.peer_node[p];
                 let rate = fabric.rate_bps[p];
@@ -98,22 +154,33 @@ impl World {
                 PortHot {
                     busy_until: 0,
                     arrival_delay: fabric.delay_ps[p] + latency,
-                    rate_bps: rate,
                     ps_per_byte: if bits_ps.is_multiple_of(rate) {
                         bits_ps / rate
                     } else {
                         0
                     },
+                    tx_bytes: 0,
+                    wake_at: NEVER,
                     node: fabric.port_node[p],
                     peer_node: far,
-                    free_pending: false,
+                    pipe: PacketList::EMPTY,
+                    paused: 0,
                     from_host: fabric.is_host(fabric.port_node[p]),
                     to_host: fabric.is_host(far),
-                    pipe: PacketList::EMPTY,
                 }
             })
             .collect();
         let t = &s.transport;
+        let max_wire = t.mtu_bytes + t.header_bytes;
+        let (pfc, reserved) = match s.switch.pfc {
+            Some(spec) => {
+                let (pfc, reserved) = Pfc::new(spec, &fabric, max_wire, s.switch.latency_ps);
+                (Some(pfc), reserved)
+            }
+            None => (None, Vec::new()),
+        };
+        let buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, &reserved);
+
         let plan = workload::plan(&s.workloads, s.seed);
         let mut sport_rng = rng::stream(s.seed, Purpose::SourcePort, 0);
         let mut flows = Vec::with_capacity(plan.flows.len());
@@ -161,9 +228,18 @@ impl World {
                 expected: 0,
                 nacked_at: u32::MAX,
                 finish: NEVER,
+                rate_bps: fabric.rate_bps[fabric.host_port(f.src) as usize],
+                next_send: 0,
+                resend: Vec::new(),
+                received_ahead: Vec::new(),
+                last_cnp: NEVER,
                 packets_sent: 0,
                 retransmits: 0,
                 drops: 0,
+                ecn_marks: 0,
+                cnps: 0,
+                out_of_order: 0,
+                max_reorder: 0,
             });
         }
         static_order.sort_by_key(|&id| (flows[id as usize].start, id));
@@ -171,10 +247,33 @@ impl World {
         if let Some(&first) = static_order.first() {
             events.push(flows[first as usize].start, Event::NextFlowStarts);
         }
+        let dcqcn_spec = match t.cc {
+            CongestionControl::Dcqcn(d) => Some(d),
+            CongestionControl::None => None,
+        };
+        let dcqcn = match &dcqcn_spec {
+            Some(d) => flows.iter().map(|f| Dcqcn::new(d, f.rate_bps, 0)).collect(),
+            None => Vec::new(),
+        };
+        let trace_spec = s.trace.clone();
+        let traces = Traces {
+            queues: trace_spec.queues.map(|_| Stream::default()),
+            links: trace_spec.links_interval_ps.map(|_| Stream::default()),
+            pfc: (trace_spec.pfc && pfc.is_some()).then(Stream::default),
+            rates: (trace_spec.rates.is_some() && dcqcn_spec.is_some()).then(Stream::default),
+            error: None,
+        };
+        if let Some(q) = trace_spec.queues {
+            events.push(q.interval_ps, Event::SampleQueues);
+        }
+        if let Some(i) = trace_spec.links_interval_ps {
+            events.push(i, Event::SampleLinks);
+        }
         let stats = RunStats {
             flows_total: flows.len() as u64,
             ..RunStats::default()
         };
+        let num_flows = flows.len();
         World {
             router,
             packets: PacketArena::default(),
@@ -183,14 +282,25 @@ impl World {
             stop: s.stop,
             ports,
             queues: (0..np).map(|_| PortQueue::default()).collect(),
-            buffers: Buffers::new(
-                fabric.num_nodes,
-                s.switch.buffer_bytes,
-                s.switch.port_buffer_bytes,
-            ),
+            pause_since: vec![NEVER; np],
+            paused_ps: vec![0; np],
+            scheduler: s.switch.scheduler,
+            dwrr: match s.switch.scheduler {
+                Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
+                Scheduler::Strict => Vec::new(),
+            },
+            buffer,
+            pfc,
+            ecn: s.switch.ecn,
+            ecn_rng: rng::stream(s.seed, Purpose::Ecn, 0),
+            last_cycle: None,
+            in_deadlock: false,
+            deadlock_check_pending: false,
             nic_ring: (0..fabric.num_hosts).map(|_| VecDeque::new()).collect(),
             nic_rotate: vec![false; fabric.num_hosts as usize],
             flows,
+            dcqcn,
+            dcqcn_spec,
             static_order,
             next_static: 0,
             barriers,
@@ -199,6 +309,13 @@ impl World {
             ack_bytes: t.ack_bytes as u32,
             ack_every: t.ack_every,
             rto: t.rto_ps,
+            selective: t.loss_recovery == LossRecovery::Selective,
+            data_priority: t.data_priority,
+            control_priority: t.control_priority,
+            trace_spec,
+            traces,
+            links_last: vec![(0, 0); np],
+            rates_last: vec![NEVER; num_flows],
             stats,
             finished: false,
             fabric,
@@ -238,12 +355,20 @@ impl World {
             match ev {
                 Event::LinkArrival(p) => self.link_arrival(p),
                 Event::PortFree(p) => {
-                    self.ports[p as usize].free_pending = false;
-                    self.start_next(p);
+                    let port = &mut self.ports[p as usize];
+                    if port.wake_at == t {
+                        port.wake_at = NEVER;
+                        self.start_next(p);
+                    }
                 }
                 Event::NextFlowStarts => self.start_static_flows(),
                 Event::FlowStart(f) => self.start_flow(f),
                 Event::Retransmit(f) => self.retransmit_timer(f),
+                Event::RateTimer(f) => self.rate_timer(f),
+                Event::RateDecreaseCheck(f) => self.rate_decrease_check(f),
+                Event::SampleQueues => self.sample_queues(),
+                Event::SampleLinks => self.sample_links(),
+                Event::DeadlockCheck => self.deadlock_check(),
             }
         }
         self.finished
@@ -254,13 +379,24 @@ impl World {
         self.stats.simulated_ps = self.now;
     }
 
-    /// Counters, with the in-flight figures taken now.
+    /// Counters, with the in-flight and pause figures taken now.
     pub fn stats(&self) -> RunStats {
         let mut s = self.stats.clone();
         s.simulated_ps = self.now;
         s.packets_created = self.packets.created();
         s.packets_in_flight = self.packets.live();
+        s.paused_ps = (0..self.ports.len()).map(|p| self.paused_time(p)).sum();
         s
+    }
+
+    /// Time port `p` has been paused so far (any priority).
+    pub(super) fn paused_time(&self, p: usize) -> u64 {
+        let ongoing = if self.pause_since[p] == NEVER {
+            0
+        } else {
+            self.now - self.pause_since[p]
+        };
+        self.paused_ps[p] + ongoing
     }
 
     /// Every live packet is in exactly one queue or on one link: count them there and compare with
@@ -291,334 +427,27 @@ impl World {
                 s.packets_dropped
             ));
         }
+        let shared: u64 = self.buffer.used.iter().sum();
+        let queued_bytes: u64 = (0..self.queues.len())
+            .filter(|&p| !self.ports[p].from_host)
+            .map(|p| {
+                self.queues[p].bytes
+                    - self.queues[p].class_bytes[crate::switch::MAC_CONTROL_CLASS as usize] as u64
+            })
+            .sum();
+        let headroom: u64 = match &self.pfc {
+            None => 0,
+            Some(pfc) => (0..self.ports.len() as u32)
+                .flat_map(|p| (0..8u8).map(move |c| (p, c)))
+                .map(|(p, c)| pfc.headroom_used(p, c))
+                .sum(),
+        };
+        if shared + headroom != queued_bytes {
+            return Err(format!(
+                "buffer accounting: shared {shared} + headroom {headroom} != queued {queued_bytes}"
+            ));
+        }
         Ok(())
-    }
-
-    // ---- ports and links -------------------------------------------------------------------
-
-    #[inline]
-    fn port_idle(&self, p: PortId) -> bool {
-        let p = p as usize;
-        let port = &self.ports[p];
-        !port.free_pending && port.busy_until <= self.now && self.queues[p].is_empty()
-    }
-
-    /// More to send after the current packet?
-    #[inline]
-    fn port_has_work(&self, p: PortId) -> bool {
-        if !self.queues[p as usize].is_empty() {
-            return true;
-        }
-        let port = &self.ports[p as usize];
-        port.from_host && !self.nic_ring[port.node as usize].is_empty()
-    }
-
-    /// The port is free: send the next packet, if any, and wake up again when it is out.
-    fn start_next(&mut self, p: PortId) {
-        let PortHot {
-            node, from_host, ..
-        } = self.ports[p as usize];
-        let pkt = match self.queues[p as usize].pop(&self.packets) {
-            Some(pkt) => {
-                let w = self.packets.get(pkt).wire_bytes;
-                self.queues[p as usize].dequeued(w);
-                if !from_host {
-                    self.buffers.used[node as usize] -= w as u64;
-                }
-                pkt
-            }
-            None if from_host => match self.nic_next_data(node) {
-                Some(pkt) => pkt,
-                None => return,
-            },
-            None => return,
-        };
-        self.transmit(p, pkt);
-        if self.port_has_work(p) {
-            let port = &mut self.ports[p as usize];
-            port.free_pending = true;
-            self.events
-                .push_after(port.busy_until - self.now, Event::PortFree(p));
-        }
-    }
-
-    /// Serialise `pkt` on `p` from now; it reaches the far end after serialisation and delay.
-    #[inline]
-    fn transmit(&mut self, p: PortId, pkt: PacketId) {
-        let pu = p as usize;
-        let packet = self.packets.get_mut(pkt);
-        let w = packet.wire_bytes as u64;
-        let port = &mut self.ports[pu];
-        // Exact: a whole number of ps per byte when the rate divides 8e12 bit-ps (all usual rates).
-        let ser = if port.ps_per_byte != 0 {
-            w * port.ps_per_byte
-        } else {
-            crate::units::serialisation_ps(w, port.rate_bps)
-        };
-        port.busy_until = self.now + ser;
-        let arrive = self.now + ser + port.arrival_delay;
-        packet.arrive = arrive;
-        // One arrival event per packet on the wire. Its delay (serialisation + propagation) takes
-        // only a few distinct values, so it lands in an O(1) FIFO lane of the event queue;
-        // scheduling only the link's head instead would need the gap to the next packet, an
-        // arbitrary delay that costs a heap operation (measured: 15% of the run).
-        self.events
-            .push_after(arrive - self.now, Event::LinkArrival(p));
-        port.pipe.push_back(&mut self.packets, pkt);
-    }
-
-    fn link_arrival(&mut self, p: PortId) {
-        let port = &mut self.ports[p as usize];
-        let pkt = port
-            .pipe
-            .pop_front(&self.packets)
-            .expect("a link arrival has a packet");
-        debug_assert_eq!(self.packets.get(pkt).arrive, self.now);
-        self.stats.packet_hops += 1;
-        let PortHot {
-            peer_node: node,
-            to_host,
-            ..
-        } = self.ports[p as usize];
-        if to_host {
-            self.host_receive(pkt);
-        } else {
-            let out = self.router.next_port(node, self.packets.get(pkt));
-            self.enqueue(out, pkt);
-        }
-    }
-
-    /// Queue `pkt` on egress port `p` (drop-tail at switches), or send it at once if `p` is idle.
-    fn enqueue(&mut self, p: PortId, pkt: PacketId) {
-        if self.port_idle(p) {
-            self.transmit(p, pkt);
-            return;
-        }
-        let &Packet {
-            wire_bytes,
-            priority,
-            ..
-        } = self.packets.get(pkt);
-        let node = self.fabric.port_node[p as usize];
-        let q = &mut self.queues[p as usize];
-        if !self.fabric.is_host(node) {
-            if !self.buffers.admit(node, q.bytes, wire_bytes as u64) {
-                self.drop_packet(pkt);
-                return;
-            }
-            self.buffers.used[node as usize] += wire_bytes as u64;
-            self.stats.max_queue_bytes =
-                self.stats.max_queue_bytes.max(q.bytes + wire_bytes as u64);
-        }
-        q.push(&mut self.packets, pkt, priority, wire_bytes);
-        let port = &mut self.ports[p as usize];
-        if !port.free_pending {
-            port.free_pending = true;
-            self.events.push(port.busy_until, Event::PortFree(p));
-        }
-    }
-
-    fn drop_packet(&mut self, pkt: PacketId) {
-        let p = *self.packets.get(pkt);
-        if p.kind == PacketKind::Data {
-            self.flows[p.flow as usize].drops += 1;
-        }
-        self.stats.packets_dropped += 1;
-        self.packets.release(pkt);
-    }
-
-    // ---- NIC: sending ----------------------------------------------------------------------
-
-    /// The next data packet of host `h`, round robin over its flows with data to send. The flow
-    /// served last stays at the front until the next choice, so a flow that became active meanwhile
-    /// is served before it again.
-    fn nic_next_data(&mut self, h: NodeId) -> Option<PacketId> {
-        let ring = &mut self.nic_ring[h as usize];
-        if std::mem::take(&mut self.nic_rotate[h as usize]) {
-            if let Some(fid) = ring.pop_front() {
-                ring.push_back(fid);
-            }
-        }
-        while let Some(&fid) = ring.front() {
-            let f = &mut self.flows[fid as usize];
-            if !f.has_data_to_send() {
-                f.in_nic_ring = false;
-                ring.pop_front();
-                continue;
-            }
-            let seq = f.next_seq;
-            f.next_seq += 1;
-            if seq < f.high_seq {
-                f.retransmits += 1;
-                self.stats.retransmitted_packets += 1;
-            } else {
-                f.high_seq = seq + 1;
-            }
-            f.packets_sent += 1;
-            self.nic_rotate[h as usize] = true;
-            let payload = f.payload_of(seq, self.mtu);
-            let pkt = Packet {
-                header_key: f.header_fwd,
-                arrive: 0,
-                next: NIL,
-                flow: fid,
-                seq,
-                dst: f.dst,
-                wire_bytes: payload + self.header,
-                kind: PacketKind::Data,
-                priority: DATA_PRIORITY,
-            };
-            self.stats.data_packets_sent += 1;
-            return Some(self.packets.alloc(pkt));
-        }
-        None
-    }
-
-    /// Put flow `f` in its NIC's round robin if it has data, and wake the NIC if it is idle.
-    fn activate(&mut self, fid: u32) {
-        let f = &mut self.flows[fid as usize];
-        if f.in_nic_ring || !f.has_data_to_send() {
-            return;
-        }
-        f.in_nic_ring = true;
-        let h = f.src;
-        self.nic_ring[h as usize].push_back(fid);
-        let p = self.fabric.host_port(h);
-        if self.port_idle(p) {
-            self.start_next(p);
-        }
-    }
-
-    fn start_static_flows(&mut self) {
-        while let Some(&fid) = self.static_order.get(self.next_static) {
-            let start = self.flows[fid as usize].start;
-            if start > self.now {
-                self.events.push(start, Event::NextFlowStarts);
-                return;
-            }
-            self.next_static += 1;
-            self.start_flow(fid);
-        }
-    }
-
-    fn start_flow(&mut self, fid: u32) {
-        let now = self.now;
-        let f = &mut self.flows[fid as usize];
-        f.start = now;
-        f.started = true;
-        f.rto_deadline = now + self.rto;
-        f.rto_armed = true;
-        self.stats.flows_started += 1;
-        self.events.push_after(self.rto, Event::Retransmit(fid));
-        self.activate(fid);
-    }
-
-    fn retransmit_timer(&mut self, fid: u32) {
-        let now = self.now;
-        let f = &mut self.flows[fid as usize];
-        if f.sender_done() {
-            f.rto_armed = false;
-            return;
-        }
-        if f.rto_deadline > now {
-            self.events.push(f.rto_deadline, Event::Retransmit(fid));
-            return;
-        }
-        // No acknowledged progress for a whole timeout: go back to the first unacknowledged packet.
-        self.stats.timeouts += 1;
-        f.next_seq = f.acked;
-        f.rto_deadline = now + self.rto;
-        self.events.push_after(self.rto, Event::Retransmit(fid));
-        self.activate(fid);
-    }
-
-    // ---- NIC: receiving --------------------------------------------------------------------
-
-    fn host_receive(&mut self, pkt: PacketId) {
-        let p = *self.packets.get(pkt);
-        self.packets.release(pkt);
-        self.stats.packets_delivered += 1;
-        match p.kind {
-            PacketKind::Data => self.receive_data(p.flow, p.seq),
-            PacketKind::Ack => self.receive_ack(p.flow, p.seq),
-            PacketKind::Nack => self.receive_nack(p.flow, p.seq),
-        }
-    }
-
-    fn receive_data(&mut self, fid: u32, seq: u32) {
-        let f = &mut self.flows[fid as usize];
-        if seq == f.expected {
-            f.expected += 1;
-            if f.expected == f.num_packets {
-                f.finish = self.now;
-                self.stats.flows_finished += 1;
-                let barrier = f.completes;
-                self.send_control(fid, PacketKind::Ack);
-                if barrier != NO_BARRIER {
-                    self.barrier_arrive(barrier);
-                }
-            } else if f.expected.is_multiple_of(self.ack_every) {
-                self.send_control(fid, PacketKind::Ack);
-            }
-        } else if seq > f.expected {
-            // A gap: go-back-N receivers discard out-of-order packets and NACK once per gap.
-            if f.nacked_at != f.expected {
-                f.nacked_at = f.expected;
-                self.send_control(fid, PacketKind::Nack);
-            }
-        } else {
-            // A duplicate (after a retransmission): re-acknowledge so the sender moves on.
-            self.send_control(fid, PacketKind::Ack);
-        }
-    }
-
-    fn send_control(&mut self, fid: u32, kind: PacketKind) {
-        let f = &self.flows[fid as usize];
-        let pkt = Packet {
-            header_key: f.header_rev,
-            arrive: 0,
-            next: NIL,
-            flow: fid,
-            seq: f.expected,
-            dst: f.src,
-            wire_bytes: self.ack_bytes,
-            kind,
-            priority: CONTROL_PRIORITY,
-        };
-        let port = self.fabric.host_port(f.dst);
-        self.stats.control_packets_sent += 1;
-        let id = self.packets.alloc(pkt);
-        self.enqueue(port, id);
-    }
-
-    fn receive_ack(&mut self, fid: u32, cumulative: u32) {
-        let f = &mut self.flows[fid as usize];
-        if cumulative > f.acked {
-            f.acked = cumulative;
-            f.rto_deadline = self.now + self.rto;
-            if f.next_seq < cumulative {
-                f.next_seq = cumulative;
-            }
-        }
-    }
-
-    fn receive_nack(&mut self, fid: u32, expected: u32) {
-        self.receive_ack(fid, expected);
-        let f = &mut self.flows[fid as usize];
-        if expected < f.next_seq {
-            f.next_seq = expected;
-            self.activate(fid);
-        }
-    }
-
-    fn barrier_arrive(&mut self, b: u32) {
-        let barrier = &mut self.barriers[b as usize];
-        barrier.remaining -= 1;
-        if barrier.remaining == 0 {
-            for &(fid, gap) in &barrier.waiting {
-                self.events.push(self.now + gap, Event::FlowStart(fid));
-            }
-        }
     }
 
     // ---- reporting ---------------------------------------------------------------------------
@@ -659,7 +488,9 @@ impl World {
             dst: f.dst,
             wire_bytes: 0,
             kind: PacketKind::Data,
-            priority: DATA_PRIORITY,
+            priority: self.data_priority,
+            ingress: u32::MAX,
+            flags: 0,
         }
     }
 
@@ -682,5 +513,15 @@ impl World {
 
     pub fn pending_events(&self) -> usize {
         self.events.len()
+    }
+
+    /// Queue bytes of port `p`, priority `c` (tests and tools).
+    pub fn queue_bytes(&self, p: PortId, c: u8) -> u64 {
+        self.queues[p as usize].class_bytes[c as usize] as u64
+    }
+
+    /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs.
+    pub fn dcqcn_rates(&self, fid: u32) -> Option<(u64, u64)> {
+        self.dcqcn.get(fid as usize).map(|d| (d.rc, d.rt))
     }
 }

@@ -87,6 +87,74 @@ pub struct SwitchFile {
     /// Fixed forwarding latency added after a packet is fully received.
     #[serde(default = "SwitchFile::default_latency")]
     pub latency: Duration,
+    /// Dynamic threshold of lossy queues: a queue may grow to alpha x the free shared buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// Static cap on one (port, priority) queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_limit: Option<Size>,
+    /// `strict` priority (default) or `dwrr` (deficit weighted round robin by `weights`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// DWRR weights of the eight priorities (control frames still go first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Vec<i64>>,
+    /// RED/ECN marking on egress queue depth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<EcnFile>,
+    /// Priority flow control (lossless classes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc: Option<PfcFile>,
+}
+
+/// `[switch.ecn]`: RED marking; defaults are the DCQCN paper's (Kmin 5 KB, Kmax 200 KB, Pmax 1 %).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EcnFile {
+    #[serde(default = "EcnFile::default_enabled")]
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmin: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmax: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmax: Option<f64>,
+    /// `dequeue` (default, Broadcom-style) or `enqueue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
+    /// Priorities that are marked (default: the data priority).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priorities: Option<Vec<i64>>,
+}
+
+impl EcnFile {
+    fn default_enabled() -> bool {
+        true
+    }
+}
+
+/// `[switch.pfc]`: per (ingress port, priority) pause thresholds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PfcFile {
+    #[serde(default = "EcnFile::default_enabled")]
+    pub enabled: bool,
+    /// Lossless priorities (default: the data priority).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priorities: Option<Vec<i64>>,
+    /// Static XOFF threshold per (ingress port, priority); if unset, the dynamic one applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xoff: Option<Size>,
+    /// Dynamic XOFF: pause when an ingress queue exceeds beta x the free shared buffer (default 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    /// RESUME when the ingress queue falls this far below XOFF (default two packets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xon_offset: Option<Size>,
+    /// Headroom reserved per (ingress port, lossless priority); default sized from link rate and
+    /// delay: a round trip of bytes plus two packets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<Size>,
 }
 
 impl SwitchFile {
@@ -104,6 +172,12 @@ impl Default for SwitchFile {
             buffer: Self::default_buffer(),
             port_buffer: None,
             latency: Self::default_latency(),
+            alpha: None,
+            queue_limit: None,
+            scheduler: None,
+            weights: None,
+            ecn: None,
+            pfc: None,
         }
     }
 }
@@ -150,9 +224,65 @@ pub struct TransportFile {
     /// Retransmission timeout: no acknowledged progress for this long -> go back to the last ACK.
     #[serde(default = "TransportFile::default_rto")]
     pub rto: Duration,
-    /// Congestion control: `none` (line rate).
+    /// Congestion control: `none` (line rate) or `dcqcn`.
     #[serde(default = "TransportFile::default_cc")]
     pub cc: String,
+    /// `go_back_n` (RoCE NICs) or `selective` (tolerates reordering).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_recovery: Option<String>,
+    /// Priority class of data packets (ACKs and CNPs use `control_priority`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_priority: Option<i64>,
+    /// DCQCN parameters (used when `cc = "dcqcn"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dcqcn: Option<DcqcnFile>,
+}
+
+/// `[transport.dcqcn]`: every parameter of DCQCN; `variant` picks the defaults of the paper
+/// (SIGCOMM 2015) or of the Mellanox/HPCC-repo implementation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DcqcnFile {
+    /// `paper` (default) or `mellanox`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// Alpha EWMA gain g.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha_init: Option<f64>,
+    /// NP: at most one CNP per flow per interval (N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnp_interval: Option<Duration>,
+    /// RP: alpha update period without CNP (K).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha_interval: Option<Duration>,
+    /// RP: rate-increase timer (T).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_timer: Option<Duration>,
+    /// RP: rate-increase byte counter (B); "0B" turns it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_counter: Option<Size>,
+    /// RP: fast-recovery steps (F).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_recovery: Option<i64>,
+    /// RP: additive increase step (R_AI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_ai: Option<LinkRate>,
+    /// RP: hyper increase step (R_HAI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_hai: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rate: Option<LinkRate>,
+    /// RP: at most one rate cut per interval (Mellanox: 4us; paper: every CNP, i.e. 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_decrease_interval: Option<Duration>,
+    /// RP: set the target rate to the current rate on every cut (paper) or only after a timer
+    /// increase since the last cut (Mellanox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clamp_target_rate: Option<bool>,
 }
 
 impl TransportFile {
@@ -187,6 +317,10 @@ impl Default for TransportFile {
             ack_every: Self::default_ack_every(),
             rto: Self::default_rto(),
             cc: Self::default_cc(),
+            loss_recovery: None,
+            priority: None,
+            control_priority: None,
+            dcqcn: None,
         }
     }
 }
@@ -247,4 +381,45 @@ pub struct TraceFile {
     /// Write flows that have not finished when the run stops (finish_ps null). Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished_flows: Option<bool>,
+    /// queues.arrow: queue depth per (switch port, priority), sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<QueuesTraceFile>,
+    /// pfc.arrow: every PAUSE and RESUME frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc: Option<bool>,
+    /// links.arrow: bytes, utilisation and paused time per link and interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<IntervalTraceFile>,
+    /// rates.arrow: DCQCN rate changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<RatesTraceFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueuesTraceFile {
+    pub interval: Duration,
+    /// Also sample NIC (host) ports. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<bool>,
+    /// Write empty queues too. Default false (only non-empty queues).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalTraceFile {
+    pub interval: Duration,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatesTraceFile {
+    /// Only these flow ids (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Vec<i64>>,
+    /// At most one row per flow per interval (default: every change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
 }

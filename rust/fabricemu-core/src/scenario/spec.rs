@@ -38,6 +38,13 @@ pub enum TopologySpec {
 }
 
 impl TopologySpec {
+    /// The links between hosts and their first switch.
+    pub fn host_link(&self) -> LinkSpec {
+        match *self {
+            TopologySpec::FatTree { host, .. } | TopologySpec::LeafSpine { host, .. } => host,
+        }
+    }
+
     pub fn num_hosts(&self) -> u32 {
         match *self {
             TopologySpec::FatTree { k, .. } => k * k * k / 4,
@@ -50,11 +57,55 @@ impl TopologySpec {
     }
 }
 
+/// RED marking on egress queue depth (per priority).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EcnSpec {
+    pub kmin_bytes: Bytes,
+    pub kmax_bytes: Bytes,
+    pub pmax: f64,
+    /// Decide at dequeue (default) or at enqueue.
+    pub on_dequeue: bool,
+    /// Bit c set: priority c is marked.
+    pub priorities: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PfcThreshold {
+    /// Pause when an ingress queue holds more than this many bytes.
+    Static(Bytes),
+    /// Pause when an ingress queue holds more than beta x the free shared buffer.
+    Dynamic(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PfcSpec {
+    /// Bit c set: priority c is lossless.
+    pub priorities: u8,
+    pub xoff: PfcThreshold,
+    pub xon_offset_bytes: Bytes,
+    /// Headroom per (ingress port, lossless priority); `None` sizes it per link.
+    pub headroom_bytes: Option<Bytes>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheduler {
+    Strict,
+    /// Deficit weighted round robin over priorities 0..7 (weights), control frames first.
+    Dwrr([u32; 8]),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SwitchSpec {
     pub buffer_bytes: Bytes,
     pub port_buffer_bytes: Option<Bytes>,
     pub latency_ps: Time,
+    /// Dynamic threshold of lossy queues (alpha x free shared buffer).
+    pub alpha: Option<f64>,
+    /// Static cap per (port, priority) queue.
+    pub queue_limit_bytes: Option<Bytes>,
+    pub scheduler: Scheduler,
+    pub ecn: Option<EcnSpec>,
+    pub pfc: Option<PfcSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,13 +118,44 @@ pub struct RoutingSpec {
     pub load_balancing: LoadBalancing,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// DCQCN parameters (see shared/reference/dcqcn_parameters.csv for the published values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DcqcnSpec {
+    /// Mellanox/HPCC-repo behaviour: alpha updated on a fixed period (with or without CNP), the
+    /// first CNP sets alpha = 1 without cutting, cuts gated by `rate_decrease_interval_ps`.
+    pub mellanox: bool,
+    pub g: f64,
+    pub alpha_init: f64,
+    pub cnp_interval_ps: Time,
+    pub alpha_interval_ps: Time,
+    pub rate_timer_ps: Time,
+    /// 0: no byte counter.
+    pub byte_counter_bytes: Bytes,
+    pub fast_recovery: u32,
+    pub rate_ai_bps: u64,
+    pub rate_hai_bps: u64,
+    pub min_rate_bps: u64,
+    /// 0: cut on every CNP.
+    pub rate_decrease_interval_ps: Time,
+    pub clamp_target_rate: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CongestionControl {
     /// Send at line rate.
     None,
+    Dcqcn(DcqcnSpec),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossRecovery {
+    /// Discard out-of-order packets, NACK the gap, resend from it (RoCE NICs).
+    GoBackN,
+    /// Keep out-of-order packets; resend only what is missing.
+    Selective,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TransportSpec {
     pub mtu_bytes: Bytes,
     pub header_bytes: Bytes,
@@ -81,6 +163,9 @@ pub struct TransportSpec {
     pub ack_every: u32,
     pub rto_ps: Time,
     pub cc: CongestionControl,
+    pub loss_recovery: LossRecovery,
+    pub data_priority: u8,
+    pub control_priority: u8,
 }
 
 /// One flow as a workload describes it, before the engine gives it an id.
@@ -131,12 +216,31 @@ pub struct NamedWorkload {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuesTraceSpec {
+    pub interval_ps: Time,
+    pub hosts: bool,
+    pub empty: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RatesTraceSpec {
+    /// Only these flows (None: all).
+    pub flows: Option<Vec<u32>>,
+    /// At most one row per flow per interval (0: every change).
+    pub interval_ps: Time,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceSpec {
     pub unfinished_flows: bool,
+    pub queues: Option<QueuesTraceSpec>,
+    pub pfc: bool,
+    pub links_interval_ps: Option<Time>,
+    pub rates: Option<RatesTraceSpec>,
 }
 
 /// A validated scenario.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     pub name: String,
     pub seed: u64,

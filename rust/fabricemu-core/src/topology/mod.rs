@@ -3,6 +3,7 @@
 
 mod fat_tree;
 mod leaf_spine;
+pub mod summary;
 
 use crate::scenario::{LinkSpec, SwitchSpec, TopologySpec};
 use crate::units::{Rate, Time};

@@ -34,6 +34,12 @@ pub struct FlowRow {
     pub packets_sent: u64,
     pub retransmits: u64,
     pub drops: u64,
+    /// Data packets that arrived ECN-marked, and CNPs the receiver sent for them.
+    pub ecn_marks: u64,
+    pub cnps: u64,
+    /// Data packets that arrived ahead of the next expected one, and the largest such gap.
+    pub out_of_order_packets: u64,
+    pub max_reorder_distance: u64,
 }
 
 impl FlowRow {
@@ -55,7 +61,7 @@ impl FlowRow {
 pub const BATCH_ROWS: usize = 1 << 16;
 
 /// The column names of flows.arrow, in order.
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 18] = [
     "flow_id",
     "src",
     "dst",
@@ -70,6 +76,10 @@ pub const COLUMNS: [&str; 14] = [
     "packets_sent",
     "retransmits",
     "drops",
+    "ecn_marks",
+    "cnps",
+    "out_of_order_packets",
+    "max_reorder_distance",
 ];
 
 /// The schema of flows.arrow with `metadata` as schema-level key/value metadata (a repeated key keeps
@@ -91,6 +101,10 @@ pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
         Field::new("packets_sent", UInt64, false),
         Field::new("retransmits", UInt64, false),
         Field::new("drops", UInt64, false),
+        Field::new("ecn_marks", UInt64, false),
+        Field::new("cnps", UInt64, false),
+        Field::new("out_of_order_packets", UInt64, false),
+        Field::new("max_reorder_distance", UInt64, false),
     ];
     let metadata: HashMap<String, String> = metadata.iter().cloned().collect();
     Schema::new_with_metadata(fields, metadata)
@@ -160,6 +174,10 @@ fn batch(
         u64_col(|r| r.packets_sent),
         u64_col(|r| r.retransmits),
         u64_col(|r| r.drops),
+        u64_col(|r| r.ecn_marks),
+        u64_col(|r| r.cnps),
+        u64_col(|r| r.out_of_order_packets),
+        u64_col(|r| r.max_reorder_distance),
     ];
     RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
 }

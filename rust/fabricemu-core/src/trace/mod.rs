@@ -8,3 +8,5 @@ pub mod run_json;
 pub use atomic::{write_atomic, AtomicFile};
 pub use flows::{write_flows, FlowRow};
 pub use run_json::write_run_json;
+pub mod stream;
+pub mod tables;

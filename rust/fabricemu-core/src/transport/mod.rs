@@ -44,10 +44,25 @@ pub struct Flow {
     pub nacked_at: u32,
     pub finish: Time,
 
+    /// Pacing: the current sending rate and when the next packet may start.
+    pub rate_bps: u64,
+    pub next_send: Time,
+    /// Selective recovery, sender: packets to resend before new data (lost holes).
+    pub resend: Vec<u32>,
+    /// Selective recovery, receiver: packets received beyond `expected` (bit i: `expected + i`).
+    pub received_ahead: Vec<u64>,
+
+    /// NP: when this flow's receiver last sent a CNP.
+    pub last_cnp: Time,
+
     // Counters.
     pub packets_sent: u64,
     pub retransmits: u64,
     pub drops: u64,
+    pub ecn_marks: u64,
+    pub cnps: u64,
+    pub out_of_order: u64,
+    pub max_reorder: u64,
 }
 
 impl Flow {
@@ -70,10 +85,10 @@ impl Flow {
         self.finish != NEVER
     }
 
-    /// Packets the sender still has to put on the wire (before any loss is known).
+    /// Packets the sender still has to put on the wire.
     #[inline]
     pub fn has_data_to_send(&self) -> bool {
-        self.next_seq < self.num_packets
+        self.next_seq < self.num_packets || !self.resend.is_empty()
     }
 }
 
@@ -82,4 +97,83 @@ pub fn segment(size: u64, mtu: u64) -> (u32, u32) {
     let n = size.div_ceil(mtu);
     let last = size - (n - 1) * mtu;
     (n as u32, last as u32)
+}
+
+/// A window of received-ahead packets as a bit set that slides with the cumulative point.
+pub mod window {
+    /// Mark `offset` (packets beyond the expected one) as received; true if it was new.
+    pub fn set(bits: &mut Vec<u64>, offset: u32) -> bool {
+        let (w, b) = ((offset / 64) as usize, offset % 64);
+        if bits.len() <= w {
+            bits.resize(w + 1, 0);
+        }
+        let new = bits[w] & (1 << b) == 0;
+        bits[w] |= 1 << b;
+        new
+    }
+
+    /// Whether `offset` is marked.
+    pub fn get(bits: &[u64], offset: u32) -> bool {
+        let (w, b) = ((offset / 64) as usize, offset % 64);
+        bits.get(w).is_some_and(|x| x & (1 << b) != 0)
+    }
+
+    /// Slide the window by `n` packets (the cumulative point advanced by n).
+    pub fn shift(bits: &mut Vec<u64>, n: u32) {
+        let words = (n / 64) as usize;
+        let rest = n % 64;
+        if words >= bits.len() {
+            bits.clear();
+            return;
+        }
+        bits.drain(..words);
+        if rest > 0 {
+            for i in 0..bits.len() {
+                let hi = bits.get(i + 1).copied().unwrap_or(0);
+                bits[i] = (bits[i] >> rest) | (hi << (64 - rest));
+            }
+        }
+        while bits.last() == Some(&0) {
+            bits.pop();
+        }
+    }
+
+    /// Number of leading marked packets (how far the cumulative point can advance).
+    pub fn leading_ones(bits: &[u64]) -> u32 {
+        let mut n = 0;
+        for &w in bits {
+            if w == u64::MAX {
+                n += 64;
+            } else {
+                return n + w.trailing_ones();
+            }
+        }
+        n
+    }
+
+    /// Number of marked packets.
+    pub fn count(bits: &[u64]) -> u32 {
+        bits.iter().map(|w| w.count_ones()).sum()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn window_slides() {
+            let mut b = Vec::new();
+            assert!(set(&mut b, 0));
+            assert!(set(&mut b, 1));
+            assert!(!set(&mut b, 1));
+            assert!(set(&mut b, 70));
+            assert_eq!(leading_ones(&b), 2);
+            assert_eq!(count(&b), 3);
+            shift(&mut b, 3);
+            assert!(get(&b, 67) && !get(&b, 0));
+            assert_eq!(count(&b), 1);
+            shift(&mut b, 68);
+            assert!(b.is_empty());
+        }
+    }
 }

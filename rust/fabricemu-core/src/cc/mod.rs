@@ -1,0 +1,6 @@
+//! Congestion control of RDMA senders. A scheme sets each flow's sending rate; the NIC paces the
+//! flow's packets at that rate. DCQCN is the first; others implement the same calls.
+
+pub mod dcqcn;
+
+pub use dcqcn::Dcqcn;

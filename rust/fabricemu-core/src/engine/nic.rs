@@ -1,0 +1,429 @@
+//! NICs: flows start, are segmented and paced onto the wire round robin; receivers acknowledge,
+//! report gaps (go-back-N or selective) and send CNPs (DCQCN's NP); senders recover losses and run
+//! DCQCN's RP.
+
+use super::queue::Event;
+use super::world::{World, REORDER_THRESHOLD};
+use crate::cc::dcqcn::Reaction;
+use crate::cc::Dcqcn;
+use crate::packet::{flags, Packet, PacketId, PacketKind, NIL};
+use crate::topology::{NodeId, PortId};
+use crate::transport::{window, NEVER, NO_BARRIER};
+use crate::units::{serialisation_ps, Time};
+
+impl World {
+    /// The next data packet of host `h` (port `p`), round robin over its flows that have data and
+    /// whose pacing allows a packet now. The flow served last stays at the front until the next
+    /// choice, so a flow that became active meanwhile is served before it again. `Err(t)`: nothing
+    /// to send now; try again at `t` (NEVER: when something changes).
+    pub(super) fn nic_next_data(&mut self, h: NodeId, p: PortId) -> Result<PacketId, Time> {
+        if self.ports[p as usize].paused & (1 << self.data_priority) != 0 {
+            return Err(NEVER); // PFC: the RESUME will wake the port
+        }
+        let now = self.now;
+        let ring = &mut self.nic_ring[h as usize];
+        if std::mem::take(&mut self.nic_rotate[h as usize]) {
+            if let Some(fid) = ring.pop_front() {
+                ring.push_back(fid);
+            }
+        }
+        let mut earliest = NEVER;
+        for _ in 0..ring.len() {
+            let fid = *ring.front().expect("non-empty");
+            let f = &mut self.flows[fid as usize];
+            if !f.has_data_to_send() {
+                f.in_nic_ring = false;
+                ring.pop_front();
+                continue;
+            }
+            if f.next_send > now {
+                earliest = earliest.min(f.next_send);
+                ring.rotate_left(1);
+                continue;
+            }
+            let seq = match f.resend.pop() {
+                Some(seq) => seq,
+                None => {
+                    f.next_seq += 1;
+                    f.next_seq - 1
+                }
+            };
+            if seq < f.high_seq {
+                f.retransmits += 1;
+                self.stats.retransmitted_packets += 1;
+            } else {
+                f.high_seq = seq + 1;
+            }
+            f.packets_sent += 1;
+            self.nic_rotate[h as usize] = true;
+            let wire = f.payload_of(seq, self.mtu) + self.header;
+            // Pacing at the flow's rate (at line rate this is when the port is free anyway).
+            f.next_send = now + serialisation_ps(wire as u64, f.rate_bps);
+            let pkt = Packet {
+                header_key: f.header_fwd,
+                arrive: 0,
+                next: NIL,
+                flow: fid,
+                seq,
+                dst: f.dst,
+                wire_bytes: wire,
+                kind: PacketKind::Data,
+                priority: self.data_priority,
+                ingress: u32::MAX,
+                flags: flags::ECT,
+            };
+            self.stats.data_packets_sent += 1;
+            if let Some(spec) = self.dcqcn_spec {
+                if self.dcqcn[fid as usize].on_sent(&spec, wire as u64) {
+                    self.rate_changed(fid);
+                }
+            }
+            return Ok(self.packets.alloc(pkt));
+        }
+        Err(earliest)
+    }
+
+    /// Put flow `fid` in its NIC's round robin if it has data, and wake the NIC if it is idle.
+    pub(super) fn activate(&mut self, fid: u32) {
+        let f = &mut self.flows[fid as usize];
+        if f.in_nic_ring || !f.has_data_to_send() {
+            return;
+        }
+        f.in_nic_ring = true;
+        let h = f.src;
+        let ready = f.next_send.max(self.now);
+        self.nic_ring[h as usize].push_back(fid);
+        let p = self.fabric.host_port(h);
+        let port = &self.ports[p as usize];
+        let at = port.busy_until.max(ready);
+        if at == self.now && port.wake_at > self.now {
+            // Free now (or only waiting for another flow's pacing): send at once.
+            self.ports[p as usize].wake_at = NEVER;
+            self.start_next(p);
+        } else {
+            self.wake_port(p, at);
+        }
+    }
+
+    pub(super) fn start_static_flows(&mut self) {
+        while let Some(&fid) = self.static_order.get(self.next_static) {
+            let start = self.flows[fid as usize].start;
+            if start > self.now {
+                self.events.push(start, Event::NextFlowStarts);
+                return;
+            }
+            self.next_static += 1;
+            self.start_flow(fid);
+        }
+    }
+
+    pub(super) fn start_flow(&mut self, fid: u32) {
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        f.start = now;
+        f.started = true;
+        f.next_send = now;
+        f.rto_deadline = now + self.rto;
+        f.rto_armed = true;
+        self.stats.flows_started += 1;
+        self.events.push_after(self.rto, Event::Retransmit(fid));
+        if let Some(spec) = &self.dcqcn_spec {
+            self.dcqcn[fid as usize] = Dcqcn::new(spec, f.rate_bps, now);
+            self.record_rate(fid);
+        }
+        self.activate(fid);
+    }
+
+    pub(super) fn retransmit_timer(&mut self, fid: u32) {
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        if f.sender_done() {
+            f.rto_armed = false;
+            return;
+        }
+        if f.rto_deadline > now {
+            self.events.push(f.rto_deadline, Event::Retransmit(fid));
+            return;
+        }
+        // No acknowledged progress for a whole timeout: go back to the first unacknowledged packet
+        // (a selective receiver ignores what it already holds).
+        self.stats.timeouts += 1;
+        f.next_seq = f.acked;
+        f.resend.clear();
+        f.rto_deadline = now + self.rto;
+        self.events.push_after(self.rto, Event::Retransmit(fid));
+        self.activate(fid);
+    }
+
+    // ---- receiving ---------------------------------------------------------------------------
+
+    pub(super) fn host_receive(&mut self, pkt: PacketId) {
+        let p = *self.packets.get(pkt);
+        self.packets.release(pkt);
+        self.stats.packets_delivered += 1;
+        match p.kind {
+            PacketKind::Data => self.receive_data(p.flow, p.seq, p.flags),
+            PacketKind::Ack => self.receive_ack(p.flow, p.seq),
+            PacketKind::Nack => self.receive_nack(p.flow, p.seq),
+            PacketKind::Cnp => self.receive_cnp(p.flow),
+            PacketKind::Pause | PacketKind::Resume => {
+                unreachable!("PFC frames are handled per link")
+            }
+        }
+    }
+
+    fn receive_data(&mut self, fid: u32, seq: u32, pkt_flags: u8) {
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        if pkt_flags & flags::CE != 0 {
+            f.ecn_marks += 1;
+            // NP: at most one CNP per flow per interval.
+            if let Some(spec) = &self.dcqcn_spec {
+                if f.last_cnp == NEVER || now - f.last_cnp >= spec.cnp_interval_ps {
+                    f.last_cnp = now;
+                    f.cnps += 1;
+                    self.stats.cnps_sent += 1;
+                    self.send_control(fid, PacketKind::Cnp);
+                }
+            }
+        }
+        let f = &mut self.flows[fid as usize];
+        if seq > f.expected {
+            f.out_of_order += 1;
+            f.max_reorder = f.max_reorder.max((seq - f.expected) as u64);
+            self.stats.out_of_order_packets += 1;
+        }
+        if self.selective {
+            self.receive_data_selective(fid, seq);
+            return;
+        }
+        let f = &mut self.flows[fid as usize];
+        if seq == f.expected {
+            f.expected += 1;
+            if f.expected == f.num_packets {
+                self.flow_finished(fid);
+            } else if f.expected.is_multiple_of(self.ack_every) {
+                self.send_control(fid, PacketKind::Ack);
+            }
+        } else if seq > f.expected {
+            // A gap: go-back-N receivers discard out-of-order packets and NACK once per gap.
+            if f.nacked_at != f.expected {
+                f.nacked_at = f.expected;
+                self.send_control(fid, PacketKind::Nack);
+            }
+        } else {
+            // A duplicate (after a retransmission): re-acknowledge so the sender moves on.
+            self.send_control(fid, PacketKind::Ack);
+        }
+    }
+
+    /// Selective recovery: keep what arrives ahead of the cumulative point; report the hole only
+    /// once `REORDER_THRESHOLD` packets beyond it arrived, so reordering alone is not loss.
+    fn receive_data_selective(&mut self, fid: u32, seq: u32) {
+        let f = &mut self.flows[fid as usize];
+        if seq < f.expected
+            || (seq > f.expected && !window::set(&mut f.received_ahead, seq - f.expected))
+        {
+            self.send_control(fid, PacketKind::Ack); // duplicate
+            return;
+        }
+        if seq == f.expected {
+            window::shift(&mut f.received_ahead, 1);
+            let run = window::leading_ones(&f.received_ahead);
+            window::shift(&mut f.received_ahead, run);
+            f.expected += 1 + run;
+            if f.expected == f.num_packets {
+                self.flow_finished(fid);
+                return;
+            }
+            if run > 0 || f.expected.is_multiple_of(self.ack_every) {
+                self.send_control(fid, PacketKind::Ack);
+            }
+        }
+        let f = &mut self.flows[fid as usize];
+        if !f.received_ahead.is_empty()
+            && f.nacked_at != f.expected
+            && window::count(&f.received_ahead) >= REORDER_THRESHOLD
+        {
+            f.nacked_at = f.expected;
+            self.send_control(fid, PacketKind::Nack);
+        }
+    }
+
+    fn flow_finished(&mut self, fid: u32) {
+        let f = &mut self.flows[fid as usize];
+        f.finish = self.now;
+        f.received_ahead = Vec::new();
+        self.stats.flows_finished += 1;
+        let barrier = f.completes;
+        self.send_control(fid, PacketKind::Ack);
+        if barrier != NO_BARRIER {
+            self.barrier_arrive(barrier);
+        }
+    }
+
+    /// ACK, NACK or CNP from flow `fid`'s receiver to its sender.
+    fn send_control(&mut self, fid: u32, kind: PacketKind) {
+        let f = &self.flows[fid as usize];
+        let pkt = Packet {
+            header_key: f.header_rev,
+            arrive: 0,
+            next: NIL,
+            flow: fid,
+            seq: f.expected,
+            dst: f.src,
+            wire_bytes: self.ack_bytes,
+            kind,
+            priority: self.control_priority,
+            ingress: u32::MAX,
+            flags: 0,
+        };
+        let port = self.fabric.host_port(f.dst);
+        self.stats.control_packets_sent += 1;
+        let id = self.packets.alloc(pkt);
+        self.host_enqueue(port, id);
+    }
+
+    fn receive_ack(&mut self, fid: u32, cumulative: u32) {
+        let f = &mut self.flows[fid as usize];
+        if cumulative > f.acked {
+            f.acked = cumulative;
+            f.rto_deadline = self.now + self.rto;
+            if f.next_seq < cumulative {
+                f.next_seq = cumulative;
+            }
+            f.resend.retain(|&s| s >= cumulative);
+        }
+    }
+
+    fn receive_nack(&mut self, fid: u32, expected: u32) {
+        self.receive_ack(fid, expected);
+        let selective = self.selective;
+        let f = &mut self.flows[fid as usize];
+        if expected >= f.next_seq {
+            return;
+        }
+        if selective {
+            // Resend just the hole.
+            if !f.resend.contains(&expected) {
+                f.resend.push(expected);
+                f.resend.sort_unstable_by(|a, b| b.cmp(a));
+            }
+        } else {
+            f.next_seq = expected;
+        }
+        self.activate(fid);
+    }
+
+    fn barrier_arrive(&mut self, b: u32) {
+        let barrier = &mut self.barriers[b as usize];
+        barrier.remaining -= 1;
+        if barrier.remaining == 0 {
+            for &(fid, gap) in &barrier.waiting {
+                self.events.push(self.now + gap, Event::FlowStart(fid));
+            }
+        }
+    }
+
+    // ---- DCQCN reaction point ------------------------------------------------------------------
+
+    fn receive_cnp(&mut self, fid: u32) {
+        let Some(spec) = self.dcqcn_spec else { return };
+        if self.flows[fid as usize].sender_done() {
+            return;
+        }
+        let r = self.dcqcn[fid as usize].on_cnp(&spec, self.now);
+        self.react(fid, r);
+    }
+
+    pub(super) fn rate_timer(&mut self, fid: u32) {
+        let Some(spec) = self.dcqcn_spec else { return };
+        let d = &mut self.dcqcn[fid as usize];
+        d.timer_pending = false;
+        if self.flows[fid as usize].sender_done() {
+            return;
+        }
+        if d.next_increase > self.now {
+            // A cut restarted the timer after this event was scheduled.
+            let at = d.next_increase;
+            d.timer_pending = true;
+            self.events.push(at, Event::RateTimer(fid));
+            return;
+        }
+        let r = d.on_timer(&spec, self.now);
+        self.react(fid, r);
+    }
+
+    pub(super) fn rate_decrease_check(&mut self, fid: u32) {
+        let Some(spec) = self.dcqcn_spec else { return };
+        if self.flows[fid as usize].sender_done() {
+            self.dcqcn[fid as usize].check_pending = false;
+            return;
+        }
+        let r = self.dcqcn[fid as usize].on_decrease_check(&spec, self.now);
+        self.react(fid, r);
+    }
+
+    fn react(&mut self, fid: u32, r: Reaction) {
+        if r.rate_changed {
+            self.rate_changed(fid);
+        }
+        if let Some(t) = r.decrease_check_at {
+            self.events.push(t, Event::RateDecreaseCheck(fid));
+        }
+        if let Some(t) = r.timer_at {
+            let d = &mut self.dcqcn[fid as usize];
+            if !d.timer_pending {
+                d.timer_pending = true;
+                self.events.push(t, Event::RateTimer(fid));
+            }
+        }
+    }
+
+    /// The flow's DCQCN rate changed: pace at it from the next packet on.
+    fn rate_changed(&mut self, fid: u32) {
+        let rc = self.dcqcn[fid as usize].rc;
+        let f = &mut self.flows[fid as usize];
+        let old = f.rate_bps;
+        f.rate_bps = rc;
+        if rc > old && f.next_send > self.now {
+            // Faster now: the wait computed at the old rate shrinks in proportion.
+            let left = f.next_send - self.now;
+            f.next_send = self.now + (left as u128 * old as u128 / rc as u128) as Time;
+            if f.in_nic_ring {
+                let p = self.fabric.host_port(f.src);
+                let at = f.next_send.max(self.ports[p as usize].busy_until);
+                self.wake_port(p, at);
+            }
+        }
+        self.record_rate(fid);
+    }
+
+    fn record_rate(&mut self, fid: u32) {
+        let Some(rates) = &mut self.traces.rates else {
+            return;
+        };
+        let spec = self
+            .trace_spec
+            .rates
+            .as_ref()
+            .expect("rates trace configured");
+        if let Some(only) = &spec.flows {
+            if only.binary_search(&fid).is_err() {
+                return;
+            }
+        }
+        let last = self.rates_last[fid as usize];
+        if spec.interval_ps > 0 && last != NEVER && self.now - last < spec.interval_ps {
+            return;
+        }
+        self.rates_last[fid as usize] = self.now;
+        let dspec = self.dcqcn_spec.expect("DCQCN runs");
+        let d = &mut self.dcqcn[fid as usize];
+        let alpha = d.alpha(&dspec, self.now);
+        rates.cols.push(self.now, fid as u64, d.rc, d.rt, alpha);
+        if let Err(e) = rates.row_done() {
+            self.traces.error.get_or_insert(e);
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! Ports, links and switches: egress scheduling, serialisation, arrival at the far end, and a
+//! switch's admission (shared buffer, PFC headroom), ECN marking and PAUSE/RESUME frames.
+
+use super::queue::Event;
+use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
+use crate::packet::{flags, Packet, PacketId, PacketKind, NIL};
+use crate::scenario::Scheduler;
+use crate::switch::buffer::Admission;
+use crate::switch::ecn::mark_probability;
+use crate::switch::pfc::{PfcAction, PFC_FRAME_BYTES};
+use crate::switch::MAC_CONTROL_CLASS;
+use crate::topology::PortId;
+use crate::transport::NEVER;
+use crate::units::Time;
+
+impl World {
+    /// Nothing being sent, no wake-up pending, nothing sendable queued.
+    #[inline]
+    pub(super) fn port_idle(&self, p: PortId) -> bool {
+        let port = &self.ports[p as usize];
+        port.wake_at == NEVER
+            && port.busy_until <= self.now
+            && !self.queues[p as usize].has_sendable(port.paused)
+    }
+
+    /// Wake port `p` at `t` (moving an existing wake-up earlier, never later).
+    #[inline]
+    pub(super) fn wake_port(&mut self, p: PortId, t: Time) {
+        let port = &mut self.ports[p as usize];
+        if t < port.wake_at {
+            port.wake_at = t;
+            if t >= self.now && t - self.now < Time::MAX / 2 {
+                self.events.push_after(t - self.now, Event::PortFree(p));
+            }
+        }
+    }
+
+    /// The port is free: send the next packet, if any, and wake up again when it is out.
+    pub(super) fn start_next(&mut self, p: PortId) {
+        let PortHot {
+            node,
+            from_host,
+            paused,
+            busy_until,
+            ..
+        } = self.ports[p as usize];
+        if busy_until > self.now {
+            // Still serialising (a wake-up moved earlier by a new arrival): come back then.
+            self.wake_port(p, busy_until);
+            return;
+        }
+        let popped = match self.scheduler {
+            Scheduler::Strict => self.queues[p as usize].pop_strict(&self.packets, paused),
+            Scheduler::Dwrr(weights) => self.queues[p as usize].pop_dwrr(
+                &self.packets,
+                paused,
+                &mut self.dwrr[p as usize],
+                &weights,
+                self.mtu + self.header,
+            ),
+        };
+        let pkt = match popped {
+            Some(pkt) => {
+                if !from_host {
+                    self.leave_switch(node, p, pkt);
+                }
+                pkt
+            }
+            None if from_host => match self.nic_next_data(node, p) {
+                Ok(pkt) => pkt,
+                Err(wake) => {
+                    if wake != NEVER {
+                        self.wake_port(p, wake);
+                    }
+                    return;
+                }
+            },
+            None => return,
+        };
+        self.transmit(p, pkt);
+        if self.port_has_work(p) {
+            let t = self.ports[p as usize].busy_until;
+            self.wake_port(p, t);
+        }
+    }
+
+    /// More to send after the current packet?
+    #[inline]
+    fn port_has_work(&self, p: PortId) -> bool {
+        let port = &self.ports[p as usize];
+        if self.queues[p as usize].has_sendable(port.paused) {
+            return true;
+        }
+        port.from_host && !self.nic_ring[port.node as usize].is_empty()
+    }
+
+    /// A packet leaves a switch's buffer (it starts its transmission): release its bytes, let PFC
+    /// resume the upstream if its ingress queue drained, and mark ECN at dequeue.
+    #[inline]
+    fn leave_switch(&mut self, node: u32, p: PortId, pkt: PacketId) {
+        let &Packet {
+            wire_bytes,
+            priority,
+            ingress,
+            flags: f,
+            kind,
+            ..
+        } = self.packets.get(pkt);
+        if priority == MAC_CONTROL_CLASS {
+            return; // PFC frames are not in the packet buffer
+        }
+        let w = wire_bytes as u64;
+        let in_headroom = f & flags::HEADROOM != 0;
+        if !in_headroom {
+            self.buffer.used[node as usize] -= w;
+        }
+        if let Some(pfc) = &mut self.pfc {
+            if pfc.is_lossless(priority) && ingress != u32::MAX {
+                let free = self.buffer.free(node);
+                if pfc.on_dequeue(ingress, priority, w, in_headroom, free) == PfcAction::Resume {
+                    self.send_pfc_frame(ingress, priority, false);
+                }
+            }
+        }
+        if let Some(ecn) = &self.ecn {
+            if ecn.on_dequeue
+                && kind == PacketKind::Data
+                && ecn.priorities & (1 << priority) != 0
+                && f & flags::ECT != 0
+            {
+                // The queue the packet leaves, itself included.
+                let depth = self.queues[p as usize].class_bytes[priority as usize] as u64 + w;
+                self.maybe_mark(pkt, depth);
+            }
+        }
+    }
+
+    #[inline]
+    fn maybe_mark(&mut self, pkt: PacketId, depth: u64) {
+        let ecn = self.ecn.as_ref().expect("ECN configured");
+        let prob = mark_probability(ecn, depth);
+        if prob > 0.0 && (prob >= 1.0 || self.ecn_rng.unit() < prob) {
+            self.packets.get_mut(pkt).flags |= flags::CE;
+            self.stats.ecn_marks += 1;
+        }
+    }
+
+    /// Serialise `pkt` on `p` from now; it reaches the far end after serialisation and delay.
+    #[inline]
+    pub(super) fn transmit(&mut self, p: PortId, pkt: PacketId) {
+        let pu = p as usize;
+        let packet = self.packets.get_mut(pkt);
+        let w = packet.wire_bytes as u64;
+        let port = &mut self.ports[pu];
+        // Exact: a whole number of ps per byte when the rate divides 8e12 bit-ps (all usual rates).
+        let ser = if port.ps_per_byte != 0 {
+            w * port.ps_per_byte
+        } else {
+            crate::units::serialisation_ps(w, self.fabric.rate_bps[pu])
+        };
+        port.busy_until = self.now + ser;
+        port.tx_bytes += w;
+        let arrive = self.now + ser + port.arrival_delay;
+        packet.arrive = arrive;
+        // One arrival event per packet on the wire. Its delay (serialisation + propagation) takes
+        // only a few distinct values, so it lands in an O(1) FIFO lane of the event queue;
+        // scheduling only the link's head instead would need the gap to the next packet, an
+        // arbitrary delay that costs a heap operation (measured: 15% of the run).
+        self.events
+            .push_after(arrive - self.now, Event::LinkArrival(p));
+        port.pipe.push_back(&mut self.packets, pkt);
+    }
+
+    pub(super) fn link_arrival(&mut self, p: PortId) {
+        let port = &mut self.ports[p as usize];
+        let pkt = port
+            .pipe
+            .pop_front(&self.packets)
+            .expect("a link arrival has a packet");
+        debug_assert_eq!(self.packets.get(pkt).arrive, self.now);
+        self.stats.packet_hops += 1;
+        let PortHot {
+            peer_node: node,
+            to_host,
+            ..
+        } = self.ports[p as usize];
+        let kind = self.packets.get(pkt).kind;
+        if matches!(kind, PacketKind::Pause | PacketKind::Resume) {
+            self.receive_pfc_frame(p, pkt);
+        } else if to_host {
+            self.host_receive(pkt);
+        } else {
+            self.packets.get_mut(pkt).ingress = p;
+            let out = self.router.next_port(node, self.packets.get(pkt));
+            self.switch_enqueue(node, out, pkt);
+        }
+    }
+
+    /// Queue a packet generated at host port `p` (ACK, NACK, CNP): NICs do not drop.
+    pub(super) fn host_enqueue(&mut self, p: PortId, pkt: PacketId) {
+        let &Packet {
+            wire_bytes,
+            priority,
+            ..
+        } = self.packets.get(pkt);
+        if self.port_idle(p) && self.ports[p as usize].paused & (1 << priority) == 0 {
+            self.transmit(p, pkt);
+            return;
+        }
+        self.queues[p as usize].push(&mut self.packets, pkt, priority, wire_bytes);
+        self.kick(p);
+    }
+
+    /// After queueing at `p`: make sure the port will send.
+    #[inline]
+    fn kick(&mut self, p: PortId) {
+        let port = &self.ports[p as usize];
+        if port.wake_at == NEVER && self.queues[p as usize].has_sendable(port.paused) {
+            let t = port.busy_until.max(self.now);
+            if t == self.now {
+                self.start_next(p);
+            } else {
+                self.wake_port(p, t);
+            }
+        }
+    }
+
+    /// A packet arrived at switch `node` for egress port `p`: admission, PFC, ECN, then queue it or
+    /// send it at once.
+    fn switch_enqueue(&mut self, node: u32, p: PortId, pkt: PacketId) {
+        let &Packet {
+            wire_bytes,
+            priority,
+            ingress,
+            kind,
+            flags: f,
+            ..
+        } = self.packets.get(pkt);
+        let w = wire_bytes as u64;
+        let paused = self.ports[p as usize].paused;
+        // Straight through: nothing queued ahead, port free, class not paused. The packet never
+        // occupies the buffer (and a dequeue-time mark would see an empty queue).
+        if paused & (1 << priority) == 0 && self.port_idle(p) {
+            self.transmit(p, pkt);
+            return;
+        }
+        let lossless = self
+            .pfc
+            .as_ref()
+            .is_some_and(|pfc| pfc.is_lossless(priority));
+        let q = &self.queues[p as usize];
+        let admission = if lossless {
+            let pfc = self.pfc.as_ref().expect("lossless implies PFC");
+            self.buffer.admit_lossless(
+                node,
+                w,
+                pfc.headroom_used(ingress, priority),
+                pfc.headroom_of(ingress),
+            )
+        } else if self
+            .buffer
+            .admit_lossy(node, q.bytes, q.class_bytes[priority as usize] as u64, w)
+        {
+            Admission::Shared
+        } else {
+            Admission::Dropped
+        };
+        match admission {
+            Admission::Dropped => {
+                if lossless {
+                    self.stats.lossless_drops += 1;
+                }
+                self.drop_packet(pkt);
+                return;
+            }
+            Admission::Shared => self.buffer.used[node as usize] += w,
+            Admission::Headroom => self.packets.get_mut(pkt).flags |= flags::HEADROOM,
+        }
+        if lossless {
+            let free = self.buffer.free(node);
+            let pfc = self.pfc.as_mut().expect("lossless implies PFC");
+            if pfc.on_enqueue(ingress, priority, w, admission == Admission::Headroom, free)
+                == PfcAction::Pause
+            {
+                self.send_pfc_frame(ingress, priority, true);
+            }
+        }
+        if let Some(ecn) = &self.ecn {
+            if !ecn.on_dequeue
+                && kind == PacketKind::Data
+                && ecn.priorities & (1 << priority) != 0
+                && f & flags::ECT != 0
+            {
+                let depth = self.queues[p as usize].class_bytes[priority as usize] as u64 + w;
+                self.maybe_mark(pkt, depth);
+            }
+        }
+        let q = &mut self.queues[p as usize];
+        q.push(&mut self.packets, pkt, priority, wire_bytes);
+        let depth = q.bytes;
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(depth);
+        self.kick(p);
+    }
+
+    pub(super) fn drop_packet(&mut self, pkt: PacketId) {
+        let p = *self.packets.get(pkt);
+        if p.kind == PacketKind::Data {
+            self.flows[p.flow as usize].drops += 1;
+        }
+        self.stats.packets_dropped += 1;
+        self.packets.release(pkt);
+    }
+
+    // ---- PFC ---------------------------------------------------------------------------------
+
+    /// The switch downstream of link `ingress` pauses (or resumes) `priority` on it: a real frame
+    /// sent back over the reverse link, ahead of any queued packet.
+    fn send_pfc_frame(&mut self, ingress: PortId, priority: u8, pause: bool) {
+        let back = self.fabric.peer_port[ingress as usize];
+        let switch = self.ports[back as usize].node;
+        let upstream = self.ports[ingress as usize].node;
+        let frame = Packet {
+            header_key: 0,
+            arrive: 0,
+            next: NIL,
+            flow: u32::MAX,
+            seq: priority as u32,
+            dst: upstream,
+            wire_bytes: PFC_FRAME_BYTES,
+            kind: if pause {
+                PacketKind::Pause
+            } else {
+                PacketKind::Resume
+            },
+            priority: MAC_CONTROL_CLASS,
+            ingress: u32::MAX,
+            flags: 0,
+        };
+        if pause {
+            self.stats.pfc_pause_frames += 1;
+        } else {
+            self.stats.pfc_resume_frames += 1;
+        }
+        if let Some(t) = &mut self.traces.pfc {
+            t.cols
+                .push(self.now, switch, back, upstream, ingress, priority, pause);
+            if let Err(e) = t.row_done() {
+                self.traces.error.get_or_insert(e);
+            }
+        }
+        let id = self.packets.alloc(frame);
+        if self.port_idle(back) {
+            self.transmit(back, id);
+        } else {
+            self.queues[back as usize].push(
+                &mut self.packets,
+                id,
+                MAC_CONTROL_CLASS,
+                PFC_FRAME_BYTES,
+            );
+            self.kick(back);
+        }
+    }
+
+    /// A PFC frame reached the upstream end of link `p`'s reverse: pause or resume that port.
+    fn receive_pfc_frame(&mut self, p: PortId, pkt: PacketId) {
+        let Packet { kind, seq, .. } = *self.packets.get(pkt);
+        self.packets.release(pkt);
+        self.stats.packets_delivered += 1;
+        let target = self.fabric.peer_port[p as usize];
+        let t = target as usize;
+        let bit = 1u8 << seq;
+        let was = self.ports[t].paused;
+        if kind == PacketKind::Pause {
+            self.ports[t].paused |= bit;
+            if was == 0 {
+                self.pause_since[t] = self.now;
+            }
+            if !self.deadlock_check_pending {
+                self.deadlock_check_pending = true;
+                self.events
+                    .push_after(DEADLOCK_CHECK_PS, Event::DeadlockCheck);
+            }
+        } else {
+            self.ports[t].paused &= !bit;
+            if was != 0 && self.ports[t].paused == 0 {
+                self.paused_ps[t] += self.now - self.pause_since[t];
+                self.pause_since[t] = NEVER;
+            }
+            // Resume sending what waited.
+            if self.ports[t].from_host {
+                let port = &self.ports[t];
+                if port.wake_at == NEVER && !self.nic_ring[port.node as usize].is_empty() {
+                    let at = port.busy_until.max(self.now);
+                    if at == self.now {
+                        self.start_next(target);
+                    } else {
+                        self.wake_port(target, at);
+                    }
+                    return;
+                }
+            }
+            self.kick(target);
+        }
+    }
+}

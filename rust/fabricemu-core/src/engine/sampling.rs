@@ -1,0 +1,171 @@
+//! Periodic observation: queue depths and link counters for the trace tables, and the PFC deadlock
+//! detector. Samples are events like any other, so they see the fabric at exact times.
+
+use std::io;
+use std::path::Path;
+
+use super::queue::Event;
+use super::world::{World, DEADLOCK_CHECK_PS};
+use crate::switch::{pfc, NUM_PRIORITIES};
+use crate::topology::Tier;
+
+impl World {
+    pub(super) fn sample_queues(&mut self) {
+        let Some(spec) = self.trace_spec.queues else {
+            return;
+        };
+        let Some(table) = &mut self.traces.queues else {
+            return;
+        };
+        for p in 0..self.ports.len() {
+            let port = &self.ports[p];
+            if port.from_host && !spec.hosts {
+                continue;
+            }
+            let q = &mut self.queues[p];
+            for c in 0..NUM_PRIORITIES {
+                let bytes = q.class_bytes[c];
+                let max = q.take_max(c);
+                if bytes == 0 && max == 0 && !spec.empty {
+                    continue;
+                }
+                table.cols.push(
+                    self.now,
+                    port.node,
+                    p as u32,
+                    c as u8,
+                    bytes as u64,
+                    q.class_packets[c],
+                    max as u64,
+                );
+                if let Err(e) = table.row_done() {
+                    self.traces.error.get_or_insert(e);
+                    return;
+                }
+            }
+        }
+        if !self.finished {
+            self.events
+                .push_after(spec.interval_ps, Event::SampleQueues);
+        }
+    }
+
+    pub(super) fn sample_links(&mut self) {
+        let Some(interval) = self.trace_spec.links_interval_ps else {
+            return;
+        };
+        for p in 0..self.ports.len() {
+            let paused = self.paused_time(p);
+            let tx = self.ports[p].tx_bytes;
+            let (last_tx, last_paused) = std::mem::replace(&mut self.links_last[p], (tx, paused));
+            let bytes = tx - last_tx;
+            let rate = self.fabric.rate_bps[p];
+            let utilisation = (bytes as f64 * 8.0) / (rate as f64 * interval as f64 * 1e-12);
+            let tier = match self.fabric.tier[p] {
+                Tier::Host => "host",
+                Tier::Fabric => "fabric",
+                Tier::Core => "core",
+            };
+            let port = &self.ports[p];
+            let Some(table) = &mut self.traces.links else {
+                return;
+            };
+            table.cols.push(
+                self.now,
+                p as u32,
+                port.node,
+                port.peer_node,
+                tier,
+                bytes,
+                utilisation,
+                paused - last_paused,
+            );
+            if let Err(e) = table.row_done() {
+                self.traces.error.get_or_insert(e);
+                return;
+            }
+        }
+        if !self.finished {
+            self.events.push_after(interval, Event::SampleLinks);
+        }
+    }
+
+    /// Edges u -> v where switch u's port toward switch v is paused while holding packets of a
+    /// paused class; a cycle that is still there at the next check is a deadlock.
+    pub(super) fn deadlock_check(&mut self) {
+        self.deadlock_check_pending = false;
+        let mut edges = Vec::new();
+        let mut any_paused = false;
+        for (p, port) in self.ports.iter().enumerate() {
+            if port.paused == 0 {
+                continue;
+            }
+            any_paused = true;
+            let waiting = self.queues[p].class_packets[..NUM_PRIORITIES]
+                .iter()
+                .enumerate()
+                .any(|(c, &n)| n > 0 && port.paused & (1 << c) != 0);
+            if waiting && !port.from_host && !port.to_host {
+                edges.push((port.node, port.peer_node));
+            }
+        }
+        let cycle = pfc::find_cycle(self.fabric.num_nodes as usize, &edges);
+        if cycle.is_some() && cycle == self.last_cycle {
+            if self.stats.first_deadlock_ps.is_none() {
+                self.stats.first_deadlock_ps = Some(self.now);
+            }
+            // Count each persisting cycle once.
+            if !self.in_deadlock {
+                self.stats.pfc_deadlocks += 1;
+                self.in_deadlock = true;
+            }
+        } else if cycle.is_none() {
+            self.in_deadlock = false;
+        }
+        self.last_cycle = cycle;
+        if any_paused && !self.finished {
+            self.deadlock_check_pending = true;
+            self.events
+                .push_after(DEADLOCK_CHECK_PS, Event::DeadlockCheck);
+        }
+    }
+
+    /// Stream the trace tables into `dir` from now on (under temporary names until `finish_traces`).
+    pub fn open_traces(&mut self, dir: &Path, metadata: &[(String, String)]) -> io::Result<()> {
+        let t = &mut self.traces;
+        if let Some(s) = &mut t.queues {
+            s.open(dir, metadata)?;
+        }
+        if let Some(s) = &mut t.links {
+            s.open(dir, metadata)?;
+        }
+        if let Some(s) = &mut t.pfc {
+            s.open(dir, metadata)?;
+        }
+        if let Some(s) = &mut t.rates {
+            s.open(dir, metadata)?;
+        }
+        Ok(())
+    }
+
+    /// Write the rest of every trace table and move the files into place.
+    pub fn finish_traces(&mut self, dir: &Path, metadata: &[(String, String)]) -> io::Result<()> {
+        if let Some(e) = self.traces.error.take() {
+            return Err(e);
+        }
+        let t = &mut self.traces;
+        if let Some(s) = &mut t.queues {
+            s.finish(dir, metadata)?;
+        }
+        if let Some(s) = &mut t.links {
+            s.finish(dir, metadata)?;
+        }
+        if let Some(s) = &mut t.pfc {
+            s.finish(dir, metadata)?;
+        }
+        if let Some(s) = &mut t.rates {
+            s.finish(dir, metadata)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,237 @@
+//! Priority flow control: bytes are counted per (ingress port, priority) at every switch; above
+//! XOFF the switch sends PAUSE to the upstream port, below XOFF - xon_offset it sends RESUME. The
+//! headroom reserved per (ingress port, lossless priority) absorbs what is still in flight.
+//!
+//! Ingress ports are named by the upstream's egress port id `p` (the link the bytes came over),
+//! which is also the port a PAUSE stops.
+
+use crate::scenario::{PfcSpec, PfcThreshold};
+use crate::topology::Fabric;
+
+use super::NUM_PRIORITIES;
+
+/// Wire size of a PFC frame (a minimum Ethernet frame).
+pub const PFC_FRAME_BYTES: u32 = 64;
+
+#[derive(Debug)]
+pub struct Pfc {
+    pub spec: PfcSpec,
+    /// Per `p * 8 + priority`: bytes in the downstream switch that arrived over link `p`.
+    ingress_bytes: Vec<u64>,
+    /// Per `p * 8 + priority`: of those, bytes admitted into the headroom.
+    headroom_used: Vec<u64>,
+    /// Per link `p`: headroom of each lossless priority at its downstream switch.
+    headroom: Vec<u64>,
+    /// Per link `p`: priorities the downstream switch has paused.
+    paused_by_us: Vec<u8>,
+}
+
+/// What an enqueue or dequeue asks of the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PfcAction {
+    None,
+    Pause,
+    Resume,
+}
+
+impl Pfc {
+    /// PFC state for `fabric`, and the headroom each node reserves out of its buffer.
+    pub fn new(
+        spec: PfcSpec,
+        fabric: &Fabric,
+        max_packet_wire: u64,
+        switch_latency_ps: u64,
+    ) -> (Self, Vec<u64>) {
+        let np = fabric.num_ports() as usize;
+        let lossless = spec.priorities.count_ones() as u64;
+        let mut headroom = vec![0u64; np];
+        let mut reserved = vec![0u64; fabric.num_nodes as usize];
+        for (p, room) in headroom.iter_mut().enumerate() {
+            let down = fabric.peer_node[p];
+            if fabric.is_host(down) {
+                continue; // hosts do not send PFC
+            }
+            let h = spec.headroom_bytes.unwrap_or_else(|| {
+                auto_headroom(
+                    fabric.rate_bps[p],
+                    fabric.delay_ps[p] + switch_latency_ps,
+                    max_packet_wire,
+                )
+            });
+            *room = h;
+            reserved[down as usize] += h * lossless;
+        }
+        let pfc = Self {
+            spec,
+            ingress_bytes: vec![0; np * NUM_PRIORITIES],
+            headroom_used: vec![0; np * NUM_PRIORITIES],
+            headroom,
+            paused_by_us: vec![0; np],
+        };
+        (pfc, reserved)
+    }
+
+    #[inline]
+    pub fn is_lossless(&self, priority: u8) -> bool {
+        self.spec.priorities & (1 << priority) != 0
+    }
+
+    #[inline]
+    pub fn headroom_of(&self, p: u32) -> u64 {
+        self.headroom[p as usize]
+    }
+
+    #[inline]
+    pub fn headroom_used(&self, p: u32, priority: u8) -> u64 {
+        self.headroom_used[p as usize * NUM_PRIORITIES + priority as usize]
+    }
+
+    #[inline]
+    fn xoff(&self, free_shared: u64) -> u64 {
+        match self.spec.xoff {
+            PfcThreshold::Static(x) => x,
+            PfcThreshold::Dynamic(beta) => (beta * free_shared as f64) as u64,
+        }
+    }
+
+    /// Bytes of a lossless packet entered the switch over link `p`.
+    #[inline]
+    pub fn on_enqueue(
+        &mut self,
+        p: u32,
+        priority: u8,
+        bytes: u64,
+        in_headroom: bool,
+        free_shared: u64,
+    ) -> PfcAction {
+        let i = p as usize * NUM_PRIORITIES + priority as usize;
+        self.ingress_bytes[i] += bytes;
+        if in_headroom {
+            self.headroom_used[i] += bytes;
+        }
+        let bit = 1 << priority;
+        if self.paused_by_us[p as usize] & bit == 0
+            && self.ingress_bytes[i] > self.xoff(free_shared)
+        {
+            self.paused_by_us[p as usize] |= bit;
+            return PfcAction::Pause;
+        }
+        PfcAction::None
+    }
+
+    /// Bytes of a lossless packet that came over link `p` left the switch.
+    #[inline]
+    pub fn on_dequeue(
+        &mut self,
+        p: u32,
+        priority: u8,
+        bytes: u64,
+        in_headroom: bool,
+        free_shared: u64,
+    ) -> PfcAction {
+        let i = p as usize * NUM_PRIORITIES + priority as usize;
+        self.ingress_bytes[i] -= bytes;
+        if in_headroom {
+            self.headroom_used[i] -= bytes;
+        }
+        let bit = 1 << priority;
+        if self.paused_by_us[p as usize] & bit != 0 {
+            let q = self.ingress_bytes[i];
+            if q == 0 || q + self.spec.xon_offset_bytes <= self.xoff(free_shared) {
+                self.paused_by_us[p as usize] &= !bit;
+                return PfcAction::Resume;
+            }
+        }
+        PfcAction::None
+    }
+
+    /// Bytes queued at the downstream switch that came over link `p` with `priority`.
+    pub fn ingress_bytes(&self, p: u32, priority: u8) -> u64 {
+        self.ingress_bytes[p as usize * NUM_PRIORITIES + priority as usize]
+    }
+}
+
+/// Headroom for one (ingress port, priority): the bytes that can still arrive after the PAUSE is
+/// decided: a round trip of the link (the PAUSE travelling up, the data already on the wire coming
+/// down), a packet the PAUSE may wait behind, the packet the upstream is sending when it arrives,
+/// and the PAUSE frame itself.
+pub fn auto_headroom(rate_bps: u64, one_way_ps: u64, max_packet_wire: u64) -> u64 {
+    let round_trip_bytes =
+        (2 * one_way_ps as u128 * rate_bps as u128).div_ceil(8 * 1_000_000_000_000) as u64;
+    round_trip_bytes + 2 * max_packet_wire + PFC_FRAME_BYTES as u64
+}
+
+/// A cycle in a wait-for graph of switches (edge u -> v: u's port toward v is paused while holding
+/// paused packets), if there is one. Nodes are visited in id order so the answer is deterministic.
+pub fn find_cycle(num_nodes: usize, edges: &[(u32, u32)]) -> Option<Vec<u32>> {
+    let mut adj: Vec<Vec<u32>> = vec![Vec::new(); num_nodes];
+    for &(u, v) in edges {
+        adj[u as usize].push(v);
+    }
+    for a in &mut adj {
+        a.sort_unstable();
+        a.dedup();
+    }
+    // Iterative DFS with colours: 0 new, 1 on stack, 2 done.
+    let mut colour = vec![0u8; num_nodes];
+    let mut parent = vec![u32::MAX; num_nodes];
+    for start in 0..num_nodes {
+        if colour[start] != 0 || adj[start].is_empty() {
+            continue;
+        }
+        let mut stack: Vec<(u32, usize)> = vec![(start as u32, 0)];
+        colour[start] = 1;
+        while let Some(&mut (u, ref mut next)) = stack.last_mut() {
+            if let Some(&v) = adj[u as usize].get(*next) {
+                *next += 1;
+                match colour[v as usize] {
+                    0 => {
+                        colour[v as usize] = 1;
+                        parent[v as usize] = u;
+                        stack.push((v, 0));
+                    }
+                    1 => {
+                        // Back edge u -> v: the cycle is v ... u.
+                        let mut cycle = vec![u];
+                        let mut w = u;
+                        while w != v {
+                            w = parent[w as usize];
+                            cycle.push(w);
+                        }
+                        cycle.reverse();
+                        return Some(cycle);
+                    }
+                    _ => {}
+                }
+            } else {
+                colour[u as usize] = 2;
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headroom_covers_a_round_trip_and_two_packets() {
+        // 100 Gbps, 500 ns: 6250 B each way.
+        assert_eq!(
+            auto_headroom(100_000_000_000, 500_000, 4158),
+            12_500 + 8316 + 64
+        );
+    }
+
+    #[test]
+    fn cycles_are_found() {
+        assert_eq!(find_cycle(4, &[(0, 1), (1, 2)]), None);
+        assert_eq!(
+            find_cycle(4, &[(0, 1), (1, 2), (2, 3), (3, 1)]),
+            Some(vec![1, 2, 3])
+        );
+        assert_eq!(find_cycle(3, &[(2, 2)]), Some(vec![2]));
+    }
+}

@@ -1,0 +1,494 @@
+//! Fabric statistics: how many hosts, switches and links, the capacity of each tier, bisection
+//! bandwidth, oversubscription and diameter, computed from the built [`Fabric`] (so every topology
+//! kind gets them, including explicit graphs).
+//!
+//! - **Bisection**: hosts are split in two halves by id (`0..n/2` and the rest; builders number hosts
+//!   pod by pod, leaf by leaf or group by group, so this is the pod-, leaf- or group-aligned cut, the
+//!   worst one for Clos and dragonfly fabrics). The bisection bandwidth is the maximum flow from the
+//!   first half to the second over the directed links (each direction carries its rate); the
+//!   demand is the smaller half's total host-link rate. `bisection_ratio = bisection / demand` is 1
+//!   for a non-blocking fabric, and `oversubscription` is its inverse.
+//! - **Levels**: a node's level is its hop distance from the nearest host (hosts 0, edge or leaf 1,
+//!   ...). A switch's downlinks lead to a lower level, its uplinks to a higher one; its
+//!   oversubscription is downlink capacity over uplink capacity.
+//! - **Diameter**: the longest shortest path between two hosts, in links (host to host, never
+//!   through a third host).
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use super::{Fabric, NodeId, Tier};
+
+/// Statistics of one fabric (see the module documentation for the definitions).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FabricSummary {
+    pub hosts: u32,
+    pub switches: u32,
+    /// Bidirectional links (cables), host links included.
+    pub links: u32,
+    /// Switches per role, in the order of their ids.
+    pub roles: Vec<RoleSummary>,
+    /// Links per tier, in the order host, fabric, core (tiers without links are left out).
+    pub tiers: Vec<TierSummary>,
+    /// Maximum flow between the two host halves, bits per second (one direction).
+    pub bisection_bps: u64,
+    /// The smaller half's total host-link rate: what a full-bisection fabric would carry.
+    pub bisection_demand_bps: u64,
+    /// `bisection_bps / bisection_demand_bps` (1 when non-blocking; 0 with fewer than two hosts).
+    pub bisection_ratio: f64,
+    /// `bisection_demand_bps / bisection_bps` (1 when non-blocking; `None` if nothing can cross).
+    pub oversubscription: Option<f64>,
+    /// Longest shortest host-to-host path in links (`None` if some hosts cannot reach each other).
+    pub diameter_links: Option<u32>,
+    /// Switches on that path (`diameter_links - 1`).
+    pub diameter_switches: Option<u32>,
+}
+
+/// The switches of one role ("edge", "agg", "core", "leaf", "spine", ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoleSummary {
+    pub role: String,
+    pub switches: u32,
+    /// Hop distance from the nearest host (the smallest among the role's switches).
+    pub level: u32,
+    /// Ports per switch, smallest and largest.
+    pub ports_min: u32,
+    pub ports_max: u32,
+    /// Total rate of one switch's downlinks and uplinks (the largest among the role's switches).
+    pub down_bps: u64,
+    pub up_bps: u64,
+    /// Largest downlink / uplink capacity ratio among the role's switches (`None` for a top tier).
+    pub oversubscription: Option<f64>,
+}
+
+/// The links of one tier.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierSummary {
+    /// "host", "fabric" or "core".
+    pub tier: &'static str,
+    pub links: u32,
+    pub rate_min_bps: u64,
+    pub rate_max_bps: u64,
+    /// Sum of the link rates (one direction).
+    pub capacity_bps: u64,
+    pub delay_min_ps: u64,
+    pub delay_max_ps: u64,
+}
+
+/// The name of a tier as reports and traces write it.
+pub fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Host => "host",
+        Tier::Fabric => "fabric",
+        Tier::Core => "core",
+    }
+}
+
+/// Statistics of `fabric`.
+pub fn summarize(fabric: &Fabric) -> FabricSummary {
+    let levels = levels(fabric);
+    let roles = roles(fabric, &levels);
+    let tiers = tiers(fabric);
+    let (bisection_bps, bisection_demand_bps) = bisection(fabric);
+    let bisection_ratio = if bisection_demand_bps == 0 {
+        0.0
+    } else {
+        bisection_bps as f64 / bisection_demand_bps as f64
+    };
+    let oversubscription = if bisection_bps == 0 {
+        None
+    } else {
+        Some(bisection_demand_bps as f64 / bisection_bps as f64)
+    };
+    let diameter_links = diameter(fabric);
+    FabricSummary {
+        hosts: fabric.num_hosts,
+        switches: fabric.num_nodes - fabric.num_hosts,
+        links: fabric.num_ports() / 2,
+        roles,
+        tiers,
+        bisection_bps,
+        bisection_demand_bps,
+        bisection_ratio,
+        oversubscription,
+        diameter_links,
+        diameter_switches: diameter_links.map(|d| d.saturating_sub(1)),
+    }
+}
+
+/// Hop distance of every node from the nearest host (`u32::MAX` if no host reaches it).
+fn levels(f: &Fabric) -> Vec<u32> {
+    let mut level = vec![u32::MAX; f.num_nodes as usize];
+    let mut queue = VecDeque::new();
+    for h in 0..f.num_hosts {
+        level[h as usize] = 0;
+        queue.push_back(h);
+    }
+    while let Some(n) = queue.pop_front() {
+        for p in f.ports_of(n) {
+            let m = f.peer_node[p as usize];
+            if level[m as usize] == u32::MAX {
+                level[m as usize] = level[n as usize] + 1;
+                queue.push_back(m);
+            }
+        }
+    }
+    level
+}
+
+fn roles(f: &Fabric, levels: &[u32]) -> Vec<RoleSummary> {
+    let mut out: Vec<RoleSummary> = Vec::new();
+    for n in f.num_hosts..f.num_nodes {
+        let role = f.role[n as usize];
+        let (mut down, mut up) = (0u64, 0u64);
+        for p in f.ports_of(n) {
+            let peer = levels[f.peer_node[p as usize] as usize];
+            let rate = f.rate_bps[p as usize];
+            if peer < levels[n as usize] {
+                down = down.saturating_add(rate);
+            } else if peer > levels[n as usize] {
+                up = up.saturating_add(rate);
+            }
+        }
+        let ports = f.ports_of(n).len() as u32;
+        let ratio = (up > 0 && down > 0).then(|| down as f64 / up as f64);
+        match out.iter_mut().find(|r| r.role == role) {
+            Some(r) => {
+                r.switches += 1;
+                r.level = r.level.min(levels[n as usize]);
+                r.ports_min = r.ports_min.min(ports);
+                r.ports_max = r.ports_max.max(ports);
+                r.down_bps = r.down_bps.max(down);
+                r.up_bps = r.up_bps.max(up);
+                r.oversubscription = match (r.oversubscription, ratio) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            None => out.push(RoleSummary {
+                role: role.to_string(),
+                switches: 1,
+                level: levels[n as usize],
+                ports_min: ports,
+                ports_max: ports,
+                down_bps: down,
+                up_bps: up,
+                oversubscription: ratio,
+            }),
+        }
+    }
+    out
+}
+
+fn tiers(f: &Fabric) -> Vec<TierSummary> {
+    let mut out = Vec::new();
+    for tier in [Tier::Host, Tier::Fabric, Tier::Core] {
+        let mut t = TierSummary {
+            tier: tier_name(tier),
+            links: 0,
+            rate_min_bps: u64::MAX,
+            rate_max_bps: 0,
+            capacity_bps: 0,
+            delay_min_ps: u64::MAX,
+            delay_max_ps: 0,
+        };
+        // Each cable is two ports; count it once, from its lower-numbered port.
+        for p in 0..f.num_ports() {
+            let i = p as usize;
+            if f.tier[i] != tier || f.peer_port[i] < p {
+                continue;
+            }
+            t.links += 1;
+            t.rate_min_bps = t.rate_min_bps.min(f.rate_bps[i]);
+            t.rate_max_bps = t.rate_max_bps.max(f.rate_bps[i]);
+            t.capacity_bps = t.capacity_bps.saturating_add(f.rate_bps[i]);
+            t.delay_min_ps = t.delay_min_ps.min(f.delay_ps[i]);
+            t.delay_max_ps = t.delay_max_ps.max(f.delay_ps[i]);
+        }
+        if t.links > 0 {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// Longest shortest path between two hosts, in links (hosts attach to switches; paths never pass
+/// through a third host).
+fn diameter(f: &Fabric) -> Option<u32> {
+    let hosts = f.num_hosts;
+    if hosts < 2 {
+        return Some(0);
+    }
+    // A host is seen from the fabric as the set of switches it attaches to; hosts with the same set
+    // are the same distance from everything. BFS once per distinct set.
+    let attachment = |h: NodeId| -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = f.ports_of(h).map(|p| f.peer_node[p as usize]).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let mut sets: Vec<Vec<NodeId>> = (0..hosts).map(attachment).collect();
+    let mut shared_set = false;
+    sets.sort_unstable();
+    let before = sets.len();
+    sets.dedup();
+    if sets.len() < before {
+        // Two hosts on the same switch(es): 2 links apart.
+        shared_set = true;
+    }
+    let mut dist = vec![u32::MAX; f.num_nodes as usize];
+    let mut queue = VecDeque::new();
+    let mut longest = if shared_set { 2 } else { 0 };
+    for (i, from) in sets.iter().enumerate() {
+        dist.fill(u32::MAX);
+        queue.clear();
+        for &sw in from {
+            dist[sw as usize] = 1;
+            queue.push_back(sw);
+        }
+        while let Some(n) = queue.pop_front() {
+            if f.is_host(n) {
+                continue;
+            }
+            for p in f.ports_of(n) {
+                let m = f.peer_node[p as usize];
+                if dist[m as usize] == u32::MAX {
+                    dist[m as usize] = dist[n as usize] + 1;
+                    queue.push_back(m);
+                }
+            }
+        }
+        for to in &sets[i + 1..] {
+            let d = to
+                .iter()
+                .map(|&sw| dist[sw as usize])
+                .min()
+                .unwrap_or(u32::MAX);
+            if d == u32::MAX {
+                return None;
+            }
+            longest = longest.max(d + 1);
+        }
+    }
+    Some(longest)
+}
+
+/// (max flow from hosts `0..n/2` to the others, the smaller half's total host-link rate).
+fn bisection(f: &Fabric) -> (u64, u64) {
+    let hosts = f.num_hosts;
+    if hosts < 2 {
+        return (0, 0);
+    }
+    let half = hosts / 2;
+    let host_rate = |h: NodeId| -> u64 {
+        f.ports_of(h)
+            .map(|p| f.rate_bps[p as usize])
+            .fold(0u64, u64::saturating_add)
+    };
+    let a: u64 = (0..half).map(host_rate).fold(0, u64::saturating_add);
+    let b: u64 = (half..hosts).map(host_rate).fold(0, u64::saturating_add);
+    let demand = a.min(b);
+
+    let n = f.num_nodes as usize;
+    let (source, sink) = (n, n + 1);
+    let mut g = FlowNetwork::new(n + 2);
+    let unlimited = u64::MAX / 4;
+    for h in 0..hosts {
+        if h < half {
+            g.add_edge(source, h as usize, unlimited);
+        } else {
+            g.add_edge(h as usize, sink, unlimited);
+        }
+    }
+    for p in 0..f.num_ports() {
+        let i = p as usize;
+        g.add_edge(
+            f.port_node[i] as usize,
+            f.peer_node[i] as usize,
+            f.rate_bps[i],
+        );
+    }
+    (g.max_flow(source, sink).min(demand), demand)
+}
+
+/// Dinic's maximum flow on a directed graph with `u64` capacities.
+struct FlowNetwork {
+    head: Vec<Vec<usize>>,
+    to: Vec<usize>,
+    cap: Vec<u64>,
+}
+
+impl FlowNetwork {
+    fn new(nodes: usize) -> Self {
+        Self {
+            head: vec![Vec::new(); nodes],
+            to: Vec::new(),
+            cap: Vec::new(),
+        }
+    }
+
+    /// An edge and its residual twin (edge `e`'s twin is `e ^ 1`).
+    fn add_edge(&mut self, from: usize, to: usize, cap: u64) {
+        self.head[from].push(self.to.len());
+        self.to.push(to);
+        self.cap.push(cap);
+        self.head[to].push(self.to.len());
+        self.to.push(from);
+        self.cap.push(0);
+    }
+
+    fn max_flow(&mut self, s: usize, t: usize) -> u64 {
+        let nodes = self.head.len();
+        let mut total = 0u64;
+        let mut level = vec![u32::MAX; nodes];
+        let mut next = vec![0usize; nodes];
+        loop {
+            level.fill(u32::MAX);
+            level[s] = 0;
+            let mut queue = VecDeque::from([s]);
+            while let Some(v) = queue.pop_front() {
+                for &e in &self.head[v] {
+                    let w = self.to[e];
+                    if self.cap[e] > 0 && level[w] == u32::MAX {
+                        level[w] = level[v] + 1;
+                        queue.push_back(w);
+                    }
+                }
+            }
+            if level[t] == u32::MAX {
+                return total;
+            }
+            next.fill(0);
+            loop {
+                let pushed = self.augment(s, t, u64::MAX, &level, &mut next);
+                if pushed == 0 {
+                    break;
+                }
+                total = total.saturating_add(pushed);
+            }
+        }
+    }
+
+    /// One blocking-flow augmentation along level-increasing edges (iterative depth-first search).
+    fn augment(
+        &mut self,
+        s: usize,
+        t: usize,
+        limit: u64,
+        level: &[u32],
+        next: &mut [usize],
+    ) -> u64 {
+        // The path as a stack of edges.
+        let mut path: Vec<usize> = Vec::new();
+        let mut v = s;
+        loop {
+            if v == t {
+                let pushed = path.iter().map(|&e| self.cap[e]).fold(limit, u64::min);
+                for &e in &path {
+                    self.cap[e] -= pushed;
+                    self.cap[e ^ 1] += pushed;
+                }
+                return pushed;
+            }
+            let mut advanced = false;
+            while next[v] < self.head[v].len() {
+                let e = self.head[v][next[v]];
+                let w = self.to[e];
+                if self.cap[e] > 0 && level[w] == level[v] + 1 {
+                    path.push(e);
+                    v = w;
+                    advanced = true;
+                    break;
+                }
+                next[v] += 1;
+            }
+            if !advanced {
+                // Dead end: retreat one edge and skip it from now on.
+                match path.pop() {
+                    Some(e) => {
+                        v = self.to[e ^ 1];
+                        next[v] += 1;
+                    }
+                    None => return 0,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::LinkSpec;
+    use crate::topology::{fat_tree, leaf_spine};
+
+    const G100: u64 = 100_000_000_000;
+
+    fn link(rate_bps: u64) -> LinkSpec {
+        LinkSpec {
+            rate_bps,
+            delay_ps: 500_000,
+        }
+    }
+
+    #[test]
+    fn fat_tree_is_non_blocking() {
+        for k in [2u32, 4, 8] {
+            let s = summarize(&fat_tree::build(k, link(G100), link(G100), link(G100)));
+            assert_eq!(s.hosts, k * k * k / 4);
+            assert_eq!(s.switches, 5 * k * k / 4);
+            assert_eq!(s.links, 3 * k * k * k / 4);
+            assert_eq!(s.bisection_demand_bps, u64::from(s.hosts / 2) * G100);
+            assert_eq!(s.bisection_bps, s.bisection_demand_bps, "k={k}");
+            assert_eq!(s.oversubscription, Some(1.0));
+            assert_eq!(s.diameter_links, Some(6));
+            let roles: Vec<&str> = s.roles.iter().map(|r| r.role.as_str()).collect();
+            assert_eq!(roles, ["edge", "agg", "core"]);
+            assert_eq!(s.roles[0].oversubscription, Some(1.0));
+            assert_eq!(s.roles[2].oversubscription, None);
+            assert_eq!(s.roles[2].level, 3);
+            let tiers: Vec<(&str, u32)> = s.tiers.iter().map(|t| (t.tier, t.links)).collect();
+            assert_eq!(
+                tiers,
+                [
+                    ("host", k * k * k / 4),
+                    ("fabric", k * k * k / 4),
+                    ("core", k * k * k / 4)
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn slow_core_halves_the_bisection() {
+        let s = summarize(&fat_tree::build(4, link(G100), link(G100), link(G100 / 2)));
+        // Pods 0-1 reach pods 2-3 only through their 8 core uplinks at 50 Gbps.
+        assert_eq!(s.bisection_bps, 8 * G100 / 2);
+        assert_eq!(s.bisection_demand_bps, 8 * G100);
+        assert_eq!(s.oversubscription, Some(2.0));
+        assert_eq!(s.roles[1].oversubscription, Some(2.0));
+        assert_eq!(s.roles[0].oversubscription, Some(1.0));
+    }
+
+    #[test]
+    fn leaf_spine_oversubscription_and_diameter() {
+        // 4 hosts of 100G per leaf, 2 spines of 100G: 2:1.
+        let s = summarize(&leaf_spine::build(4, 2, 4, link(G100), link(G100)));
+        assert_eq!((s.hosts, s.switches, s.links), (16, 6, 16 + 8));
+        assert_eq!(s.bisection_bps, 4 * G100);
+        assert_eq!(s.bisection_demand_bps, 8 * G100);
+        assert_eq!(s.bisection_ratio, 0.5);
+        assert_eq!(s.oversubscription, Some(2.0));
+        assert_eq!(s.roles[0].role, "leaf");
+        assert_eq!(s.roles[0].oversubscription, Some(2.0));
+        assert_eq!(s.roles[0].down_bps, 4 * G100);
+        assert_eq!(s.roles[0].up_bps, 2 * G100);
+        assert_eq!(s.diameter_links, Some(4));
+        assert_eq!(s.diameter_switches, Some(3));
+        // One leaf: hosts meet at their leaf.
+        let one = summarize(&leaf_spine::build(1, 2, 4, link(G100), link(G100)));
+        assert_eq!(one.diameter_links, Some(2));
+        assert_eq!(one.bisection_bps, 2 * G100);
+    }
+}

@@ -1,0 +1,261 @@
+//! The columns of the streamed trace tables: queues, links, pfc and rates (flows.arrow, written once
+//! at the end, is in `flows.rs`).
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    ArrayBuilder, Float64Builder, StringBuilder, UInt32Builder, UInt64Builder, UInt8Builder,
+};
+use arrow_array::ArrayRef;
+use arrow_schema::{DataType, Field};
+
+use super::stream::Columns;
+
+fn done<B: ArrayBuilder>(b: &mut B) -> ArrayRef {
+    b.finish()
+}
+
+/// queues.arrow: one row per (switch port, priority) and sample.
+#[derive(Default)]
+pub struct QueueRows {
+    pub time_ps: UInt64Builder,
+    pub switch: UInt32Builder,
+    pub port: UInt32Builder,
+    pub priority: UInt8Builder,
+    pub bytes: UInt64Builder,
+    pub packets: UInt32Builder,
+    /// Most bytes the queue held since the previous sample.
+    pub max_bytes: UInt64Builder,
+}
+
+impl QueueRows {
+    #[allow(clippy::too_many_arguments)] // one argument per column
+    pub fn push(
+        &mut self,
+        time_ps: u64,
+        switch: u32,
+        port: u32,
+        priority: u8,
+        bytes: u64,
+        packets: u32,
+        max_bytes: u64,
+    ) {
+        self.time_ps.append_value(time_ps);
+        self.switch.append_value(switch);
+        self.port.append_value(port);
+        self.priority.append_value(priority);
+        self.bytes.append_value(bytes);
+        self.packets.append_value(packets);
+        self.max_bytes.append_value(max_bytes);
+    }
+}
+
+impl Columns for QueueRows {
+    const FILE: &'static str = "queues.arrow";
+    fn fields() -> Vec<Field> {
+        vec![
+            Field::new("time_ps", DataType::UInt64, false),
+            Field::new("switch", DataType::UInt32, false),
+            Field::new("port", DataType::UInt32, false),
+            Field::new("priority", DataType::UInt8, false),
+            Field::new("bytes", DataType::UInt64, false),
+            Field::new("packets", DataType::UInt32, false),
+            Field::new("max_bytes", DataType::UInt64, false),
+        ]
+    }
+    fn rows(&self) -> usize {
+        self.time_ps.len()
+    }
+    fn finish_columns(&mut self) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(self.time_ps.finish()),
+            Arc::new(self.switch.finish()),
+            Arc::new(self.port.finish()),
+            Arc::new(self.priority.finish()),
+            Arc::new(self.bytes.finish()),
+            Arc::new(self.packets.finish()),
+            Arc::new(self.max_bytes.finish()),
+        ]
+    }
+}
+
+/// links.arrow: one row per link (named by its egress port) and interval.
+#[derive(Default)]
+pub struct LinkRows {
+    /// End of the interval.
+    pub time_ps: UInt64Builder,
+    pub link: UInt32Builder,
+    pub src: UInt32Builder,
+    pub dst: UInt32Builder,
+    pub tier: StringBuilder,
+    pub tx_bytes: UInt64Builder,
+    pub utilisation: Float64Builder,
+    pub paused_ps: UInt64Builder,
+}
+
+impl LinkRows {
+    #[allow(clippy::too_many_arguments)] // one argument per column
+    pub fn push(
+        &mut self,
+        time_ps: u64,
+        link: u32,
+        src: u32,
+        dst: u32,
+        tier: &str,
+        tx_bytes: u64,
+        utilisation: f64,
+        paused_ps: u64,
+    ) {
+        self.time_ps.append_value(time_ps);
+        self.link.append_value(link);
+        self.src.append_value(src);
+        self.dst.append_value(dst);
+        self.tier.append_value(tier);
+        self.tx_bytes.append_value(tx_bytes);
+        self.utilisation.append_value(utilisation);
+        self.paused_ps.append_value(paused_ps);
+    }
+}
+
+impl Columns for LinkRows {
+    const FILE: &'static str = "links.arrow";
+    fn fields() -> Vec<Field> {
+        vec![
+            Field::new("time_ps", DataType::UInt64, false),
+            Field::new("link", DataType::UInt32, false),
+            Field::new("src", DataType::UInt32, false),
+            Field::new("dst", DataType::UInt32, false),
+            Field::new("tier", DataType::Utf8, false),
+            Field::new("tx_bytes", DataType::UInt64, false),
+            Field::new("utilisation", DataType::Float64, false),
+            Field::new("paused_ps", DataType::UInt64, false),
+        ]
+    }
+    fn rows(&self) -> usize {
+        self.time_ps.len()
+    }
+    fn finish_columns(&mut self) -> Vec<ArrayRef> {
+        vec![
+            done(&mut self.time_ps),
+            done(&mut self.link),
+            done(&mut self.src),
+            done(&mut self.dst),
+            done(&mut self.tier),
+            done(&mut self.tx_bytes),
+            done(&mut self.utilisation),
+            done(&mut self.paused_ps),
+        ]
+    }
+}
+
+/// pfc.arrow: one row per PAUSE or RESUME frame a switch sends.
+#[derive(Default)]
+pub struct PfcRows {
+    pub time_ps: UInt64Builder,
+    /// The switch that sent the frame, and the port it left on.
+    pub switch: UInt32Builder,
+    pub port: UInt32Builder,
+    /// The upstream node and its egress port being paused.
+    pub upstream: UInt32Builder,
+    pub paused_port: UInt32Builder,
+    pub priority: UInt8Builder,
+    pub action: StringBuilder,
+}
+
+impl PfcRows {
+    #[allow(clippy::too_many_arguments)] // one argument per column
+    pub fn push(
+        &mut self,
+        time_ps: u64,
+        switch: u32,
+        port: u32,
+        upstream: u32,
+        paused_port: u32,
+        priority: u8,
+        pause: bool,
+    ) {
+        self.time_ps.append_value(time_ps);
+        self.switch.append_value(switch);
+        self.port.append_value(port);
+        self.upstream.append_value(upstream);
+        self.paused_port.append_value(paused_port);
+        self.priority.append_value(priority);
+        self.action
+            .append_value(if pause { "pause" } else { "resume" });
+    }
+}
+
+impl Columns for PfcRows {
+    const FILE: &'static str = "pfc.arrow";
+    fn fields() -> Vec<Field> {
+        vec![
+            Field::new("time_ps", DataType::UInt64, false),
+            Field::new("switch", DataType::UInt32, false),
+            Field::new("port", DataType::UInt32, false),
+            Field::new("upstream", DataType::UInt32, false),
+            Field::new("paused_port", DataType::UInt32, false),
+            Field::new("priority", DataType::UInt8, false),
+            Field::new("action", DataType::Utf8, false),
+        ]
+    }
+    fn rows(&self) -> usize {
+        self.time_ps.len()
+    }
+    fn finish_columns(&mut self) -> Vec<ArrayRef> {
+        vec![
+            done(&mut self.time_ps),
+            done(&mut self.switch),
+            done(&mut self.port),
+            done(&mut self.upstream),
+            done(&mut self.paused_port),
+            done(&mut self.priority),
+            done(&mut self.action),
+        ]
+    }
+}
+
+/// rates.arrow: DCQCN rate changes of a flow.
+#[derive(Default)]
+pub struct RateRows {
+    pub time_ps: UInt64Builder,
+    pub flow_id: UInt64Builder,
+    pub rate_bps: UInt64Builder,
+    pub target_bps: UInt64Builder,
+    pub alpha: Float64Builder,
+}
+
+impl RateRows {
+    #[allow(clippy::too_many_arguments)] // one argument per column
+    pub fn push(&mut self, time_ps: u64, flow_id: u64, rate_bps: u64, target_bps: u64, alpha: f64) {
+        self.time_ps.append_value(time_ps);
+        self.flow_id.append_value(flow_id);
+        self.rate_bps.append_value(rate_bps);
+        self.target_bps.append_value(target_bps);
+        self.alpha.append_value(alpha);
+    }
+}
+
+impl Columns for RateRows {
+    const FILE: &'static str = "rates.arrow";
+    fn fields() -> Vec<Field> {
+        vec![
+            Field::new("time_ps", DataType::UInt64, false),
+            Field::new("flow_id", DataType::UInt64, false),
+            Field::new("rate_bps", DataType::UInt64, false),
+            Field::new("target_bps", DataType::UInt64, false),
+            Field::new("alpha", DataType::Float64, false),
+        ]
+    }
+    fn rows(&self) -> usize {
+        self.time_ps.len()
+    }
+    fn finish_columns(&mut self) -> Vec<ArrayRef> {
+        vec![
+            done(&mut self.time_ps),
+            done(&mut self.flow_id),
+            done(&mut self.rate_bps),
+            done(&mut self.target_bps),
+            done(&mut self.alpha),
+        ]
+    }
+}
