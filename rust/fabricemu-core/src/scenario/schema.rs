@@ -145,7 +145,8 @@ pub struct PfcFile {
     /// Static XOFF threshold per (ingress port, priority); if unset, the dynamic one applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xoff: Option<Size>,
-    /// Dynamic XOFF: pause when an ingress queue exceeds beta x the free shared buffer (default 8).
+    /// Dynamic XOFF: pause when an ingress queue exceeds beta x the free shared buffer. Default 1:
+    /// the DCQCN paper's beta = 8 shared by 8 priorities (HPCC's MMU uses 1/8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta: Option<f64>,
     /// RESUME when the ingress queue falls this far below XOFF (default two packets).

@@ -624,7 +624,7 @@ fn switch(sw: &SwitchFile, t: &TransportSpec) -> Res<SwitchSpec> {
                 (Some(x), None) => PfcThreshold::Static(positive_size("switch.pfc.xoff", x.0)?),
                 (None, b) => PfcThreshold::Dynamic(fraction(
                     "switch.pfc.beta",
-                    b.unwrap_or(8.0),
+                    b.unwrap_or(1.0),
                     1.0 / 1024.0,
                     1024.0,
                 )?),

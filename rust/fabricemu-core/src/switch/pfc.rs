@@ -135,7 +135,9 @@ impl Pfc {
             self.headroom_used[i] -= bytes;
         }
         let bit = 1 << priority;
-        if self.paused_by_us[p as usize] & bit != 0 {
+        // Resume only once the headroom is empty again: a resumed upstream may send a full round
+        // trip before a new PAUSE takes effect, and that is what the headroom is sized for.
+        if self.paused_by_us[p as usize] & bit != 0 && self.headroom_used[i] == 0 {
             let q = self.ingress_bytes[i];
             if q == 0 || q + self.spec.xon_offset_bytes <= self.xoff(free_shared) {
                 self.paused_by_us[p as usize] &= !bit;
@@ -152,13 +154,14 @@ impl Pfc {
 }
 
 /// Headroom for one (ingress port, priority): the bytes that can still arrive after the PAUSE is
-/// decided: a round trip of the link (the PAUSE travelling up, the data already on the wire coming
-/// down), a packet the PAUSE may wait behind, the packet the upstream is sending when it arrives,
-/// and the PAUSE frame itself.
+/// decided. The PAUSE may wait behind one packet on the way up and takes its own serialisation and
+/// a propagation delay; the upstream finishes the packet it is sending; everything it sent in the
+/// last propagation delay is still on the wire; and a packet partly sent before that window still
+/// lands after the decision. So: a round trip of the link's bytes, three packets and the frame.
 pub fn auto_headroom(rate_bps: u64, one_way_ps: u64, max_packet_wire: u64) -> u64 {
     let round_trip_bytes =
         (2 * one_way_ps as u128 * rate_bps as u128).div_ceil(8 * 1_000_000_000_000) as u64;
-    round_trip_bytes + 2 * max_packet_wire + PFC_FRAME_BYTES as u64
+    round_trip_bytes + 3 * max_packet_wire + PFC_FRAME_BYTES as u64
 }
 
 /// A cycle in a wait-for graph of switches (edge u -> v: u's port toward v is paused while holding
