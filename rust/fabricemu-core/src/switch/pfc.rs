@@ -220,11 +220,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn headroom_covers_a_round_trip_and_two_packets() {
+    fn headroom_covers_a_round_trip_and_three_packets() {
         // 100 Gbps, 500 ns: 6250 B each way.
         assert_eq!(
             auto_headroom(100_000_000_000, 500_000, 4158),
-            12_500 + 8316 + 64
+            12_500 + 3 * 4158 + 64
         );
     }
 
