@@ -137,6 +137,9 @@ impl World {
 
     #[inline]
     fn maybe_mark(&mut self, pkt: PacketId, depth: u64) {
+        if self.packets.get(pkt).flags & flags::CE != 0 {
+            return; // already marked upstream
+        }
         let ecn = self.ecn.as_ref().expect("ECN configured");
         let prob = mark_probability(ecn, depth);
         if prob > 0.0 && (prob >= 1.0 || self.ecn_rng.unit() < prob) {
