@@ -6,11 +6,15 @@ from typing import Any, Callable, Optional, Union
 __all__ = [
     "__version__",
     "describe",
+    "parse_duration",
     "parse_json",
+    "parse_rate",
+    "parse_size",
     "parse_toml",
     "run",
     "to_toml",
     "toml_to_json",
+    "topology_summary",
 ]
 
 __version__: str
@@ -26,3 +30,7 @@ def run(
     progress: Optional[Callable[[int, Optional[int], int, int, int], Any]] = None,
     slice_events: int = 2000000,
 ) -> str: ...
+def topology_summary(scenario_json: str) -> str: ...
+def parse_duration(text: str) -> int: ...
+def parse_size(text: str) -> int: ...
+def parse_rate(text: str) -> int: ...

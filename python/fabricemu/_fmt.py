@@ -56,3 +56,13 @@ def size(n: Optional[int]) -> str:
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{n} B"
+
+
+def bps(v: Optional[float]) -> str:
+    """Bits per second: ``4.096e14`` -> ``"410 Tbps"``."""
+    if v is None:
+        return "-"
+    for scale, unit in ((1e15, "Pbps"), (1e12, "Tbps"), (1e9, "Gbps"), (1e6, "Mbps"), (1e3, "Kbps")):
+        if v >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:.3g} bps"

@@ -1,4 +1,4 @@
-"""The ``fabricemu`` command line: run, validate, bench."""
+"""The ``fabricemu`` command line: run, validate, sweep, report, compare, topo, bench."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ class _Progress:
             click.echo("\r" + " " * 100 + "\r", err=True, nl=False)
 
 
-def _print_summary(name: str, summary: Dict[str, Any], out: Path) -> None:
+def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = None) -> None:
     s = summary
     state = " (interrupted)" if s["interrupted"] else ""
     click.echo(
@@ -115,7 +115,50 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path) -> None:
         f"packet-hops {_fmt.count(s['packet_hops'])} ({_fmt.rate(s['packet_hops_per_second'])})   "
         f"wall {_fmt.seconds(s['wall_seconds'])}   drops {_fmt.count(s['drops'])}"
     )
+    if result is not None:
+        _print_workloads(result)
     click.echo(f"  output: {out}/flows.arrow, {out}/run.json")
+
+
+#: Flow-size bucket edges of the run summary's slowdown lines.
+SIZE_BUCKET_EDGES = ("10KB", "100KB", "1MB", "10MB")
+
+
+def _print_workloads(result: Any) -> None:
+    """Slowdown p50/p95/p99 by flow-size bucket, each poisson workload's offered load and each
+    collective workload's completion and bus bandwidth."""
+    from .analysis import slowdown_by_size
+
+    buckets = [b for b in slowdown_by_size(result, edges=SIZE_BUCKET_EDGES).to_pylist() if b["flows"]]
+    if buckets:
+        click.echo("  slowdown by flow size (p50 / p95 / p99 of the finished flows):")
+        for b in buckets:
+            click.echo(
+                f"    {b['label']:<13} {b['flows']:>9,} flows  {_fmt.number(b['slowdown_p50']):>7} / "
+                f"{_fmt.number(b['slowdown_p95'])} / {_fmt.number(b['slowdown_p99'])}"
+            )
+    for w in result.run_info.get("workloads", []):
+        if w.get("kind") == "poisson" and w.get("offered_load") is not None:
+            click.echo(
+                f"  {w['name']}: offered load {w['offered_load'] * 100:.1f}% of the host links "
+                f"(target {w['target_load'] * 100:g}%; {w['offered_load_wire'] * 100:.1f}% with headers)"
+            )
+    if result.has_table("collectives"):
+        rows = result.collectives.to_pylist()
+        for name in dict.fromkeys(r["workload"] for r in rows):
+            mine = [r for r in rows if r["workload"] == name]
+            done = [r for r in mine if r["duration_ps"] is not None]
+            first = mine[0]
+            groups = len({r["group"] for r in mine})
+            line = (
+                f"  {name}: {first['op']} {first['algorithm']}, {groups} x {first['ranks']} ranks, "
+                f"{len(done)}/{len(mine)} finished"
+            )
+            if done:
+                mean_ps = sum(r["duration_ps"] for r in done) / len(done)
+                busbw = sum(r["busbw_bps"] for r in done) / len(done)
+                line += f", mean {_fmt.duration_ps(mean_ps)}, busbw {busbw / 1e9:.1f} Gbps"
+            click.echo(line)
 
 
 @click.group(
@@ -125,6 +168,10 @@ Examples:
   fabricemu run scenarios/quickstart.toml
   fabricemu run scenarios/incast.toml --set workload.0.senders=63 -o runs/incast63
   fabricemu validate scenarios/permutation.toml --set topology.k=16
+  fabricemu sweep scenarios/incast.toml --grid workload.0.senders=4,8,15 --seeds 1,2 -o sweeps/incast
+  fabricemu report sweeps/incast
+  fabricemu compare runs/a runs/b
+  fabricemu topo scenarios/permutation.toml --set topology.k=16
   fabricemu bench --quick
 """,
 )
@@ -133,7 +180,8 @@ def main() -> None:
     """fabricemu: a packet-level network fabric emulator.
 
     Scenarios are TOML files (see scenarios/ and the README); each run writes flows.arrow (one row
-    per flow) and run.json (scenario, seed, statistics) into its output folder.
+    per flow) and run.json (scenario, seed, statistics) into its output folder; a sweep writes
+    sweep.arrow (one row per run) and each run under runs/.
     """
 
 
@@ -191,7 +239,7 @@ def run(scenario: str, out: Optional[str], sets: Tuple[str, ...], quiet: bool) -
         _die(str(e), EXIT_FAILED)
     progress.close()
     if not quiet:
-        _print_summary(s.name, result.summary(), out_dir)
+        _print_summary(s.name, result.summary(), out_dir, result)
 
 
 def _interrupted_outputs(out: Path) -> bool:
@@ -216,6 +264,466 @@ def validate(scenario: str, sets: Tuple[str, ...]) -> None:
     (one line naming the key, line and column; exit code 2)."""
     s, _ = _load(scenario, sets)
     click.echo(f"ok: {s.summary_line()}")
+
+
+# -- sweep ------------------------------------------------------------------------------------------
+
+
+def _split_values(text: str) -> List[str]:
+    """``4,8,"a,b",[1, 2]`` -> ``["4", "8", '"a,b"', "[1, 2]"]``: commas inside quotes or brackets
+    do not split."""
+    parts: List[str] = []
+    depth = 0
+    quote: Optional[str] = None
+    current = ""
+    for ch in text:
+        if quote:
+            current += ch
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        current += ch
+    parts.append(current.strip())
+    return parts
+
+
+def _parse_grid(items: Sequence[str]) -> Dict[str, List[Any]]:
+    grid: Dict[str, List[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            _die(f"--grid {item!r}: expected KEY=V1,V2,..., e.g. --grid topology.k=4,8", EXIT_USAGE)
+        if key in grid:
+            _die(f"--grid {key} is given twice", EXIT_USAGE)
+        parts = _split_values(values)
+        if any(p == "" for p in parts):
+            _die(f"--grid {item!r}: an empty value (expected KEY=V1,V2,...)", EXIT_USAGE)
+        if key == "seed":
+            _die("the seed is swept with --seeds 1,2,3, not --grid seed=...", EXIT_USAGE)
+        grid[key] = [parse_value(p) for p in parts]
+    return grid
+
+
+def _parse_seeds(text: str) -> List[int]:
+    seeds: List[int] = []
+    for part in _split_values(text):
+        a, sep, b = part.partition("..")
+        try:
+            if sep:
+                lo, hi = int(a), int(b)
+                if hi < lo:
+                    raise ValueError
+                seeds.extend(range(lo, hi + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            _die(f"--seeds {text!r}: expected integers and ranges, e.g. 1,2,3 or 1..5", EXIT_USAGE)
+    if any(s < 0 for s in seeds):
+        _die(f"--seeds {text!r}: seeds are non-negative", EXIT_USAGE)
+    if len(set(seeds)) != len(seeds):
+        _die(f"--seeds {text!r}: a seed is repeated", EXIT_USAGE)
+    return seeds
+
+
+class _SweepProgress:
+    """A progress bar over the points on a terminal; otherwise one line per point (unless quiet)."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total = total
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.counts = {"ran": 0, "reused": 0, "failed": 0}
+
+    def __call__(self, event: Any) -> None:
+        self.counts[event.status] = self.counts.get(event.status, 0) + 1
+        if self.quiet:
+            return
+        if self.tty:
+            width = 28
+            filled = int(event.done / max(event.total, 1) * width)
+            bar = "#" * filled + "-" * (width - filled)
+            elapsed = time.monotonic() - self.start
+            failed = f", {self.counts['failed']} failed" if self.counts["failed"] else ""
+            ran = self.counts["ran"] + self.counts["failed"]
+            left = event.total - event.done
+            eta = f", ~{_fmt.seconds(elapsed / ran * left)} left" if ran and left else ""
+            line = (
+                f"\r[{bar}] {event.done}/{event.total} points{failed}  "
+                f"{_fmt.seconds(elapsed)}{eta}  {event.name}"
+            )
+            click.echo(line[:110].ljust(110), err=True, nl=False)
+        else:
+            if event.status == "failed":
+                what = f"FAILED: {event.row['error']}"
+            else:
+                m = event.row["metrics"] or {}
+                what = (
+                    f"{event.status}: slowdown p99 {_fmt.number(m.get('slowdown_p99'))}, "
+                    f"goodput {_fmt.number(m.get('goodput_gbps'))} Gbps"
+                )
+            click.echo(f"[{event.done}/{event.total}] {event.name}: {what}", err=True)
+
+    def close(self) -> None:
+        if self.tty and not self.quiet:
+            click.echo("\r" + " " * 110 + "\r", err=True, nl=False)
+
+
+@main.command(
+    "sweep",
+    epilog="""\b
+Examples:
+  fabricemu sweep scenarios/incast.toml --grid workload.0.senders=4,8,15 --seeds 1,2,3 -o sweeps/incast
+  fabricemu sweep scenarios/permutation.toml --grid topology.k=4,8 --grid workload.0.size=64KiB,1MB -j 2
+  fabricemu sweep scenarios/permutation.toml --grid 'workload.0.size="1MB","4MB"' \\
+      --scheduler tcp://scheduler:8786 -o /shared/sweeps/perm
+""",
+)
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--grid",
+    "grids",
+    multiple=True,
+    metavar="KEY=V1,V2,...",
+    help="A swept parameter: a dotted key path and its values (TOML values, comma-separated; commas "
+    "inside quotes or brackets do not split). Repeatable: the sweep runs every combination.",
+)
+@click.option("--seeds", default=None, metavar="LIST", help="Seeds to run each point with: 1,2,3 or 1..5.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per core); with --scheduler, the most points in flight.",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the points on a Dask cluster (tcp://host:8786); OUT must be on a file system the "
+    "workers share. Needs dask.distributed.",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Output folder: OUT/sweep.arrow and each run in OUT/runs/<point>/. Default: sweeps/<name>.",
+)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option("--rerun", is_flag=True, help="Run every point again, even those OUT already holds.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and the final line.")
+def sweep_command(
+    scenario: str,
+    grids: Tuple[str, ...],
+    seeds: Optional[str],
+    jobs: Optional[int],
+    scheduler: Optional[str],
+    out: Optional[str],
+    sets: Tuple[str, ...],
+    rerun: bool,
+    quiet: bool,
+) -> None:
+    """Run SCENARIO at every combination of the --grid values and --seeds, each run in its own
+    process, and write OUT/sweep.arrow: one row per run with the parameters (columns named by key
+    path, and seed), the metrics (FCT slowdown p50/p95/p99, goodput, drops, pause time, max queue,
+    events/s, ...) and an error column.
+
+    A failed point (an invalid value, an engine error) is reported in its row and the others go on;
+    the exit code is then 1. Running the same sweep again skips the points OUT already holds (an
+    interrupted sweep resumes); --rerun runs them all.
+    """
+    from .sweep import expand
+    from .sweep import sweep as run_sweep
+
+    base, explicit = _load(scenario, sets)
+    grid = _parse_grid(grids)
+    seed_list = _parse_seeds(seeds) if seeds else None
+    try:
+        total = len(expand(grid or None, seed_list))
+    except (TypeError, ValueError) as e:
+        _die(str(e), EXIT_USAGE)
+    out_dir = Path(out) if out else Path("sweeps") / _default_out(scenario, explicit).name
+
+    client = None
+    executor = None
+    if scheduler:
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            _die("--scheduler needs dask.distributed: pip install 'dask[distributed]'", EXIT_USAGE)
+        try:
+            client = Client(scheduler)  # connect timeout: dask's distributed.comm.timeouts.connect
+        except (OSError, TimeoutError, ValueError) as e:
+            _die(f"cannot connect to the Dask scheduler {scheduler}: {e}", EXIT_FAILED)
+        executor = client.get_executor()
+    progress = _SweepProgress(total, quiet)
+    started = time.monotonic()
+    try:
+        table = run_sweep(
+            base,
+            grid or None,
+            seeds=seed_list,
+            jobs=jobs,
+            executor=executor,
+            out=out_dir,
+            resume=not rerun,
+            progress=progress,
+        )
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo(
+            f"interrupted: the points done are in {out_dir / 'sweep.arrow'}; run the same command to resume",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    except OSError as e:
+        progress.close()
+        _die(str(e), EXIT_FAILED)
+    finally:
+        if client is not None:
+            client.close()
+    progress.close()
+    if not quiet:
+        _print_sweep(table)
+    c = progress.counts
+    click.echo(
+        f"{out_dir / 'sweep.arrow'}: {table.num_rows} runs ({c['ran']} ran, {c['reused']} already done, "
+        f"{c['failed']} failed) in {_fmt.seconds(time.monotonic() - started)}"
+    )
+    if c["failed"]:
+        sys.exit(EXIT_FAILED)
+
+
+def _print_sweep(table: Any) -> None:
+    from .sweep import parameters
+
+    params = parameters(table)
+    metrics = [
+        ("slowdown_p50", "slowdown p50"),
+        ("slowdown_p99", "p99"),
+        ("goodput_gbps", "goodput Gbps"),
+        ("drops", "drops"),
+    ]
+    header = [*params, *(label for _, label in metrics), "error"]
+    rows = []
+    for r in table.to_pylist():
+        cells = [_fmt_value(r[p]) for p in params]
+        cells += [_fmt_value(r[m]) for m, _ in metrics]
+        error = r["error"] or ""
+        cells.append(error if len(error) <= 60 else error[:57] + "...")
+        rows.append(cells)
+    _print_table(header, rows, left=len(params))
+
+
+def _fmt_value(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, int):
+        return f"{v:,}" if abs(v) >= 10000 else str(v)
+    return str(v)
+
+
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> None:
+    table = [list(header), *[list(r) for r in rows]]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for n, row in enumerate(table):
+        cells = [
+            c.ljust(w) if i < left or i == len(row) - 1 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        click.echo("  ".join(cells).rstrip())
+        if n == 0:
+            click.echo("  ".join("-" * w for w in widths))
+
+
+# -- report, compare, topo --------------------------------------------------------------------------
+
+
+@main.command(
+    epilog="""\b
+Examples:
+  fabricemu report runs/quickstart                 # writes runs/quickstart/report.html
+  fabricemu report sweeps/incast -o incast.html
+"""
+)
+@click.argument("out", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The HTML file to write. Default: OUT/report.html.",
+)
+@click.option("--title", default=None, help="The page's title.")
+def report(out: str, output: Optional[str], title: Optional[str]) -> None:
+    """Write a self-contained HTML report (plots embedded as images) of the run or sweep in OUT.
+
+    A run: summary, fabric, FCT slowdown by flow size, slowdown CDF, queue depth of the busiest
+    ports, link-utilisation heat map, PFC pause timeline, congestion-control rates (each when the
+    run traced it). A sweep: each metric against the swept parameter, one line per variant, and the
+    table of runs. Needs matplotlib: pip install 'fabricemu[plot]'.
+    """
+    from .report import PLOT_EXTRA, write_report
+
+    folder = Path(out)
+    if not (folder / "run.json").is_file() and not (folder / "sweep.arrow").is_file():
+        _die(f"{out}: not a run's or a sweep's output folder (no run.json or sweep.arrow)", EXIT_USAGE)
+    try:
+        path = write_report(folder, output, title=title)
+    except ImportError as e:
+        _die(f"{e}" if "matplotlib" in str(e) else f"{e} ({PLOT_EXTRA})", EXIT_FAILED)
+    except (OSError, ValueError) as e:
+        _die(str(e), EXIT_FAILED)
+    click.echo(f"wrote {path}")
+
+
+@main.command(
+    epilog="""\b
+Examples:
+  fabricemu compare runs/ecmp runs/spray
+  fabricemu compare sweeps/x/runs/load=0.3,seed=1 sweeps/x/runs/load=0.7,seed=1 --json
+"""
+)
+@click.argument("outs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead.")
+def compare(outs: Tuple[str, ...], as_json: bool) -> None:
+    """Print the metrics of two or more runs (output folders) side by side; with two, also the
+    relative change from the first to the second."""
+    from .analysis import compare as compare_runs
+    from .results import open_result
+
+    if len(outs) < 2:
+        _die("compare needs at least two output folders", EXIT_USAGE)
+    results = []
+    for o in outs:
+        try:
+            results.append(open_result(o))
+        except FileNotFoundError as e:
+            _die(f"{o}: {e.strerror}", EXIT_USAGE)
+    try:
+        table = compare_runs(*results, names=[_short(o) for o in outs])
+    except (OSError, ValueError) as e:
+        _die(str(e), EXIT_FAILED)
+    if as_json:
+        click.echo(json.dumps(table.to_pylist(), indent=2))
+        return
+    runs = [c for c in table.column_names if c not in ("metric", "change")]
+    header = ["metric", *runs] + (["change"] if "change" in table.column_names else [])
+    rows = []
+    for r in table.to_pylist():
+        cells = [r["metric"], *[_fmt_metric(r["metric"], r[c]) for c in runs]]
+        if "change" in r:
+            cells.append("-" if r["change"] is None else f"{r['change'] * 100:+.1f}%")
+        rows.append(cells)
+    _print_table(header, rows)
+    for name, o in zip(runs, outs):
+        if name != o:
+            click.echo(f"  {name}: {o}")
+
+
+def _short(path: str) -> str:
+    p = Path(path)
+    return p.name or str(p)
+
+
+def _fmt_metric(metric: str, v: Optional[float]) -> str:
+    if v is None:
+        return "-"
+    if metric in (
+        "flows",
+        "flows_finished",
+        "drops",
+        "retransmits",
+        "ecn_marks",
+        "cnps",
+        "max_queue_bytes",
+        "events",
+        "packet_hops",
+    ):
+        return f"{int(v):,}"
+    return f"{v:.4g}"
+
+
+@main.command(
+    epilog="""\b
+Examples:
+  fabricemu topo scenarios/quickstart.toml
+  fabricemu topo scenarios/permutation.toml --set topology.k=16
+  fabricemu topo scenarios/incast.toml --json
+"""
+)
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead.")
+def topo(scenario: str, sets: Tuple[str, ...], as_json: bool) -> None:
+    """Print the size of SCENARIO's fabric without running it: hosts, switches, links per tier,
+    bisection bandwidth (maximum flow between the two halves of the hosts), oversubscription
+    (overall and per switch role) and diameter (the longest shortest host-to-host path)."""
+    s, _ = _load(scenario, sets)
+    f = s.fabric_summary()
+    if as_json:
+        click.echo(json.dumps(f, indent=2))
+        return
+    d = s.describe()["topology"]
+    kind = d["kind"]
+    shape = f"fat_tree k={d['k']}" if kind == "fat_tree" else kind
+    if kind == "leaf_spine":
+        shape = (
+            f"leaf_spine {d['leaves']} leaves x {d['spines']} spines, {d['hosts_per_leaf']} hosts per leaf"
+        )
+    click.echo(f"{s.name}: {shape}")
+    roles = ", ".join(f"{r['switches']} {r['role']}" for r in f["roles"])
+    click.echo(f"  hosts             {f['hosts']:,}")
+    click.echo(f"  switches          {f['switches']:,} ({roles})")
+    tiers = ", ".join(
+        f"{t['links']:,} {t['tier']} at {_rate_range(t['rate_min_bps'], t['rate_max_bps'])}"
+        for t in f["tiers"]
+    )
+    click.echo(f"  links             {f['links']:,} ({tiers})")
+    ratio = f["bisection_ratio"]
+    full = "full bisection" if ratio >= 1.0 else f"{ratio:.3g} of full"
+    click.echo(
+        f"  bisection         {_fmt.bps(f['bisection_bps'])} "
+        f"(demand {_fmt.bps(f['bisection_demand_bps'])}: {full})"
+    )
+    per_role = ", ".join(
+        f"{r['role']} {_ratio(r['oversubscription'])}"
+        for r in f["roles"]
+        if r["oversubscription"] is not None
+    )
+    click.echo(
+        f"  oversubscription  {_ratio(f['oversubscription'])} overall" + (f"; {per_role}" if per_role else "")
+    )
+    if f["diameter_links"] is None:
+        click.echo("  diameter          - (some hosts cannot reach each other)")
+    else:
+        click.echo(f"  diameter          {f['diameter_links']} links ({f['diameter_switches']} switches)")
+
+
+def _rate_range(lo: int, hi: int) -> str:
+    a = _fmt.bps(lo)
+    return a if lo == hi else f"{a}-{_fmt.bps(hi)}"
+
+
+def _ratio(v: Optional[float]) -> str:
+    return "-" if v is None else f"{v:.3g}:1"
 
 
 @main.command(

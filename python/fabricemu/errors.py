@@ -2,14 +2,15 @@
 
 ``ScenarioError`` is raised for a scenario that does not parse or validate, from a file, a TOML string,
 a dictionary or ``Scenario.with_``; ``SimulationError`` for a failure inside the engine (a bug: please
-report it with the scenario).
+report it with the scenario); ``MissingTableError`` when an analysis needs a trace table (or a column)
+that the run did not write.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["ScenarioError", "SimulationError"]
+__all__ = ["MissingTableError", "ScenarioError", "SimulationError"]
 
 
 class ScenarioError(ValueError):
@@ -83,3 +84,45 @@ def _format(message: str, path: str, line: Optional[int], column: Optional[int],
 class SimulationError(RuntimeError):
     """The engine failed while running a valid scenario (an internal error, caught before it could
     crash the interpreter)."""
+
+
+class MissingTableError(FileNotFoundError):
+    """A trace table (or a column of one) that an analysis needs is not in the run's output.
+
+    Attributes:
+        table: the table's name (``"queues"``, ``"links"``, ...).
+        column: the missing column, or ``None`` when the whole table is missing.
+        where: the output folder (or a description of the tables given).
+        hint: how to get it, e.g. ``add [trace] queues = { interval = "1us" } to the scenario``.
+    """
+
+    def __init__(
+        self,
+        table: str,
+        where: str,
+        hint: str = "",
+        *,
+        column: Optional[str] = None,
+    ) -> None:
+        self.table = table
+        self.column = column
+        self.where = where
+        self.hint = hint
+        if column is None:
+            text = f"{where} has no {table} table ({table}.arrow)"
+        else:
+            text = f"the {table} table of {where} has no column {column!r}"
+        if hint:
+            text += f": {hint}"
+        super().__init__(text)
+        self.filename = where
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_rebuild_missing, (self.table, self.where, self.hint, self.column))
+
+
+def _rebuild_missing(table: str, where: str, hint: str, column: Optional[str]) -> MissingTableError:
+    return MissingTableError(table, where, hint, column=column)

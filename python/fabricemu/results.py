@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core
+from . import _core, _fmt
+from .errors import MissingTableError
 from .scenario import PathLike, Scenario, as_scenario
 
-__all__ = ["ProgressCallback", "Result", "open_result", "run"]
+if TYPE_CHECKING:
+    import pyarrow.dataset
+
+__all__ = ["TABLES", "ProgressCallback", "Result", "open_result", "run"]
+
+#: The tables a run's folder may hold (``<name>.arrow``) and how to get each one.
+TABLES: Dict[str, str] = {
+    "flows": "every run writes it",
+    "queues": 'add queues = { interval = "1us" } to the scenario\'s [trace] table',
+    "links": 'add links = { interval = "10us" } to the scenario\'s [trace] table',
+    "pfc": "add pfc = true to the scenario's [trace] table (with [switch] pfc = { enabled = true })",
+    "rates": 'add rates = { interval = "1us" } to the [trace] table (with [transport] cc = "dcqcn")',
+    "packets": "enable the packet trace in the scenario's [trace] table",
+    "collectives": "runs with collective workloads write it",
+}
 
 #: ``progress(simulated_ps, stop_ps, events, flows_finished, flows_total)``; ``stop_ps`` is None
 #: when the run ends with its last flow.
@@ -57,15 +73,33 @@ def run(
 
 
 def open_result(path: PathLike) -> Result:
-    """The :class:`Result` of an earlier run, from its output folder."""
+    """The :class:`Result` of an earlier run, from its output folder.
+
+    Nothing is read but run.json; each table is memory-mapped when first used, so a large trace is
+    never read whole (``result.dataset("packets")`` scans one with a filter).
+    A sweep's folder (with ``sweep.arrow``) is read by :func:`fabricemu.open_sweep` instead.
+    """
     p = Path(path)
     if not (p / "run.json").is_file():
+        if (p / "sweep.arrow").is_file():
+            raise FileNotFoundError(
+                2,
+                "this is a sweep's folder: fabricemu.open_sweep(path) reads its table, and "
+                "fabricemu.open(path / row['run']) one of its runs",
+                str(p),
+            )
         raise FileNotFoundError(2, "not a fabricemu output folder (no run.json)", str(p))
     return Result(p)
 
 
 class Result:
-    """The outputs of one run: ``flows`` (a pyarrow Table), ``run_info`` (run.json), ``summary()``."""
+    """The outputs of one run: ``flows`` and the other trace tables (pyarrow Tables, memory-mapped
+    on first use), ``run_info`` (run.json), ``summary()``.
+
+    ``tables()`` lists the tables the run wrote; ``table(name, columns=..., filter=...)`` reads one
+    (or a part of one), ``dataset(name)`` gives a ``pyarrow.dataset.Dataset`` for filtered scans of a
+    large trace. Every table works with polars (``pl.from_arrow``) and DuckDB.
+    """
 
     def __init__(
         self,
@@ -76,7 +110,7 @@ class Result:
     ) -> None:
         self.out = Path(out)
         self._run_info = run_info
-        self._flows: Optional[pa.Table] = None
+        self._tables: Dict[str, pa.Table] = {}
         self._keep = _keep  # a TemporaryDirectory removed with this Result
 
     @property
@@ -99,13 +133,97 @@ class Result:
     def scenario(self) -> Scenario:
         return Scenario.from_dict(self.run_info["scenario"])
 
+    # -- tables -------------------------------------------------------------------------------
+
+    def path_of(self, name: str) -> Path:
+        """The file of table ``name`` (``<out>/<name>.arrow``), whether or not it exists."""
+        return self.out / f"{name}.arrow"
+
+    def has_table(self, name: str) -> bool:
+        return self.path_of(name).is_file()
+
+    def tables(self) -> List[str]:
+        """The names of the tables in the output folder (``flows`` first, then by name)."""
+        names = sorted(p.name[: -len(".arrow")] for p in self.out.glob("*.arrow") if p.is_file())
+        return sorted(names, key=lambda n: (n != "flows", n))
+
+    def table(
+        self,
+        name: str,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[Any] = None,  # noqa: A002 - the name pyarrow.dataset uses
+    ) -> pa.Table:
+        """Table ``name`` (``"flows"``, ``"queues"``, ``"links"``, ``"pfc"``, ``"rates"``, ...).
+
+        Without ``columns`` and ``filter`` the whole table, memory-mapped (its pages are read when
+        used) and cached; with them, only those columns and the rows matching ``filter`` (a
+        ``pyarrow.compute`` expression such as ``pc.field("flow_id") == 3``), scanned batch by batch.
+        Raises :class:`fabricemu.MissingTableError` (a ``FileNotFoundError``) if the run did not write
+        the table, saying how to turn it on.
+        """
+        if columns is None and filter is None:
+            cached = self._tables.get(name)
+            if cached is None:
+                cached = self._read(name)
+                self._tables[name] = cached
+            return cached
+        return self.dataset(name).to_table(columns=list(columns) if columns else None, filter=filter)
+
+    def dataset(self, name: str) -> pyarrow.dataset.Dataset:
+        """A ``pyarrow.dataset.Dataset`` over table ``name``, for filtered or batched scans of a
+        trace too large to read whole (``ds.to_batches(filter=...)``, ``ds.scanner(...)``)."""
+        import pyarrow.dataset as pads
+
+        self._require(name)
+        return pads.dataset(os.fspath(self.path_of(name)), format="ipc")
+
+    def _require(self, name: str) -> None:
+        if not self.has_table(name):
+            raise MissingTableError(name, str(self.out), TABLES.get(name, ""))
+
+    def _read(self, name: str) -> pa.Table:
+        self._require(name)
+        source = pa.memory_map(os.fspath(self.path_of(name)), "r")
+        return pa.ipc.open_file(source).read_all()
+
     @property
     def flows(self) -> pa.Table:
         """One row per flow (read from flows.arrow, memory-mapped, on first use)."""
-        if self._flows is None:
-            source = pa.memory_map(os.fspath(self.out / "flows.arrow"), "r")
-            self._flows = pa.ipc.open_file(source).read_all()
-        return self._flows
+        return self.table("flows")
+
+    @property
+    def queues(self) -> pa.Table:
+        """Queue depth samples per switch port and priority (queues.arrow)."""
+        return self.table("queues")
+
+    @property
+    def links(self) -> pa.Table:
+        """Bytes, utilisation and paused time per link and interval (links.arrow)."""
+        return self.table("links")
+
+    @property
+    def pfc(self) -> pa.Table:
+        """Every PFC PAUSE and RESUME (pfc.arrow)."""
+        return self.table("pfc")
+
+    @property
+    def rates(self) -> pa.Table:
+        """Congestion-control rate changes per flow (rates.arrow)."""
+        return self.table("rates")
+
+    @property
+    def collectives(self) -> pa.Table:
+        """One row per collective (a group of ranks of a ``kind = "collective"`` workload) and
+        iteration (collectives.arrow, read on first use): ``op``, ``algorithm``, ``group``, ``ranks``,
+        ``hosts``, ``start_ps``, ``finish_ps``, ``duration_ps``, ``algbw_bps``, ``busbw_bps``. The
+        flows of each carry its ``collective`` id and ``collective_iteration`` in ``flows``."""
+        return self.table("collectives")
+
+    def metrics(self) -> Dict[str, Any]:
+        """The run's metrics as a sweep row has them (:func:`fabricemu.analysis.metrics`)."""
+        from .analysis import metrics
+
+        return metrics(self)
 
     def summary(self) -> Dict[str, Any]:
         """Headline figures: flow counts, FCT (us) and slowdown percentiles of finished flows,
@@ -151,6 +269,55 @@ class Result:
             f"slowdown p50 {_num(s['slowdown_p50'])} p99 {_num(s['slowdown_p99'])}, "
             f"{s['simulated_us']:g} us simulated>"
         )
+
+    def _repr_html_(self) -> str:
+        try:
+            s = self.summary()
+            info = self.run_info
+        except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+            where = html.escape(str(self.out))
+            return f"<div><b>fabricemu.Result</b> {where}: unreadable ({html.escape(str(e))})</div>"
+        name = str(info.get("scenario", {}).get("name") or self.out.name)
+        rows = [
+            ("flows finished", f"{s['finished']:,} / {s['flows']:,}"),
+            ("FCT p50 / p99", f"{_fmt.micros(s['fct_p50_us'])} / {_fmt.micros(s['fct_p99_us'])}"),
+            (
+                "slowdown p50 / p95 / p99",
+                " / ".join(_fmt.number(s[k]) for k in ("slowdown_p50", "slowdown_p95", "slowdown_p99")),
+            ),
+            ("simulated", _fmt.duration_ps(s["simulated_us"] * 1e6)),
+            ("events", f"{_fmt.count(s['events'])} ({_fmt.rate(s['events_per_second'])})"),
+            ("packet-hops", f"{_fmt.count(s['packet_hops'])} ({_fmt.rate(s['packet_hops_per_second'])})"),
+            ("wall", _fmt.seconds(s["wall_seconds"])),
+            ("drops", _fmt.count(s["drops"])),
+            ("seed", str(info.get("seed", ""))),
+            ("version", str(info.get("version", ""))),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        tables = []
+        for t in self.tables():
+            try:
+                n = _count_rows(self.path_of(t))
+                size = self.path_of(t).stat().st_size
+                tables.append(f"<li><code>{html.escape(t)}</code>: {n:,} rows, {_fmt.size(size)}</li>")
+            except (OSError, pa.ArrowException) as e:
+                tables.append(f"<li><code>{html.escape(t)}</code>: unreadable ({html.escape(str(e))})</li>")
+        state = " <b style='color:#b00'>interrupted</b>" if s["interrupted"] else ""
+        return (
+            f"<div><b>fabricemu.Result</b> {html.escape(name)}{state} "
+            f"<code>{html.escape(str(self.out))}</code><table>{body}</table>"
+            f"<details><summary>tables</summary><ul>{''.join(tables)}</ul></details></div>"
+        )
+
+
+def _count_rows(path: Path) -> int:
+    with pa.memory_map(os.fspath(path), "r") as source:
+        reader = pa.ipc.open_file(source)
+        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
 
 
 def _quantile(values: pa.Array, q: float) -> Optional[float]:

@@ -135,6 +135,15 @@ class Scenario:
         """Size of the fabric (hosts, switches, links) and of each workload (flows, bytes)."""
         return dict(json.loads(_core.describe(self._json)))
 
+    def fabric_summary(self) -> Dict[str, Any]:
+        """The fabric this scenario builds, measured: ``hosts``, ``switches``, ``links``, per-role
+        switch figures (``roles``: ports, down/up capacity, oversubscription), per-tier link figures
+        (``tiers``), ``bisection_bps`` (maximum flow between the two halves of the hosts, split by
+        id), ``bisection_demand_bps``, ``bisection_ratio`` (1 = full bisection),
+        ``oversubscription`` and ``diameter_links`` (longest shortest host-to-host path).
+        ``fabricemu topo`` prints it."""
+        return dict(json.loads(_core.topology_summary(self._json)))
+
     def summary_line(self) -> str:
         """One line describing the fabric and the workloads."""
         return _summary_line(self.describe())
@@ -177,6 +186,18 @@ class Scenario:
             ("topology", _topology_text(d["topology"])),
             ("stop", _stop_text(d["stop"])),
         ]
+        try:
+            f = self.fabric_summary()
+            rows.append(
+                (
+                    "fabric",
+                    f"bisection {_fmt.bps(f['bisection_bps'])} "
+                    f"(oversubscription {_ratio(f['oversubscription'])}), "
+                    f"diameter {f['diameter_links']} links",
+                )
+            )
+        except (ValueError, KeyError):
+            pass
         for i, w in enumerate(d["workloads"]):
             rows.append((f"workload {i}", _workload_text(w)))
         body = "".join(
@@ -285,6 +306,10 @@ def _workload_text(w: Dict[str, Any]) -> str:
     if w["kind"] == "permutation":
         return f"{label} of {w['flows']} flows x {w['size']}"
     return f"{label}: {w['flows']} flows, {_fmt.size(w['bytes'])}"
+
+
+def _ratio(v: Optional[float]) -> str:
+    return "-" if v is None else f"{v:.3g}:1"
 
 
 def _stop_text(stop: str) -> str:

@@ -6,11 +6,15 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::engine::Simulation;
-use crate::trace::flows::write_flows;
+use crate::trace::collectives::write_collectives;
+use crate::trace::flows::write_labelled_flows;
 use crate::trace::run_json::write_run_json;
+use crate::workload::FlowPlan;
 
 /// Name of the flow table in an output folder.
 pub const FLOWS_FILE: &str = "flows.arrow";
+/// Name of the collectives table (written when the scenario has collective workloads).
+pub const COLLECTIVES_FILE: &str = "collectives.arrow";
 /// Name of the run summary in an output folder.
 pub const RUN_JSON_FILE: &str = "run.json";
 
@@ -36,11 +40,12 @@ fn per_second(count: u64, wall_seconds: f64) -> f64 {
     }
 }
 
-/// Write `dir/flows.arrow` and then `dir/run.json` (creating `dir` if needed), each atomically, and
-/// return the run.json value: `scenario` (the scenario as a JSON object), `seed`, `version`,
-/// `interrupted`, `wall_seconds`, `stats` (every [`crate::RunStats`] counter), and for convenience
-/// `simulated_ps`, `events`, `packet_hops`, `events_per_second`, `packet_hops_per_second` (0 when
-/// `wall_seconds` is 0).
+/// Write `dir/flows.arrow`, `dir/collectives.arrow` (if the scenario has collectives) and then
+/// `dir/run.json` (creating `dir` if needed), each atomically, and return the run.json value:
+/// `scenario` (the scenario as a JSON object), `seed`, `version`, `interrupted`, `wall_seconds`,
+/// `stats` (every [`crate::RunStats`] counter), `workloads` (see [`workload_reports`]), and for
+/// convenience `simulated_ps`, `events`, `packet_hops`, `events_per_second`,
+/// `packet_hops_per_second` (0 when `wall_seconds` is 0).
 pub fn write_outputs(
     dir: &Path,
     sim: &mut Simulation,
@@ -58,12 +63,24 @@ pub fn write_outputs(
     std::fs::create_dir_all(dir)?;
 
     let metadata = metadata(scenario_json, seed);
-    write_flows(
+    let plan = sim.workload_plan();
+    let names = sim.workload_names();
+    write_labelled_flows(
         &dir.join(FLOWS_FILE),
         &sim.flow_rows(),
-        &sim.workload_names(),
+        &sim.flow_labels_of(&plan),
+        &names,
+        &plan.tag_names,
         &metadata,
     )?;
+    if !plan.collectives.is_empty() {
+        write_collectives(
+            &dir.join(COLLECTIVES_FILE),
+            &sim.collective_rows_of(&plan),
+            &names,
+            &metadata,
+        )?;
+    }
 
     sim.finish_traces(dir, &metadata)?;
 
@@ -85,7 +102,66 @@ pub fn write_outputs(
         "events_per_second": per_second(stats.events, wall_seconds),
         "packet_hops_per_second": per_second(stats.packet_hops, wall_seconds),
         "stats": serde_json::to_value(&stats).map_err(io::Error::other)?,
+        "workloads": workload_reports(sim, &plan),
     });
     write_run_json(&dir.join(RUN_JSON_FILE), &run)?;
     Ok(run)
+}
+
+/// Per workload (in scenario order): `name`, `kind`, `flows` and `bytes` it generated, and
+/// `flows_finished`, `bytes_finished` by the end of the run. A `poisson` workload adds
+/// `target_load`, `offered_load` (payload bits generated over the senders' host-link capacity in
+/// the arrival window), `offered_load_wire` (the same with every packet's header),
+/// `window_ps`, `senders` and `mean_flow_bytes`; a `collective` workload adds `collectives` (its
+/// groups) and `iterations_finished` (summed over groups).
+pub fn workload_reports(sim: &Simulation, plan: &FlowPlan) -> Value {
+    let names = sim.workload_names();
+    let mut finished = vec![(0u64, 0u64); names.len()];
+    for f in &sim.world().flows {
+        if f.finished() {
+            let e = &mut finished[f.workload as usize];
+            e.0 += 1;
+            e.1 = e.1.saturating_add(f.size_bytes);
+        }
+    }
+    let collective_rows = sim.collective_rows_of(plan);
+    let out: Vec<Value> = plan
+        .reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut v = json!({
+                "name": names[i],
+                "kind": r.kind,
+                "flows": r.flows,
+                "bytes": r.bytes,
+                "flows_finished": finished[i].0,
+                "bytes_finished": finished[i].1,
+            });
+            let m = v.as_object_mut().expect("an object");
+            if let Some(p) = &r.poisson {
+                m.insert("target_load".into(), json!(p.target_load));
+                m.insert("offered_load".into(), json!(p.offered_load()));
+                m.insert("offered_load_wire".into(), json!(p.offered_load_wire()));
+                m.insert("window_ps".into(), json!(p.window_ps));
+                m.insert("senders".into(), json!(p.senders));
+                m.insert("mean_flow_bytes".into(), json!(p.mean_flow_bytes));
+            }
+            if r.kind == "collective" {
+                let groups = plan
+                    .collectives
+                    .iter()
+                    .filter(|c| c.workload as usize == i)
+                    .count();
+                let done = collective_rows
+                    .iter()
+                    .filter(|c| c.workload as usize == i && c.finish_ps.is_some())
+                    .count();
+                m.insert("collectives".into(), json!(groups));
+                m.insert("iterations_finished".into(), json!(done));
+            }
+            v
+        })
+        .collect();
+    Value::Array(out)
 }

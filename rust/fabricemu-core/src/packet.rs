@@ -34,6 +34,8 @@ pub mod flags {
     pub const CE: u8 = 2;
     /// Admitted into PFC headroom (released from there).
     pub const HEADROOM: u8 = 4;
+    /// A retransmission (the receiver tells reordering from loss with it).
+    pub const RETX: u8 = 8;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,6 +20,8 @@ pub enum Purpose {
     Workload = 2,
     SourcePort = 3,
     Ecn = 4,
+    Spray = 5,
+    FlowLabel = 6,
 }
 
 /// A random stream for `purpose` (and `index`, e.g. the workload number) under scenario `seed`.

@@ -145,6 +145,17 @@ fn summary(s: &Scenario) -> Value {
                         json!({ "size": format_bytes(*size_bytes) }),
                     )
                 }
+                other => {
+                    // Planned as in a run (the flow count of a poisson workload is drawn).
+                    let index = s
+                        .workloads
+                        .iter()
+                        .position(|x| std::ptr::eq(x, w))
+                        .unwrap_or(0);
+                    let plan = fabricemu_core::workload::plan_one(index, other, s.seed);
+                    let r = plan.reports[index];
+                    (r.flows, r.bytes, fabricemu_core::workload::describe(other))
+                }
             };
             flows_total += flows;
             bytes_total = bytes_total.saturating_add(bytes);

@@ -1,5 +1,6 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
+mod forwarding;
 mod nic;
 mod ports;
 mod queue;
@@ -10,10 +11,12 @@ pub use queue::{Event, EventQueue};
 pub use world::World;
 
 use crate::scenario::{Scenario, ScenarioError, StopAt};
-use crate::trace::flows::FlowRow;
+use crate::trace::collectives::CollectiveRow;
+use crate::trace::flows::{FlowLabels, FlowRow};
+use crate::workload::{self, FlowPlan};
 
 /// Counters of a run (all exact integers); `run.json` carries them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct RunStats {
     /// Simulated time reached, ps.
     pub simulated_ps: u64,
@@ -45,6 +48,14 @@ pub struct RunStats {
     pub first_deadlock_ps: Option<u64>,
     /// Data packets that arrived out of order at their receiver.
     pub out_of_order_packets: u64,
+    /// Packets lost to link faults (on the wire, queued at, or routed to a failed link).
+    pub link_fault_drops: u64,
+    /// Utilisation of the uplinks (switch to a higher tier) over the run: min, mean, max, and the
+    /// coefficient of variation (path imbalance).
+    pub uplink_utilisation_min: f64,
+    pub uplink_utilisation_mean: f64,
+    pub uplink_utilisation_max: f64,
+    pub uplink_utilisation_cv: f64,
 }
 
 /// Whether `step` may be called again.
@@ -64,7 +75,7 @@ impl Simulation {
     pub fn new(scenario: &Scenario) -> Result<Self, ScenarioError> {
         Ok(Self {
             scenario: scenario.clone(),
-            world: World::new(scenario),
+            world: World::new(scenario)?,
         })
     }
 
@@ -91,12 +102,11 @@ impl Simulation {
 
     /// One row per flow that started (and, if the scenario asks, those that have not).
     pub fn flow_rows(&self) -> Vec<FlowRow> {
-        let keep_unfinished = self.scenario.trace.unfinished_flows;
         let w = &self.world;
         w.flows
             .iter()
             .enumerate()
-            .filter(|(_, f)| f.finished() || keep_unfinished)
+            .filter(|(_, f)| self.keeps_row(f))
             .map(|(id, f)| FlowRow {
                 flow_id: id as u64,
                 src: f.src,
@@ -115,6 +125,100 @@ impl Simulation {
                 max_reorder_distance: f.max_reorder,
             })
             .collect()
+    }
+
+    /// Whether flow `f` has a row in [`Simulation::flow_rows`].
+    fn keeps_row(&self, f: &crate::transport::Flow) -> bool {
+        f.finished() || self.scenario.trace.unfinished_flows
+    }
+
+    /// The workloads' plan: every flow as its workload made it (in flow-id order), the collectives,
+    /// replay tag names and what each workload generated. Planning is deterministic, so this is the
+    /// plan the engine runs.
+    pub fn workload_plan(&self) -> FlowPlan {
+        workload::plan(&self.scenario.workloads, self.scenario.seed)
+    }
+
+    /// The labels of [`Simulation::flow_rows`], row for row.
+    pub fn flow_labels(&self) -> Vec<FlowLabels> {
+        self.flow_labels_of(&self.workload_plan())
+    }
+
+    /// [`Simulation::flow_labels`] from a plan already made.
+    pub fn flow_labels_of(&self, plan: &FlowPlan) -> Vec<FlowLabels> {
+        self.world
+            .flows
+            .iter()
+            .zip(&plan.flows)
+            .filter(|(f, _)| self.keeps_row(f))
+            .map(|(_, init)| FlowLabels {
+                collective: init.collective.map(|c| c.instance),
+                iteration: init.collective.map(|c| c.iteration),
+                step: init.collective.map(|c| c.step),
+                tag: init.tag,
+            })
+            .collect()
+    }
+
+    /// One row per collective and iteration (see `trace::collectives`).
+    pub fn collective_rows(&self) -> Vec<CollectiveRow> {
+        self.collective_rows_of(&self.workload_plan())
+    }
+
+    /// [`Simulation::collective_rows`] from a plan already made.
+    pub fn collective_rows_of(&self, plan: &FlowPlan) -> Vec<CollectiveRow> {
+        #[derive(Clone, Copy, Default)]
+        struct Agg {
+            flows: u64,
+            bytes: u64,
+            finished: u64,
+            last: u64,
+        }
+        let mut first_row = Vec::with_capacity(plan.collectives.len());
+        let mut total = 0usize;
+        for c in &plan.collectives {
+            first_row.push(total);
+            total += c.iterations as usize;
+        }
+        let mut agg = vec![Agg::default(); total];
+        for (f, init) in self.world.flows.iter().zip(&plan.flows) {
+            let Some(tag) = init.collective else {
+                continue;
+            };
+            let a = &mut agg[first_row[tag.instance as usize] + tag.iteration as usize];
+            a.flows += 1;
+            a.bytes = a.bytes.saturating_add(f.size_bytes);
+            if f.finished() {
+                a.finished += 1;
+                a.last = a.last.max(f.finish);
+            }
+        }
+        let mut rows = Vec::with_capacity(total);
+        for (ci, c) in plan.collectives.iter().enumerate() {
+            let mut start = Some(c.start_ps);
+            for it in 0..c.iterations {
+                let a = agg[first_row[ci] + it as usize];
+                let finish = (a.flows > 0 && a.finished == a.flows).then_some(a.last);
+                rows.push(CollectiveRow {
+                    collective: ci as u32,
+                    workload: c.workload,
+                    group: c.group,
+                    op: c.op.name(),
+                    algorithm: c.algorithm.name(),
+                    hosts: c.hosts.clone(),
+                    iteration: it,
+                    size_bytes: c.size_bytes,
+                    flows: a.flows,
+                    flow_bytes: a.bytes,
+                    flows_finished: a.finished,
+                    start_ps: start,
+                    finish_ps: finish,
+                    bus_factor: c.op.bus_factor(c.hosts.len() as u32),
+                });
+                start = finish.map(|f| f.saturating_add(c.compute_gap_ps));
+            }
+        }
+        rows
     }
 
     /// Names of the workloads, indexed by `FlowRow::workload`.

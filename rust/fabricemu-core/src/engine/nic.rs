@@ -3,7 +3,7 @@
 //! DCQCN's RP.
 
 use super::queue::Event;
-use super::world::{World, REORDER_THRESHOLD};
+use super::world::World;
 use crate::cc::dcqcn::Reaction;
 use crate::cc::Dcqcn;
 use crate::packet::{flags, Packet, PacketId, PacketKind, NIL};
@@ -48,7 +48,8 @@ impl World {
                     f.next_seq - 1
                 }
             };
-            if seq < f.high_seq {
+            let retx = seq < f.high_seq;
+            if retx {
                 f.retransmits += 1;
                 self.stats.retransmitted_packets += 1;
             } else {
@@ -70,7 +71,11 @@ impl World {
                 kind: PacketKind::Data,
                 priority: self.data_priority,
                 ingress: u32::MAX,
-                flags: flags::ECT,
+                flags: if retx {
+                    flags::ECT | flags::RETX
+                } else {
+                    flags::ECT
+                },
             };
             self.stats.data_packets_sent += 1;
             if let Some(spec) = self.dcqcn_spec {
@@ -194,7 +199,7 @@ impl World {
             self.stats.out_of_order_packets += 1;
         }
         if self.selective {
-            self.receive_data_selective(fid, seq);
+            self.receive_data_selective(fid, seq, pkt_flags);
             return;
         }
         let f = &mut self.flows[fid as usize];
@@ -218,8 +223,9 @@ impl World {
     }
 
     /// Selective recovery: keep what arrives ahead of the cumulative point; report the hole only
-    /// once `REORDER_THRESHOLD` packets beyond it arrived, so reordering alone is not loss.
-    fn receive_data_selective(&mut self, fid: u32, seq: u32) {
+    /// once the flow's reorder threshold of packets beyond it arrived, so reordering alone is not
+    /// loss; a hole reported and then filled by its original raises the threshold.
+    fn receive_data_selective(&mut self, fid: u32, seq: u32, pkt_flags: u8) {
         let f = &mut self.flows[fid as usize];
         if seq < f.expected
             || (seq > f.expected && !window::set(&mut f.received_ahead, seq - f.expected))
@@ -228,6 +234,12 @@ impl World {
             return;
         }
         if seq == f.expected {
+            let overtaken_by = window::count(&f.received_ahead);
+            if f.nacked_at == seq && pkt_flags & flags::RETX == 0 {
+                // The original filled a hole already reported lost: that was reordering. Tolerate
+                // at least as much from now on (as Linux TCP adapts its reordering degree).
+                f.reorder_threshold = f.reorder_threshold.max(overtaken_by + 1).min(1 << 16);
+            }
             window::shift(&mut f.received_ahead, 1);
             let run = window::leading_ones(&f.received_ahead);
             window::shift(&mut f.received_ahead, run);
@@ -243,7 +255,7 @@ impl World {
         let f = &mut self.flows[fid as usize];
         if !f.received_ahead.is_empty()
             && f.nacked_at != f.expected
-            && window::count(&f.received_ahead) >= REORDER_THRESHOLD
+            && window::count(&f.received_ahead) >= f.reorder_threshold
         {
             f.nacked_at = f.expected;
             self.send_control(fid, PacketKind::Nack);

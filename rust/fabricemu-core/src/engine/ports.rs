@@ -42,8 +42,12 @@ impl World {
             from_host,
             paused,
             busy_until,
+            down,
             ..
         } = self.ports[p as usize];
+        if down {
+            return; // a failed link sends nothing; its restore restarts the port
+        }
         if busy_until > self.now {
             // Still serialising (a wake-up moved earlier by a new arrival): come back then.
             self.wake_port(p, busy_until);
@@ -101,13 +105,40 @@ impl World {
         let &Packet {
             wire_bytes,
             priority,
-            ingress,
             flags: f,
             kind,
             ..
         } = self.packets.get(pkt);
         if priority == MAC_CONTROL_CLASS {
             return; // PFC frames are not in the packet buffer
+        }
+        self.release_from_switch(node, pkt);
+        if let Some(ecn) = &self.ecn {
+            if ecn.on_dequeue
+                && kind == PacketKind::Data
+                && ecn.priorities & (1 << priority) != 0
+                && f & flags::ECT != 0
+            {
+                // The queue the packet leaves, itself included.
+                let depth = self.queues[p as usize].class_bytes[priority as usize] as u64
+                    + wire_bytes as u64;
+                self.maybe_mark(pkt, depth);
+            }
+        }
+    }
+
+    /// A packet's bytes leave switch `node`'s buffer (sent or lost): from the shared pool or the
+    /// headroom, and from its PFC ingress counter (which may resume the upstream).
+    pub(super) fn release_from_switch(&mut self, node: u32, pkt: PacketId) {
+        let &Packet {
+            wire_bytes,
+            priority,
+            ingress,
+            flags: f,
+            ..
+        } = self.packets.get(pkt);
+        if priority == MAC_CONTROL_CLASS {
+            return;
         }
         let w = wire_bytes as u64;
         let in_headroom = f & flags::HEADROOM != 0;
@@ -120,17 +151,6 @@ impl World {
                 if pfc.on_dequeue(ingress, priority, w, in_headroom, free) == PfcAction::Resume {
                     self.send_pfc_frame(ingress, priority, false);
                 }
-            }
-        }
-        if let Some(ecn) = &self.ecn {
-            if ecn.on_dequeue
-                && kind == PacketKind::Data
-                && ecn.priorities & (1 << priority) != 0
-                && f & flags::ECT != 0
-            {
-                // The queue the packet leaves, itself included.
-                let depth = self.queues[p as usize].class_bytes[priority as usize] as u64 + w;
-                self.maybe_mark(pkt, depth);
             }
         }
     }
@@ -159,7 +179,7 @@ impl World {
         let ser = if port.ps_per_byte != 0 {
             w * port.ps_per_byte
         } else {
-            crate::units::serialisation_ps(w, self.fabric.rate_bps[pu])
+            crate::units::serialisation_ps(w, self.port_rate[pu])
         };
         port.busy_until = self.now + ser;
         port.tx_bytes += w;
@@ -176,11 +196,12 @@ impl World {
 
     pub(super) fn link_arrival(&mut self, p: PortId) {
         let port = &mut self.ports[p as usize];
-        let pkt = port
-            .pipe
-            .pop_front(&self.packets)
-            .expect("a link arrival has a packet");
-        debug_assert_eq!(self.packets.get(pkt).arrive, self.now);
+        // An arrival event is stale if its packet was lost to a link fault.
+        match port.pipe.front() {
+            Some(head) if self.packets.get(head).arrive == self.now => {}
+            _ => return,
+        }
+        let pkt = port.pipe.pop_front(&self.packets).expect("checked");
         self.stats.packet_hops += 1;
         let PortHot {
             peer_node: node,
@@ -194,8 +215,10 @@ impl World {
             self.host_receive(pkt);
         } else {
             self.packets.get_mut(pkt).ingress = p;
-            let out = self.router.next_port(node, self.packets.get(pkt));
-            self.switch_enqueue(node, out, pkt);
+            match self.route(node, pkt) {
+                Some(out) => self.switch_enqueue(node, out, pkt),
+                None => self.fault_drop(pkt), // every path is known to be down
+            }
         }
     }
 
@@ -240,6 +263,10 @@ impl World {
             ..
         } = self.packets.get(pkt);
         let w = wire_bytes as u64;
+        if self.ports[p as usize].down {
+            self.fault_drop(pkt); // routed into a failed link before routing noticed
+            return;
+        }
         let paused = self.ports[p as usize].paused;
         // Straight through: nothing queued ahead, port free, class not paused. The packet never
         // occupies the buffer (and a dequeue-time mark would see an empty queue).

@@ -35,6 +35,10 @@ pub enum Event {
     SampleLinks,
     /// Look for a cycle of PFC pauses.
     DeadlockCheck,
+    /// A link fault begins, ends, or routing notices the link's state.
+    FaultStart(u32),
+    FaultEnd(u32),
+    FaultDetected(u32),
 }
 
 #[derive(Clone, Copy)]

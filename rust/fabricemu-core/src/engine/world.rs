@@ -7,14 +7,16 @@
 
 use std::collections::VecDeque;
 
+use super::forwarding::{resolve_faults, Fault};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Dcqcn;
 use crate::packet::{Packet, PacketArena, PacketKind, PacketList, NIL};
 use crate::rng::{self, Purpose, Rng};
-use crate::routing::{header_key, Router, ROCE_UDP_PORT};
+use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
 use crate::scenario::{
-    CongestionControl, DcqcnSpec, EcnSpec, LossRecovery, Scenario, Scheduler, StopAt, TraceSpec,
+    CongestionControl, DcqcnSpec, EcnSpec, LossRecovery, Scenario, ScenarioError, Scheduler,
+    StopAt, TraceSpec,
 };
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
@@ -49,6 +51,18 @@ pub(super) struct PortHot {
     pub paused: u8,
     pub from_host: bool,
     pub to_host: bool,
+    /// The link is down (a fault): nothing is sent on it.
+    pub down: bool,
+}
+
+/// Tiers bottom-up, to tell uplinks from downlinks.
+fn tier_rank(role: &str) -> u8 {
+    match role {
+        "host" => 0,
+        "edge" | "leaf" => 1,
+        "agg" | "spine" => 2,
+        _ => 3,
+    }
 }
 
 /// Flows waiting for a set of other flows to finish.
@@ -84,6 +98,13 @@ pub struct World {
     pub(super) pause_since: Vec<Time>,
     pub(super) paused_ps: Vec<u64>,
     pub(super) scheduler: Scheduler,
+    /// Current rate of each port (differs from the fabric's while a link is degraded).
+    pub(super) port_rate: Vec<u64>,
+    /// Ports routing avoids (failed links, once detected).
+    pub(super) excluded: Vec<bool>,
+    pub(super) faults: Vec<Fault>,
+    /// Candidate ports of a routing decision (reused: no allocation per packet).
+    pub(super) scratch: Vec<PortId>,
     pub(super) dwrr: Vec<DwrrState>,
 
     // Switches.
@@ -130,16 +151,13 @@ pub struct World {
     pub(super) finished: bool,
 }
 
-/// Reordering beyond the cumulative point that selective recovery tolerates before it reports a
-/// hole (as TCP's three duplicate ACKs).
-pub(super) const REORDER_THRESHOLD: u32 = 3;
 /// How often the deadlock detector looks for a cycle of pauses while any port is paused.
 pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 
 impl World {
-    pub fn new(s: &Scenario) -> Self {
+    pub fn new(s: &Scenario) -> Result<Self, ScenarioError> {
         let fabric = topology::build(&s.topology, &s.switch);
-        let router = Router::new(&fabric, s.routing.load_balancing, s.seed);
+        let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
         let ports: Vec<PortHot> = (0..np)
             .map(|p| {
@@ -167,6 +185,7 @@ impl World {
                     paused: 0,
                     from_host: fabric.is_host(fabric.port_node[p]),
                     to_host: fabric.is_host(far),
+                    down: false,
                 }
             })
             .collect();
@@ -183,6 +202,7 @@ impl World {
 
         let plan = workload::plan(&s.workloads, s.seed);
         let mut sport_rng = rng::stream(s.seed, Purpose::SourcePort, 0);
+        let mut label_rng = rng::stream(s.seed, Purpose::FlowLabel, 0);
         let mut flows = Vec::with_capacity(plan.flows.len());
         let mut barriers: Vec<Barrier> = plan
             .barrier_sizes
@@ -196,6 +216,13 @@ impl World {
         for (id, f) in plan.flows.iter().enumerate() {
             // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
             let sport = 49152 + sport_rng.below(16384) as u16;
+            let header = Header {
+                src: f.src,
+                dst: f.dst,
+                sport,
+                dport: ROCE_UDP_PORT,
+                flow_label: label_rng.below(1 << 20) as u32,
+            };
             let (num_packets, last_payload) = segment(f.size_bytes, t.mtu_bytes);
             let start = match f.start {
                 Start::At(t) => {
@@ -214,8 +241,8 @@ impl World {
                 start,
                 num_packets,
                 last_payload,
-                header_fwd: header_key(f.src, f.dst, sport, ROCE_UDP_PORT),
-                header_rev: header_key(f.dst, f.src, ROCE_UDP_PORT, sport),
+                header_fwd: header_key(&s.routing, header),
+                header_rev: header_key(&s.routing, header.reversed()),
                 workload: f.workload,
                 completes: f.completes.unwrap_or(NO_BARRIER),
                 next_seq: 0,
@@ -232,6 +259,7 @@ impl World {
                 next_send: 0,
                 resend: Vec::new(),
                 received_ahead: Vec::new(),
+                reorder_threshold: t.reorder_threshold,
                 last_cnp: NEVER,
                 packets_sent: 0,
                 retransmits: 0,
@@ -274,7 +302,8 @@ impl World {
             ..RunStats::default()
         };
         let num_flows = flows.len();
-        World {
+        let faults = resolve_faults(&fabric, &s.faults)?;
+        let mut world = World {
             router,
             packets: PacketArena::default(),
             events,
@@ -285,6 +314,10 @@ impl World {
             pause_since: vec![NEVER; np],
             paused_ps: vec![0; np],
             scheduler: s.switch.scheduler,
+            port_rate: fabric.rate_bps.clone(),
+            excluded: vec![false; np],
+            faults,
+            scratch: Vec::with_capacity(64),
             dwrr: match s.switch.scheduler {
                 Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
                 Scheduler::Strict => Vec::new(),
@@ -319,7 +352,9 @@ impl World {
             stats,
             finished: false,
             fabric,
-        }
+        };
+        world.schedule_faults(&s.faults);
+        Ok(world)
     }
 
     pub fn is_finished(&self) -> bool {
@@ -369,6 +404,9 @@ impl World {
                 Event::SampleQueues => self.sample_queues(),
                 Event::SampleLinks => self.sample_links(),
                 Event::DeadlockCheck => self.deadlock_check(),
+                Event::FaultStart(i) => self.fault_start(i),
+                Event::FaultEnd(i) => self.fault_end(i),
+                Event::FaultDetected(i) => self.fault_detected(i),
             }
         }
         self.finished
@@ -386,7 +424,36 @@ impl World {
         s.packets_created = self.packets.created();
         s.packets_in_flight = self.packets.live();
         s.paused_ps = (0..self.ports.len()).map(|p| self.paused_time(p)).sum();
+        let up = self.uplink_utilisation();
+        if !up.is_empty() {
+            let n = up.len() as f64;
+            let mean = up.iter().sum::<f64>() / n;
+            let var = up.iter().map(|u| (u - mean) * (u - mean)).sum::<f64>() / n;
+            s.uplink_utilisation_min = up.iter().copied().fold(f64::INFINITY, f64::min);
+            s.uplink_utilisation_max = up.iter().copied().fold(0.0, f64::max);
+            s.uplink_utilisation_mean = mean;
+            s.uplink_utilisation_cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
+        }
         s
+    }
+
+    /// Utilisation of every uplink (a switch port toward a higher tier) since the start.
+    pub fn uplink_utilisation(&self) -> Vec<f64> {
+        if self.now == 0 {
+            return Vec::new();
+        }
+        (0..self.ports.len())
+            .filter(|&p| {
+                let (a, b) = (self.ports[p].node, self.ports[p].peer_node);
+                !self.fabric.is_host(a)
+                    && tier_rank(self.fabric.role[a as usize])
+                        < tier_rank(self.fabric.role[b as usize])
+            })
+            .map(|p| {
+                self.ports[p].tx_bytes as f64 * 8.0
+                    / (self.fabric.rate_bps[p] as f64 * self.now as f64 * 1e-12)
+            })
+            .collect()
     }
 
     /// Time port `p` has been paused so far (any priority).
@@ -473,7 +540,7 @@ impl World {
             if self.fabric.is_host(node) {
                 return ports;
             }
-            ports.push(self.router.next_port(node, &probe));
+            ports.push(self.ecmp_port(node, &probe));
         }
     }
 

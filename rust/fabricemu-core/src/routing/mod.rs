@@ -1,57 +1,232 @@
 //! Path choice. The route table holds, for every switch and destination edge switch, the group of
-//! egress ports on shortest paths (ECMP group); `ecmp` picks one member per packet by hashing the
-//! packet's header key with the switch's seed, as switch ASICs do.
+//! egress ports on shortest paths (ECMP group). How a switch picks a member is the load-balancing
+//! scheme: `ecmp` hashes the packet's header with the switch's seed (as ASICs do, so flows collide);
+//! `spray` picks per packet; `flowlet` re-picks after an idle gap; `adaptive` prefers the shortest
+//! local queue. The engine (`engine/ports.rs`) supplies queue depths and time; this module holds the
+//! hashing and the per-switch state.
 
+mod crc32;
 mod table;
 
 pub use table::RouteTable;
 
-use crate::packet::Packet;
-use crate::rng::{self, mix64, Purpose};
-use crate::scenario::LoadBalancing;
+use crate::rng::{self, mix64, Purpose, Rng};
+use crate::scenario::{hash_field, HashFunction, LoadBalancing, RoutingSpec};
 use crate::topology::{Fabric, NodeId, PortId};
-
-/// Header fields of a flow, folded into one 64-bit key. The fold is a bijection-mixed combination, so
-/// flows with distinct (src, dst, sport, dport) get effectively independent keys.
-#[inline]
-pub fn header_key(src: u32, dst: u32, sport: u16, dport: u16) -> u64 {
-    const UDP: u64 = 17;
-    mix64(((src as u64) << 32) | dst as u64)
-        ^ mix64(((sport as u64) << 32) | ((dport as u64) << 8) | UDP)
-}
+use crate::units::Time;
 
 /// RoCEv2's UDP destination port; the source port carries per-flow entropy.
 pub const ROCE_UDP_PORT: u16 = 4791;
 
-/// Per-packet egress choice at switches.
+/// The header fields a flow's packets carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub src: u32,
+    pub dst: u32,
+    pub sport: u16,
+    pub dport: u16,
+    pub flow_label: u32,
+}
+
+impl Header {
+    /// The same flow's reverse direction (ACKs): addresses and ports swapped.
+    pub fn reversed(self) -> Header {
+        Header {
+            src: self.dst,
+            dst: self.src,
+            sport: self.dport,
+            dport: self.sport,
+            flow_label: self.flow_label,
+        }
+    }
+}
+
+/// The selected header fields folded into one 64-bit key by the configured hash. Computed once per
+/// flow direction; each switch then combines it with its own seed.
+pub fn header_key(spec: &RoutingSpec, h: Header) -> u64 {
+    let f = spec.hash_fields;
+    let pick = |bit: u8, v: u64| if f & bit != 0 { v } else { 0 };
+    let fields = [
+        pick(hash_field::SRC, h.src as u64),
+        pick(hash_field::DST, h.dst as u64),
+        pick(hash_field::SPORT, h.sport as u64),
+        pick(hash_field::DPORT, h.dport as u64),
+        pick(hash_field::FLOW_LABEL, h.flow_label as u64),
+    ];
+    match spec.hash {
+        HashFunction::Mix => {
+            mix64((fields[0] << 32) | fields[1])
+                ^ mix64((fields[2] << 48) | (fields[3] << 32) | fields[4])
+                ^ 17
+        }
+        HashFunction::Crc32 => {
+            let mut bytes = [0u8; 20];
+            bytes[0..4].copy_from_slice(&(fields[0] as u32).to_be_bytes());
+            bytes[4..8].copy_from_slice(&(fields[1] as u32).to_be_bytes());
+            bytes[8..10].copy_from_slice(&(fields[2] as u16).to_be_bytes());
+            bytes[10..12].copy_from_slice(&(fields[3] as u16).to_be_bytes());
+            bytes[12..16].copy_from_slice(&(fields[4] as u32).to_be_bytes());
+            crc32::checksum(&bytes[..16]) as u64
+        }
+        HashFunction::Xor => {
+            // Fold everything into 16 bits with XOR, as the cheapest ASIC hashes do.
+            let x = fields[0]
+                ^ (fields[0] >> 16)
+                ^ fields[1]
+                ^ (fields[1] >> 16)
+                ^ fields[2]
+                ^ fields[3]
+                ^ fields[4]
+                ^ (fields[4] >> 16);
+            x & 0xffff
+        }
+    }
+}
+
+/// Per-switch egress choice.
 pub struct Router {
     pub table: RouteTable,
-    /// Per-switch hash seed (indexed by node id; hosts unused).
+    pub mode: LoadBalancing,
+    hash: HashFunction,
+    /// Per-switch hash seed (indexed by node id; hosts unused; all equal without per-switch seeds).
     seeds: Vec<u64>,
-    #[allow(dead_code)]
-    mode: LoadBalancing,
+    /// Spray and tie-breaking draws.
+    pub rng: Rng,
+    /// Round-robin position per group.
+    pub rr: Vec<u32>,
+    /// Flowlet / adaptive state: per switch, `table_size` entries of (last packet time, port).
+    flowlets: Vec<(Time, PortId)>,
+    table_size: u32,
 }
 
 impl Router {
-    pub fn new(fabric: &Fabric, mode: LoadBalancing, seed: u64) -> Self {
+    pub fn new(fabric: &Fabric, spec: &RoutingSpec, seed: u64) -> Self {
         let mut r = rng::stream(seed, Purpose::EcmpSeed, 0);
-        let seeds = (0..fabric.num_nodes).map(|_| r.next_u64()).collect();
+        let seeds = if spec.per_switch_seed {
+            (0..fabric.num_nodes).map(|_| r.next_u64()).collect()
+        } else {
+            let one = r.next_u64();
+            vec![one; fabric.num_nodes as usize]
+        };
+        let table = RouteTable::build(fabric);
+        let uses_flowlets = matches!(
+            spec.load_balancing,
+            LoadBalancing::Flowlet { .. } | LoadBalancing::Adaptive { .. }
+        );
+        let switches = (fabric.num_nodes - fabric.num_hosts) as usize;
         Self {
-            table: RouteTable::build(fabric),
+            rr: vec![0; table.num_groups()],
+            table,
+            mode: spec.load_balancing,
+            hash: spec.hash,
             seeds,
-            mode,
+            rng: rng::stream(seed, Purpose::Spray, 0),
+            flowlets: if uses_flowlets {
+                vec![(Time::MAX, u32::MAX); switches * spec.flowlet_table as usize]
+            } else {
+                Vec::new()
+            },
+            table_size: spec.flowlet_table,
         }
     }
 
-    /// The egress port of switch `node` for `pkt`.
+    /// ECMP: the member of `group` that switch `node` hashes `key` to.
     #[inline]
-    pub fn next_port(&self, node: NodeId, pkt: &Packet) -> PortId {
-        let group = self.table.group(node, pkt.dst);
-        match group.len() {
-            1 => group[0],
-            n => {
-                let h = mix64(pkt.header_key ^ self.seeds[node as usize]);
-                group[(((h >> 32) * n as u64) >> 32) as usize]
+    pub fn ecmp_index(&self, node: NodeId, key: u64, n: usize) -> usize {
+        let seed = self.seeds[node as usize];
+        match self.hash {
+            HashFunction::Mix => (((mix64(key ^ seed) >> 32) * n as u64) >> 32) as usize,
+            HashFunction::Crc32 => {
+                let mut bytes = [0u8; 16];
+                bytes[..8].copy_from_slice(&key.to_be_bytes());
+                bytes[8..].copy_from_slice(&seed.to_be_bytes());
+                crc32::checksum(&bytes) as usize % n
+            }
+            HashFunction::Xor => ((key ^ (seed & 0xffff)) % n as u64) as usize,
+        }
+    }
+
+    /// The flowlet-table entry of `key` at switch `node`.
+    #[inline]
+    pub fn flowlet_slot(&self, node: NodeId, num_hosts: u32, key: u64) -> usize {
+        let i = (mix64(key ^ self.seeds[node as usize].rotate_left(17)) % self.table_size as u64)
+            as usize;
+        (node - num_hosts) as usize * self.table_size as usize + i
+    }
+
+    #[inline]
+    pub fn flowlet(&mut self, slot: usize) -> &mut (Time, PortId) {
+        &mut self.flowlets[slot]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(hash: HashFunction, fields: u8) -> RoutingSpec {
+        RoutingSpec {
+            load_balancing: LoadBalancing::Ecmp,
+            hash_fields: fields,
+            hash,
+            per_switch_seed: true,
+            flowlet_table: 16,
+        }
+    }
+
+    #[test]
+    fn hash_fields_select_what_matters() {
+        let h = Header {
+            src: 1,
+            dst: 2,
+            sport: 50000,
+            dport: ROCE_UDP_PORT,
+            flow_label: 7,
+        };
+        let other_port = Header { sport: 50001, ..h };
+        for f in [HashFunction::Mix, HashFunction::Crc32, HashFunction::Xor] {
+            let all = spec(
+                f,
+                hash_field::SRC | hash_field::DST | hash_field::SPORT | hash_field::DPORT,
+            );
+            assert_ne!(header_key(&all, h), header_key(&all, other_port), "{f:?}");
+            let addresses = spec(f, hash_field::SRC | hash_field::DST);
+            assert_eq!(
+                header_key(&addresses, h),
+                header_key(&addresses, other_port),
+                "{f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ecmp_spreads_keys_evenly() {
+        // 4-way group, 40k random keys: each member within 3 % of a quarter.
+        let (_, scenario) = crate::scenario::parse_toml(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 4\nhosts_per_leaf = 2",
+            "",
+        )
+        .unwrap();
+        let fabric = crate::topology::build(&scenario.topology, &scenario.switch);
+        for f in [HashFunction::Mix, HashFunction::Crc32] {
+            let router = Router::new(&fabric, &spec(f, 31), 1);
+            let mut counts = [0u32; 4];
+            let mut r = rng::stream(5, Purpose::Workload, 0);
+            for _ in 0..40_000 {
+                let key = header_key(
+                    &spec(f, 31),
+                    Header {
+                        src: r.below(1000) as u32,
+                        dst: r.below(1000) as u32,
+                        sport: r.below(65536) as u16,
+                        dport: 4791,
+                        flow_label: 0,
+                    },
+                );
+                counts[router.ecmp_index(fabric.num_hosts, key, 4)] += 1;
+            }
+            for c in counts {
+                assert!((c as f64 - 10_000.0).abs() < 300.0, "{f:?}: {counts:?}");
             }
         }
     }

@@ -26,6 +26,13 @@ pub struct RouteTable {
 
 impl RouteTable {
     pub fn build(f: &Fabric) -> Self {
+        Self::build_avoiding(f, &[])
+    }
+
+    /// Routes over the fabric without the links whose egress port is marked in `down` (empty: all
+    /// links up). A destination no path reaches gets an empty group.
+    pub fn build_avoiding(f: &Fabric, down: &[bool]) -> Self {
+        let is_down = |p: u32| down.get(p as usize).copied().unwrap_or(false);
         let n = f.num_nodes as usize;
         let num_switches = n - f.num_hosts as usize;
         let mut host_switch = Vec::with_capacity(f.num_hosts as usize);
@@ -66,6 +73,10 @@ impl RouteTable {
                 for &u in &frontier {
                     for p in f.ports_of(u) {
                         let v = f.peer_node[p as usize];
+                        // v would forward to u over the reverse port.
+                        if is_down(f.peer_port[p as usize]) {
+                            continue;
+                        }
                         if !f.is_host(v) && dist[v as usize] == u32::MAX {
                             dist[v as usize] = dist[u as usize] + 1;
                             next.push(v);
@@ -81,7 +92,11 @@ impl RouteTable {
                 members.clear();
                 for p in f.ports_of(s) {
                     let v = f.peer_node[p as usize];
-                    if !f.is_host(v) && dist[v as usize] + 1 == dist[s as usize] {
+                    if !is_down(p)
+                        && !f.is_host(v)
+                        && dist[v as usize] != u32::MAX
+                        && dist[v as usize] + 1 == dist[s as usize]
+                    {
                         members.push(p);
                     }
                 }
@@ -114,9 +129,24 @@ impl RouteTable {
         }
         let g = self.group_of[(node - self.num_hosts) as usize * self.num_edges as usize
             + self.host_edge_index[d] as usize];
-        debug_assert!(g != NONE, "switch {node} has no route to host {dst}");
+        if g == NONE {
+            return &[]; // unreachable (a partition after link failures)
+        }
         &self.group_ports
             [self.group_start[g as usize] as usize..self.group_start[g as usize + 1] as usize]
+    }
+
+    /// The group id of (`node`, `dst`) (groups are unique to a switch), or None on the last hop.
+    #[inline]
+    pub fn group_id(&self, node: NodeId, dst: NodeId) -> Option<u32> {
+        let d = dst as usize;
+        if self.host_switch[d] == node {
+            return None;
+        }
+        Some(
+            self.group_of[(node - self.num_hosts) as usize * self.num_edges as usize
+                + self.host_edge_index[d] as usize],
+        )
     }
 
     /// Whether every switch reaches every edge switch.

@@ -28,6 +28,9 @@ pub struct ScenarioFile {
     pub switch: SwitchFile,
     #[serde(default)]
     pub routing: RoutingFile,
+    /// Link failures and degradations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault: Vec<FaultFile>,
     #[serde(default)]
     pub transport: TransportFile,
     #[serde(default)]
@@ -187,9 +190,69 @@ impl Default for SwitchFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoutingFile {
-    /// `ecmp` (the only scheme so far).
+    /// `ecmp`, `spray`, `flowlet` or `adaptive`.
     #[serde(default = "RoutingFile::default_lb")]
     pub load_balancing: String,
+    /// ECMP: header fields hashed, a subset of `src`, `dst`, `sport`, `dport`, `flow_label`
+    /// (default: the 5-tuple's src, dst, sport, dport).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_fields: Option<Vec<String>>,
+    /// ECMP hash function: `mix` (default, a well-mixed 64-bit hash), `crc32` or `xor` (a plain
+    /// XOR fold, as cheap ASICs; prone to polarisation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// Each switch hashes with its own seed (default true); with one seed for all, hash
+    /// polarisation across tiers appears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_switch_seed: Option<bool>,
+    /// Spray: `random` (default), `round_robin` or `least_loaded` egress among the ECMP group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spray: Option<String>,
+    /// Flowlet / adaptive: idle gap after which a flow may take another path (default 50us).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flowlet_gap: Option<Duration>,
+    /// Flowlet: how a new flowlet picks its port, `random` (default, LetFlow) or `least_loaded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flowlet_pick: Option<String>,
+    /// Flowlet / adaptive: entries of each switch's flowlet table (default 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flowlet_table: Option<i64>,
+    /// Adaptive: decide per `packet` (default) or per `flowlet`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<String>,
+    /// Adaptive: keep the previous port unless another queue is shorter by more than this
+    /// (default one MTU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_bias: Option<Size>,
+}
+
+/// A node named in a scenario: its id, or `"role:index"` (`"spine:0"`, `"core:3"`, `"host:12"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum NodeRef {
+    Id(i64),
+    Name(String),
+}
+
+/// One `[[fault]]`: a link (both directions) goes down or runs slower, from `at` until `until`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultFile {
+    /// The two ends of the link.
+    pub link: Vec<NodeRef>,
+    /// `down` (default) or `degrade`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub at: Duration,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Duration>,
+    /// `degrade`: the link's rate meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<LinkRate>,
+    /// How long switches keep using a failed (or restored) link before routing notices (default
+    /// 10us).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detection: Option<Duration>,
 }
 
 impl RoutingFile {
@@ -202,6 +265,15 @@ impl Default for RoutingFile {
     fn default() -> Self {
         Self {
             load_balancing: Self::default_lb(),
+            hash_fields: None,
+            hash: None,
+            per_switch_seed: None,
+            spray: None,
+            flowlet_gap: None,
+            flowlet_pick: None,
+            flowlet_table: None,
+            adaptive: None,
+            adaptive_bias: None,
         }
     }
 }
@@ -228,9 +300,13 @@ pub struct TransportFile {
     /// Congestion control: `none` (line rate) or `dcqcn`.
     #[serde(default = "TransportFile::default_cc")]
     pub cc: String,
-    /// `go_back_n` (RoCE NICs) or `selective` (tolerates reordering).
+    /// `go_back_n` (RoCE NICs) or `selective` (tolerates reordering). Default: selective when
+    /// packets are sprayed or adaptively routed per packet, go_back_n otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_recovery: Option<String>,
+    /// Selective: packets received beyond a hole before it is reported lost (default 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_threshold: Option<i64>,
     /// Priority class of data packets (ACKs and CNPs use `control_priority`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
@@ -319,6 +395,7 @@ impl Default for TransportFile {
             rto: Self::default_rto(),
             cc: Self::default_cc(),
             loss_recovery: None,
+            reorder_threshold: None,
             priority: None,
             control_priority: None,
             dcqcn: None,
@@ -349,7 +426,7 @@ pub struct FlowEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadFile {
-    /// `flows`, `incast` or `permutation`.
+    /// `flows`, `incast`, `permutation`, `all_to_all`, `poisson`, `collective` or `replay`.
     pub kind: String,
     /// Optional label carried into flows.arrow (defaults to `kind`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -370,9 +447,61 @@ pub struct WorkloadFile {
     pub rounds: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_gap: Option<Duration>,
-    // permutation
+    // permutation, all_to_all, poisson, collective
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Vec<i64>>,
+    // all_to_all
+    /// Flows to the k-th next host start (k - 1) x stagger after `start`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stagger: Option<Duration>,
+    // poisson
+    /// A shipped CDF name (`websearch`, `datamining`, `fb_hadoop`, `alistorage`, `google_rpc`) or the
+    /// path of a CSV file of `size_bytes,cdf` points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdf: Option<String>,
+    /// Offered load per sender as a fraction of its host link rate (payload bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<f64>,
+    /// Flows arrive during this long after `start` (default: until the scenario's stop time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Duration>,
+    /// At most this many flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<i64>,
+    /// Only these [src, dst] pairs (instead of random pairs among `hosts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<Vec<Vec<i64>>>,
+    // collective
+    /// `all_reduce`, `all_gather`, `reduce_scatter` or `all_to_all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+    /// `ring`, `tree`, `halving_doubling` (all-reduce family); `direct`, `pairwise` (all-to-all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
+    /// Explicit groups of host ids in rank order, each running the collective at the same time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<Vec<i64>>>,
+    /// Split `hosts` into groups of this many ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<i64>,
+    /// `block` (consecutive hosts form a group) or `strided` (every m-th host: rail-aligned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_layout: Option<String>,
+    /// `hosts` (ranks in the order of `hosts`) or `shuffled` (a seeded random placement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_order: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<i64>,
+    /// Compute time between the end of an iteration and the start of the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_gap: Option<Duration>,
+    /// Tree: the pipeline chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_size: Option<Size>,
+    // replay
+    /// A CSV or Arrow IPC file of flows (src, dst, size, start[, tag]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// `[trace]`: which tables to write besides flows.arrow (more come with later features).

@@ -1,6 +1,9 @@
 //! The validated scenario the engine runs: every default applied, every id checked, units resolved.
 
+use std::sync::Arc;
+
 use crate::units::{Bytes, Rate, Time};
+use crate::workload::cdf::Cdf;
 
 /// When the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,14 +111,76 @@ pub struct SwitchSpec {
     pub pfc: Option<PfcSpec>,
 }
 
+/// How a switch picks among the egress ports of an ECMP group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoadBalancing {
+    /// Per flow, by a hash of its header.
     Ecmp,
+    /// Per packet.
+    Spray(Pick),
+    /// Per flowlet: a flow re-picks after an idle gap.
+    Flowlet { gap_ps: Time, pick: Pick },
+    /// The least-loaded port by local queue depth, with a bias toward the previous choice, per
+    /// packet or per flowlet.
+    Adaptive {
+        per_packet: bool,
+        gap_ps: Time,
+        bias_bytes: Bytes,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    Random,
+    RoundRobin,
+    LeastLoaded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashFunction {
+    Mix,
+    Crc32,
+    Xor,
+}
+
+/// Header fields ECMP hashes (bits of `RoutingSpec::hash_fields`).
+pub mod hash_field {
+    pub const SRC: u8 = 1;
+    pub const DST: u8 = 2;
+    pub const SPORT: u8 = 4;
+    pub const DPORT: u8 = 8;
+    pub const FLOW_LABEL: u8 = 16;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoutingSpec {
     pub load_balancing: LoadBalancing,
+    pub hash_fields: u8,
+    pub hash: HashFunction,
+    pub per_switch_seed: bool,
+    pub flowlet_table: u32,
+}
+
+/// A node named in a scenario, resolved against the fabric when it is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeName {
+    Id(u32),
+    Role { role: String, index: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    Down,
+    Degrade { rate_bps: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultSpec {
+    pub ends: [NodeName; 2],
+    pub kind: FaultKind,
+    pub at_ps: Time,
+    pub until_ps: Option<Time>,
+    pub detection_ps: Time,
 }
 
 /// DCQCN parameters (see shared/reference/dcqcn_parameters.csv for the published values).
@@ -164,6 +229,7 @@ pub struct TransportSpec {
     pub rto_ps: Time,
     pub cc: CongestionControl,
     pub loss_recovery: LossRecovery,
+    pub reorder_threshold: u32,
     pub data_priority: u8,
     pub control_priority: u8,
 }
@@ -177,7 +243,128 @@ pub struct FlowSpec {
     pub start_ps: Time,
 }
 
+/// Who a Poisson sender sends to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PoissonPeers {
+    /// Every sender is one of these hosts and picks a destination uniformly among the others.
+    Among(Vec<u32>),
+    /// `dsts[i]` are the destinations of `senders[i]`, one picked uniformly per flow.
+    Pairs(Vec<Vec<u32>>),
+}
+
+/// Poisson flow arrivals with sizes from a CDF, at a target load of the senders' host links.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoissonSpec {
+    /// The scenario's name for the distribution (a shipped name or the CSV path).
+    pub cdf_name: String,
+    pub cdf: Arc<Cdf>,
+    /// Offered payload load per sender, as a fraction of its host link rate.
+    pub load: f64,
+    pub senders: Vec<u32>,
+    pub peers: PoissonPeers,
+    pub start_ps: Time,
+    /// Flows arrive before this time (from `duration`, or the scenario's stop time).
+    pub end_ps: Option<Time>,
+    /// At most this many flows in all.
+    pub count: Option<u64>,
+    pub host_rate_bps: Rate,
+    pub mtu_bytes: Bytes,
+    pub header_bytes: Bytes,
+}
+
+/// A collective operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollectiveOp {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+}
+
+impl CollectiveOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveOp::AllReduce => "all_reduce",
+            CollectiveOp::AllGather => "all_gather",
+            CollectiveOp::ReduceScatter => "reduce_scatter",
+            CollectiveOp::AllToAll => "all_to_all",
+        }
+    }
+
+    /// Bus bandwidth over algorithm bandwidth for `n` ranks (the nccl-tests convention): what each
+    /// rank's link must carry relative to size / time.
+    pub fn bus_factor(self, n: u32) -> f64 {
+        let n = n as f64;
+        match self {
+            CollectiveOp::AllReduce => 2.0 * (n - 1.0) / n,
+            CollectiveOp::AllGather | CollectiveOp::ReduceScatter | CollectiveOp::AllToAll => {
+                (n - 1.0) / n
+            }
+        }
+    }
+}
+
+/// How a collective moves its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollectiveAlgorithm {
+    /// Ranks in a ring; each step passes one block to the next rank.
+    Ring,
+    /// Double binary tree (two complementary in-order binary trees, half the data each), pipelined
+    /// in chunks: reduce up, broadcast down.
+    Tree,
+    /// Recursive halving (reduce-scatter) and doubling (all-gather); Rabenseifner's all-reduce.
+    HalvingDoubling,
+    /// All-to-all: every rank sends to every other at once.
+    Direct,
+    /// All-to-all in n-1 rounds: rank r sends to r+k in round k, after its round k-1 send finished.
+    Pairwise,
+}
+
+impl CollectiveAlgorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveAlgorithm::Ring => "ring",
+            CollectiveAlgorithm::Tree => "tree",
+            CollectiveAlgorithm::HalvingDoubling => "halving_doubling",
+            CollectiveAlgorithm::Direct => "direct",
+            CollectiveAlgorithm::Pairwise => "pairwise",
+        }
+    }
+}
+
+/// One collective workload: the same operation on each group (concurrently), `iterations` times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveSpec {
+    pub op: CollectiveOp,
+    pub algorithm: CollectiveAlgorithm,
+    /// Each group's hosts in rank order (rank i runs on `groups[g][i]`).
+    pub groups: Vec<Vec<u32>>,
+    /// The nccl-tests size: the all-reduce buffer, the all-gather output, the reduce-scatter input,
+    /// the all-to-all send buffer of one rank.
+    pub size_bytes: Bytes,
+    pub iterations: u32,
+    /// Between the end of an iteration and the start of the next (the compute phase).
+    pub compute_gap_ps: Time,
+    pub start_ps: Time,
+    /// Tree: pipeline chunk.
+    pub chunk_bytes: Bytes,
+    /// Tree: a leaf sends its chunks this far apart (a chunk's serialisation at the host link).
+    pub chunk_interval_ps: Time,
+}
+
+/// Flows read from a file (`replay`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplaySpec {
+    pub file: String,
+    pub flows: Arc<Vec<FlowSpec>>,
+    /// Per flow: index into `tag_names`, if the row had a tag.
+    pub tags: Arc<Vec<Option<u32>>>,
+    pub tag_names: Arc<Vec<String>>,
+    /// Added to every row's start.
+    pub offset_ps: Time,
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub enum WorkloadSpec {
     Flows {
         flows: Vec<FlowSpec>,
@@ -197,6 +384,17 @@ pub enum WorkloadSpec {
         size_bytes: Bytes,
         start_ps: Time,
     },
+    /// Every host of `hosts` sends `size_bytes` to every other; the flows to the k-th next host
+    /// start (k - 1) x `stagger_ps` after `start_ps`.
+    AllToAll {
+        hosts: Vec<u32>,
+        size_bytes: Bytes,
+        start_ps: Time,
+        stagger_ps: Time,
+    },
+    Poisson(PoissonSpec),
+    Collective(CollectiveSpec),
+    Replay(ReplaySpec),
 }
 
 impl WorkloadSpec {
@@ -205,11 +403,15 @@ impl WorkloadSpec {
             WorkloadSpec::Flows { .. } => "flows",
             WorkloadSpec::Incast { .. } => "incast",
             WorkloadSpec::Permutation { .. } => "permutation",
+            WorkloadSpec::AllToAll { .. } => "all_to_all",
+            WorkloadSpec::Poisson(_) => "poisson",
+            WorkloadSpec::Collective(_) => "collective",
+            WorkloadSpec::Replay(_) => "replay",
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NamedWorkload {
     pub name: String,
     pub spec: WorkloadSpec,
@@ -248,6 +450,7 @@ pub struct Scenario {
     pub topology: TopologySpec,
     pub switch: SwitchSpec,
     pub routing: RoutingSpec,
+    pub faults: Vec<FaultSpec>,
     pub transport: TransportSpec,
     pub workloads: Vec<NamedWorkload>,
     pub trace: TraceSpec,

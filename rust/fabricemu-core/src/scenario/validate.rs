@@ -3,11 +3,14 @@
 
 use super::error::ScenarioError;
 use super::schema::{
-    DcqcnFile, ScenarioFile, Senders, SwitchFile, TopologyFile, TraceFile, WorkloadFile,
+    DcqcnFile, FaultFile, NodeRef, RoutingFile, ScenarioFile, Senders, SwitchFile, TopologyFile,
+    TraceFile, WorkloadFile,
 };
 use super::spec::*;
 use crate::rng::{self, Purpose};
 use crate::units::parse_time;
+use crate::workload::cdf::{self, Cdf};
+use std::sync::Arc;
 
 type Res<T> = Result<T, ScenarioError>;
 
@@ -27,15 +30,8 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let topology = topology(&file.topology)?;
     let n_hosts = topology.num_hosts();
 
-    let load_balancing = match file.routing.load_balancing.as_str() {
-        "ecmp" => LoadBalancing::Ecmp,
-        other => {
-            return Err(ScenarioError::at(
-                "routing.load_balancing",
-                format!("expected one of \"ecmp\", found {other:?}"),
-            ))
-        }
-    };
+    let routing = routing(&file.routing)?;
+    let faults = faults(&file.fault)?;
 
     let t = &file.transport;
     if t.mtu.0 == 0 {
@@ -117,7 +113,16 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
             ))
         }
     };
+    let per_packet = matches!(
+        routing.load_balancing,
+        LoadBalancing::Spray(_)
+            | LoadBalancing::Adaptive {
+                per_packet: true,
+                ..
+            }
+    );
     let loss_recovery = match t.loss_recovery.as_deref() {
+        None if per_packet => LossRecovery::Selective,
         None | Some("go_back_n") => LossRecovery::GoBackN,
         Some("selective") => LossRecovery::Selective,
         Some(other) => {
@@ -135,6 +140,16 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         rto_ps: t.rto.0,
         cc,
         loss_recovery,
+        reorder_threshold: match t.reorder_threshold {
+            None => 8,
+            Some(r) if (1..=1_000_000).contains(&r) => r as u32,
+            Some(r) => {
+                return Err(ScenarioError::at(
+                    "transport.reorder_threshold",
+                    format!("expected an integer in 1..=1000000, found {r}"),
+                ))
+            }
+        },
         data_priority,
         control_priority,
     };
@@ -143,7 +158,15 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
 
     let mut workloads = Vec::with_capacity(file.workload.len());
     for (i, w) in file.workload.iter().enumerate() {
-        let spec = workload(i, w, n_hosts, file.seed)?;
+        let ctx = WorkloadContext {
+            n_hosts,
+            seed: file.seed,
+            stop,
+            host_rate_bps: host_rate,
+            mtu_bytes: transport.mtu_bytes,
+            header_bytes: transport.header_bytes,
+        };
+        let spec = workload(i, w, &ctx)?;
         let name = w.name.clone().unwrap_or_else(|| spec.kind().to_string());
         workloads.push(NamedWorkload { name, spec });
     }
@@ -154,7 +177,8 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         stop,
         topology,
         switch,
-        routing: RoutingSpec { load_balancing },
+        routing,
+        faults,
         transport,
         workloads,
         trace,
@@ -294,8 +318,62 @@ fn host_id(path: String, v: i64, n_hosts: u32) -> Res<u32> {
     Ok(v as u32)
 }
 
-fn workload(i: usize, w: &WorkloadFile, n_hosts: u32, seed: u64) -> Res<WorkloadSpec> {
+/// What validating a workload needs to know of the rest of the scenario.
+struct WorkloadContext {
+    n_hosts: u32,
+    seed: u64,
+    stop: StopAt,
+    host_rate_bps: u64,
+    mtu_bytes: u64,
+    header_bytes: u64,
+}
+
+/// The most flows one workload may generate (a guard against a typo'd duration or load).
+const MAX_WORKLOAD_FLOWS: f64 = 50e6;
+
+/// A list of distinct host ids (`path.j` names a bad entry).
+fn host_list(path: &str, list: &[i64], n_hosts: u32) -> Res<Vec<u32>> {
+    let mut out = Vec::with_capacity(list.len());
+    let mut seen = vec![false; n_hosts as usize];
+    for (j, &h) in list.iter().enumerate() {
+        let id = host_id(format!("{path}.{j}"), h, n_hosts)?;
+        if std::mem::replace(&mut seen[id as usize], true) {
+            return Err(ScenarioError::at(
+                format!("{path}.{j}"),
+                format!("host {id} is listed twice"),
+            ));
+        }
+        out.push(id);
+    }
+    Ok(out)
+}
+
+/// `hosts` if given (distinct ids, at least two), else every host.
+fn hosts_or_all(i: usize, w: &WorkloadFile, n_hosts: u32, what: &str) -> Res<Vec<u32>> {
+    let path = format!("workload.{i}.hosts");
+    let hosts = match &w.hosts {
+        None => (0..n_hosts).collect(),
+        Some(list) => host_list(&path, list, n_hosts)?,
+    };
+    if hosts.len() < 2 {
+        return Err(ScenarioError::at(
+            path,
+            format!("{what} needs at least two hosts"),
+        ));
+    }
+    Ok(hosts)
+}
+
+/// A file path of the scenario, relative paths taken from the current directory.
+fn scenario_file_path(s: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(s)
+}
+
+fn workload(i: usize, w: &WorkloadFile, ctx: &WorkloadContext) -> Res<WorkloadSpec> {
+    let n_hosts = ctx.n_hosts;
     let p = |key: &str| format!("workload.{i}.{key}");
+    const KINDS: &str = "\"flows\", \"incast\", \"permutation\", \"all_to_all\", \"poisson\", \
+                         \"collective\", \"replay\"";
     let allowed: &[&str] = match w.kind.as_str() {
         "flows" => &["flows", "start"],
         "incast" => &[
@@ -307,10 +385,29 @@ fn workload(i: usize, w: &WorkloadFile, n_hosts: u32, seed: u64) -> Res<Workload
             "round_gap",
         ],
         "permutation" => &["hosts", "size", "start"],
+        "all_to_all" => &["hosts", "size", "start", "stagger"],
+        "poisson" => &[
+            "cdf", "load", "hosts", "pairs", "start", "duration", "count",
+        ],
+        "collective" => &[
+            "op",
+            "algorithm",
+            "hosts",
+            "groups",
+            "group_size",
+            "group_layout",
+            "rank_order",
+            "size",
+            "start",
+            "iterations",
+            "compute_gap",
+            "chunk_size",
+        ],
+        "replay" => &["file", "start"],
         other => {
             return Err(ScenarioError::at(
                 p("kind"),
-                format!("expected one of \"flows\", \"incast\", \"permutation\", found {other:?}"),
+                format!("expected one of {KINDS}, found {other:?}"),
             ))
         }
     };
@@ -323,6 +420,22 @@ fn workload(i: usize, w: &WorkloadFile, n_hosts: u32, seed: u64) -> Res<Workload
         ("rounds", w.rounds.is_some()),
         ("round_gap", w.round_gap.is_some()),
         ("hosts", w.hosts.is_some()),
+        ("stagger", w.stagger.is_some()),
+        ("cdf", w.cdf.is_some()),
+        ("load", w.load.is_some()),
+        ("duration", w.duration.is_some()),
+        ("count", w.count.is_some()),
+        ("pairs", w.pairs.is_some()),
+        ("op", w.op.is_some()),
+        ("algorithm", w.algorithm.is_some()),
+        ("groups", w.groups.is_some()),
+        ("group_size", w.group_size.is_some()),
+        ("group_layout", w.group_layout.is_some()),
+        ("rank_order", w.rank_order.is_some()),
+        ("iterations", w.iterations.is_some()),
+        ("compute_gap", w.compute_gap.is_some()),
+        ("chunk_size", w.chunk_size.is_some()),
+        ("file", w.file.is_some()),
     ];
     for (key, is_set) in present {
         if is_set && !allowed.contains(&key) {
@@ -400,7 +513,7 @@ fn workload(i: usize, w: &WorkloadFile, n_hosts: u32, seed: u64) -> Res<Workload
                         "a number of senders",
                     )?;
                     let mut others: Vec<u32> = (0..n_hosts).filter(|&h| h != receiver).collect();
-                    let mut r = rng::stream(seed, Purpose::Workload, i as u64);
+                    let mut r = rng::stream(ctx.seed, Purpose::Workload, i as u64);
                     r.shuffle(&mut others);
                     others.truncate(n as usize);
                     others.sort_unstable();
@@ -444,38 +557,459 @@ fn workload(i: usize, w: &WorkloadFile, n_hosts: u32, seed: u64) -> Res<Workload
             })
         }
         "permutation" => {
-            let hosts = match &w.hosts {
-                None => (0..n_hosts).collect(),
-                Some(list) => {
-                    let mut out = Vec::with_capacity(list.len());
-                    let mut seen = vec![false; n_hosts as usize];
-                    for (j, &h) in list.iter().enumerate() {
-                        let id = host_id(format!("workload.{i}.hosts.{j}"), h, n_hosts)?;
-                        if std::mem::replace(&mut seen[id as usize], true) {
-                            return Err(ScenarioError::at(
-                                format!("workload.{i}.hosts.{j}"),
-                                "host listed twice",
-                            ));
-                        }
-                        out.push(id);
-                    }
-                    out
-                }
-            };
-            if hosts.len() < 2 {
-                return Err(ScenarioError::at(
-                    p("hosts"),
-                    "a permutation needs at least two hosts",
-                ));
-            }
+            let hosts = hosts_or_all(i, w, n_hosts, "a permutation")?;
             Ok(WorkloadSpec::Permutation {
                 hosts,
                 size_bytes: size("size")?,
                 start_ps,
             })
         }
+        "all_to_all" => {
+            let hosts = hosts_or_all(i, w, n_hosts, "an all-to-all")?;
+            Ok(WorkloadSpec::AllToAll {
+                hosts,
+                size_bytes: size("size")?,
+                start_ps,
+                stagger_ps: w.stagger.map(|d| d.0).unwrap_or(0),
+            })
+        }
+        "poisson" => poisson(i, w, ctx, start_ps).map(WorkloadSpec::Poisson),
+        "collective" => collective(i, w, ctx, start_ps).map(WorkloadSpec::Collective),
+        "replay" => {
+            let file = w.file.as_ref().ok_or_else(|| {
+                ScenarioError::at(
+                    p("file"),
+                    "missing: expected the path of a CSV or Arrow file of flows",
+                )
+            })?;
+            let data = crate::workload::replay::read_flow_file(&scenario_file_path(file), n_hosts)
+                .map_err(|e| ScenarioError::at(p("file"), format!("{file}: {e}")))?;
+            Ok(WorkloadSpec::Replay(ReplaySpec {
+                file: file.clone(),
+                flows: Arc::new(data.flows),
+                tags: Arc::new(data.tags),
+                tag_names: Arc::new(data.tag_names),
+                offset_ps: start_ps,
+            }))
+        }
         _ => unreachable!("kind checked above"),
     }
+}
+
+fn poisson(i: usize, w: &WorkloadFile, ctx: &WorkloadContext, start_ps: u64) -> Res<PoissonSpec> {
+    let p = |key: &str| format!("workload.{i}.{key}");
+    let n_hosts = ctx.n_hosts;
+    let cdf_name = w.cdf.as_ref().ok_or_else(|| {
+        ScenarioError::at(
+            p("cdf"),
+            format!(
+                "missing: expected a flow-size distribution: one of {} or the path of a CSV file",
+                quoted_list(&cdf::builtin_names())
+            ),
+        )
+    })?;
+    let cdf = match Cdf::builtin(cdf_name) {
+        Some(c) => c,
+        None => {
+            let path = scenario_file_path(cdf_name);
+            let looks_like_path = cdf_name.contains('/')
+                || cdf_name.contains('\\')
+                || cdf_name.contains('.')
+                || path.is_file();
+            if !looks_like_path {
+                return Err(ScenarioError::at(
+                    p("cdf"),
+                    format!(
+                        "expected one of {} or the path of a CSV file (size_bytes,cdf), found {cdf_name:?}",
+                        quoted_list(&cdf::builtin_names())
+                    ),
+                ));
+            }
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                ScenarioError::at(p("cdf"), format!("cannot read {cdf_name:?}: {e}"))
+            })?;
+            Cdf::parse(&text)
+                .map_err(|e| ScenarioError::at(p("cdf"), format!("{cdf_name}: {e}")))?
+        }
+    };
+    const LOAD: &str = "the offered load as a fraction of the host link rate";
+    let load = match w.load {
+        None => {
+            return Err(ScenarioError::at(
+                p("load"),
+                format!("missing: expected {LOAD}, like 0.5"),
+            ))
+        }
+        Some(l) if !(l.is_finite() && l > 0.0 && l <= 10.0) => {
+            return Err(ScenarioError::at(
+                p("load"),
+                format!("expected {LOAD} in (0, 10], like 0.5, found {l}"),
+            ))
+        }
+        Some(l) => l,
+    };
+    let (senders, peers) = match (&w.pairs, &w.hosts) {
+        (Some(_), Some(_)) => {
+            return Err(ScenarioError::at(
+                p("pairs"),
+                "give either hosts (random pairs among them) or pairs, not both",
+            ))
+        }
+        (Some(pairs), None) => {
+            if pairs.is_empty() {
+                return Err(ScenarioError::at(p("pairs"), "expected at least one pair"));
+            }
+            let mut senders: Vec<u32> = Vec::new();
+            let mut dsts: Vec<Vec<u32>> = Vec::new();
+            let mut index_of = vec![u32::MAX; n_hosts as usize];
+            for (j, pair) in pairs.iter().enumerate() {
+                let pp = format!("workload.{i}.pairs.{j}");
+                if pair.len() != 2 {
+                    return Err(ScenarioError::at(
+                        pp,
+                        format!("expected a pair [src, dst], found {} values", pair.len()),
+                    ));
+                }
+                let src = host_id(format!("{pp}.0"), pair[0], n_hosts)?;
+                let dst = host_id(format!("{pp}.1"), pair[1], n_hosts)?;
+                if src == dst {
+                    return Err(ScenarioError::at(
+                        format!("{pp}.1"),
+                        "a pair's dst must differ from its src",
+                    ));
+                }
+                let k = &mut index_of[src as usize];
+                if *k == u32::MAX {
+                    *k = senders.len() as u32;
+                    senders.push(src);
+                    dsts.push(Vec::new());
+                }
+                let list = &mut dsts[*k as usize];
+                if list.contains(&dst) {
+                    return Err(ScenarioError::at(pp, "pair listed twice"));
+                }
+                list.push(dst);
+            }
+            (senders, PoissonPeers::Pairs(dsts))
+        }
+        (None, _) => {
+            let hosts = hosts_or_all(i, w, n_hosts, "a poisson workload")?;
+            (hosts.clone(), PoissonPeers::Among(hosts))
+        }
+    };
+    let end_ps = match (w.duration, ctx.stop) {
+        (Some(d), _) => {
+            if d.0 == 0 {
+                return Err(ScenarioError::at(
+                    p("duration"),
+                    "expected a positive duration",
+                ));
+            }
+            Some(start_ps.saturating_add(d.0))
+        }
+        (None, StopAt::Time(t)) => {
+            if t <= start_ps {
+                return Err(ScenarioError::at(
+                    p("start"),
+                    "the workload starts after the scenario's stop time",
+                ));
+            }
+            Some(t)
+        }
+        (None, StopAt::AllFlowsDone) => None,
+    };
+    let count = match w.count {
+        None => None,
+        Some(c) => Some(count_u64(&p("count"), c)?),
+    };
+    if end_ps.is_none() && count.is_none() {
+        return Err(ScenarioError::at(
+            p("duration"),
+            "missing: with stop = \"all_flows_done\", give the arrival window (duration = \"5ms\") \
+             or a number of flows (count = 10000)",
+        ));
+    }
+    // Expected number of flows: senders x window / mean gap.
+    let mean_gap_ps = cdf.mean_bytes() * 8.0 * crate::units::PS_PER_SEC as f64
+        / (load * ctx.host_rate_bps as f64);
+    let expected = match end_ps {
+        Some(end) => senders.len() as f64 * (end - start_ps) as f64 / mean_gap_ps,
+        None => f64::INFINITY,
+    }
+    .min(count.map_or(f64::INFINITY, |c| c as f64));
+    if expected > MAX_WORKLOAD_FLOWS {
+        return Err(ScenarioError::at(
+            p(if count.is_some() && end_ps.is_none() {
+                "count"
+            } else {
+                "duration"
+            }),
+            format!(
+                "this would generate about {expected:.3e} flows (at most {MAX_WORKLOAD_FLOWS:.0e}): \
+                 shorten the window or lower the count"
+            ),
+        ));
+    }
+    Ok(PoissonSpec {
+        cdf_name: cdf_name.clone(),
+        cdf: Arc::new(cdf),
+        load,
+        senders,
+        peers,
+        start_ps,
+        end_ps,
+        count,
+        host_rate_bps: ctx.host_rate_bps,
+        mtu_bytes: ctx.mtu_bytes,
+        header_bytes: ctx.header_bytes,
+    })
+}
+
+fn count_u64(path: &str, v: i64) -> Res<u64> {
+    if v < 1 {
+        return Err(ScenarioError::at(
+            path,
+            format!("expected a positive number of flows, found {v}"),
+        ));
+    }
+    Ok(v as u64)
+}
+
+fn quoted_list(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn collective(
+    i: usize,
+    w: &WorkloadFile,
+    ctx: &WorkloadContext,
+    start_ps: u64,
+) -> Res<CollectiveSpec> {
+    let p = |key: &str| format!("workload.{i}.{key}");
+    let n_hosts = ctx.n_hosts;
+    let op = match w.op.as_deref() {
+        None => {
+            return Err(ScenarioError::at(
+                p("op"),
+                "missing: expected one of \"all_reduce\", \"all_gather\", \"reduce_scatter\", \"all_to_all\"",
+            ))
+        }
+        Some("all_reduce") => CollectiveOp::AllReduce,
+        Some("all_gather") => CollectiveOp::AllGather,
+        Some("reduce_scatter") => CollectiveOp::ReduceScatter,
+        Some("all_to_all") => CollectiveOp::AllToAll,
+        Some(other) => {
+            return Err(ScenarioError::at(
+                p("op"),
+                format!(
+                    "expected one of \"all_reduce\", \"all_gather\", \"reduce_scatter\", \
+                     \"all_to_all\", found {other:?}"
+                ),
+            ))
+        }
+    };
+    let choices: &[&str] = match op {
+        CollectiveOp::AllReduce => &["ring", "tree", "halving_doubling"],
+        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => &["ring", "halving_doubling"],
+        CollectiveOp::AllToAll => &["direct", "pairwise"],
+    };
+    let algorithm_name = w.algorithm.as_deref().unwrap_or(choices[0]);
+    if !choices.contains(&algorithm_name) {
+        return Err(ScenarioError::at(
+            p("algorithm"),
+            format!(
+                "expected one of {} for op = \"{}\", found {algorithm_name:?}",
+                quoted_list(choices),
+                op.name()
+            ),
+        ));
+    }
+    let algorithm = match algorithm_name {
+        "ring" => CollectiveAlgorithm::Ring,
+        "tree" => CollectiveAlgorithm::Tree,
+        "halving_doubling" => CollectiveAlgorithm::HalvingDoubling,
+        "direct" => CollectiveAlgorithm::Direct,
+        _ => CollectiveAlgorithm::Pairwise,
+    };
+
+    let groups: Vec<Vec<u32>> = match &w.groups {
+        Some(list) => {
+            for (key, set) in [
+                ("hosts", w.hosts.is_some()),
+                ("group_size", w.group_size.is_some()),
+                ("group_layout", w.group_layout.is_some()),
+                ("rank_order", w.rank_order.is_some()),
+            ] {
+                if set {
+                    return Err(ScenarioError::at(
+                        p(key),
+                        "explicit groups give every group's hosts in rank order: leave out this key",
+                    ));
+                }
+            }
+            if list.is_empty() {
+                return Err(ScenarioError::at(
+                    p("groups"),
+                    "expected at least one group",
+                ));
+            }
+            let mut groups = Vec::with_capacity(list.len());
+            for (g, hosts) in list.iter().enumerate() {
+                let gp = format!("workload.{i}.groups.{g}");
+                let hosts = host_list(&gp, hosts, n_hosts)?;
+                if hosts.len() < 2 {
+                    return Err(ScenarioError::at(gp, "a group needs at least two ranks"));
+                }
+                groups.push(hosts);
+            }
+            groups
+        }
+        None => {
+            let mut hosts = hosts_or_all(i, w, n_hosts, "a collective")?;
+            match w.rank_order.as_deref() {
+                None | Some("hosts") => {}
+                Some("shuffled") => {
+                    let mut r = rng::stream(ctx.seed, Purpose::Workload, 2_000_000 + i as u64);
+                    r.shuffle(&mut hosts);
+                }
+                Some(other) => {
+                    return Err(ScenarioError::at(
+                        p("rank_order"),
+                        format!("expected \"hosts\" or \"shuffled\", found {other:?}"),
+                    ))
+                }
+            }
+            let len = hosts.len();
+            let group_size = match w.group_size {
+                None => {
+                    if w.group_layout.is_some() {
+                        return Err(ScenarioError::at(
+                            p("group_layout"),
+                            "a group layout needs group_size",
+                        ));
+                    }
+                    len
+                }
+                Some(g) => {
+                    let g = count(
+                        &p("group_size"),
+                        Some(g),
+                        2,
+                        len as i64,
+                        "a number of ranks per group",
+                    )? as usize;
+                    if len % g != 0 {
+                        return Err(ScenarioError::at(
+                            p("group_size"),
+                            format!("{len} hosts do not split into groups of {g}"),
+                        ));
+                    }
+                    g
+                }
+            };
+            let m = len / group_size;
+            match w.group_layout.as_deref() {
+                None | Some("block") => hosts.chunks(group_size).map(<[u32]>::to_vec).collect(),
+                Some("strided") => (0..m)
+                    .map(|j| (0..group_size).map(|r| hosts[j + r * m]).collect())
+                    .collect(),
+                Some(other) => {
+                    return Err(ScenarioError::at(
+                        p("group_layout"),
+                        format!("expected \"block\" or \"strided\", found {other:?}"),
+                    ))
+                }
+            }
+        }
+    };
+
+    let size_bytes = match w.size {
+        None => {
+            return Err(ScenarioError::at(
+                p("size"),
+                "missing: expected the collective's size like \"64MiB\"",
+            ))
+        }
+        Some(s) => s.0,
+    };
+    let max_ranks = groups.iter().map(Vec::len).max().unwrap_or(0) as u64;
+    if size_bytes < max_ranks {
+        return Err(ScenarioError::at(
+            p("size"),
+            format!("expected at least one byte per rank ({max_ranks} B), found {size_bytes} B"),
+        ));
+    }
+    if algorithm == CollectiveAlgorithm::HalvingDoubling && op != CollectiveOp::AllReduce {
+        if let Some(g) = groups.iter().position(|g| !g.len().is_power_of_two()) {
+            return Err(ScenarioError::at(
+                p("algorithm"),
+                format!(
+                    "halving_doubling {} needs a power-of-two group; group {g} has {} ranks (use ring)",
+                    op.name(),
+                    groups[g].len()
+                ),
+            ));
+        }
+    }
+    let iterations = count(
+        &p("iterations"),
+        Some(w.iterations.unwrap_or(1)),
+        1,
+        1_000_000,
+        "a number of iterations",
+    )?;
+    let chunk_bytes = match (w.chunk_size, algorithm) {
+        (Some(_), a) if a != CollectiveAlgorithm::Tree => {
+            return Err(ScenarioError::at(
+                p("chunk_size"),
+                "only algorithm = \"tree\" is pipelined in chunks",
+            ))
+        }
+        (Some(c), _) if c.0 == 0 => {
+            return Err(ScenarioError::at(
+                p("chunk_size"),
+                "expected a positive size",
+            ))
+        }
+        (Some(c), _) => c.0,
+        (None, _) => crate::workload::collective::DEFAULT_TREE_CHUNK,
+    };
+    let spec = CollectiveSpec {
+        op,
+        algorithm,
+        groups,
+        size_bytes,
+        iterations,
+        compute_gap_ps: w.compute_gap.map(|d| d.0).unwrap_or(0),
+        start_ps,
+        chunk_bytes,
+        chunk_interval_ps: crate::workload::collective::chunk_interval(
+            chunk_bytes,
+            ctx.mtu_bytes,
+            ctx.header_bytes,
+            ctx.host_rate_bps,
+        ),
+    };
+    let flows = crate::workload::collective::flows_per_iteration(&spec) as f64 * iterations as f64;
+    if flows > MAX_WORKLOAD_FLOWS {
+        return Err(ScenarioError::at(
+            p(if iterations > 1 { "iterations" } else { "size" }),
+            format!(
+                "this would generate {flows:.3e} flows (at most {MAX_WORKLOAD_FLOWS:.0e}): fewer \
+                 iterations{}",
+                if algorithm == CollectiveAlgorithm::Tree {
+                    " or a larger chunk_size"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    Ok(spec)
 }
 
 fn positive_size(path: &str, v: u64) -> Res<u64> {
@@ -825,4 +1359,233 @@ fn trace(t: &TraceFile) -> Res<TraceSpec> {
         links_interval_ps,
         rates,
     })
+}
+
+fn pick(path: &str, v: Option<&str>, default: Pick, allow_rr: bool) -> Res<Pick> {
+    match v {
+        None => Ok(default),
+        Some("random") => Ok(Pick::Random),
+        Some("least_loaded") => Ok(Pick::LeastLoaded),
+        Some("round_robin") if allow_rr => Ok(Pick::RoundRobin),
+        Some(other) => Err(ScenarioError::at(
+            path,
+            if allow_rr {
+                format!("expected one of \"random\", \"round_robin\", \"least_loaded\", found {other:?}")
+            } else {
+                format!("expected \"random\" or \"least_loaded\", found {other:?}")
+            },
+        )),
+    }
+}
+
+fn routing(r: &RoutingFile) -> Res<RoutingSpec> {
+    let gap = r.flowlet_gap.map(|d| d.0).unwrap_or(50_000_000);
+    let lb = r.load_balancing.as_str();
+    // Keys that belong to another scheme are errors, so a typo'd scheme cannot ignore them.
+    let used: &[(&str, bool)] = &[
+        ("spray", r.spray.is_some()),
+        ("flowlet_gap", r.flowlet_gap.is_some()),
+        ("flowlet_pick", r.flowlet_pick.is_some()),
+        ("flowlet_table", r.flowlet_table.is_some()),
+        ("adaptive", r.adaptive.is_some()),
+        ("adaptive_bias", r.adaptive_bias.is_some()),
+    ];
+    let allowed: &[&str] = match lb {
+        "ecmp" => &[],
+        "spray" => &["spray"],
+        "flowlet" => &["flowlet_gap", "flowlet_pick", "flowlet_table"],
+        "adaptive" => &["flowlet_gap", "flowlet_table", "adaptive", "adaptive_bias"],
+        other => return Err(ScenarioError::at(
+            "routing.load_balancing",
+            format!(
+                "expected one of \"ecmp\", \"spray\", \"flowlet\", \"adaptive\", found {other:?}"
+            ),
+        )),
+    };
+    for &(key, set) in used {
+        if set && !allowed.contains(&key) {
+            return Err(ScenarioError::at(
+                format!("routing.{key}"),
+                format!("not used with load_balancing = {lb:?}"),
+            ));
+        }
+    }
+    if gap == 0 {
+        return Err(ScenarioError::at(
+            "routing.flowlet_gap",
+            "expected a positive duration",
+        ));
+    }
+    let load_balancing = match lb {
+        "ecmp" => LoadBalancing::Ecmp,
+        "spray" => LoadBalancing::Spray(pick(
+            "routing.spray",
+            r.spray.as_deref(),
+            Pick::Random,
+            true,
+        )?),
+        "flowlet" => LoadBalancing::Flowlet {
+            gap_ps: gap,
+            pick: pick(
+                "routing.flowlet_pick",
+                r.flowlet_pick.as_deref(),
+                Pick::Random,
+                false,
+            )?,
+        },
+        _ => LoadBalancing::Adaptive {
+            per_packet: match r.adaptive.as_deref() {
+                None | Some("packet") => true,
+                Some("flowlet") => false,
+                Some(other) => {
+                    return Err(ScenarioError::at(
+                        "routing.adaptive",
+                        format!("expected \"packet\" or \"flowlet\", found {other:?}"),
+                    ))
+                }
+            },
+            gap_ps: gap,
+            bias_bytes: r.adaptive_bias.map(|b| b.0).unwrap_or(4096),
+        },
+    };
+    let hash_fields = match &r.hash_fields {
+        None => hash_field::SRC | hash_field::DST | hash_field::SPORT | hash_field::DPORT,
+        Some(list) => {
+            let mut mask = 0;
+            for (i, f) in list.iter().enumerate() {
+                mask |= match f.as_str() {
+                    "src" => hash_field::SRC,
+                    "dst" => hash_field::DST,
+                    "sport" => hash_field::SPORT,
+                    "dport" => hash_field::DPORT,
+                    "flow_label" => hash_field::FLOW_LABEL,
+                    other => {
+                        return Err(ScenarioError::at(
+                            format!("routing.hash_fields.{i}"),
+                            format!("expected one of \"src\", \"dst\", \"sport\", \"dport\", \"flow_label\", found {other:?}"),
+                        ))
+                    }
+                };
+            }
+            if mask == 0 {
+                return Err(ScenarioError::at(
+                    "routing.hash_fields",
+                    "expected at least one field",
+                ));
+            }
+            mask
+        }
+    };
+    let hash = match r.hash.as_deref() {
+        None | Some("mix") => HashFunction::Mix,
+        Some("crc32") => HashFunction::Crc32,
+        Some("xor") => HashFunction::Xor,
+        Some(other) => {
+            return Err(ScenarioError::at(
+                "routing.hash",
+                format!("expected one of \"mix\", \"crc32\", \"xor\", found {other:?}"),
+            ))
+        }
+    };
+    let flowlet_table = match r.flowlet_table {
+        None => 4096,
+        Some(n) if (1..=1 << 24).contains(&n) => n as u32,
+        Some(n) => {
+            return Err(ScenarioError::at(
+                "routing.flowlet_table",
+                format!("expected 1..=16777216 entries, found {n}"),
+            ))
+        }
+    };
+    Ok(RoutingSpec {
+        load_balancing,
+        hash_fields,
+        hash,
+        per_switch_seed: r.per_switch_seed.unwrap_or(true),
+        flowlet_table,
+    })
+}
+
+fn node_name(path: String, n: &NodeRef) -> Res<NodeName> {
+    match n {
+        NodeRef::Id(id) if (0..=u32::MAX as i64).contains(id) => Ok(NodeName::Id(*id as u32)),
+        NodeRef::Id(id) => Err(ScenarioError::at(
+            path,
+            format!("expected a node id, found {id}"),
+        )),
+        NodeRef::Name(s) => {
+            let parsed = s
+                .split_once(':')
+                .and_then(|(role, idx)| Some((role, idx.trim().parse::<u32>().ok()?)));
+            match parsed {
+                Some((role, index)) if !role.is_empty() => Ok(NodeName::Role {
+                    role: role.trim().to_string(),
+                    index,
+                }),
+                _ => Err(ScenarioError::at(
+                    path,
+                    format!("expected a node id or \"role:index\" like \"spine:0\", found {s:?}"),
+                )),
+            }
+        }
+    }
+}
+
+fn faults(list: &[FaultFile]) -> Res<Vec<FaultSpec>> {
+    let mut out = Vec::with_capacity(list.len());
+    for (i, f) in list.iter().enumerate() {
+        let p = |key: &str| format!("fault.{i}.{key}");
+        if f.link.len() != 2 {
+            return Err(ScenarioError::at(
+                p("link"),
+                format!(
+                    "expected the two ends of a link, found {} nodes",
+                    f.link.len()
+                ),
+            ));
+        }
+        let ends = [
+            node_name(format!("fault.{i}.link.0"), &f.link[0])?,
+            node_name(format!("fault.{i}.link.1"), &f.link[1])?,
+        ];
+        let kind = match f.kind.as_deref() {
+            None | Some("down") => {
+                if f.rate.is_some() {
+                    return Err(ScenarioError::at(
+                        p("rate"),
+                        "a rate needs kind = \"degrade\"",
+                    ));
+                }
+                FaultKind::Down
+            }
+            Some("degrade") => match f.rate {
+                Some(r) => FaultKind::Degrade { rate_bps: r.0 },
+                None => {
+                    return Err(ScenarioError::at(
+                        p("rate"),
+                        "missing: the degraded link's rate, like \"50Gbps\"",
+                    ))
+                }
+            },
+            Some(other) => {
+                return Err(ScenarioError::at(
+                    p("kind"),
+                    format!("expected \"down\" or \"degrade\", found {other:?}"),
+                ))
+            }
+        };
+        if let Some(u) = f.until {
+            if u.0 <= f.at.0 {
+                return Err(ScenarioError::at(p("until"), "must be after `at`"));
+            }
+        }
+        out.push(FaultSpec {
+            ends,
+            kind,
+            at_ps: f.at.0,
+            until_ps: f.until.map(|d| d.0),
+            detection_ps: f.detection.map(|d| d.0).unwrap_or(10_000_000),
+        });
+    }
+    Ok(out)
 }

@@ -57,11 +57,21 @@ impl FlowRow {
     }
 }
 
+/// What a flow belongs to beyond its workload: its collective (an index into collectives.arrow's
+/// `collective` column), iteration and step, and its replay tag (an index into the tag names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlowLabels {
+    pub collective: Option<u32>,
+    pub iteration: Option<u32>,
+    pub step: Option<u32>,
+    pub tag: Option<u32>,
+}
+
 /// Most rows in one record batch.
 pub const BATCH_ROWS: usize = 1 << 16;
 
 /// The column names of flows.arrow, in order.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 22] = [
     "flow_id",
     "src",
     "dst",
@@ -80,6 +90,10 @@ pub const COLUMNS: [&str; 18] = [
     "cnps",
     "out_of_order_packets",
     "max_reorder_distance",
+    "collective",
+    "collective_iteration",
+    "collective_step",
+    "tag",
 ];
 
 /// The schema of flows.arrow with `metadata` as schema-level key/value metadata (a repeated key keeps
@@ -105,6 +119,10 @@ pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
         Field::new("cnps", UInt64, false),
         Field::new("out_of_order_packets", UInt64, false),
         Field::new("max_reorder_distance", UInt64, false),
+        Field::new("collective", UInt32, true),
+        Field::new("collective_iteration", UInt32, true),
+        Field::new("collective_step", UInt32, true),
+        Field::new("tag", Utf8, true),
     ];
     let metadata: HashMap<String, String> = metadata.iter().cloned().collect();
     Schema::new_with_metadata(fields, metadata)
@@ -114,9 +132,32 @@ pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
 fn batch(
     schema: &SchemaRef,
     rows: &[FlowRow],
+    labels: &[FlowLabels],
     workload_names: &[String],
+    tag_names: &[String],
 ) -> io::Result<RecordBatch> {
     let n = rows.len();
+    let label = |i: usize| labels.get(i).copied().unwrap_or_default();
+    let opt_u32_col = |f: fn(&FlowLabels) -> Option<u32>| -> ArrayRef {
+        let mut b = UInt32Builder::with_capacity(n);
+        for i in 0..n {
+            b.append_option(f(&label(i)));
+        }
+        Arc::new(b.finish())
+    };
+    let tag: ArrayRef = {
+        let name_of = |i: usize| {
+            label(i)
+                .tag
+                .map(|t| tag_names.get(t as usize).map(String::as_str).unwrap_or(""))
+        };
+        let bytes: usize = (0..n).map(|i| name_of(i).map_or(0, str::len)).sum();
+        let mut b = StringBuilder::with_capacity(n, bytes);
+        for i in 0..n {
+            b.append_option(name_of(i));
+        }
+        Arc::new(b.finish())
+    };
     let u64_col = |f: fn(&FlowRow) -> u64| -> ArrayRef {
         let mut b = UInt64Builder::with_capacity(n);
         for r in rows {
@@ -178,6 +219,10 @@ fn batch(
         u64_col(|r| r.cnps),
         u64_col(|r| r.out_of_order_packets),
         u64_col(|r| r.max_reorder_distance),
+        opt_u32_col(|l| l.collective),
+        opt_u32_col(|l| l.iteration),
+        opt_u32_col(|l| l.step),
+        tag,
     ];
     RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
 }
@@ -190,10 +235,25 @@ pub fn write_flows_to<W: Write>(
     workload_names: &[String],
     metadata: &[(String, String)],
 ) -> io::Result<W> {
+    write_labelled_flows_to(out, rows, &[], workload_names, &[], metadata)
+}
+
+/// [`write_flows_to`] with each row's [`FlowLabels`] (`labels[i]` for `rows[i]`; missing ones are
+/// null) and the replay tag names they index.
+pub fn write_labelled_flows_to<W: Write>(
+    out: W,
+    rows: &[FlowRow],
+    labels: &[FlowLabels],
+    workload_names: &[String],
+    tag_names: &[String],
+    metadata: &[(String, String)],
+) -> io::Result<W> {
     let schema: SchemaRef = Arc::new(flows_schema(metadata));
     let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
-    for chunk in rows.chunks(BATCH_ROWS) {
-        let b = batch(&schema, chunk, workload_names)?;
+    for (k, chunk) in rows.chunks(BATCH_ROWS).enumerate() {
+        let from = (k * BATCH_ROWS).min(labels.len());
+        let to = (from + chunk.len()).min(labels.len());
+        let b = batch(&schema, chunk, &labels[from..to], workload_names, tag_names)?;
         writer.write(&b).map_err(io::Error::other)?;
     }
     writer.finish().map_err(io::Error::other)?;
@@ -209,7 +269,19 @@ pub fn write_flows(
     workload_names: &[String],
     metadata: &[(String, String)],
 ) -> io::Result<()> {
+    write_labelled_flows(path, rows, &[], workload_names, &[], metadata)
+}
+
+/// [`write_flows`] with labels (see [`write_labelled_flows_to`]).
+pub fn write_labelled_flows(
+    path: &Path,
+    rows: &[FlowRow],
+    labels: &[FlowLabels],
+    workload_names: &[String],
+    tag_names: &[String],
+    metadata: &[(String, String)],
+) -> io::Result<()> {
     let file = AtomicFile::create(path)?;
-    let file = write_flows_to(file, rows, workload_names, metadata)?;
+    let file = write_labelled_flows_to(file, rows, labels, workload_names, tag_names, metadata)?;
     file.commit()
 }

@@ -2,6 +2,7 @@
 //! Every file is written under a temporary name and renamed when complete ([`atomic`]).
 
 pub mod atomic;
+pub mod collectives;
 pub mod flows;
 pub mod run_json;
 

@@ -51,6 +51,9 @@ pub struct Flow {
     pub resend: Vec<u32>,
     /// Selective recovery, receiver: packets received beyond `expected` (bit i: `expected + i`).
     pub received_ahead: Vec<u64>,
+    /// Selective recovery, receiver: packets beyond a hole before it is reported (adapts upward
+    /// when a report proves to have been reordering).
+    pub reorder_threshold: u32,
 
     /// NP: when this flow's receiver last sent a CNP.
     pub last_cnp: Time,

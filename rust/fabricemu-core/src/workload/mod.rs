@@ -1,10 +1,23 @@
 //! Workloads turn scenario entries into flows: who sends how much to whom, and when. A flow starts
 //! at a fixed time or when a barrier (a set of earlier flows) has finished, plus a gap; that is how
-//! repeated incast rounds (and, later, collective steps) express their dependencies.
+//! repeated incast rounds, collective steps and iterations express their dependencies.
+//!
+//! One module per kind: [`explicit`] (`flows`), [`incast`], [`permutation`], [`all_to_all`],
+//! [`poisson`] (sizes from a [`cdf`]), [`collective`] and [`replay`]. Each expands its spec into
+//! [`FlowInit`]s appended to one [`FlowPlan`]; the engine gives them ids in that order.
+
+pub mod all_to_all;
+pub mod cdf;
+pub mod collective;
+pub mod explicit;
+pub mod incast;
+pub mod permutation;
+pub mod poisson;
+pub mod replay;
 
 use crate::rng::{self, Purpose, Rng};
-use crate::scenario::{NamedWorkload, WorkloadSpec};
-use crate::units::Time;
+use crate::scenario::{CollectiveAlgorithm, CollectiveOp, NamedWorkload, WorkloadSpec};
+use crate::units::{Bytes, Rate, Time};
 
 /// When a flow starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +30,15 @@ pub enum Start {
     },
 }
 
+/// Which collective, iteration and algorithm step a flow belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectiveTag {
+    /// Index into [`FlowPlan::collectives`] (one per workload and group).
+    pub instance: u32,
+    pub iteration: u32,
+    pub step: u32,
+}
+
 /// A flow as a workload produced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowInit {
@@ -27,102 +49,228 @@ pub struct FlowInit {
     pub workload: u32,
     /// The barrier this flow counts toward, if any.
     pub completes: Option<u32>,
+    pub collective: Option<CollectiveTag>,
+    /// Replay: index into [`FlowPlan::tag_names`].
+    pub tag: Option<u32>,
+}
+
+impl FlowInit {
+    /// A flow at a fixed time, with no dependencies.
+    pub fn at(src: u32, dst: u32, size_bytes: u64, start: Time, workload: u32) -> Self {
+        FlowInit {
+            src,
+            dst,
+            size_bytes,
+            start: Start::At(start),
+            workload,
+            completes: None,
+            collective: None,
+            tag: None,
+        }
+    }
+}
+
+/// One collective of the run: a group of ranks running one workload's operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveInstance {
+    pub workload: u32,
+    /// The group's index within its workload.
+    pub group: u32,
+    pub op: CollectiveOp,
+    pub algorithm: CollectiveAlgorithm,
+    /// Host of each rank.
+    pub hosts: Vec<u32>,
+    pub size_bytes: Bytes,
+    pub iterations: u32,
+    pub compute_gap_ps: Time,
+    pub start_ps: Time,
+}
+
+/// What a Poisson workload generated, to compare with its target load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoissonReport {
+    pub target_load: f64,
+    pub senders: u32,
+    pub host_rate_bps: Rate,
+    /// The arrival window: the configured one, or up to the last arrival with only a count.
+    pub window_ps: Time,
+    pub payload_bytes: u64,
+    /// Payload plus one header per packet.
+    pub wire_bytes: u64,
+    /// The distribution's mean flow size (what the arrival rate was derived from).
+    pub mean_flow_bytes: f64,
+}
+
+impl PoissonReport {
+    fn load_of(&self, bytes: u64) -> Option<f64> {
+        let capacity = self.senders as f64 * self.host_rate_bps as f64 * self.window_ps as f64
+            / crate::units::PS_PER_SEC as f64;
+        (capacity > 0.0).then(|| bytes as f64 * 8.0 / capacity)
+    }
+
+    /// Offered payload load: payload bits generated over the senders' link capacity in the window.
+    pub fn offered_load(&self) -> Option<f64> {
+        self.load_of(self.payload_bytes)
+    }
+
+    /// The same with every packet's header counted.
+    pub fn offered_load_wire(&self) -> Option<f64> {
+        self.load_of(self.wire_bytes)
+    }
+}
+
+/// Per workload: how many flows and bytes it made.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct WorkloadReport {
+    pub kind: &'static str,
+    pub flows: u64,
+    pub bytes: u64,
+    pub poisson: Option<PoissonReport>,
 }
 
 /// All flows of a scenario, in flow-id order, and the number of flows each barrier waits for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowPlan {
     pub flows: Vec<FlowInit>,
     pub barrier_sizes: Vec<u32>,
+    pub collectives: Vec<CollectiveInstance>,
+    /// Replay tags, all workloads together.
+    pub tag_names: Vec<String>,
+    /// One per workload.
+    pub reports: Vec<WorkloadReport>,
+}
+
+impl FlowPlan {
+    /// A new barrier that releases its waiting flows after `size` flows finished.
+    pub fn barrier(&mut self, size: u32) -> u32 {
+        self.barrier_sizes.push(size);
+        self.barrier_sizes.len() as u32 - 1
+    }
+}
+
+/// The random stream of workload `index` (what every kind draws from while planning).
+pub fn workload_rng(seed: u64, index: usize) -> Rng {
+    rng::stream(seed, Purpose::Workload, 1_000_000 + index as u64)
 }
 
 /// Expand every workload; each draws from its own seeded stream.
 pub fn plan(workloads: &[NamedWorkload], seed: u64) -> FlowPlan {
     let mut plan = FlowPlan::default();
     for (wi, w) in workloads.iter().enumerate() {
-        let mut rng = rng::stream(seed, Purpose::Workload, 1_000_000 + wi as u64);
-        let wi = wi as u32;
-        match &w.spec {
-            WorkloadSpec::Flows { flows } => {
-                for f in flows {
-                    plan.flows.push(FlowInit {
-                        src: f.src,
-                        dst: f.dst,
-                        size_bytes: f.size_bytes,
-                        start: Start::At(f.start_ps),
-                        workload: wi,
-                        completes: None,
-                    });
-                }
-            }
-            WorkloadSpec::Incast {
-                receiver,
-                senders,
-                size_bytes,
-                start_ps,
-                rounds,
-                round_gap_ps,
-            } => {
-                let mut previous: Option<u32> = None;
-                for round in 0..*rounds {
-                    let barrier = if round + 1 < *rounds {
-                        plan.barrier_sizes.push(senders.len() as u32);
-                        Some(plan.barrier_sizes.len() as u32 - 1)
-                    } else {
-                        None
-                    };
-                    let start = match previous {
-                        None => Start::At(*start_ps),
-                        Some(b) => Start::After {
-                            barrier: b,
-                            gap: *round_gap_ps,
-                        },
-                    };
-                    for &s in senders {
-                        plan.flows.push(FlowInit {
-                            src: s,
-                            dst: *receiver,
-                            size_bytes: *size_bytes,
-                            start,
-                            workload: wi,
-                            completes: barrier,
-                        });
-                    }
-                    previous = barrier;
-                }
-            }
-            WorkloadSpec::Permutation {
-                hosts,
-                size_bytes,
-                start_ps,
-            } => {
-                let dsts = derangement(hosts, &mut rng);
-                for (&src, &dst) in hosts.iter().zip(&dsts) {
-                    plan.flows.push(FlowInit {
-                        src,
-                        dst,
-                        size_bytes: *size_bytes,
-                        start: Start::At(*start_ps),
-                        workload: wi,
-                        completes: None,
-                    });
-                }
-            }
-        }
+        expand(&mut plan, wi, &w.spec, seed);
     }
     plan
+}
+
+/// The plan of workload `index` alone (as it would be inside the whole scenario).
+pub fn plan_one(index: usize, spec: &WorkloadSpec, seed: u64) -> FlowPlan {
+    let mut plan = FlowPlan::default();
+    plan.reports.resize(index, WorkloadReport::default());
+    expand(&mut plan, index, spec, seed);
+    plan
+}
+
+fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
+    let mut rng = workload_rng(seed, index);
+    let wi = index as u32;
+    let first = plan.flows.len();
+    let mut poisson_report = None;
+    match spec {
+        WorkloadSpec::Flows { flows } => explicit::expand(plan, wi, flows),
+        WorkloadSpec::Incast {
+            receiver,
+            senders,
+            size_bytes,
+            start_ps,
+            rounds,
+            round_gap_ps,
+        } => incast::expand(
+            plan,
+            wi,
+            *receiver,
+            senders,
+            *size_bytes,
+            *start_ps,
+            *rounds,
+            *round_gap_ps,
+        ),
+        WorkloadSpec::Permutation {
+            hosts,
+            size_bytes,
+            start_ps,
+        } => permutation::expand(plan, wi, hosts, *size_bytes, *start_ps, &mut rng),
+        WorkloadSpec::AllToAll {
+            hosts,
+            size_bytes,
+            start_ps,
+            stagger_ps,
+        } => all_to_all::expand(plan, wi, hosts, *size_bytes, *start_ps, *stagger_ps),
+        WorkloadSpec::Poisson(p) => {
+            poisson_report = Some(poisson::expand(plan, wi, p, &mut rng));
+        }
+        WorkloadSpec::Collective(c) => collective::expand(plan, wi, c),
+        WorkloadSpec::Replay(r) => replay::expand(plan, wi, r),
+    }
+    let made = &plan.flows[first..];
+    plan.reports.push(WorkloadReport {
+        kind: spec.kind(),
+        flows: made.len() as u64,
+        bytes: made
+            .iter()
+            .fold(0u64, |acc, f| acc.saturating_add(f.size_bytes)),
+        poisson: poisson_report,
+    });
+}
+
+/// Kind-specific facts of a workload for a one-line description (`validate`, `describe()`): what
+/// its keys resolved to. Sizes are byte counts, times picoseconds.
+pub fn describe(spec: &WorkloadSpec) -> serde_json::Value {
+    use serde_json::json;
+    match spec {
+        WorkloadSpec::Flows { .. } => json!({}),
+        WorkloadSpec::Incast {
+            receiver,
+            senders,
+            size_bytes,
+            rounds,
+            ..
+        } => json!({ "receiver": receiver, "senders": senders.len(), "size_bytes": size_bytes,
+                      "rounds": rounds }),
+        WorkloadSpec::Permutation {
+            hosts, size_bytes, ..
+        } => json!({ "hosts": hosts.len(), "size_bytes": size_bytes }),
+        WorkloadSpec::AllToAll {
+            hosts,
+            size_bytes,
+            stagger_ps,
+            ..
+        } => json!({ "hosts": hosts.len(), "size_bytes": size_bytes, "stagger_ps": stagger_ps }),
+        WorkloadSpec::Poisson(p) => json!({
+            "cdf": p.cdf_name, "load": p.load, "senders": p.senders.len(),
+            "mean_flow_bytes": p.cdf.mean_bytes(), "window_ps": p.end_ps.map(|e| e - p.start_ps),
+            "count": p.count,
+        }),
+        WorkloadSpec::Collective(c) => json!({
+            "op": c.op.name(), "algorithm": c.algorithm.name(), "groups": c.groups.len(),
+            "ranks": c.groups.iter().map(Vec::len).max().unwrap_or(0),
+            "size_bytes": c.size_bytes, "iterations": c.iterations,
+            "compute_gap_ps": c.compute_gap_ps,
+        }),
+        WorkloadSpec::Replay(r) => json!({ "file": r.file, "tags": r.tag_names.len() }),
+    }
 }
 
 /// A uniformly random permutation of `hosts` with no fixed point (rejection sampling; the expected
 /// number of tries is e).
 pub fn derangement(hosts: &[u32], rng: &mut Rng) -> Vec<u32> {
-    let mut out = hosts.to_vec();
-    loop {
-        rng.shuffle(&mut out);
-        if hosts.iter().zip(&out).all(|(a, b)| a != b) {
-            return out;
-        }
-    }
+    permutation::derangement(hosts, rng)
+}
+
+/// `total` bytes cut into `n` blocks whose sizes differ by at most one byte (the larger first).
+pub fn split_even(total: u64, n: usize) -> Vec<u64> {
+    let n64 = n as u64;
+    let (q, r) = (total / n64, total % n64);
+    (0..n64).map(|i| q + u64::from(i < r)).collect()
 }
 
 #[cfg(test)]
@@ -141,5 +289,12 @@ mod tests {
             assert!(hosts.iter().zip(d.iter()).all(|(x, y)| x != y));
         }
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn even_split() {
+        assert_eq!(split_even(10, 4), vec![3, 3, 2, 2]);
+        assert_eq!(split_even(8, 4), vec![2, 2, 2, 2]);
+        assert_eq!(split_even(3, 3), vec![1, 1, 1]);
     }
 }

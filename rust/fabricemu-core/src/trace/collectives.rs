@@ -1,0 +1,217 @@
+//! collectives.arrow: one row per collective and iteration (written when a scenario has collective
+//! workloads). A collective is one group of ranks of one `kind = "collective"` workload; its flows
+//! in flows.arrow carry the same `collective` id and their `collective_iteration`.
+//!
+//! `start_ps` is when the iteration was released (the workload's start, then the previous
+//! iteration's finish plus the compute gap), `finish_ps` when its last flow's last byte arrived
+//! (null if some flow had not arrived when the run stopped). Bandwidths follow nccl-tests:
+//! `algbw_bps = 8 x size_bytes / duration`, `busbw_bps = algbw x factor` with factor 2(n-1)/n for
+//! all-reduce and (n-1)/n for all-gather, reduce-scatter and all-to-all: the rate each rank's link
+//! carried, comparable to the link rate whatever n.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    Float64Builder, ListBuilder, StringBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::atomic::AtomicFile;
+
+/// One iteration of one collective.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectiveRow {
+    pub collective: u32,
+    /// Index into the scenario's workloads.
+    pub workload: u32,
+    /// The group's index within its workload.
+    pub group: u32,
+    pub op: &'static str,
+    pub algorithm: &'static str,
+    /// Host of each rank.
+    pub hosts: Vec<u32>,
+    pub iteration: u32,
+    pub size_bytes: u64,
+    /// Network flows of this iteration and their payload bytes.
+    pub flows: u64,
+    pub flow_bytes: u64,
+    pub flows_finished: u64,
+    pub start_ps: Option<u64>,
+    pub finish_ps: Option<u64>,
+    /// busbw / algbw.
+    pub bus_factor: f64,
+}
+
+impl CollectiveRow {
+    pub fn ranks(&self) -> u32 {
+        self.hosts.len() as u32
+    }
+
+    pub fn duration_ps(&self) -> Option<u64> {
+        match (self.start_ps, self.finish_ps) {
+            (Some(s), Some(f)) => Some(f.saturating_sub(s)),
+            _ => None,
+        }
+    }
+
+    /// Algorithm bandwidth: 8 x size / duration, bits per second.
+    pub fn algbw_bps(&self) -> Option<f64> {
+        match self.duration_ps() {
+            Some(d) if d > 0 => Some(self.size_bytes as f64 * 8.0 * 1e12 / d as f64),
+            _ => None,
+        }
+    }
+
+    /// Bus bandwidth: algbw x the operation's factor, bits per second.
+    pub fn busbw_bps(&self) -> Option<f64> {
+        self.algbw_bps().map(|a| a * self.bus_factor)
+    }
+}
+
+/// The column names of collectives.arrow, in order.
+pub const COLUMNS: [&str; 18] = [
+    "collective",
+    "workload",
+    "workload_index",
+    "group",
+    "op",
+    "algorithm",
+    "ranks",
+    "hosts",
+    "iteration",
+    "size_bytes",
+    "flows",
+    "flow_bytes",
+    "flows_finished",
+    "start_ps",
+    "finish_ps",
+    "duration_ps",
+    "algbw_bps",
+    "busbw_bps",
+];
+
+pub fn collectives_schema(metadata: &[(String, String)]) -> Schema {
+    use DataType::{Float64, UInt32, UInt64, Utf8};
+    let fields = vec![
+        Field::new("collective", UInt32, false),
+        Field::new("workload", Utf8, false),
+        Field::new("workload_index", UInt32, false),
+        Field::new("group", UInt32, false),
+        Field::new("op", Utf8, false),
+        Field::new("algorithm", Utf8, false),
+        Field::new("ranks", UInt32, false),
+        Field::new(
+            "hosts",
+            DataType::List(Arc::new(Field::new("item", UInt32, true))),
+            false,
+        ),
+        Field::new("iteration", UInt32, false),
+        Field::new("size_bytes", UInt64, false),
+        Field::new("flows", UInt64, false),
+        Field::new("flow_bytes", UInt64, false),
+        Field::new("flows_finished", UInt64, false),
+        Field::new("start_ps", UInt64, true),
+        Field::new("finish_ps", UInt64, true),
+        Field::new("duration_ps", UInt64, true),
+        Field::new("algbw_bps", Float64, true),
+        Field::new("busbw_bps", Float64, true),
+    ];
+    let metadata: HashMap<String, String> = metadata.iter().cloned().collect();
+    Schema::new_with_metadata(fields, metadata)
+}
+
+fn batch(
+    schema: &SchemaRef,
+    rows: &[CollectiveRow],
+    workload_names: &[String],
+) -> io::Result<RecordBatch> {
+    let n = rows.len();
+    let u32_col = |f: &dyn Fn(&CollectiveRow) -> u32| -> ArrayRef {
+        let mut b = UInt32Builder::with_capacity(n);
+        rows.iter().for_each(|r| b.append_value(f(r)));
+        Arc::new(b.finish())
+    };
+    let u64_col = |f: &dyn Fn(&CollectiveRow) -> Option<u64>| -> ArrayRef {
+        let mut b = UInt64Builder::with_capacity(n);
+        rows.iter().for_each(|r| b.append_option(f(r)));
+        Arc::new(b.finish())
+    };
+    let f64_col = |f: &dyn Fn(&CollectiveRow) -> Option<f64>| -> ArrayRef {
+        let mut b = Float64Builder::with_capacity(n);
+        rows.iter().for_each(|r| b.append_option(f(r)));
+        Arc::new(b.finish())
+    };
+    let str_col = |f: &dyn Fn(&CollectiveRow) -> String| -> ArrayRef {
+        let mut b = StringBuilder::new();
+        rows.iter().for_each(|r| b.append_value(f(r)));
+        Arc::new(b.finish())
+    };
+    let hosts: ArrayRef = {
+        let mut b = ListBuilder::new(UInt32Builder::new());
+        for r in rows {
+            b.values().append_slice(&r.hosts);
+            b.append(true);
+        }
+        Arc::new(b.finish())
+    };
+    let columns = vec![
+        u32_col(&|r| r.collective),
+        str_col(&|r| {
+            workload_names
+                .get(r.workload as usize)
+                .cloned()
+                .unwrap_or_default()
+        }),
+        u32_col(&|r| r.workload),
+        u32_col(&|r| r.group),
+        str_col(&|r| r.op.to_string()),
+        str_col(&|r| r.algorithm.to_string()),
+        u32_col(&|r| r.ranks()),
+        hosts,
+        u32_col(&|r| r.iteration),
+        u64_col(&|r| Some(r.size_bytes)),
+        u64_col(&|r| Some(r.flows)),
+        u64_col(&|r| Some(r.flow_bytes)),
+        u64_col(&|r| Some(r.flows_finished)),
+        u64_col(&|r| r.start_ps),
+        u64_col(&|r| r.finish_ps),
+        u64_col(&CollectiveRow::duration_ps),
+        f64_col(&CollectiveRow::algbw_bps),
+        f64_col(&CollectiveRow::busbw_bps),
+    ];
+    RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
+}
+
+/// Write the table as an Arrow IPC file to any writer.
+pub fn write_collectives_to<W: Write>(
+    out: W,
+    rows: &[CollectiveRow],
+    workload_names: &[String],
+    metadata: &[(String, String)],
+) -> io::Result<W> {
+    let schema: SchemaRef = Arc::new(collectives_schema(metadata));
+    let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
+    for chunk in rows.chunks(super::flows::BATCH_ROWS) {
+        let b = batch(&schema, chunk, workload_names)?;
+        writer.write(&b).map_err(io::Error::other)?;
+    }
+    writer.finish().map_err(io::Error::other)?;
+    writer.into_inner().map_err(io::Error::other)
+}
+
+/// Write collectives.arrow to `path` atomically.
+pub fn write_collectives(
+    path: &Path,
+    rows: &[CollectiveRow],
+    workload_names: &[String],
+    metadata: &[(String, String)],
+) -> io::Result<()> {
+    let file = AtomicFile::create(path)?;
+    let file = write_collectives_to(file, rows, workload_names, metadata)?;
+    file.commit()
+}

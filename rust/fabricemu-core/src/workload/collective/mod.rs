@@ -1,0 +1,316 @@
+//! `kind = "collective"`: collective operations of distributed training and inference as dependency
+//! graphs of flows, one graph per group of ranks and iteration.
+//!
+//! An algorithm ([`ring`], [`tree`], [`halving_doubling`], [`all_to_all`]) describes one iteration
+//! as a list of [`Transfer`]s between ranks, each with the transfers whose data it needs (its
+//! inputs). A transfer starts when all its inputs have arrived: the last byte of each reached this
+//! rank (the engine's barrier: a flow waits for a set of flows, then a gap). A transfer with no
+//! inputs starts with the iteration; iteration i + 1 starts `compute_gap` after the last flow of
+//! iteration i arrived. Ranks map to hosts through the group's host list; ranks sharing a host
+//! (NVLink inside a server) are not modelled: every rank is one host (one NIC).
+
+pub mod all_to_all;
+pub mod halving_doubling;
+pub mod ring;
+pub mod tree;
+
+use std::collections::HashMap;
+
+use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};
+use crate::scenario::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
+use crate::units::{serialisation_ps, Bytes, Rate, Time};
+
+/// The tree's pipeline chunk when the scenario does not set `chunk_size`.
+pub const DEFAULT_TREE_CHUNK: Bytes = 512 << 10;
+
+/// One transfer of an iteration: rank `src` sends `bytes` to rank `dst` once every transfer in
+/// `inputs` (indices into the iteration's list) has arrived, plus `delay`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transfer {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub inputs: Vec<u32>,
+    /// The algorithm's step (reported in flows.arrow).
+    pub step: u32,
+    pub delay: Time,
+}
+
+/// Time to put `chunk` payload bytes on a host link (one header per MTU packet).
+pub fn chunk_interval(chunk: Bytes, mtu: Bytes, header: Bytes, rate_bps: Rate) -> Time {
+    let packets = chunk.div_ceil(mtu.max(1));
+    serialisation_ps(
+        chunk.saturating_add(packets.saturating_mul(header)),
+        rate_bps,
+    )
+}
+
+/// The transfers of one iteration on a group of `n` ranks.
+pub fn transfers(spec: &CollectiveSpec, n: usize) -> Vec<Transfer> {
+    match spec.algorithm {
+        CollectiveAlgorithm::Ring => ring::transfers(spec.op, n, spec.size_bytes),
+        CollectiveAlgorithm::Tree => {
+            tree::all_reduce(n, spec.size_bytes, spec.chunk_bytes, spec.chunk_interval_ps)
+        }
+        CollectiveAlgorithm::HalvingDoubling => {
+            halving_doubling::transfers(spec.op, n, spec.size_bytes)
+        }
+        CollectiveAlgorithm::Direct => all_to_all::direct(n, spec.size_bytes),
+        CollectiveAlgorithm::Pairwise => all_to_all::pairwise(n, spec.size_bytes),
+    }
+}
+
+/// The number of flows of one iteration over all groups, without building them.
+pub fn flows_per_iteration(spec: &CollectiveSpec) -> u64 {
+    spec.groups
+        .iter()
+        .map(|g| {
+            let n = g.len() as u64;
+            match (spec.algorithm, spec.op) {
+                (CollectiveAlgorithm::Ring, CollectiveOp::AllReduce) => 2 * (n - 1) * n,
+                (CollectiveAlgorithm::Ring, _) => (n - 1) * n,
+                (CollectiveAlgorithm::Tree, _) => {
+                    let halves = [spec.size_bytes.div_ceil(2), spec.size_bytes / 2];
+                    halves
+                        .iter()
+                        .map(|&h| h.div_ceil(spec.chunk_bytes) * 2 * (n - 1))
+                        .sum()
+                }
+                (CollectiveAlgorithm::HalvingDoubling, op) => {
+                    let p = 1u64 << (63 - n.leading_zeros());
+                    let steps = p.trailing_zeros() as u64;
+                    match op {
+                        CollectiveOp::AllReduce => 2 * steps * p + 2 * (n - p),
+                        _ => steps * p,
+                    }
+                }
+                (CollectiveAlgorithm::Direct | CollectiveAlgorithm::Pairwise, _) => n * (n - 1),
+            }
+        })
+        .sum()
+}
+
+/// The barrier structure of an iteration, shared by all its repetitions.
+struct Graph {
+    /// Per transfer: the local barrier it waits on (None: it starts with the iteration).
+    waits: Vec<Option<u32>>,
+    /// Per transfer: the local barrier its arrival counts toward (None: it ends the iteration).
+    completes: Vec<Option<u32>>,
+    /// Per local barrier: how many transfers it waits for.
+    sizes: Vec<u32>,
+    terminal: u32,
+}
+
+/// Group transfers by their input set: one barrier per distinct set. The engine counts a flow
+/// toward one barrier only, so input sets must be disjoint (every algorithm here guarantees it).
+fn graph(ts: &[Transfer]) -> Graph {
+    let mut waits = vec![None; ts.len()];
+    let mut completes: Vec<Option<u32>> = vec![None; ts.len()];
+    let mut sizes: Vec<u32> = Vec::new();
+    let mut by_set: HashMap<Vec<u32>, u32> = HashMap::new();
+    for (k, t) in ts.iter().enumerate() {
+        if t.inputs.is_empty() {
+            continue;
+        }
+        let mut set = t.inputs.clone();
+        set.sort_unstable();
+        set.dedup();
+        let next = sizes.len() as u32;
+        let b = *by_set.entry(set.clone()).or_insert_with(|| {
+            sizes.push(set.len() as u32);
+            next
+        });
+        waits[k] = Some(b);
+        for &i in &set {
+            assert!(
+                (i as usize) < k,
+                "transfer {k} depends on a later transfer {i}"
+            );
+            let c = &mut completes[i as usize];
+            assert!(
+                c.is_none() || *c == Some(b),
+                "transfer {i} feeds two different input sets"
+            );
+            *c = Some(b);
+        }
+    }
+    let terminal = completes.iter().filter(|c| c.is_none()).count() as u32;
+    Graph {
+        waits,
+        completes,
+        sizes,
+        terminal,
+    }
+}
+
+pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
+    let mut cache: Vec<(usize, Vec<Transfer>, Graph)> = Vec::new();
+    for (g, hosts) in spec.groups.iter().enumerate() {
+        let n = hosts.len();
+        if !cache.iter().any(|c| c.0 == n) {
+            let ts = transfers(spec, n);
+            let gr = graph(&ts);
+            cache.push((n, ts, gr));
+        }
+        let (_, ts, gr) = cache.iter().find(|c| c.0 == n).expect("cached above");
+        let instance = plan.collectives.len() as u32;
+        plan.collectives.push(CollectiveInstance {
+            workload,
+            group: g as u32,
+            op: spec.op,
+            algorithm: spec.algorithm,
+            hosts: hosts.clone(),
+            size_bytes: spec.size_bytes,
+            iterations: spec.iterations,
+            compute_gap_ps: spec.compute_gap_ps,
+            start_ps: spec.start_ps,
+        });
+        let mut previous_end: Option<u32> = None;
+        for it in 0..spec.iterations {
+            let base = plan.barrier_sizes.len() as u32;
+            plan.barrier_sizes.extend_from_slice(&gr.sizes);
+            let end = (it + 1 < spec.iterations).then(|| plan.barrier(gr.terminal));
+            for (k, t) in ts.iter().enumerate() {
+                let start = match (gr.waits[k], previous_end) {
+                    (Some(b), _) => Start::After {
+                        barrier: base + b,
+                        gap: t.delay,
+                    },
+                    (None, None) => Start::At(spec.start_ps.saturating_add(t.delay)),
+                    (None, Some(e)) => Start::After {
+                        barrier: e,
+                        gap: spec.compute_gap_ps.saturating_add(t.delay),
+                    },
+                };
+                plan.flows.push(FlowInit {
+                    src: hosts[t.src as usize],
+                    dst: hosts[t.dst as usize],
+                    size_bytes: t.bytes,
+                    start,
+                    workload,
+                    completes: gr.completes[k].map(|b| base + b).or(end),
+                    collective: Some(CollectiveTag {
+                        instance,
+                        iteration: it,
+                        step: t.step,
+                    }),
+                    tag: None,
+                });
+            }
+            previous_end = end;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::CollectiveSpec;
+
+    fn spec(
+        op: CollectiveOp,
+        algorithm: CollectiveAlgorithm,
+        n: usize,
+        size: u64,
+    ) -> CollectiveSpec {
+        CollectiveSpec {
+            op,
+            algorithm,
+            groups: vec![(0..n as u32).collect()],
+            size_bytes: size,
+            iterations: 1,
+            compute_gap_ps: 0,
+            start_ps: 0,
+            chunk_bytes: 1000,
+            chunk_interval_ps: 7,
+        }
+    }
+
+    /// Every algorithm for many group sizes: a valid graph (inputs earlier, disjoint input sets),
+    /// the counted number of flows, and each rank's bytes sent as the algorithm prescribes.
+    #[test]
+    fn every_algorithm_builds_a_valid_graph() {
+        use CollectiveAlgorithm::*;
+        use CollectiveOp::*;
+        let cases = [
+            (AllReduce, Ring),
+            (AllGather, Ring),
+            (ReduceScatter, Ring),
+            (AllReduce, Tree),
+            (AllReduce, HalvingDoubling),
+            (AllGather, HalvingDoubling),
+            (ReduceScatter, HalvingDoubling),
+            (AllToAll, Direct),
+            (AllToAll, Pairwise),
+        ];
+        for (op, alg) in cases {
+            for n in 2..=19usize {
+                if alg == HalvingDoubling && op != AllReduce && !n.is_power_of_two() {
+                    continue;
+                }
+                let size = 12_345 + n as u64;
+                let s = spec(op, alg, n, size);
+                let ts = transfers(&s, n);
+                let g = graph(&ts);
+                assert_eq!(
+                    ts.len() as u64,
+                    flows_per_iteration(&s),
+                    "{op:?} {alg:?} n={n}"
+                );
+                assert!(g.terminal > 0);
+                for t in &ts {
+                    assert!(t.src != t.dst && (t.src as usize) < n && (t.dst as usize) < n);
+                    assert!(t.bytes > 0);
+                }
+                let mut sent = vec![0u64; n];
+                for t in &ts {
+                    sent[t.src as usize] += t.bytes;
+                }
+                let total: u64 = sent.iter().sum();
+                let n64 = n as u64;
+                match (op, alg) {
+                    (AllReduce, Ring) => assert_eq!(total, 2 * (n64 - 1) * size),
+                    (AllGather | ReduceScatter, Ring) => assert_eq!(total, (n64 - 1) * size),
+                    (AllToAll, _) => assert_eq!(total, (n64 - 1) * size),
+                    (AllReduce, Tree) => {
+                        // Each tree moves its half up once and down once over n - 1 edges.
+                        assert_eq!(total, 2 * (n64 - 1) * size);
+                    }
+                    (AllReduce, HalvingDoubling) => {
+                        let p = 1u64 << (63 - n64.leading_zeros());
+                        assert_eq!(total, 2 * (p - 1) * size + 2 * (n64 - p) * size);
+                    }
+                    (_, HalvingDoubling) => assert_eq!(total, (n64 - 1) * size),
+                    _ => unreachable!(),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn iterations_chain_through_an_end_barrier() {
+        let mut s = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 4, 4000);
+        s.iterations = 3;
+        s.compute_gap_ps = 55;
+        let mut plan = FlowPlan::default();
+        expand(&mut plan, 0, &s);
+        assert_eq!(plan.flows.len(), 3 * 24);
+        // Iteration 1's first step waits on iteration 0's end barrier (its 4 last flows) + the gap.
+        let f = &plan.flows[24];
+        let Start::After { barrier, gap } = f.start else {
+            panic!("{f:?}")
+        };
+        assert_eq!(gap, 55);
+        assert_eq!(plan.barrier_sizes[barrier as usize], 4);
+        let counted = plan.flows[..24]
+            .iter()
+            .filter(|g| g.completes == Some(barrier))
+            .count();
+        assert_eq!(counted, 4);
+        assert!(plan.flows[48..]
+            .iter()
+            .all(|f| f.collective.unwrap().iteration == 2));
+        // The last iteration's last step completes nothing.
+        assert!(plan.flows[68..].iter().all(|f| f.completes.is_none()));
+    }
+}

@@ -1,0 +1,552 @@
+//! `kind = "replay"`: flows read from a CSV or Arrow IPC file, one flow per row.
+//!
+//! Columns are found by name (others are ignored, so a run's flows.arrow replays as it is):
+//! - `src`, `dst`: host ids;
+//! - the size: `size_bytes` (whole bytes) or `size` (`"1MB"`, `"4KiB"` or a number of bytes);
+//! - the start: `start_ps` (whole ps), `start_ns` or `start_us` (numbers, exact decimals in text),
+//!   or `start` (a duration with its unit, `"1.5us"`);
+//! - optionally `tag` (any text; where it is absent or null, the `workload` column if there is
+//!   one, so replaying a run's flows.arrow tags each flow with the workload that made it), carried
+//!   into the `tag` column of the run's flows.arrow.
+//!
+//! CSV files have a header line; `#` lines and blank lines are skipped; fields may be quoted with
+//! `"` (`""` inside quotes is a quote). A bad value is reported with its line (CSV) or 0-based row
+//! (Arrow) and column. The workload's `start` is added to every flow's start.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
+    UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, RecordBatch};
+use arrow_ipc::reader::{FileReader, StreamReader};
+use arrow_schema::DataType;
+
+use super::{FlowInit, FlowPlan};
+use crate::scenario::{FlowSpec, ReplaySpec};
+use crate::units::{parse_bytes, parse_time};
+
+/// The flows of a file, and their tags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayData {
+    pub flows: Vec<FlowSpec>,
+    /// Per flow: index into `tag_names`.
+    pub tags: Vec<Option<u32>>,
+    pub tag_names: Vec<String>,
+}
+
+pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &ReplaySpec) {
+    let base = plan.tag_names.len() as u32;
+    plan.tag_names.extend(spec.tag_names.iter().cloned());
+    for (f, tag) in spec.flows.iter().zip(spec.tags.iter()) {
+        plan.flows.push(FlowInit {
+            tag: tag.map(|t| base + t),
+            ..FlowInit::at(
+                f.src,
+                f.dst,
+                f.size_bytes,
+                f.start_ps.saturating_add(spec.offset_ps),
+                workload,
+            )
+        });
+    }
+}
+
+/// Read a flow file (Arrow IPC file or stream, else CSV), checking every row against `n_hosts`.
+pub fn read_flow_file(path: &Path, n_hosts: u32) -> Result<ReplayData, String> {
+    let mut head = [0u8; 8];
+    let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let got = file
+        .read(&mut head)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    drop(file);
+    let data = if got >= 6 && &head[..6] == b"ARROW1" {
+        let f = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+        let reader = FileReader::try_new(BufReader::new(f), None)
+            .map_err(|e| format!("not a readable Arrow IPC file: {e}"))?;
+        read_batches(reader, n_hosts)?
+    } else if got >= 4 && head[..4] == [0xff, 0xff, 0xff, 0xff] {
+        let f = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+        let reader = StreamReader::try_new(BufReader::new(f), None)
+            .map_err(|e| format!("not a readable Arrow IPC stream: {e}"))?;
+        read_batches(reader, n_hosts)?
+    } else {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read as a CSV text file: {e}"))?;
+        read_csv(&text, n_hosts)?
+    };
+    if data.flows.is_empty() {
+        return Err("no flows in the file".into());
+    }
+    Ok(data)
+}
+
+/// One value of a row, whatever the file's type for it.
+#[derive(Debug, Clone, Copy)]
+enum Cell<'a> {
+    Null,
+    Int(i128),
+    Float(f64),
+    Text(&'a str),
+}
+
+impl std::fmt::Display for Cell<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cell::Null => write!(f, "null"),
+            Cell::Int(v) => write!(f, "{v}"),
+            Cell::Float(v) => write!(f, "{v}"),
+            Cell::Text(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The columns a file uses for each field (indices into its columns).
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    src: usize,
+    dst: usize,
+    size: (usize, SizeUnit),
+    start: (usize, StartUnit),
+    tag: Option<usize>,
+    /// A `workload` column, the tag of rows whose `tag` is null (a run's flows.arrow).
+    tag_fallback: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SizeUnit {
+    Bytes,
+    WithUnit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartUnit {
+    Ps,
+    Ns,
+    Us,
+    WithUnit,
+}
+
+fn layout(names: &[String]) -> Result<Layout, String> {
+    let find = |name: &str| names.iter().position(|n| n.trim() == name);
+    let listing = || {
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    let need = |name: &str| -> Result<usize, String> {
+        find(name).ok_or_else(|| format!("no column {name:?} (the file has: {})", listing()))
+    };
+    let size = match (find("size_bytes"), find("size")) {
+        (Some(i), _) => (i, SizeUnit::Bytes),
+        (None, Some(i)) => (i, SizeUnit::WithUnit),
+        (None, None) => {
+            return Err(format!(
+                "no column \"size_bytes\" or \"size\" (the file has: {})",
+                listing()
+            ))
+        }
+    };
+    let start = [
+        ("start_ps", StartUnit::Ps),
+        ("start_ns", StartUnit::Ns),
+        ("start_us", StartUnit::Us),
+        ("start", StartUnit::WithUnit),
+    ]
+    .iter()
+    .find_map(|&(name, unit)| find(name).map(|i| (i, unit)))
+    .ok_or_else(|| {
+        format!(
+            "no start column: expected one of \"start_ps\", \"start_ns\", \"start_us\", \"start\" \
+             (the file has: {})",
+            listing()
+        )
+    })?;
+    Ok(Layout {
+        src: need("src")?,
+        dst: need("dst")?,
+        size,
+        start,
+        tag: find("tag"),
+        tag_fallback: find("workload"),
+    })
+}
+
+fn integer(cell: Cell<'_>) -> Option<i128> {
+    match cell {
+        Cell::Int(v) => Some(v),
+        Cell::Float(v) if v.fract() == 0.0 && v.abs() < 1e30 => Some(v as i128),
+        Cell::Text(s) => s.trim().replace('_', "").parse().ok(),
+        _ => None,
+    }
+}
+
+fn host(cell: Cell<'_>, n_hosts: u32) -> Result<u32, String> {
+    match integer(cell) {
+        Some(v) if (0..n_hosts as i128).contains(&v) => Ok(v as u32),
+        Some(v) => Err(format!(
+            "host id {v} is out of range: this topology has hosts 0..={}",
+            n_hosts - 1
+        )),
+        None => Err(format!("expected a host id, found {cell}")),
+    }
+}
+
+fn size(cell: Cell<'_>, unit: SizeUnit) -> Result<u64, String> {
+    let v = match (cell, unit) {
+        (Cell::Text(s), SizeUnit::WithUnit) => parse_bytes(s).map_err(|e| e.to_string())?,
+        _ => match integer(cell) {
+            Some(v) if (0..=u64::MAX as i128).contains(&v) => v as u64,
+            _ => return Err(format!("expected a whole number of bytes, found {cell}")),
+        },
+    };
+    if v == 0 {
+        return Err("expected a positive size, found 0".into());
+    }
+    Ok(v)
+}
+
+fn start(cell: Cell<'_>, unit: StartUnit) -> Result<u64, String> {
+    let (suffix, scale) = match unit {
+        StartUnit::Ps => ("ps", 1.0),
+        StartUnit::Ns => ("ns", 1e3),
+        StartUnit::Us => ("us", 1e6),
+        StartUnit::WithUnit => {
+            return match cell {
+                Cell::Text(s) => parse_time(s).map_err(|e| e.to_string()),
+                _ => Err(format!(
+                    "expected a duration with a unit like \"1.5us\", found {cell} (a column named \
+                     start_ps, start_ns or start_us holds plain numbers)"
+                )),
+            }
+        }
+    };
+    let bad = || format!("expected a time >= 0 in {suffix}, found {cell}");
+    match cell {
+        Cell::Int(v) => {
+            let ps = v.checked_mul(scale as i128).ok_or_else(bad)?;
+            u64::try_from(ps).map_err(|_| bad())
+        }
+        Cell::Float(v) => {
+            let ps = (v * scale).round();
+            if v.is_finite() && ps >= 0.0 && ps < u64::MAX as f64 {
+                Ok(ps as u64)
+            } else {
+                Err(bad())
+            }
+        }
+        Cell::Text(s) => {
+            let s = s.trim();
+            if s.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+                parse_time(&format!("{s}{suffix}")).map_err(|_| bad())
+            } else {
+                Err(bad())
+            }
+        }
+        Cell::Null => Err(bad()),
+    }
+}
+
+/// Accumulates rows; `at` names the row in messages ("line 12" or "row 11 (0-based)").
+#[derive(Default)]
+struct Collector {
+    data: ReplayData,
+    tag_index: HashMap<String, u32>,
+}
+
+impl Collector {
+    fn row<'c>(
+        &mut self,
+        at: &str,
+        names: &[String],
+        l: &Layout,
+        n_hosts: u32,
+        cell: &dyn Fn(usize) -> Cell<'c>,
+    ) -> Result<(), String> {
+        let col = |i: usize, r: Result<u64, String>| -> Result<u64, String> {
+            r.map_err(|e| format!("{at}, column {}: {e}", names[i].trim()))
+        };
+        let null_check = |i: usize| -> Result<(), String> {
+            if matches!(cell(i), Cell::Null)
+                || matches!(cell(i), Cell::Text(s) if s.trim().is_empty())
+            {
+                return Err(format!("{at}, column {}: missing value", names[i].trim()));
+            }
+            Ok(())
+        };
+        for i in [l.src, l.dst, l.size.0, l.start.0] {
+            null_check(i)?;
+        }
+        let src = col(l.src, host(cell(l.src), n_hosts).map(u64::from))? as u32;
+        let dst = col(l.dst, host(cell(l.dst), n_hosts).map(u64::from))? as u32;
+        if src == dst {
+            return Err(format!(
+                "{at}, column {}: a flow's dst must differ from its src ({src})",
+                names[l.dst].trim()
+            ));
+        }
+        let size_bytes = col(l.size.0, size(cell(l.size.0), l.size.1))?;
+        let start_ps = col(l.start.0, start(cell(l.start.0), l.start.1))?;
+        let tag_cell = match l.tag.map(cell) {
+            None | Some(Cell::Null) => l.tag_fallback.map(cell),
+            given => given,
+        };
+        let tag = match tag_cell {
+            None | Some(Cell::Null) => None,
+            Some(c) => {
+                let text = match c {
+                    Cell::Text(s) => s.to_string(),
+                    other => other.to_string(),
+                };
+                let next = self.data.tag_names.len() as u32;
+                let id = *self.tag_index.entry(text.clone()).or_insert(next);
+                if id == next {
+                    self.data.tag_names.push(text);
+                }
+                Some(id)
+            }
+        };
+        self.data.flows.push(FlowSpec {
+            src,
+            dst,
+            size_bytes,
+            start_ps,
+        });
+        self.data.tags.push(tag);
+        Ok(())
+    }
+}
+
+fn read_batches<I>(reader: I, n_hosts: u32) -> Result<ReplayData, String>
+where
+    I: Iterator<Item = Result<RecordBatch, arrow_schema::ArrowError>>,
+{
+    let mut out = Collector::default();
+    let mut offset = 0usize;
+    let mut l: Option<(Vec<String>, Layout)> = None;
+    for batch in reader {
+        let batch = batch.map_err(|e| format!("row {offset} (0-based): cannot read: {e}"))?;
+        if l.is_none() {
+            let names: Vec<String> = batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+            let lay = layout(&names)?;
+            for i in [
+                Some(lay.src),
+                Some(lay.dst),
+                Some(lay.size.0),
+                Some(lay.start.0),
+                lay.tag,
+                lay.tag_fallback,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let t = batch.column(i).data_type();
+                if !supported(t) {
+                    return Err(format!(
+                        "column {}: unsupported type {t} (expected integers, floats or text)",
+                        names[i]
+                    ));
+                }
+            }
+            l = Some((names, lay));
+        }
+        let (names, lay) = l.as_ref().expect("set above");
+        for r in 0..batch.num_rows() {
+            let at = format!("row {} (0-based)", offset + r);
+            let cell = |i: usize| arrow_cell(batch.column(i).as_ref(), r);
+            out.row(&at, names, lay, n_hosts, &cell)?;
+        }
+        offset += batch.num_rows();
+    }
+    if l.is_none() {
+        return Err("no record batches in the file".into());
+    }
+    Ok(out.data)
+}
+
+fn supported(t: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        t,
+        Int8 | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | UInt64
+            | Float32
+            | Float64
+            | Utf8
+            | LargeUtf8
+            | Utf8View
+    )
+}
+
+fn arrow_cell(a: &dyn Array, r: usize) -> Cell<'_> {
+    if a.is_null(r) {
+        return Cell::Null;
+    }
+    use DataType::*;
+    match a.data_type() {
+        Int8 => Cell::Int(a.as_primitive::<Int8Type>().value(r).into()),
+        Int16 => Cell::Int(a.as_primitive::<Int16Type>().value(r).into()),
+        Int32 => Cell::Int(a.as_primitive::<Int32Type>().value(r).into()),
+        Int64 => Cell::Int(a.as_primitive::<Int64Type>().value(r).into()),
+        UInt8 => Cell::Int(a.as_primitive::<UInt8Type>().value(r).into()),
+        UInt16 => Cell::Int(a.as_primitive::<UInt16Type>().value(r).into()),
+        UInt32 => Cell::Int(a.as_primitive::<UInt32Type>().value(r).into()),
+        UInt64 => Cell::Int(a.as_primitive::<UInt64Type>().value(r).into()),
+        Float32 => Cell::Float(a.as_primitive::<Float32Type>().value(r).into()),
+        Float64 => Cell::Float(a.as_primitive::<Float64Type>().value(r)),
+        Utf8 => Cell::Text(a.as_string::<i32>().value(r)),
+        LargeUtf8 => Cell::Text(a.as_string::<i64>().value(r)),
+        Utf8View => Cell::Text(a.as_string_view().value(r)),
+        _ => Cell::Null,
+    }
+}
+
+/// Split one CSV line into fields (quotes with `""` escapes); `None` if a quote is not closed.
+fn csv_fields(line: &str) -> Option<Vec<String>> {
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    while let Some(c) = chars.next() {
+        if quoted {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    chars.next();
+                    cur.push('"');
+                } else {
+                    quoted = false;
+                }
+            } else {
+                cur.push(c);
+            }
+        } else if c == '"' && cur.trim().is_empty() {
+            cur.clear();
+            quoted = true;
+            was_quoted = true;
+        } else if c == ',' {
+            fields.push(if was_quoted {
+                std::mem::take(&mut cur)
+            } else {
+                std::mem::take(&mut cur).trim().to_string()
+            });
+            was_quoted = false;
+        } else {
+            cur.push(c);
+        }
+    }
+    if quoted {
+        return None;
+    }
+    fields.push(if was_quoted {
+        cur
+    } else {
+        cur.trim().to_string()
+    });
+    Some(fields)
+}
+
+fn read_csv(text: &str, n_hosts: u32) -> Result<ReplayData, String> {
+    let mut out = Collector::default();
+    let mut header: Option<(Vec<String>, Layout)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let line = raw.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let fields = csv_fields(line).ok_or_else(|| format!("line {line_no}: unclosed quote"))?;
+        match &header {
+            None => {
+                let names: Vec<String> = fields.iter().map(|f| f.trim().to_string()).collect();
+                let lay = layout(&names).map_err(|e| format!("line {line_no} (header): {e}"))?;
+                header = Some((names, lay));
+            }
+            Some((names, lay)) => {
+                if fields.len() != names.len() {
+                    return Err(format!(
+                        "line {line_no}: expected {} fields as in the header, found {}",
+                        names.len(),
+                        fields.len()
+                    ));
+                }
+                let at = format!("line {line_no}");
+                let cell = |k: usize| {
+                    let f = fields[k].as_str();
+                    if f.is_empty() {
+                        Cell::Null
+                    } else {
+                        Cell::Text(f)
+                    }
+                };
+                out.row(&at, names, lay, n_hosts, &cell)?;
+            }
+        }
+    }
+    if header.is_none() {
+        return Err("empty file: expected a header line (src,dst,size_bytes,start_ps)".into());
+    }
+    Ok(out.data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_rows_and_errors() {
+        let ok = "# a trace\nsrc,dst,size,start,tag\n0,1,1MB,1.5us,\"a, b\"\n2,3,4096,0ns,x\n";
+        let d = read_csv(ok, 4).unwrap();
+        assert_eq!(d.flows.len(), 2);
+        assert_eq!(
+            d.flows[0],
+            FlowSpec {
+                src: 0,
+                dst: 1,
+                size_bytes: 1_000_000,
+                start_ps: 1_500_000
+            }
+        );
+        assert_eq!(d.tag_names, vec!["a, b".to_string(), "x".to_string()]);
+        assert_eq!(d.tags, vec![Some(0), Some(1)]);
+
+        let d = read_csv("src,dst,size_bytes,start_ns\n0,1,10,2.5\n", 2).unwrap();
+        assert_eq!(d.flows[0].start_ps, 2500);
+        assert_eq!(d.tags, vec![None]);
+
+        let bad = |t: &str| read_csv(t, 4).unwrap_err();
+        assert_eq!(
+            bad("src,dst,size_bytes,start_ps\n0,1,10,0\n0,9,10,0\n"),
+            "line 3, column dst: host id 9 is out of range: this topology has hosts 0..=3"
+        );
+        assert!(
+            bad("src,dst,size_bytes,start_ps\n0,1,x,0\n").starts_with("line 2, column size_bytes:")
+        );
+        assert!(bad("src,dst,size_bytes,start_ps\n0,1,0,0\n").contains("positive size"));
+        assert!(bad("src,dst,size_bytes,start_ps\n0,0,5,0\n").contains("must differ"));
+        assert!(bad("src,dst,size_bytes,start_ps\n0,1,5\n").contains("expected 4 fields"));
+        assert!(
+            bad("src,dst,size_bytes,start_ps\n0,1,5,\n").contains("column start_ps: missing value")
+        );
+        assert!(bad("src,dst,size,start\n0,1,5,7\n").contains("column start: expected a duration"));
+        assert!(bad("src,dest,size,start\n").contains("no column \"dst\""));
+        assert!(bad("").contains("header"));
+    }
+}
