@@ -225,3 +225,35 @@ fn oversubscribed_uplinks_slow_cross_leaf_traffic() {
         "4:1 oversubscription slowed flows by {ratio}"
     );
 }
+
+#[test]
+fn link_utilisation_never_exceeds_one() {
+    // Sample every 1 us, shorter than a few packets: each interval is credited only with the bytes
+    // it serialised (utilisation of a saturated link is 1, never more).
+    let mut sim = build(r#"
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        [trace]
+        links = { interval = "1us" }
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 8
+        size = "300KB"
+    "#);
+    sim.run_to_end();
+    let mut max = 0.0f64;
+    let mut saturated = 0;
+    for b in sim.traces_mut().links.as_mut().unwrap().batches().unwrap() {
+        let u = b.column(6).as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
+        for v in u.values() {
+            max = max.max(*v);
+            if *v > 0.999 {
+                saturated += 1;
+            }
+        }
+    }
+    assert!(max <= 1.0 + 1e-9, "utilisation {max}");
+    assert!(saturated > 10, "the receiver's link runs saturated");
+}

@@ -56,7 +56,7 @@ impl World {
         };
         for p in 0..self.ports.len() {
             let paused = self.paused_time(p);
-            let tx = self.ports[p].tx_bytes;
+            let tx = self.bytes_serialised(p);
             let (last_tx, last_paused) = std::mem::replace(&mut self.links_last[p], (tx, paused));
             let bytes = tx - last_tx;
             let rate = self.fabric.rate_bps[p];
@@ -88,6 +88,18 @@ impl World {
         if !self.finished {
             self.events.push_after(interval, Event::SampleLinks);
         }
+    }
+
+    /// Bytes port `p` has put on the wire by now: what it started, less the part of the current
+    /// packet still to serialise (so an interval is credited only with its own bytes).
+    fn bytes_serialised(&self, p: usize) -> u64 {
+        let port = &self.ports[p];
+        if port.busy_until <= self.now {
+            return port.tx_bytes;
+        }
+        let left_ps = (port.busy_until - self.now) as u128;
+        let left_bytes = (left_ps * self.port_rate[p] as u128 / (8 * crate::units::PS_PER_SEC as u128)) as u64;
+        port.tx_bytes - left_bytes
     }
 
     /// Edges u -> v where switch u's port toward switch v is paused while holding packets of a
