@@ -16,8 +16,8 @@ def duration_ps(ps: Optional[float]) -> str:
 
 
 def micros(us: Optional[float]) -> str:
-    """A time in microseconds, ``"-"`` for none."""
-    return "-" if us is None else f"{us:.4g} us"
+    """A time given in microseconds, in the unit that reads best (``"30.3 ms"``), ``"-"`` for none."""
+    return "-" if us is None else duration_ps(us * 1e6)
 
 
 def seconds(s: Optional[float]) -> str:

@@ -116,8 +116,38 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
         f"wall {_fmt.seconds(s['wall_seconds'])}   drops {_fmt.count(s['drops'])}"
     )
     if result is not None:
+        _print_fabric(result)
         _print_workloads(result)
     click.echo(f"  output: {out}/flows.arrow, {out}/run.json")
+
+
+def _print_fabric(result: Any) -> None:
+    """What the fabric did: the spread of uplink utilisation (path imbalance), ECN, PFC, faults."""
+    st = result.run_info.get("stats", {})
+    if st.get("uplink_utilisation_mean", 0.0) > 0.0:
+        click.echo(
+            "  uplink utilisation  "
+            f"min {st['uplink_utilisation_min']:.2f}   mean {st['uplink_utilisation_mean']:.2f}   "
+            f"max {st['uplink_utilisation_max']:.2f}   cv {st['uplink_utilisation_cv']:.2f}"
+        )
+    parts = []
+    if st.get("ecn_marks"):
+        parts.append(f"ECN marks {_fmt.count(st['ecn_marks'])}")
+    if st.get("cnps_sent"):
+        parts.append(f"CNPs {_fmt.count(st['cnps_sent'])}")
+    if st.get("pfc_pause_frames"):
+        parts.append(
+            f"PFC pauses {_fmt.count(st['pfc_pause_frames'])} "
+            f"(paused {_fmt.duration_ps(st.get('paused_ps', 0))} over all ports)"
+        )
+    if st.get("pfc_deadlocks"):
+        parts.append(f"PFC DEADLOCKS {st['pfc_deadlocks']}")
+    if st.get("link_fault_drops"):
+        parts.append(f"lost to link faults {_fmt.count(st['link_fault_drops'])}")
+    if st.get("timeouts"):
+        parts.append(f"timeouts {_fmt.count(st['timeouts'])}")
+    if parts:
+        click.echo("  " + "   ".join(parts))
 
 
 #: Flow-size bucket edges of the run summary's slowdown lines.
