@@ -230,7 +230,8 @@ fn oversubscribed_uplinks_slow_cross_leaf_traffic() {
 fn link_utilisation_never_exceeds_one() {
     // Sample every 1 us, shorter than a few packets: each interval is credited only with the bytes
     // it serialised (utilisation of a saturated link is 1, never more).
-    let mut sim = build(r#"
+    let mut sim = build(
+        r#"
         [topology]
         kind = "fat_tree"
         k = 4
@@ -241,12 +242,17 @@ fn link_utilisation_never_exceeds_one() {
         receiver = 0
         senders = 8
         size = "300KB"
-    "#);
+    "#,
+    );
     sim.run_to_end();
     let mut max = 0.0f64;
     let mut saturated = 0;
     for b in sim.traces_mut().links.as_mut().unwrap().batches().unwrap() {
-        let u = b.column(6).as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
+        let u = b
+            .column(6)
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap();
         for v in u.values() {
             max = max.max(*v);
             if *v > 0.999 {

@@ -107,6 +107,45 @@ fn summary(s: &Scenario) -> Value {
                 "host_link": link(host), "fabric_link": link(fabric),
             })
         }
+        TopologySpec::Dragonfly {
+            p,
+            a,
+            h,
+            g,
+            host,
+            local,
+            global,
+            ..
+        } => {
+            let routers = (*a as u64) * (*g as u64);
+            let local_links = routers * (*a as u64 - 1) / 2;
+            let global_links = (*g as u64) * ((*a as u64 * *h as u64).min(*g as u64 - 1)) / 2;
+            json!({
+                "kind": "dragonfly", "p": p, "a": a, "h": h, "g": g,
+                "hosts": hosts, "switches": routers, "links": hosts + local_links + global_links,
+                "host_link": link(host), "local_link": link(local), "global_link": link(global),
+            })
+        }
+        TopologySpec::DragonflyPlus {
+            leaves,
+            spines,
+            hosts_per_leaf,
+            h,
+            g,
+            host,
+            local,
+            global,
+            ..
+        } => {
+            let (l, sp, gg) = (*leaves as u64, *spines as u64, *g as u64);
+            let global_links = gg * ((sp * *h as u64).min(gg - 1)) / 2;
+            json!({
+                "kind": "dragonfly_plus", "leaves": l, "spines": sp, "hosts_per_leaf": hosts_per_leaf,
+                "h": h, "g": g, "hosts": hosts, "switches": (l + sp) * gg,
+                "links": hosts + l * sp * gg + global_links,
+                "host_link": link(host), "local_link": link(local), "global_link": link(global),
+            })
+        }
     };
     let mut flows_total = 0u64;
     let mut bytes_total = 0u64;

@@ -7,7 +7,6 @@ use std::path::Path;
 use super::queue::Event;
 use super::world::{World, DEADLOCK_CHECK_PS};
 use crate::switch::{pfc, NUM_PRIORITIES};
-use crate::topology::Tier;
 
 impl World {
     pub(super) fn sample_queues(&mut self) {
@@ -61,11 +60,7 @@ impl World {
             let bytes = tx - last_tx;
             let rate = self.fabric.rate_bps[p];
             let utilisation = (bytes as f64 * 8.0) / (rate as f64 * interval as f64 * 1e-12);
-            let tier = match self.fabric.tier[p] {
-                Tier::Host => "host",
-                Tier::Fabric => "fabric",
-                Tier::Core => "core",
-            };
+            let tier = crate::topology::summary::tier_name(self.fabric.tier[p]);
             let port = &self.ports[p];
             let Some(table) = &mut self.traces.links else {
                 return;
@@ -98,7 +93,8 @@ impl World {
             return port.tx_bytes;
         }
         let left_ps = (port.busy_until - self.now) as u128;
-        let left_bytes = (left_ps * self.port_rate[p] as u128 / (8 * crate::units::PS_PER_SEC as u128)) as u64;
+        let left_bytes =
+            (left_ps * self.port_rate[p] as u128 / (8 * crate::units::PS_PER_SEC as u128)) as u64;
         port.tx_bytes - left_bytes
     }
 

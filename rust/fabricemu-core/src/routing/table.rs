@@ -1,11 +1,23 @@
-//! Shortest-path ECMP groups for every (switch, destination edge switch), found by one breadth-first
-//! search per edge switch over the switch graph. Hosts never forward, so paths are up/down in Clos.
+//! Shortest-path ECMP groups for every (switch, destination edge switch), found by one shortest-path
+//! search per edge switch over the switch graph. Hosts never forward, so paths are up/down in Clos;
+//! in dragonflies global links weigh more than a group's diameter, so paths are minimal (one global
+//! hop).
 
 use std::collections::HashMap;
 
-use crate::topology::{Fabric, NodeId, PortId};
+use crate::topology::{Fabric, NodeId, PortId, Tier};
 
 const NONE: u32 = u32::MAX;
+
+/// Routing cost of the link leaving port `p`: 1, but a dragonfly's global links cost more than any
+/// path inside a group, so minimal routes cross exactly one.
+fn link_cost(f: &Fabric, p: PortId) -> u32 {
+    if f.tier[p as usize] == Tier::Global {
+        1 << 16
+    } else {
+        1
+    }
+}
 
 /// Routes as flat arrays: groups are deduplicated port lists.
 #[derive(Debug, Clone)]
@@ -60,30 +72,33 @@ impl RouteTable {
         let mut group_start = vec![0u32];
         let mut group_ports = Vec::new();
         let mut dist = vec![u32::MAX; n];
-        let mut frontier = Vec::new();
-        let mut next = Vec::new();
+        let mut heap = std::collections::BinaryHeap::new();
         let mut members = Vec::new();
         for (ei, &target) in edges.iter().enumerate() {
+            // Dijkstra toward `target` over link costs (1 inside Clos tiers and dragonfly groups, so
+            // Clos routes are the shortest hop counts; global links cost more than any detour
+            // inside a group, so dragonfly routes take one global hop: minimal routing).
             dist.fill(u32::MAX);
             dist[target as usize] = 0;
-            frontier.clear();
-            frontier.push(target);
-            while !frontier.is_empty() {
-                next.clear();
-                for &u in &frontier {
-                    for p in f.ports_of(u) {
-                        let v = f.peer_node[p as usize];
-                        // v would forward to u over the reverse port.
-                        if is_down(f.peer_port[p as usize]) {
-                            continue;
-                        }
-                        if !f.is_host(v) && dist[v as usize] == u32::MAX {
-                            dist[v as usize] = dist[u as usize] + 1;
-                            next.push(v);
-                        }
+            heap.clear();
+            heap.push(std::cmp::Reverse((0u32, target)));
+            while let Some(std::cmp::Reverse((d, u))) = heap.pop() {
+                if d > dist[u as usize] {
+                    continue;
+                }
+                for p in f.ports_of(u) {
+                    let v = f.peer_node[p as usize];
+                    // v would forward to u over the reverse port.
+                    let back = f.peer_port[p as usize];
+                    if is_down(back) || f.is_host(v) {
+                        continue;
+                    }
+                    let nd = d + link_cost(f, back);
+                    if nd < dist[v as usize] {
+                        dist[v as usize] = nd;
+                        heap.push(std::cmp::Reverse((nd, v)));
                     }
                 }
-                std::mem::swap(&mut frontier, &mut next);
             }
             for s in f.num_hosts..f.num_nodes {
                 if s == target || dist[s as usize] == u32::MAX {
@@ -95,7 +110,7 @@ impl RouteTable {
                     if !is_down(p)
                         && !f.is_host(v)
                         && dist[v as usize] != u32::MAX
-                        && dist[v as usize] + 1 == dist[s as usize]
+                        && dist[v as usize] + link_cost(f, p) == dist[s as usize]
                     {
                         members.push(p);
                     }

@@ -75,6 +75,27 @@ pub struct TopologyFile {
     pub core_link_rate: Option<LinkRate>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core_link_delay: Option<Duration>,
+    // dragonfly, dragonfly_plus
+    /// Hosts per router (dragonfly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<i64>,
+    /// Routers per group (dragonfly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a: Option<i64>,
+    /// Global links per router (dragonfly) or per spine (dragonfly_plus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h: Option<i64>,
+    /// Groups (at most a*h + 1; spines*h + 1 for dragonfly_plus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g: Option<i64>,
+    /// Global-link arrangement: `absolute` (consecutive, default) or `relative` (circulant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrangement: Option<String>,
+    /// Links between groups (dragonfly families); local links use `fabric_link_*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_link_delay: Option<Duration>,
 }
 
 /// `[switch]`: buffers and forwarding latency.

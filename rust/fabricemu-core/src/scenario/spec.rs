@@ -38,18 +38,62 @@ pub enum TopologySpec {
         host: LinkSpec,
         fabric: LinkSpec,
     },
+    /// Dragonfly (Kim et al. 2008): g groups of a routers, fully connected inside a group; each
+    /// router has p hosts and h global links.
+    Dragonfly {
+        p: u32,
+        a: u32,
+        h: u32,
+        g: u32,
+        arrangement: Arrangement,
+        host: LinkSpec,
+        local: LinkSpec,
+        global: LinkSpec,
+    },
+    /// Dragonfly+ (Shpiner et al. 2017): each group a leaf-spine; spines carry h global links.
+    DragonflyPlus {
+        leaves: u32,
+        spines: u32,
+        hosts_per_leaf: u32,
+        h: u32,
+        g: u32,
+        arrangement: Arrangement,
+        host: LinkSpec,
+        local: LinkSpec,
+        global: LinkSpec,
+    },
+}
+
+/// How a dragonfly's global links connect groups (g = a*h + 1 uses every global port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrangement {
+    /// Group port j of group G goes to group j (j < G) or j + 1 (Kim et al.'s "absolute",
+    /// consecutive).
+    Absolute,
+    /// Group port j of group G goes to group G + j + 1 (mod g): "relative" / circulant.
+    Relative,
 }
 
 impl TopologySpec {
     /// The links between hosts and their first switch.
     pub fn host_link(&self) -> LinkSpec {
         match *self {
-            TopologySpec::FatTree { host, .. } | TopologySpec::LeafSpine { host, .. } => host,
+            TopologySpec::FatTree { host, .. }
+            | TopologySpec::LeafSpine { host, .. }
+            | TopologySpec::Dragonfly { host, .. }
+            | TopologySpec::DragonflyPlus { host, .. } => host,
         }
     }
 
     pub fn num_hosts(&self) -> u32 {
         match *self {
+            TopologySpec::Dragonfly { p, a, g, .. } => p * a * g,
+            TopologySpec::DragonflyPlus {
+                leaves,
+                hosts_per_leaf,
+                g,
+                ..
+            } => leaves * hosts_per_leaf * g,
             TopologySpec::FatTree { k, .. } => k * k * k / 4,
             TopologySpec::LeafSpine {
                 leaves,

@@ -228,6 +228,13 @@ fn topology(t: &TopologyFile) -> Res<TopologySpec> {
                     ("leaves", t.leaves.is_some()),
                     ("spines", t.spines.is_some()),
                     ("hosts_per_leaf", t.hosts_per_leaf.is_some()),
+                    ("p", t.p.is_some()),
+                    ("a", t.a.is_some()),
+                    ("h", t.h.is_some()),
+                    ("g", t.g.is_some()),
+                    ("arrangement", t.arrangement.is_some()),
+                    ("global_link_rate", t.global_link_rate.is_some()),
+                    ("global_link_delay", t.global_link_delay.is_some()),
                 ],
             )?;
             let k = count(
@@ -261,6 +268,13 @@ fn topology(t: &TopologyFile) -> Res<TopologySpec> {
                     ("k", t.k.is_some()),
                     ("core_link_rate", t.core_link_rate.is_some()),
                     ("core_link_delay", t.core_link_delay.is_some()),
+                    ("p", t.p.is_some()),
+                    ("a", t.a.is_some()),
+                    ("h", t.h.is_some()),
+                    ("g", t.g.is_some()),
+                    ("arrangement", t.arrangement.is_some()),
+                    ("global_link_rate", t.global_link_rate.is_some()),
+                    ("global_link_delay", t.global_link_delay.is_some()),
                 ],
             )?;
             let leaves = count(
@@ -298,9 +312,12 @@ fn topology(t: &TopologyFile) -> Res<TopologySpec> {
                 fabric,
             })
         }
+        "dragonfly" | "dragonfly_plus" => dragonfly(t, host, fabric),
         other => Err(ScenarioError::at(
             "topology.kind",
-            format!("expected one of \"fat_tree\", \"leaf_spine\", found {other:?}"),
+            format!(
+                "expected one of \"fat_tree\", \"leaf_spine\", \"dragonfly\", \"dragonfly_plus\", found {other:?}"
+            ),
         )),
     }
 }
@@ -1395,12 +1412,14 @@ fn routing(r: &RoutingFile) -> Res<RoutingSpec> {
         "spray" => &["spray"],
         "flowlet" => &["flowlet_gap", "flowlet_pick", "flowlet_table"],
         "adaptive" => &["flowlet_gap", "flowlet_table", "adaptive", "adaptive_bias"],
-        other => return Err(ScenarioError::at(
-            "routing.load_balancing",
-            format!(
+        other => {
+            return Err(ScenarioError::at(
+                "routing.load_balancing",
+                format!(
                 "expected one of \"ecmp\", \"spray\", \"flowlet\", \"adaptive\", found {other:?}"
             ),
-        )),
+            ))
+        }
     };
     for &(key, set) in used {
         if set && !allowed.contains(&key) {
@@ -1588,4 +1607,128 @@ fn faults(list: &[FaultFile]) -> Res<Vec<FaultSpec>> {
         });
     }
     Ok(out)
+}
+
+/// `dragonfly` (p, a, h, g) and `dragonfly_plus` (leaves, spines, hosts_per_leaf, h, g).
+fn dragonfly(t: &TopologyFile, host: LinkSpec, local: LinkSpec) -> Res<TopologySpec> {
+    let plus = t.kind == "dragonfly_plus";
+    let kind = t.kind.as_str();
+    let common = [
+        ("k", t.k.is_some()),
+        ("core_link_rate", t.core_link_rate.is_some()),
+        ("core_link_delay", t.core_link_delay.is_some()),
+    ];
+    forbid(kind, &common)?;
+    if plus {
+        forbid(kind, &[("p", t.p.is_some()), ("a", t.a.is_some())])?;
+    } else {
+        forbid(
+            kind,
+            &[
+                ("leaves", t.leaves.is_some()),
+                ("spines", t.spines.is_some()),
+                ("hosts_per_leaf", t.hosts_per_leaf.is_some()),
+            ],
+        )?;
+    }
+    let global = LinkSpec {
+        rate_bps: t.global_link_rate.map(|r| r.0).unwrap_or(local.rate_bps),
+        delay_ps: t.global_link_delay.map(|d| d.0).unwrap_or(local.delay_ps),
+    };
+    let arrangement = match t.arrangement.as_deref() {
+        None | Some("absolute") | Some("consecutive") => Arrangement::Absolute,
+        Some("relative") | Some("circulant") => Arrangement::Relative,
+        Some(other) => {
+            return Err(ScenarioError::at(
+                "topology.arrangement",
+                format!("expected \"absolute\" or \"relative\", found {other:?}"),
+            ))
+        }
+    };
+    let h = count(
+        "topology.h",
+        t.h,
+        1,
+        256,
+        "an integer number of global links per router",
+    )?;
+    let (global_ports, spec) = if plus {
+        let leaves = count(
+            "topology.leaves",
+            t.leaves,
+            1,
+            1024,
+            "an integer number of leaves per group",
+        )?;
+        let spines = count(
+            "topology.spines",
+            t.spines,
+            1,
+            1024,
+            "an integer number of spines per group",
+        )?;
+        let hosts_per_leaf = count(
+            "topology.hosts_per_leaf",
+            t.hosts_per_leaf,
+            1,
+            1024,
+            "an integer number of hosts per leaf",
+        )?;
+        (spines * h, (leaves, spines, hosts_per_leaf))
+    } else {
+        let p = count(
+            "topology.p",
+            t.p,
+            1,
+            1024,
+            "an integer number of hosts per router",
+        )?;
+        let a = count(
+            "topology.a",
+            t.a,
+            1,
+            1024,
+            "an integer number of routers per group",
+        )?;
+        (a * h, (p, a, 0))
+    };
+    let g = count(
+        "topology.g",
+        t.g,
+        2,
+        global_ports as i64 + 1,
+        "an integer number of groups (at most the global links per group + 1)",
+    )?;
+    let hosts = if plus {
+        spec.0 * spec.2 * g
+    } else {
+        spec.0 * spec.1 * g
+    };
+    if hosts > 1 << 20 {
+        return Err(ScenarioError::at("topology.g", "more than 2^20 hosts"));
+    }
+    Ok(if plus {
+        TopologySpec::DragonflyPlus {
+            leaves: spec.0,
+            spines: spec.1,
+            hosts_per_leaf: spec.2,
+            h,
+            g,
+            arrangement,
+            host,
+            local,
+            global,
+        }
+    } else {
+        TopologySpec::Dragonfly {
+            p: spec.0,
+            a: spec.1,
+            h,
+            g,
+            arrangement,
+            host,
+            local,
+            global,
+        }
+    })
 }

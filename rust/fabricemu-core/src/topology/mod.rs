@@ -1,6 +1,7 @@
 //! Fabric graphs: nodes (hosts first, then switches) and unidirectional links named by their egress
 //! port. Builders for each topology kind live in their own module.
 
+mod dragonfly;
 mod fat_tree;
 mod leaf_spine;
 pub mod summary;
@@ -22,6 +23,8 @@ pub enum Tier {
     Fabric,
     /// Aggregation <-> core.
     Core,
+    /// Between dragonfly groups.
+    Global,
 }
 
 /// The fabric as flat arrays. Node ids `0..num_hosts` are hosts, the rest switches. Every link is a
@@ -143,6 +146,37 @@ impl FabricBuilder {
 /// Build the fabric a scenario describes.
 pub fn build(spec: &TopologySpec, _switch: &SwitchSpec) -> Fabric {
     match *spec {
+        TopologySpec::Dragonfly {
+            p,
+            a,
+            h,
+            g,
+            arrangement,
+            host,
+            local,
+            global,
+        } => dragonfly::build(p, a, h, g, arrangement, host, local, global),
+        TopologySpec::DragonflyPlus {
+            leaves,
+            spines,
+            hosts_per_leaf,
+            h,
+            g,
+            arrangement,
+            host,
+            local,
+            global,
+        } => dragonfly::build_plus(
+            leaves,
+            spines,
+            hosts_per_leaf,
+            h,
+            g,
+            arrangement,
+            host,
+            local,
+            global,
+        ),
         TopologySpec::FatTree {
             k,
             host,

@@ -82,6 +82,7 @@ pub fn tier_name(tier: Tier) -> &'static str {
         Tier::Host => "host",
         Tier::Fabric => "fabric",
         Tier::Core => "core",
+        Tier::Global => "global",
     }
 }
 

@@ -1,0 +1,168 @@
+//! Dragonfly (Kim, Dally, Scott, Abts, ISCA 2008) and Dragonfly+ (Shpiner et al., HiPINEB 2017).
+//!
+//! Dragonfly: g groups of a routers; routers of a group are fully connected by local links; each
+//! router has p hosts and h global links. Dragonfly+: each group is a two-level leaf-spine (hosts on
+//! leaves, every leaf to every spine); the spines carry h global links each. Host ids go group by
+//! group, router (leaf) by router.
+//!
+//! Global links: a group has G = a*h (or spines*h) global ports, numbered router by router; port j
+//! of group x connects to group t(x, j), with g <= G + 1 so each pair of groups has a link when
+//! g = G + 1 (ports past g - 1 stay unused when g is smaller):
+//! - absolute (consecutive): t = j if j < x, else j + 1;
+//! - relative (circulant): t = x + j + 1 (mod g).
+
+use super::{Fabric, FabricBuilder, NodeId, Tier};
+use crate::scenario::{Arrangement, LinkSpec};
+
+/// Target group of group `x`'s global port `j`, and the port index of the link at that group.
+fn global_peer(x: u32, j: u32, g: u32, arrangement: Arrangement) -> (u32, u32) {
+    match arrangement {
+        Arrangement::Absolute => {
+            let t = if j < x { j } else { j + 1 };
+            let back = if x < t { x } else { x - 1 };
+            (t, back)
+        }
+        Arrangement::Relative => {
+            let t = (x + j + 1) % g;
+            let back = (x + g - t - 1) % g;
+            (t, back)
+        }
+    }
+}
+
+/// Connect the groups: `port_owner(group, j)` is the router holding group port j (h per router).
+fn connect_groups(
+    b: &mut FabricBuilder,
+    g: u32,
+    ports_per_group: u32,
+    arrangement: Arrangement,
+    global: LinkSpec,
+    owner: impl Fn(u32, u32) -> NodeId,
+) {
+    let used = ports_per_group.min(g - 1);
+    for x in 0..g {
+        for j in 0..used {
+            let (t, back) = global_peer(x, j, g, arrangement);
+            if x < t {
+                b.link(owner(x, j), owner(t, back), global, Tier::Global);
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn build(
+    p: u32,
+    a: u32,
+    h: u32,
+    g: u32,
+    arrangement: Arrangement,
+    host: LinkSpec,
+    local: LinkSpec,
+    global: LinkSpec,
+) -> Fabric {
+    let num_hosts = p * a * g;
+    let mut b = FabricBuilder::new(num_hosts);
+    let r0 = b.add_switches(a * g, "router");
+    for r in 0..a * g {
+        for i in 0..p {
+            b.link(r * p + i, r0 + r, host, Tier::Host);
+        }
+    }
+    for x in 0..g {
+        for i in 0..a {
+            for k in i + 1..a {
+                b.link(r0 + x * a + i, r0 + x * a + k, local, Tier::Fabric);
+            }
+        }
+    }
+    connect_groups(&mut b, g, a * h, arrangement, global, |x, j| {
+        r0 + x * a + j / h
+    });
+    b.build()
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn build_plus(
+    leaves: u32,
+    spines: u32,
+    hosts_per_leaf: u32,
+    h: u32,
+    g: u32,
+    arrangement: Arrangement,
+    host: LinkSpec,
+    local: LinkSpec,
+    global: LinkSpec,
+) -> Fabric {
+    let num_hosts = leaves * hosts_per_leaf * g;
+    let mut b = FabricBuilder::new(num_hosts);
+    let leaf0 = b.add_switches(leaves * g, "leaf");
+    let spine0 = b.add_switches(spines * g, "spine");
+    for l in 0..leaves * g {
+        for i in 0..hosts_per_leaf {
+            b.link(l * hosts_per_leaf + i, leaf0 + l, host, Tier::Host);
+        }
+    }
+    for x in 0..g {
+        for l in 0..leaves {
+            for s in 0..spines {
+                b.link(
+                    leaf0 + x * leaves + l,
+                    spine0 + x * spines + s,
+                    local,
+                    Tier::Fabric,
+                );
+            }
+        }
+    }
+    connect_groups(&mut b, g, spines * h, arrangement, global, |x, j| {
+        spine0 + x * spines + j / h
+    });
+    b.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: LinkSpec = LinkSpec {
+        rate_bps: 100_000_000_000,
+        delay_ps: 1,
+    };
+
+    #[test]
+    fn balanced_dragonflies_have_their_published_sizes() {
+        // Kim et al.: a = 2p = 2h; h = 2 -> 72 hosts, h = 4 -> 1056 hosts (radix 7 and 15).
+        for (p, a, h, g, hosts) in [(2, 4, 2, 9, 72), (4, 8, 4, 33, 1056)] {
+            for arr in [Arrangement::Absolute, Arrangement::Relative] {
+                let f = build(p, a, h, g, arr, L, L, L);
+                assert_eq!(f.num_hosts, hosts);
+                for r in f.num_hosts..f.num_nodes {
+                    assert_eq!(f.ports_of(r).len() as u32, p + a - 1 + h, "router radix");
+                }
+                // Exactly one global link between every pair of groups.
+                let mut pairs = std::collections::BTreeSet::new();
+                for port in 0..f.num_ports() as usize {
+                    if f.tier[port] == Tier::Global {
+                        let gx = (f.port_node[port] - f.num_hosts) / a;
+                        let gy = (f.peer_node[port] - f.num_hosts) / a;
+                        assert_ne!(gx, gy);
+                        assert!(pairs.insert((gx, gy)), "{arr:?}: two links {gx}->{gy}");
+                    }
+                }
+                assert_eq!(pairs.len() as u32, g * (g - 1));
+            }
+        }
+    }
+
+    #[test]
+    fn dragonfly_plus_groups_are_leaf_spines() {
+        let f = build_plus(4, 4, 4, 4, 17, Arrangement::Absolute, L, L, L);
+        assert_eq!(f.num_hosts, 4 * 4 * 17);
+        let spine = f.num_hosts + 4 * 17;
+        // A spine: 4 leaves + 4 global links.
+        assert_eq!(f.ports_of(spine).len(), 8);
+        let leaf = f.num_hosts;
+        assert_eq!(f.ports_of(leaf).len(), 8);
+    }
+}
