@@ -104,11 +104,20 @@ fn every_column_nulls_and_metadata() {
         types,
         vec![
             UInt64, UInt32, UInt32, UInt64, UInt64, UInt64, UInt64, UInt64, Float64, Utf8, UInt32,
-            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32, Utf8
         ]
     );
     for f in schema.fields() {
-        let nullable = matches!(f.name().as_str(), "finish_ps" | "fct_ps" | "slowdown");
+        let nullable = matches!(
+            f.name().as_str(),
+            "finish_ps"
+                | "fct_ps"
+                | "slowdown"
+                | "collective"
+                | "collective_iteration"
+                | "collective_step"
+                | "tag"
+        );
         assert_eq!(f.is_nullable(), nullable, "{}", f.name());
     }
     let md = schema.metadata();
