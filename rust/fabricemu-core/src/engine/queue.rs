@@ -124,6 +124,8 @@ impl<T: Copy> Heap<T> {
 const GENERAL: u32 = u32::MAX;
 /// Beyond this many distinct delays, `push_after` falls back to the general heap.
 const MAX_LANES: usize = 1024;
+/// Entries of the most-recent-delays cache in front of the table.
+const RECENT: usize = 8;
 /// Slots of the delay -> lane table (open addressing, power of two, at most half full).
 const TABLE_SLOTS: usize = 2 * MAX_LANES;
 
@@ -136,6 +138,9 @@ pub struct EventQueue {
     lanes: Vec<VecDeque<Entry<Event>>>,
     /// (delay, lane) pairs; lane `u32::MAX` marks an empty slot.
     lane_table: Vec<(Time, u32)>,
+    /// The last few (delay, lane) lookups.
+    recent: [(Time, u32); RECENT],
+    recent_next: usize,
     general: Heap<Event>,
     /// Heads of non-empty lanes and of the general heap. An entry is stale (and skipped) if its
     /// source's current head has another key; keys are unique, so the check is exact.
@@ -156,6 +161,8 @@ impl EventQueue {
             len: 0,
             lanes: Vec::new(),
             lane_table: vec![(0, u32::MAX); TABLE_SLOTS],
+            recent: [(Time::MAX, 0); RECENT],
+            recent_next: 0,
             general: Heap::new(),
             heads: Heap::new(),
         }
@@ -210,6 +217,19 @@ impl EventQueue {
 
     #[inline]
     fn lane_for(&mut self, delay: Time) -> Option<u32> {
+        // A handful of delays make up nearly every push: check the most recent ones first.
+        for &(d, lane) in &self.recent {
+            if d == delay {
+                return Some(lane);
+            }
+        }
+        let lane = self.lane_lookup(delay)?;
+        self.recent[self.recent_next] = (delay, lane);
+        self.recent_next = (self.recent_next + 1) % RECENT;
+        Some(lane)
+    }
+
+    fn lane_lookup(&mut self, delay: Time) -> Option<u32> {
         let mask = TABLE_SLOTS - 1;
         let mut slot = mix64(delay) as usize & mask;
         loop {
