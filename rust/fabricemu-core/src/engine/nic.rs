@@ -59,7 +59,13 @@ impl World {
             self.nic_rotate[h as usize] = true;
             let wire = f.payload_of(seq, self.mtu) + self.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
-            f.next_send = now + serialisation_ps(wire as u64, f.rate_bps);
+            let per_byte = self.ports[p as usize].ps_per_byte;
+            f.next_send = now
+                + if f.rate_bps == self.port_rate[p as usize] && per_byte != 0 {
+                    wire as u64 * per_byte // at line rate: no division
+                } else {
+                    serialisation_ps(wire as u64, f.rate_bps)
+                };
             let pkt = Packet {
                 header_key: f.header_fwd,
                 arrive: 0,

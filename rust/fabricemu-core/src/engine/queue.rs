@@ -89,8 +89,23 @@ impl<T: Copy> Heap<T> {
     fn pop(&mut self) -> Option<Entry<T>> {
         let top = *self.v.first()?;
         let last = self.v.pop().expect("non-empty");
+        if !self.v.is_empty() {
+            self.sift_down_from_root(last);
+        }
+        Some(top)
+    }
+
+    /// Replace the minimum with `e` (one sift instead of a pop and a push).
+    #[inline]
+    fn replace_top(&mut self, e: Entry<T>) {
+        self.sift_down_from_root(e);
+    }
+
+    /// Put `last` at the root's place and move it down to where it fits.
+    #[inline]
+    fn sift_down_from_root(&mut self, last: Entry<T>) {
         let n = self.v.len();
-        if n > 0 {
+        {
             // Move the hole at the root down to where the last entry fits.
             let mut i = 0;
             loop {
@@ -116,7 +131,6 @@ impl<T: Copy> Heap<T> {
             }
             self.v[i] = last;
         }
-        Some(top)
     }
 }
 
@@ -201,7 +215,7 @@ impl EventQueue {
 
     /// Schedule `event` `delay` after the current time (the time of the last event popped). Use
     /// this for recurring delays: each distinct delay gets a FIFO lane.
-    #[inline]
+    #[inline(always)]
     pub fn push_after(&mut self, delay: Time, event: Event) {
         let key = self.next_key(self.now + delay);
         let Some(lane) = self.lane_for(delay) else {
@@ -215,7 +229,7 @@ impl EventQueue {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn lane_for(&mut self, delay: Time) -> Option<u32> {
         // A handful of delays make up nearly every push: check the most recent ones first.
         for &(d, lane) in &self.recent {
@@ -274,28 +288,26 @@ impl EventQueue {
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         loop {
-            let h = self.heads.pop()?;
+            let h = *self.heads.v.first()?;
             if self.head_key(h.item) != Some(h.key) {
-                continue; // stale
+                self.heads.pop(); // stale
+                continue;
             }
-            let e = if h.item == GENERAL {
+            // The source's next head replaces this one in place (one sift), or leaves the heap.
+            let (e, next) = if h.item == GENERAL {
                 let e = self.general.pop().expect("valid head");
-                if let Some(k) = self.general.peek_key() {
-                    self.heads.push(Entry {
-                        key: k,
-                        item: GENERAL,
-                    });
-                }
-                e
+                (e, self.general.peek_key())
             } else {
                 let q = &mut self.lanes[h.item as usize];
                 let e = q.pop_front().expect("valid head");
-                if let Some(next) = q.front() {
-                    let key = next.key;
-                    self.heads.push(Entry { key, item: h.item });
-                }
-                e
+                (e, q.front().map(|n| n.key))
             };
+            match next {
+                Some(key) => self.heads.replace_top(Entry { key, item: h.item }),
+                None => {
+                    self.heads.pop();
+                }
+            }
             self.len -= 1;
             self.now = time_of(e.key);
             return Some((self.now, e.item));

@@ -373,18 +373,24 @@ impl World {
                 self.finish_run();
                 break;
             }
-            let Some(t) = self.events.peek_time() else {
+            if let StopAt::Time(stop) = self.stop {
+                match self.events.peek_time() {
+                    Some(t) if t <= stop => {}
+                    Some(_) => {
+                        self.now = stop;
+                        self.finish_run();
+                        break;
+                    }
+                    None => {
+                        self.finish_run();
+                        break;
+                    }
+                }
+            }
+            let Some((t, ev)) = self.events.pop() else {
                 self.finish_run();
                 break;
             };
-            if let StopAt::Time(stop) = self.stop {
-                if t > stop {
-                    self.now = stop;
-                    self.finish_run();
-                    break;
-                }
-            }
-            let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
             self.stats.events += 1;
             match ev {

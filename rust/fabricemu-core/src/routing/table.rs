@@ -136,7 +136,7 @@ impl RouteTable {
     }
 
     /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
-    #[inline]
+    #[inline(always)]
     pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
         let d = dst as usize;
         if self.host_switch[d] == node {
