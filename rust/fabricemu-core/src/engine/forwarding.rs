@@ -95,7 +95,6 @@ impl World {
         let &Packet {
             dst,
             header_key: key,
-            kind,
             ..
         } = self.packets.get(pkt);
         let group = self.router.table.group(node, dst);
@@ -111,7 +110,6 @@ impl World {
         self.scratch.extend_from_slice(group);
         let n = self.scratch.len();
         let gid = self.router.table.group_id(node, dst);
-        let _ = kind;
         Some(match self.router.mode {
             LoadBalancing::Ecmp => self.scratch[self.router.ecmp_index(node, key, n)],
             LoadBalancing::Spray(pick) => self.pick(pick, gid),
@@ -212,12 +210,11 @@ impl World {
 
     pub(super) fn fault_start(&mut self, i: u32) {
         let f = self.faults[i as usize].clone();
-        for (k, &p) in f.ports.iter().enumerate() {
+        for &p in &f.ports {
             match f.kind {
                 FaultKind::Down => self.link_down(p),
                 FaultKind::Degrade { rate_bps } => self.set_rate(p, rate_bps),
             }
-            let _ = k;
         }
     }
 
@@ -227,7 +224,7 @@ impl World {
             match f.kind {
                 FaultKind::Down => {
                     self.ports[p as usize].down = false;
-                    self.kick_after_change(p);
+                    self.kick(p);
                 }
                 FaultKind::Degrade { .. } => self.set_rate(p, f.saved_rates[k]),
             }
@@ -288,20 +285,5 @@ impl World {
         } else {
             0
         };
-    }
-
-    /// A port can send again: restart it if it has work.
-    fn kick_after_change(&mut self, p: PortId) {
-        let port = &self.ports[p as usize];
-        let has_work = self.queues[p as usize].has_sendable(port.paused)
-            || (port.from_host && !self.nic_ring[port.node as usize].is_empty());
-        if has_work && port.wake_at == NEVER {
-            let at = port.busy_until.max(self.now);
-            if at == self.now {
-                self.start_next(p);
-            } else {
-                self.wake_port(p, at);
-            }
-        }
     }
 }

@@ -237,11 +237,11 @@ impl World {
         self.kick(p);
     }
 
-    /// After queueing at `p`: make sure the port will send.
+    /// After queueing at `p`, a resume or a restored link: make sure the port will send.
     #[inline]
-    fn kick(&mut self, p: PortId) {
+    pub(super) fn kick(&mut self, p: PortId) {
         let port = &self.ports[p as usize];
-        if port.wake_at == NEVER && self.queues[p as usize].has_sendable(port.paused) {
+        if port.wake_at == NEVER && self.port_has_work(p) {
             let t = port.busy_until.max(self.now);
             if t == self.now {
                 self.start_next(p);
@@ -417,19 +417,7 @@ impl World {
                 self.paused_ps[t] += self.now - self.pause_since[t];
                 self.pause_since[t] = NEVER;
             }
-            // Resume sending what waited.
-            if self.ports[t].from_host {
-                let port = &self.ports[t];
-                if port.wake_at == NEVER && !self.nic_ring[port.node as usize].is_empty() {
-                    let at = port.busy_until.max(self.now);
-                    if at == self.now {
-                        self.start_next(target);
-                    } else {
-                        self.wake_port(target, at);
-                    }
-                    return;
-                }
-            }
+            // Resume sending what waited (queued packets, or a NIC's flows).
             self.kick(target);
         }
     }

@@ -164,21 +164,6 @@ impl RouteTable {
         )
     }
 
-    /// Whether every switch reaches every edge switch.
-    pub fn is_connected(&self) -> bool {
-        self.group_of.iter().enumerate().all(|(i, &g)| {
-            g != NONE || {
-                // A switch's own edge index is never filled in: it is the destination.
-                let s = i / self.num_edges.max(1) as usize + self.num_hosts as usize;
-                let e = i % self.num_edges.max(1) as usize;
-                self.host_switch
-                    .iter()
-                    .zip(&self.host_edge_index)
-                    .any(|(&sw, &ei)| sw as usize == s && ei as usize == e)
-            }
-        })
-    }
-
     pub fn num_groups(&self) -> usize {
         self.group_start.len() - 1
     }
