@@ -27,7 +27,7 @@ fn main() {
         let wall = t0.elapsed().as_secs_f64();
         sim.check_conservation().expect("conservation");
         println!(
-            "build {built:.3}s wall {wall:.3}s events {} packet_hops {} ({:.2} M hops/s, {:.2} M events/s) sim {:.3} us flows {}/{} drops {} retx {} timeouts {} max_q {}",
+            "build {built:.3}s wall {wall:.3}s events {} packet_hops {} ({:.2} M hops/s, {:.2} M events/s) sim {:.3} us flows {}/{} drops {} retx {} timeouts {} max_q {} nonmin {} max_ghops {} pauses {} deadlocks {} lossless_drops {}",
             stats.events,
             stats.packet_hops,
             stats.packet_hops as f64 / (wall - built) / 1e6,
@@ -39,6 +39,11 @@ fn main() {
             stats.retransmitted_packets,
             stats.timeouts,
             stats.max_queue_bytes,
+            stats.packets_nonminimal,
+            stats.max_global_hops,
+            stats.pfc_pause_frames,
+            stats.pfc_deadlocks,
+            stats.lossless_drops,
         );
     }
 }

@@ -36,7 +36,16 @@ pub mod flags {
     pub const HEADROOM: u8 = 4;
     /// A retransmission (the receiver tells reordering from loss with it).
     pub const RETX: u8 = 8;
+    /// At a switch: the packet moved up one priority class here (a dragonfly hop class), so its
+    /// ingress class, for PFC accounting, is `priority - 1`.
+    pub const CLASS_UP: u8 = 16;
+    /// Dragonfly: the source router chose the packet's path (minimal or an intermediate group);
+    /// later routers of the source group do not re-decide (they do under PAR).
+    pub const DECIDED: u8 = 32;
 }
+
+/// `Packet::via` when the packet routes minimally (no intermediate group, or already past it).
+pub const NO_VIA: u16 = u16::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Packet {
@@ -59,6 +68,18 @@ pub struct Packet {
     /// At a switch: the link it arrived over (the upstream's egress port), for PFC accounting.
     pub ingress: u32,
     pub flags: u8,
+    /// Non-minimal dragonfly routing: the intermediate group still to reach, or `NO_VIA`.
+    pub via: u16,
+    /// Global (inter-group) links crossed so far.
+    pub ghops: u8,
+}
+
+impl Packet {
+    /// The class the packet arrived in at its current switch (PFC counts it there).
+    #[inline(always)]
+    pub fn ingress_class(&self) -> u8 {
+        self.priority - ((self.flags & flags::CLASS_UP) != 0) as u8
+    }
 }
 
 /// All live packets; ids are recycled.
@@ -201,6 +222,8 @@ mod tests {
             priority: 0,
             ingress: u32::MAX,
             flags: 0,
+            via: NO_VIA,
+            ghops: 0,
         }
     }
 

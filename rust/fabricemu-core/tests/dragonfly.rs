@@ -115,3 +115,135 @@ fn dragonfly_errors_name_the_key() {
     let e = err("kind = \"fat_tree\"\nk = 4\ng = 9");
     assert_eq!(e.path, "topology.g");
 }
+
+// ---- non-minimal routing and hop classes ------------------------------------------------------
+
+const DF72: &str = "kind = \"dragonfly\"\np = 2\na = 4\nh = 2\ng = 9\nlink_rate = \"100Gbps\"\nlink_delay = \"100ns\"\nglobal_link_delay = \"1us\"";
+
+/// Every host of group x sends `size` to the host at the same position of group x + 1: the
+/// dragonfly's worst case for minimal routing (one global link carries a whole group's traffic).
+fn worst_case_flows(size: &str) -> String {
+    (0..72)
+        .map(|h| format!("{{src = {h}, dst = {}, size = \"{size}\"}}", (h + 8) % 72))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn run(toml: &str) -> fabricemu_core::RunStats {
+    let (_, spec) = parse_toml(toml, "df.toml").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulation::new(&spec).unwrap();
+    let st = sim.run_to_end();
+    sim.check_conservation().unwrap();
+    st
+}
+
+#[test]
+fn valiant_paths_cross_at_most_two_global_links() {
+    // Kim et al. 2008: Valiant routes minimally to a random intermediate group, then minimally to
+    // the destination: at most two global hops. Minimal routing never needs a second one.
+    for (lb, most) in [
+        ("min", 1),
+        ("valiant", 2),
+        ("ugal_l", 2),
+        ("ugal_g", 2),
+        ("par", 2),
+    ] {
+        let st = run(&format!(
+            "[topology]\n{DF72}\n[routing]\nload_balancing = \"{lb}\"\n[[workload]]\nkind = \"flows\"\nflows = [{}]",
+            all_pairs_flows(72, 3)
+        ));
+        assert_eq!(st.flows_finished, st.flows_total, "{lb}");
+        assert_eq!(st.max_global_hops, most, "{lb}");
+        if lb == "valiant" {
+            // Every packet between groups goes via a third group.
+            assert!(st.packets_nonminimal > st.packet_hops / 10, "{st:?}");
+        }
+        if lb == "min" {
+            assert_eq!(st.packets_nonminimal, 0);
+        }
+    }
+}
+
+#[test]
+fn non_minimal_routing_relieves_the_worst_case() {
+    // 8 flows of 500 KB per group toward the next group: minimally they share one 100 Gbps
+    // global link (8 x 500 KB / 12.5 GB/s = 320 us); Valiant and UGAL spread them over the
+    // group's other global links, so the last flow ends well before that.
+    let t = |lb: &str| {
+        let st = run(&format!(
+            "[topology]\n{DF72}\n[switch]\nbuffer = \"4MB\"\npfc = {{ enabled = true }}\n[routing]\nload_balancing = \"{lb}\"\n[[workload]]\nkind = \"flows\"\nflows = [{}]",
+            worst_case_flows("500KB")
+        ));
+        assert_eq!(st.flows_finished, 72, "{lb}");
+        assert_eq!(st.lossless_drops, 0, "{lb}");
+        st.simulated_ps as f64 / 1e6
+    };
+    let min = t("min");
+    assert!((320.0..340.0).contains(&min), "MIN took {min} us");
+    for lb in ["valiant", "ugal_l", "ugal_g", "par"] {
+        let us = t(lb);
+        assert!(us < 0.5 * min, "{lb} took {us} us, MIN {min} us");
+    }
+}
+
+fn deadlock_prone(lb: &str, hop_classes: bool) -> String {
+    // Small buffers, PFC, every group at once toward the next one through random intermediate
+    // groups: pause dependencies between groups can close a cycle within one class.
+    format!(
+        "[topology]\n{DF72}\n[switch]\nbuffer = \"300KB\"\npfc = {{ enabled = true }}\n[routing]\nload_balancing = \"{lb}\"\nhop_classes = {hop_classes}\n[[workload]]\nkind = \"flows\"\nflows = [{}]",
+        worst_case_flows("500KB")
+    )
+}
+
+#[test]
+fn hop_classes_keep_non_minimal_routing_deadlock_free_under_pfc() {
+    // The virtual-channel argument (Kim et al. 2008; Dally & Towles): a packet moves up one
+    // lossless class per global hop (and PAR once more for its extra local hop), so every pause
+    // dependency points to the same or a higher class and, within a class, from local to global
+    // links only: no cycle of pauses can form. The run's deadlock detector is the witness.
+    for lb in ["valiant", "ugal_l", "ugal_g", "par"] {
+        let st = run(&deadlock_prone(lb, true));
+        assert_eq!(st.pfc_deadlocks, 0, "{lb}: {st:?}");
+        assert_eq!(st.flows_finished, 72, "{lb}");
+        assert_eq!(st.lossless_drops, 0, "{lb}");
+        assert!(st.pfc_pause_frames > 0, "{lb}: the test must exercise PFC");
+    }
+}
+
+#[test]
+fn without_hop_classes_valiant_deadlocks_and_the_run_ends() {
+    // The same traffic in one class closes a cycle of pauses; the detector reports it and a run
+    // waiting for every flow ends there instead of spinning forever.
+    let st = run(&deadlock_prone("valiant", false));
+    assert!(st.pfc_deadlocks >= 1, "{st:?}");
+    assert!(st.first_deadlock_ps.is_some());
+    assert!(st.flows_finished < 72);
+}
+
+#[test]
+fn non_minimal_routing_errors_name_the_key() {
+    let err = |t: &str| parse_toml(t, "t.toml").unwrap_err();
+    let e = err("[topology]\nkind = \"fat_tree\"\nk = 4\n[routing]\nload_balancing = \"valiant\"");
+    assert_eq!(e.path, "routing.load_balancing");
+    assert!(e.message.contains("dragonfly"), "{e}");
+    let e = err("[topology]\nkind = \"fat_tree\"\nk = 4\n[routing]\nhop_classes = true");
+    assert_eq!(e.path, "routing.hop_classes");
+    let e = err(&format!(
+        "[topology]\n{DF72}\n[routing]\nload_balancing = \"valiant\"\nugal_candidates = 2"
+    ));
+    assert_eq!(e.path, "routing.ugal_candidates");
+    let e = err(&format!(
+        "[topology]\n{DF72}\n[routing]\nload_balancing = \"ugal_l\"\nugal_candidates = 0"
+    ));
+    assert_eq!(e.path, "routing.ugal_candidates");
+    // Data in priority 5 would climb into 7, the control priority.
+    let e = err(&format!(
+        "[topology]\n{DF72}\n[switch]\npfc = {{ enabled = true }}\n[routing]\nload_balancing = \"valiant\"\n[transport]\npriority = 5"
+    ));
+    assert_eq!(e.path, "routing.hop_classes");
+    assert!(e.message.contains("control priority"), "{e}");
+    let e = err(&format!(
+        "[topology]\n{DF72}\n[routing]\nload_balancing = \"ugal\""
+    ));
+    assert!(e.message.contains("ugal_l"), "{e}");
+}

@@ -50,6 +50,10 @@ pub struct RunStats {
     pub out_of_order_packets: u64,
     /// Packets lost to link faults (on the wire, queued at, or routed to a failed link).
     pub link_fault_drops: u64,
+    /// Dragonflies: packets sent via an intermediate group (Valiant, or chosen by UGAL / PAR).
+    pub packets_nonminimal: u64,
+    /// Dragonflies: the most global links one packet crossed.
+    pub max_global_hops: u64,
     /// Utilisation of the uplinks (switch to a higher tier) over the run: min, mean, max, and the
     /// coefficient of variation (path imbalance).
     pub uplink_utilisation_min: f64,

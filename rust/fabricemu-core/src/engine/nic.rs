@@ -6,7 +6,7 @@ use super::queue::Event;
 use super::world::World;
 use crate::cc::dcqcn::Reaction;
 use crate::cc::Dcqcn;
-use crate::packet::{flags, Packet, PacketId, PacketKind, NIL};
+use crate::packet::{flags, Packet, PacketId, PacketKind, NIL, NO_VIA};
 use crate::topology::{NodeId, PortId};
 use crate::transport::{window, NEVER, NO_BARRIER};
 use crate::units::{serialisation_ps, Time};
@@ -82,6 +82,8 @@ impl World {
                 } else {
                     flags::ECT
                 },
+                via: NO_VIA,
+                ghops: 0,
             };
             self.stats.data_packets_sent += 1;
             if let Some(spec) = self.dcqcn_spec {
@@ -295,6 +297,8 @@ impl World {
             priority: self.control_priority,
             ingress: u32::MAX,
             flags: 0,
+            via: NO_VIA,
+            ghops: 0,
         };
         let port = self.fabric.host_port(f.dst);
         self.stats.control_packets_sent += 1;

@@ -3,7 +3,7 @@
 
 use super::queue::Event;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
-use crate::packet::{flags, Packet, PacketId, PacketKind, NIL};
+use crate::packet::{flags, Packet, PacketId, PacketKind, NIL, NO_VIA};
 use crate::scenario::Scheduler;
 use crate::switch::buffer::Admission;
 use crate::switch::ecn::mark_probability;
@@ -146,10 +146,11 @@ impl World {
             self.buffer.used[node as usize] -= w;
         }
         if let Some(pfc) = &mut self.pfc {
-            if pfc.is_lossless(priority) && ingress != u32::MAX {
+            let in_class = self.packets.get(pkt).ingress_class();
+            if pfc.is_lossless(in_class) && ingress != u32::MAX {
                 let free = self.buffer.free(node);
-                if pfc.on_dequeue(ingress, priority, w, in_headroom, free) == PfcAction::Resume {
-                    self.send_pfc_frame(ingress, priority, false);
+                if pfc.on_dequeue(ingress, in_class, w, in_headroom, free) == PfcAction::Resume {
+                    self.send_pfc_frame(ingress, in_class, false);
                 }
             }
         }
@@ -274,17 +275,20 @@ impl World {
             self.transmit(p, pkt);
             return;
         }
+        // PFC counts the packet in the class it arrived in (a dragonfly hop class may have moved
+        // it up one for its egress queue).
+        let in_class = self.packets.get(pkt).ingress_class();
         let lossless = self
             .pfc
             .as_ref()
-            .is_some_and(|pfc| pfc.is_lossless(priority));
+            .is_some_and(|pfc| pfc.is_lossless(in_class));
         let q = &self.queues[p as usize];
         let admission = if lossless {
             let pfc = self.pfc.as_ref().expect("lossless implies PFC");
             self.buffer.admit_lossless(
                 node,
                 w,
-                pfc.headroom_used(ingress, priority),
+                pfc.headroom_used(ingress, in_class),
                 pfc.headroom_of(ingress),
             )
         } else if self
@@ -309,10 +313,10 @@ impl World {
         if lossless {
             let free = self.buffer.free(node);
             let pfc = self.pfc.as_mut().expect("lossless implies PFC");
-            if pfc.on_enqueue(ingress, priority, w, admission == Admission::Headroom, free)
+            if pfc.on_enqueue(ingress, in_class, w, admission == Admission::Headroom, free)
                 == PfcAction::Pause
             {
-                self.send_pfc_frame(ingress, priority, true);
+                self.send_pfc_frame(ingress, in_class, true);
             }
         }
         if let Some(ecn) = &self.ecn {
@@ -365,6 +369,8 @@ impl World {
             priority: MAC_CONTROL_CLASS,
             ingress: u32::MAX,
             flags: 0,
+            via: NO_VIA,
+            ghops: 0,
         };
         if pause {
             self.stats.pfc_pause_frames += 1;

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::queue::Event;
 use super::world::{World, DEADLOCK_CHECK_PS};
+use crate::scenario::StopAt;
 use crate::switch::{pfc, NUM_PRIORITIES};
 
 impl World {
@@ -126,6 +127,13 @@ impl World {
             if !self.in_deadlock {
                 self.stats.pfc_deadlocks += 1;
                 self.in_deadlock = true;
+            }
+            // Paused packets in a cycle never move again: a run waiting for every flow would
+            // never end, so it ends here (the deadlock is in the stats).
+            if self.stop == StopAt::AllFlowsDone {
+                self.finished = true;
+                self.stats.simulated_ps = self.now;
+                return;
             }
         } else if cycle.is_none() {
             self.in_deadlock = false;

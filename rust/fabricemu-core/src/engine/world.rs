@@ -11,7 +11,7 @@ use super::forwarding::{resolve_faults, Fault};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Dcqcn;
-use crate::packet::{Packet, PacketArena, PacketKind, PacketList, NIL};
+use crate::packet::{Packet, PacketArena, PacketKind, PacketList, NIL, NO_VIA};
 use crate::rng::{self, Purpose, Rng};
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
 use crate::scenario::{
@@ -564,6 +564,8 @@ impl World {
             priority: self.data_priority,
             ingress: u32::MAX,
             flags: 0,
+            via: NO_VIA,
+            ghops: 0,
         }
     }
 

@@ -97,6 +97,10 @@ pub struct Router {
     /// Flowlet / adaptive state: per switch, `table_size` entries of (last packet time, port).
     flowlets: Vec<(Time, PortId)>,
     table_size: u32,
+    /// The fabric has dragonfly groups (global links).
+    pub dragonfly: bool,
+    /// Lossless packets climb a class per global hop (see `RoutingSpec::hop_classes`).
+    pub hop_classes: bool,
 }
 
 impl Router {
@@ -114,6 +118,7 @@ impl Router {
             LoadBalancing::Flowlet { .. } | LoadBalancing::Adaptive { .. }
         );
         let switches = (fabric.num_nodes - fabric.num_hosts) as usize;
+        let dragonfly = table.num_df_groups() > 0;
         Self {
             rr: vec![0; table.num_groups()],
             table,
@@ -127,6 +132,8 @@ impl Router {
                 Vec::new()
             },
             table_size: spec.flowlet_table,
+            dragonfly,
+            hop_classes: spec.hop_classes,
         }
     }
 
@@ -171,6 +178,7 @@ mod tests {
             hash,
             per_switch_seed: true,
             flowlet_table: 16,
+            hop_classes: false,
         }
     }
 

@@ -34,6 +34,117 @@ pub struct RouteTable {
     group_of: Vec<u32>,
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
+    /// Dragonflies: the group of every node (hosts: their router's), else empty.
+    node_group: Vec<u32>,
+    num_df_groups: u32,
+    /// `[(switch - num_hosts) * num_df_groups + group]` -> ports toward the group (group id).
+    to_group: Vec<u32>,
+}
+
+/// Shortest-path search state, reused across targets; port groups are deduplicated.
+struct Search {
+    dist: Vec<u32>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, NodeId)>>,
+    members: Vec<PortId>,
+    dedup: HashMap<Vec<PortId>, u32>,
+    group_start: Vec<u32>,
+    group_ports: Vec<PortId>,
+}
+
+impl Search {
+    /// Dijkstra toward the switches `targets` over link costs (1 inside Clos tiers and dragonfly
+    /// groups, so Clos routes are the shortest hop counts; global links cost more than any detour
+    /// inside a group, so dragonfly routes take one global hop: minimal routing). Calls
+    /// `found(switch, group id)` for every other switch that reaches a target.
+    fn toward(
+        &mut self,
+        f: &Fabric,
+        is_down: &impl Fn(PortId) -> bool,
+        targets: &[NodeId],
+        mut found: impl FnMut(NodeId, u32),
+    ) {
+        let dist = &mut self.dist;
+        dist.fill(u32::MAX);
+        self.heap.clear();
+        for &t in targets {
+            dist[t as usize] = 0;
+            self.heap.push(std::cmp::Reverse((0u32, t)));
+        }
+        while let Some(std::cmp::Reverse((d, u))) = self.heap.pop() {
+            if d > dist[u as usize] {
+                continue;
+            }
+            for p in f.ports_of(u) {
+                let v = f.peer_node[p as usize];
+                // v would forward to u over the reverse port.
+                let back = f.peer_port[p as usize];
+                if is_down(back) || f.is_host(v) {
+                    continue;
+                }
+                let nd = d + link_cost(f, back);
+                if nd < dist[v as usize] {
+                    dist[v as usize] = nd;
+                    self.heap.push(std::cmp::Reverse((nd, v)));
+                }
+            }
+        }
+        for s in f.num_hosts..f.num_nodes {
+            if dist[s as usize] == 0 || dist[s as usize] == u32::MAX {
+                continue;
+            }
+            self.members.clear();
+            for p in f.ports_of(s) {
+                let v = f.peer_node[p as usize];
+                if !is_down(p)
+                    && !f.is_host(v)
+                    && dist[v as usize] != u32::MAX
+                    && dist[v as usize] + link_cost(f, p) == dist[s as usize]
+                {
+                    self.members.push(p);
+                }
+            }
+            let (starts, ports) = (&mut self.group_start, &mut self.group_ports);
+            let id = *self.dedup.entry(self.members.clone()).or_insert_with(|| {
+                ports.extend_from_slice(&self.members);
+                starts.push(ports.len() as u32);
+                (starts.len() - 2) as u32
+            });
+            found(s, id);
+        }
+    }
+}
+
+/// Dragonfly groups (components of the switch graph without global links), numbered in order of
+/// their lowest switch, with hosts in their switch's group; `(vec![], 0)` without global links.
+fn dragonfly_groups(f: &Fabric) -> (Vec<u32>, u32) {
+    if !f.tier.contains(&Tier::Global) {
+        return (Vec::new(), 0);
+    }
+    let mut group = vec![NONE; f.num_nodes as usize];
+    let mut count = 0;
+    let mut stack = Vec::new();
+    for s in f.num_hosts..f.num_nodes {
+        if group[s as usize] != NONE {
+            continue;
+        }
+        group[s as usize] = count;
+        stack.push(s);
+        while let Some(u) = stack.pop() {
+            for p in f.ports_of(u) {
+                let v = f.peer_node[p as usize];
+                if f.tier[p as usize] != Tier::Global && !f.is_host(v) && group[v as usize] == NONE
+                {
+                    group[v as usize] = count;
+                    stack.push(v);
+                }
+            }
+        }
+        count += 1;
+    }
+    for h in 0..f.num_hosts {
+        group[h as usize] = group[f.peer_node[f.host_port(h) as usize] as usize];
+    }
+    (group, count)
 }
 
 impl RouteTable {
@@ -67,61 +178,32 @@ impl RouteTable {
             .collect();
         let num_edges = edges.len() as u32;
 
+        let mut search = Search {
+            dist: vec![u32::MAX; n],
+            heap: std::collections::BinaryHeap::new(),
+            members: Vec::new(),
+            dedup: HashMap::new(),
+            group_start: vec![0u32],
+            group_ports: Vec::new(),
+        };
         let mut group_of = vec![NONE; num_switches * edges.len()];
-        let mut groups: HashMap<Vec<PortId>, u32> = HashMap::new();
-        let mut group_start = vec![0u32];
-        let mut group_ports = Vec::new();
-        let mut dist = vec![u32::MAX; n];
-        let mut heap = std::collections::BinaryHeap::new();
-        let mut members = Vec::new();
         for (ei, &target) in edges.iter().enumerate() {
-            // Dijkstra toward `target` over link costs (1 inside Clos tiers and dragonfly groups, so
-            // Clos routes are the shortest hop counts; global links cost more than any detour
-            // inside a group, so dragonfly routes take one global hop: minimal routing).
-            dist.fill(u32::MAX);
-            dist[target as usize] = 0;
-            heap.clear();
-            heap.push(std::cmp::Reverse((0u32, target)));
-            while let Some(std::cmp::Reverse((d, u))) = heap.pop() {
-                if d > dist[u as usize] {
-                    continue;
-                }
-                for p in f.ports_of(u) {
-                    let v = f.peer_node[p as usize];
-                    // v would forward to u over the reverse port.
-                    let back = f.peer_port[p as usize];
-                    if is_down(back) || f.is_host(v) {
-                        continue;
-                    }
-                    let nd = d + link_cost(f, back);
-                    if nd < dist[v as usize] {
-                        dist[v as usize] = nd;
-                        heap.push(std::cmp::Reverse((nd, v)));
-                    }
-                }
-            }
-            for s in f.num_hosts..f.num_nodes {
-                if s == target || dist[s as usize] == u32::MAX {
-                    continue;
-                }
-                members.clear();
-                for p in f.ports_of(s) {
-                    let v = f.peer_node[p as usize];
-                    if !is_down(p)
-                        && !f.is_host(v)
-                        && dist[v as usize] != u32::MAX
-                        && dist[v as usize] + link_cost(f, p) == dist[s as usize]
-                    {
-                        members.push(p);
-                    }
-                }
-                let id = *groups.entry(members.clone()).or_insert_with(|| {
-                    group_ports.extend_from_slice(&members);
-                    group_start.push(group_ports.len() as u32);
-                    (group_start.len() - 2) as u32
-                });
+            search.toward(f, &is_down, &[target], |s, id| {
                 group_of[(s - f.num_hosts) as usize * edges.len() + ei] = id;
-            }
+            });
+        }
+
+        // Dragonfly groups: the switches connected without global links. Routes toward each
+        // group (to any of its switches) serve non-minimal routing via an intermediate group.
+        let (node_group, num_df_groups) = dragonfly_groups(f);
+        let mut to_group = vec![NONE; num_switches * num_df_groups as usize];
+        let mut targets = Vec::new();
+        for g in 0..num_df_groups {
+            targets.clear();
+            targets.extend((f.num_hosts..f.num_nodes).filter(|&s| node_group[s as usize] == g));
+            search.toward(f, &is_down, &targets, |s, id| {
+                to_group[(s - f.num_hosts) as usize * num_df_groups as usize + g as usize] = id;
+            });
         }
         Self {
             num_hosts: f.num_hosts,
@@ -130,8 +212,11 @@ impl RouteTable {
             host_edge_index,
             num_edges,
             group_of,
-            group_start,
-            group_ports,
+            group_start: search.group_start,
+            group_ports: search.group_ports,
+            node_group,
+            num_df_groups,
+            to_group,
         }
     }
 
@@ -166,5 +251,30 @@ impl RouteTable {
 
     pub fn num_groups(&self) -> usize {
         self.group_start.len() - 1
+    }
+
+    /// Dragonfly groups (0 on other fabrics).
+    #[inline]
+    pub fn num_df_groups(&self) -> u32 {
+        self.num_df_groups
+    }
+
+    /// The dragonfly group of a node (a host's is its router's).
+    #[inline(always)]
+    pub fn df_group(&self, node: NodeId) -> u32 {
+        self.node_group[node as usize]
+    }
+
+    /// Candidate egress ports of switch `node` toward any switch of dragonfly group `g` (empty
+    /// when `node` is in `g`, or no live path reaches it).
+    #[inline]
+    pub fn toward_group(&self, node: NodeId, g: u32) -> &[PortId] {
+        let id = self.to_group
+            [(node - self.num_hosts) as usize * self.num_df_groups as usize + g as usize];
+        if id == NONE {
+            return &[];
+        }
+        &self.group_ports
+            [self.group_start[id as usize] as usize..self.group_start[id as usize + 1] as usize]
     }
 }

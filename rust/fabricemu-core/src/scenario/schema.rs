@@ -211,7 +211,8 @@ impl Default for SwitchFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoutingFile {
-    /// `ecmp`, `spray`, `flowlet` or `adaptive`.
+    /// `ecmp`, `spray`, `flowlet` or `adaptive`; on dragonflies also `min` (= ecmp), `valiant`,
+    /// `ugal_l`, `ugal_g` or `par`.
     #[serde(default = "RoutingFile::default_lb")]
     pub load_balancing: String,
     /// ECMP: header fields hashed, a subset of `src`, `dst`, `sport`, `dport`, `flow_label`
@@ -245,6 +246,17 @@ pub struct RoutingFile {
     /// (default one MTU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_bias: Option<Size>,
+    /// UGAL-L / UGAL-G / PAR: random intermediate groups compared with the minimal path
+    /// (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ugal_candidates: Option<i64>,
+    /// UGAL-L / UGAL-G / PAR: bias toward the minimal path (queued bytes; default two packets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ugal_threshold: Option<Size>,
+    /// Dragonflies with PFC: lossless packets move up a priority class per global hop (deadlock
+    /// freedom by virtual channels; default true on dragonflies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop_classes: Option<bool>,
 }
 
 /// A node named in a scenario: its id, or `"role:index"` (`"spine:0"`, `"core:3"`, `"host:12"`).
@@ -295,6 +307,9 @@ impl Default for RoutingFile {
             flowlet_table: None,
             adaptive: None,
             adaptive_bias: None,
+            ugal_candidates: None,
+            ugal_threshold: None,
+            hop_classes: None,
         }
     }
 }

@@ -171,6 +171,32 @@ pub enum LoadBalancing {
         gap_ps: Time,
         bias_bytes: Bytes,
     },
+    /// Dragonfly non-minimal routing through an intermediate group (Valiant, UGAL, PAR); ECMP
+    /// hashing picks among equal ports along the way.
+    NonMinimal(NonMinimal),
+}
+
+/// Which path a dragonfly packet takes: minimal, or via a random intermediate group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonMinimalMode {
+    /// Always via a random intermediate group.
+    Valiant,
+    /// At the source router: minimal unless its local queue x hops exceeds a non-minimal
+    /// candidate's by more than the threshold.
+    UgalL,
+    /// As UGAL-L, comparing the queues along the whole paths (global knowledge).
+    UgalG,
+    /// UGAL-L, re-decided at each router of the source group (progressive adaptive routing).
+    Par,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NonMinimal {
+    pub mode: NonMinimalMode,
+    /// Random intermediate groups compared with the minimal path (UGAL, PAR).
+    pub candidates: u32,
+    /// Bias toward the minimal path, in queued bytes (x hops for UGAL-L and PAR).
+    pub threshold_bytes: Bytes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,6 +229,24 @@ pub struct RoutingSpec {
     pub hash: HashFunction,
     pub per_switch_seed: bool,
     pub flowlet_table: u32,
+    /// Dragonflies under PFC: a lossless packet moves up one priority class per global hop (and
+    /// once more when PAR diverts it inside the source group), the virtual-channel method of
+    /// deadlock freedom.
+    pub hop_classes: bool,
+}
+
+impl RoutingSpec {
+    /// Classes a packet may climb above its own with hop classes on.
+    pub fn max_class_rise(&self) -> u8 {
+        match self.load_balancing {
+            LoadBalancing::NonMinimal(NonMinimal {
+                mode: NonMinimalMode::Par,
+                ..
+            }) => 3,
+            LoadBalancing::NonMinimal(_) => 2,
+            _ => 1,
+        }
+    }
 }
 
 /// A node named in a scenario, resolved against the fabric when it is built.

@@ -30,7 +30,11 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let topology = topology(&file.topology)?;
     let n_hosts = topology.num_hosts();
 
-    let routing = routing(&file.routing)?;
+    let dragonfly = matches!(
+        topology,
+        TopologySpec::Dragonfly { .. } | TopologySpec::DragonflyPlus { .. }
+    );
+    let mut routing = routing(&file.routing, dragonfly)?;
     let faults = faults(&file.fault)?;
 
     let t = &file.transport;
@@ -116,6 +120,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let per_packet = matches!(
         routing.load_balancing,
         LoadBalancing::Spray(_)
+            | LoadBalancing::NonMinimal(_)
             | LoadBalancing::Adaptive {
                 per_packet: true,
                 ..
@@ -153,7 +158,13 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         data_priority,
         control_priority,
     };
-    let switch = switch(&file.switch, &transport)?;
+    if let LoadBalancing::NonMinimal(nm) = &mut routing.load_balancing {
+        if file.routing.ugal_threshold.is_none() {
+            nm.threshold_bytes = 2 * (transport.mtu_bytes + transport.header_bytes);
+        }
+    }
+    let mut switch = switch(&file.switch, &transport)?;
+    hop_classes(&routing, &transport, &mut switch)?;
     let trace = trace(&file.trace)?;
 
     let mut workloads = Vec::with_capacity(file.workload.len());
@@ -1395,9 +1406,70 @@ fn pick(path: &str, v: Option<&str>, default: Pick, allow_rr: bool) -> Res<Pick>
     }
 }
 
-fn routing(r: &RoutingFile) -> Res<RoutingSpec> {
+/// With hop classes on and PFC on, the classes lossless packets climb into are lossless (and ECN
+/// marked) too; they must stay below 8 and clear of the control priority.
+fn hop_classes(routing: &RoutingSpec, t: &TransportSpec, sw: &mut SwitchSpec) -> Res<()> {
+    if !routing.hop_classes {
+        return Ok(());
+    }
+    let Some(pfc) = &mut sw.pfc else {
+        return Ok(());
+    };
+    let rise = routing.max_class_rise();
+    let mut extra = 0u8;
+    for c in 0..8u8 {
+        if pfc.priorities & (1 << c) == 0 {
+            continue;
+        }
+        for k in 1..=rise {
+            let up = c + k;
+            if up > 7 || up == t.control_priority {
+                return Err(ScenarioError::at(
+                    "routing.hop_classes",
+                    format!(
+                        "lossless priority {c} climbs {rise} classes on this route (one per \
+                         global hop{}), into {}; lower transport.priority or the lossless \
+                         priorities, or set hop_classes = false",
+                        if rise == 3 {
+                            ", one per PAR diversion"
+                        } else {
+                            ""
+                        },
+                        if up > 7 {
+                            "priority 8, which does not exist".to_string()
+                        } else {
+                            format!("the control priority {up}")
+                        }
+                    ),
+                ));
+            }
+            extra |= 1 << up;
+        }
+    }
+    let marked = sw.ecn.as_ref().map(|e| e.priorities & pfc.priorities != 0);
+    pfc.priorities |= extra;
+    if let (Some(ecn), Some(true)) = (&mut sw.ecn, marked) {
+        ecn.priorities |= extra;
+    }
+    Ok(())
+}
+
+fn routing(r: &RoutingFile, dragonfly: bool) -> Res<RoutingSpec> {
     let gap = r.flowlet_gap.map(|d| d.0).unwrap_or(50_000_000);
     let lb = r.load_balancing.as_str();
+    let non_minimal = matches!(lb, "valiant" | "ugal_l" | "ugal_g" | "par");
+    if (non_minimal || lb == "min") && !dragonfly {
+        return Err(ScenarioError::at(
+            "routing.load_balancing",
+            format!("{lb:?} routes through dragonfly groups: it needs topology.kind = \"dragonfly\" or \"dragonfly_plus\" (Clos fabrics use \"ecmp\", \"spray\", \"flowlet\" or \"adaptive\")"),
+        ));
+    }
+    if r.hop_classes == Some(true) && !dragonfly {
+        return Err(ScenarioError::at(
+            "routing.hop_classes",
+            "hop classes are for dragonfly fabrics (up/down Clos routes cannot deadlock)",
+        ));
+    }
     // Keys that belong to another scheme are errors, so a typo'd scheme cannot ignore them.
     let used: &[(&str, bool)] = &[
         ("spray", r.spray.is_some()),
@@ -1406,17 +1478,21 @@ fn routing(r: &RoutingFile) -> Res<RoutingSpec> {
         ("flowlet_table", r.flowlet_table.is_some()),
         ("adaptive", r.adaptive.is_some()),
         ("adaptive_bias", r.adaptive_bias.is_some()),
+        ("ugal_candidates", r.ugal_candidates.is_some()),
+        ("ugal_threshold", r.ugal_threshold.is_some()),
     ];
     let allowed: &[&str] = match lb {
         "ecmp" => &[],
         "spray" => &["spray"],
         "flowlet" => &["flowlet_gap", "flowlet_pick", "flowlet_table"],
         "adaptive" => &["flowlet_gap", "flowlet_table", "adaptive", "adaptive_bias"],
+        "min" | "valiant" => &[],
+        "ugal_l" | "ugal_g" | "par" => &["ugal_candidates", "ugal_threshold"],
         other => {
             return Err(ScenarioError::at(
                 "routing.load_balancing",
                 format!(
-                "expected one of \"ecmp\", \"spray\", \"flowlet\", \"adaptive\", found {other:?}"
+                "expected one of \"ecmp\", \"spray\", \"flowlet\", \"adaptive\" (any fabric), \"min\", \"valiant\", \"ugal_l\", \"ugal_g\", \"par\" (dragonflies), found {other:?}"
             ),
             ))
         }
@@ -1435,8 +1511,30 @@ fn routing(r: &RoutingFile) -> Res<RoutingSpec> {
             "expected a positive duration",
         ));
     }
+    let candidates = match r.ugal_candidates {
+        None => 1,
+        Some(n) if (1..=64).contains(&n) => n as u32,
+        Some(n) => {
+            return Err(ScenarioError::at(
+                "routing.ugal_candidates",
+                format!("expected 1..=64 intermediate groups, found {n}"),
+            ))
+        }
+    };
+    let non_minimal = |mode| {
+        LoadBalancing::NonMinimal(NonMinimal {
+            mode,
+            candidates,
+            // The default (two packets) is filled in once the transport's MTU is known.
+            threshold_bytes: r.ugal_threshold.map(|t| t.0).unwrap_or(0),
+        })
+    };
     let load_balancing = match lb {
-        "ecmp" => LoadBalancing::Ecmp,
+        "ecmp" | "min" => LoadBalancing::Ecmp,
+        "valiant" => non_minimal(NonMinimalMode::Valiant),
+        "ugal_l" => non_minimal(NonMinimalMode::UgalL),
+        "ugal_g" => non_minimal(NonMinimalMode::UgalG),
+        "par" => non_minimal(NonMinimalMode::Par),
         "spray" => LoadBalancing::Spray(pick(
             "routing.spray",
             r.spray.as_deref(),
@@ -1522,6 +1620,7 @@ fn routing(r: &RoutingFile) -> Res<RoutingSpec> {
         hash,
         per_switch_seed: r.per_switch_seed.unwrap_or(true),
         flowlet_table,
+        hop_classes: r.hop_classes.unwrap_or(dragonfly),
     })
 }
 

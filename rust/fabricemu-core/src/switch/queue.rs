@@ -154,7 +154,7 @@ impl Default for DwrrState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Packet, PacketKind, NIL};
+    use crate::packet::{Packet, PacketKind, NIL, NO_VIA};
 
     fn alloc(arena: &mut PacketArena, seq: u32, wire: u32) -> PacketId {
         arena.alloc(Packet {
@@ -169,6 +169,8 @@ mod tests {
             priority: 0,
             ingress: u32::MAX,
             flags: 0,
+            via: NO_VIA,
+            ghops: 0,
         })
     }
 
