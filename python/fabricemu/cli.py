@@ -142,6 +142,11 @@ def _print_fabric(result: Any) -> None:
         )
     if st.get("pfc_deadlocks"):
         parts.append(f"PFC DEADLOCKS {st['pfc_deadlocks']}")
+    if st.get("max_global_hops"):
+        parts.append(
+            f"non-minimal packets {_fmt.count(st.get('packets_nonminimal', 0))}   "
+            f"most global hops {st['max_global_hops']}"
+        )
     if st.get("link_fault_drops"):
         parts.append(f"lost to link faults {_fmt.count(st['link_fault_drops'])}")
     if st.get("timeouts"):
