@@ -45,7 +45,8 @@ fn per_second(count: u64, wall_seconds: f64) -> f64 {
 /// `scenario` (the scenario as a JSON object), `seed`, `version`, `interrupted`, `wall_seconds`,
 /// `stats` (every [`crate::RunStats`] counter), `workloads` (see [`workload_reports`]), and for
 /// convenience `simulated_ps`, `events`, `packet_hops`, `events_per_second`,
-/// `packet_hops_per_second` (0 when `wall_seconds` is 0).
+/// `packet_hops_per_second` (0 when `wall_seconds` is 0), and with synthetic workloads `synthetic`
+/// (the measurement window's [`crate::engine::SyntheticStats`]).
 pub fn write_outputs(
     dir: &Path,
     sim: &mut Simulation,
@@ -90,7 +91,7 @@ pub fn write_outputs(
     } else {
         0.0
     };
-    let run = json!({
+    let mut run = json!({
         "scenario": scenario,
         "seed": seed,
         "version": crate::VERSION,
@@ -104,6 +105,12 @@ pub fn write_outputs(
         "stats": serde_json::to_value(&stats).map_err(io::Error::other)?,
         "workloads": workload_reports(sim, &plan),
     });
+    if let Some(synth) = sim.synthetic_stats() {
+        run.as_object_mut().expect("an object").insert(
+            "synthetic".into(),
+            serde_json::to_value(&synth).map_err(io::Error::other)?,
+        );
+    }
     write_run_json(&dir.join(RUN_JSON_FILE), &run)?;
     Ok(run)
 }
@@ -112,7 +119,9 @@ pub fn write_outputs(
 /// `flows_finished`, `bytes_finished` by the end of the run. A `poisson` workload adds
 /// `target_load`, `offered_load` (payload bits generated over the senders' host-link capacity in
 /// the arrival window), `offered_load_wire` (the same with every packet's header),
-/// `window_ps`, `senders` and `mean_flow_bytes`; a `collective` workload adds `collectives` (its
+/// `window_ps`, `senders` and `mean_flow_bytes`; a `synthetic` workload adds `target_load`,
+/// `offered_load` (wire bits generated over the senders' capacity from its start to the stop time),
+/// `window_ps` and `senders`; a `collective` workload adds `collectives` (its
 /// groups) and `iterations_finished` (summed over groups).
 pub fn workload_reports(sim: &Simulation, plan: &FlowPlan) -> Value {
     let names = sim.workload_names();
@@ -146,6 +155,12 @@ pub fn workload_reports(sim: &Simulation, plan: &FlowPlan) -> Value {
                 m.insert("window_ps".into(), json!(p.window_ps));
                 m.insert("senders".into(), json!(p.senders));
                 m.insert("mean_flow_bytes".into(), json!(p.mean_flow_bytes));
+            }
+            if let Some(s) = &r.synthetic {
+                m.insert("target_load".into(), json!(s.target_load));
+                m.insert("offered_load".into(), json!(s.offered_load()));
+                m.insert("window_ps".into(), json!(s.end_ps - s.start_ps));
+                m.insert("senders".into(), json!(s.senders));
             }
             if r.kind == "collective" {
                 let groups = plan

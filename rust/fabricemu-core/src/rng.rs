@@ -22,6 +22,8 @@ pub enum Purpose {
     Ecn = 4,
     Spray = 5,
     FlowLabel = 6,
+    /// Synthetic workloads: arrivals, destinations, permutation (numbered apart from the others).
+    Synthetic = 16,
 }
 
 /// A random stream for `purpose` (and `index`, e.g. the workload number) under scenario `seed`.

@@ -5,9 +5,11 @@ mod nic;
 mod ports;
 mod queue;
 mod sampling;
+mod synthetic;
 mod world;
 
 pub use queue::{Event, EventQueue};
+pub use synthetic::SyntheticStats;
 pub use world::World;
 
 use crate::scenario::{Scenario, ScenarioError, StopAt};
@@ -155,11 +157,12 @@ impl Simulation {
             .iter()
             .zip(&plan.flows)
             .filter(|(f, _)| self.keeps_row(f))
-            .map(|(_, init)| FlowLabels {
+            .map(|(f, init)| FlowLabels {
                 collective: init.collective.map(|c| c.instance),
                 iteration: init.collective.map(|c| c.iteration),
                 step: init.collective.map(|c| c.step),
                 tag: init.tag,
+                measured: self.synthetic_measured(f.workload, f.start),
             })
             .collect()
     }

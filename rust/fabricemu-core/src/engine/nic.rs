@@ -38,6 +38,9 @@ impl World {
             }
             if f.next_send > now {
                 earliest = earliest.min(f.next_send);
+                if self.nic_fifo {
+                    break; // FIFO: the oldest flow waits for its pacing; no one overtakes it
+                }
                 ring.rotate_left(1);
                 continue;
             }
@@ -56,7 +59,7 @@ impl World {
                 f.high_seq = seq + 1;
             }
             f.packets_sent += 1;
-            self.nic_rotate[h as usize] = true;
+            self.nic_rotate[h as usize] = !self.nic_fifo;
             let wire = f.payload_of(seq, self.mtu) + self.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
             let per_byte = self.ports[p as usize].ps_per_byte;
@@ -174,6 +177,9 @@ impl World {
         let p = *self.packets.get(pkt);
         self.packets.release(pkt);
         self.stats.packets_delivered += 1;
+        if self.synth.is_some() && p.kind == PacketKind::Data {
+            self.meter_data(&p);
+        }
         match p.kind {
             PacketKind::Data => self.receive_data(p.flow, p.seq, p.flags),
             PacketKind::Ack => self.receive_ack(p.flow, p.seq),

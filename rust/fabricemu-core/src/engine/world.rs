@@ -120,6 +120,10 @@ pub struct World {
     // Per host: active flows served round robin (the front was served last if `nic_rotate`).
     pub(super) nic_ring: Vec<VecDeque<u32>>,
     pub(super) nic_rotate: Vec<bool>,
+    /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
+    pub(super) nic_fifo: bool,
+    /// Synthetic workloads: the measurement window and its counters (None without them).
+    pub(super) synth: Option<super::synthetic::SynthMeter>,
 
     // Flows.
     pub flows: Vec<Flow>,
@@ -331,6 +335,8 @@ impl World {
             deadlock_check_pending: false,
             nic_ring: (0..fabric.num_hosts).map(|_| VecDeque::new()).collect(),
             nic_rotate: vec![false; fabric.num_hosts as usize],
+            nic_fifo: s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
+            synth: super::synthetic::SynthMeter::new(s),
             flows,
             dcqcn,
             dcqcn_spec,

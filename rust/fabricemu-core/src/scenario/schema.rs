@@ -23,6 +23,9 @@ pub struct ScenarioFile {
     /// `"all_flows_done"` (default) or a duration such as `"5ms"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<String>,
+    /// Start of the measurement window of synthetic workloads, `[warmup, stop)` (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Duration>,
     pub topology: TopologyFile,
     #[serde(default)]
     pub switch: SwitchFile,
@@ -33,6 +36,9 @@ pub struct ScenarioFile {
     pub fault: Vec<FaultFile>,
     #[serde(default)]
     pub transport: TransportFile,
+    /// `[nic]`: how a NIC arbitrates among its active flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicFile>,
     #[serde(default)]
     pub workload: Vec<WorkloadFile>,
     #[serde(default)]
@@ -439,6 +445,16 @@ impl Default for TransportFile {
     }
 }
 
+/// `[nic]`: NIC behaviour beyond the transport.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicFile {
+    /// `round_robin` (default: a packet of each active flow in turn) or `fifo` (active flows in
+    /// start order, each sent completely before the next, as an open-loop source queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arbitration: Option<String>,
+}
+
 /// `senders = 63` (that many distinct hosts, drawn with the seed) or `senders = [1, 2, 3]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -538,6 +554,22 @@ pub struct WorkloadFile {
     /// A CSV or Arrow IPC file of flows (src, dst, size, start[, tag]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    // synthetic
+    /// `uniform_random`, `worst_case`, `permutation`, `tornado`, `shift` or `hot_spot`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Arrival process: `bernoulli` (default, slotted) or `poisson`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
+    /// Pattern `shift`: host i sends to (i + shift) mod N (default: hosts per group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<i64>,
+    /// Pattern `hot_spot`: the hot hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_spot: Option<Vec<i64>>,
+    /// Pattern `hot_spot`: the fraction of messages sent to a hot host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_fraction: Option<f64>,
 }
 
 /// `[trace]`: which tables to write besides flows.arrow (more come with later features).

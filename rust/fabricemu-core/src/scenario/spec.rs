@@ -452,6 +452,69 @@ pub struct ReplaySpec {
     pub offset_ps: Time,
 }
 
+/// Where a synthetic workload's messages go (BookSim-style traffic patterns).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SyntheticPattern {
+    /// A uniformly random other host per message.
+    UniformRandom,
+    /// A host of group x sends to a uniformly random host of group (x + 1) mod G.
+    WorstCase,
+    /// A seeded random derangement of the hosts, fixed for the run.
+    Permutation,
+    /// The host at position j of group x sends to position j of group (x + max(G/2, 1)) mod G.
+    Tornado,
+    /// Host i sends to (i + shift) mod N (0 < shift < N).
+    Shift(u32),
+    /// A fraction of messages to a uniformly chosen hot host, the others uniform random.
+    HotSpot { hosts: Vec<u32>, fraction: f64 },
+}
+
+impl SyntheticPattern {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SyntheticPattern::UniformRandom => "uniform_random",
+            SyntheticPattern::WorstCase => "worst_case",
+            SyntheticPattern::Permutation => "permutation",
+            SyntheticPattern::Tornado => "tornado",
+            SyntheticPattern::Shift(_) => "shift",
+            SyntheticPattern::HotSpot { .. } => "hot_spot",
+        }
+    }
+}
+
+/// How a synthetic source's messages arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrivalProcess {
+    /// Slots of one message's wire time at the host link rate; a message per slot with
+    /// probability `load`.
+    Bernoulli,
+    /// Exponential inter-arrival times (integer ps) with the same mean rate.
+    Poisson,
+}
+
+/// Open-loop synthetic traffic: every host generates messages of one size at a fraction of its
+/// host link rate (wire bytes), from `start_ps` until `end_ps` (the scenario's stop time).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticSpec {
+    pub pattern: SyntheticPattern,
+    pub process: ArrivalProcess,
+    /// Offered wire load per host, a fraction of its host link rate, in (0, 1].
+    pub load: f64,
+    pub size_bytes: Bytes,
+    /// Hosts 0..n_hosts all send.
+    pub n_hosts: u32,
+    /// Hosts per group (dragonfly group, Dragonfly+ group, fat-tree pod, leaf): group x holds
+    /// hosts x*group_size .. (x+1)*group_size.
+    pub group_size: u32,
+    pub start_ps: Time,
+    pub end_ps: Time,
+    pub host_rate_bps: Rate,
+    /// One message on the wire: payload plus a header per packet.
+    pub wire_bytes: Bytes,
+    /// Its serialisation at the host link rate (the Bernoulli slot).
+    pub slot_ps: Time,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkloadSpec {
     Flows {
@@ -483,6 +546,7 @@ pub enum WorkloadSpec {
     Poisson(PoissonSpec),
     Collective(CollectiveSpec),
     Replay(ReplaySpec),
+    Synthetic(SyntheticSpec),
 }
 
 impl WorkloadSpec {
@@ -495,6 +559,7 @@ impl WorkloadSpec {
             WorkloadSpec::Poisson(_) => "poisson",
             WorkloadSpec::Collective(_) => "collective",
             WorkloadSpec::Replay(_) => "replay",
+            WorkloadSpec::Synthetic(_) => "synthetic",
         }
     }
 }
@@ -529,6 +594,16 @@ pub struct TraceSpec {
     pub rates: Option<RatesTraceSpec>,
 }
 
+/// How a NIC picks the next data packet among its active flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NicArbitration {
+    /// One packet of each active flow in turn.
+    #[default]
+    RoundRobin,
+    /// Flows in start order: the oldest active flow sends until it has nothing left to send.
+    Fifo,
+}
+
 /// A validated scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
@@ -542,4 +617,7 @@ pub struct Scenario {
     pub transport: TransportSpec,
     pub workloads: Vec<NamedWorkload>,
     pub trace: TraceSpec,
+    /// Start of the measurement window `[warmup_ps, stop)` of synthetic workloads.
+    pub warmup_ps: Time,
+    pub nic_arbitration: NicArbitration,
 }

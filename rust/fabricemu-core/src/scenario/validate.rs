@@ -29,6 +29,8 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     };
     let topology = topology(&file.topology)?;
     let n_hosts = topology.num_hosts();
+    let warmup_ps = warmup(file.warmup.map(|d| d.0), stop)?;
+    let nic_arbitration = nic_arbitration(file.nic.as_ref())?;
 
     let dragonfly = matches!(
         topology,
@@ -176,6 +178,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
             host_rate_bps: host_rate,
             mtu_bytes: transport.mtu_bytes,
             header_bytes: transport.header_bytes,
+            group_size: host_group_size(&topology),
         };
         let spec = workload(i, w, &ctx)?;
         let name = w.name.clone().unwrap_or_else(|| spec.kind().to_string());
@@ -193,7 +196,57 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         transport,
         workloads,
         trace,
+        warmup_ps,
+        nic_arbitration,
     })
+}
+
+/// `warmup`: the start of the measurement window, before a time `stop`.
+fn warmup(warmup: Option<u64>, stop: StopAt) -> Res<u64> {
+    match (warmup, stop) {
+        (None, _) => Ok(0),
+        (Some(_), StopAt::AllFlowsDone) => Err(ScenarioError::at(
+            "warmup",
+            "a measurement window needs a time stop (e.g. stop = \"300us\")",
+        )),
+        (Some(w), StopAt::Time(t)) if w >= t => Err(ScenarioError::at(
+            "warmup",
+            format!(
+                "must be before stop ({}), found {}",
+                crate::units::format_time(t),
+                crate::units::format_time(w)
+            ),
+        )),
+        (Some(w), StopAt::Time(_)) => Ok(w),
+    }
+}
+
+/// `[nic] arbitration`.
+fn nic_arbitration(nic: Option<&super::schema::NicFile>) -> Res<NicArbitration> {
+    match nic.and_then(|n| n.arbitration.as_deref()) {
+        None | Some("round_robin") => Ok(NicArbitration::RoundRobin),
+        Some("fifo") => Ok(NicArbitration::Fifo),
+        Some(other) => Err(ScenarioError::at(
+            "nic.arbitration",
+            format!("expected one of \"round_robin\", \"fifo\", found {other:?}"),
+        )),
+    }
+}
+
+/// Hosts per group for the synthetic patterns: a dragonfly group (p*a), a Dragonfly+ group
+/// (leaves*hosts_per_leaf), a fat-tree pod (k*k/4) or a leaf (hosts_per_leaf). Hosts are numbered
+/// group by group.
+fn host_group_size(t: &TopologySpec) -> u32 {
+    match *t {
+        TopologySpec::Dragonfly { p, a, .. } => p * a,
+        TopologySpec::DragonflyPlus {
+            leaves,
+            hosts_per_leaf,
+            ..
+        } => leaves * hosts_per_leaf,
+        TopologySpec::FatTree { k, .. } => k * k / 4,
+        TopologySpec::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
+    }
 }
 
 fn count(path: &str, v: Option<i64>, min: i64, max: i64, what: &str) -> Res<u32> {
@@ -354,6 +407,8 @@ struct WorkloadContext {
     host_rate_bps: u64,
     mtu_bytes: u64,
     header_bytes: u64,
+    /// Hosts per group (synthetic patterns).
+    group_size: u32,
 }
 
 /// The most flows one workload may generate (a guard against a typo'd duration or load).
@@ -401,7 +456,7 @@ fn workload(i: usize, w: &WorkloadFile, ctx: &WorkloadContext) -> Res<WorkloadSp
     let n_hosts = ctx.n_hosts;
     let p = |key: &str| format!("workload.{i}.{key}");
     const KINDS: &str = "\"flows\", \"incast\", \"permutation\", \"all_to_all\", \"poisson\", \
-                         \"collective\", \"replay\"";
+                         \"collective\", \"replay\", \"synthetic\"";
     let allowed: &[&str] = match w.kind.as_str() {
         "flows" => &["flows", "start"],
         "incast" => &[
@@ -432,6 +487,16 @@ fn workload(i: usize, w: &WorkloadFile, ctx: &WorkloadContext) -> Res<WorkloadSp
             "chunk_size",
         ],
         "replay" => &["file", "start"],
+        "synthetic" => &[
+            "pattern",
+            "load",
+            "size",
+            "process",
+            "shift",
+            "hot_spot",
+            "hot_fraction",
+            "start",
+        ],
         other => {
             return Err(ScenarioError::at(
                 p("kind"),
@@ -464,6 +529,11 @@ fn workload(i: usize, w: &WorkloadFile, ctx: &WorkloadContext) -> Res<WorkloadSp
         ("compute_gap", w.compute_gap.is_some()),
         ("chunk_size", w.chunk_size.is_some()),
         ("file", w.file.is_some()),
+        ("pattern", w.pattern.is_some()),
+        ("process", w.process.is_some()),
+        ("shift", w.shift.is_some()),
+        ("hot_spot", w.hot_spot.is_some()),
+        ("hot_fraction", w.hot_fraction.is_some()),
     ];
     for (key, is_set) in present {
         if is_set && !allowed.contains(&key) {
@@ -603,6 +673,7 @@ fn workload(i: usize, w: &WorkloadFile, ctx: &WorkloadContext) -> Res<WorkloadSp
         }
         "poisson" => poisson(i, w, ctx, start_ps).map(WorkloadSpec::Poisson),
         "collective" => collective(i, w, ctx, start_ps).map(WorkloadSpec::Collective),
+        "synthetic" => synthetic(i, w, ctx, start_ps).map(WorkloadSpec::Synthetic),
         "replay" => {
             let file = w.file.as_ref().ok_or_else(|| {
                 ScenarioError::at(
@@ -790,6 +861,179 @@ fn poisson(i: usize, w: &WorkloadFile, ctx: &WorkloadContext, start_ps: u64) -> 
         host_rate_bps: ctx.host_rate_bps,
         mtu_bytes: ctx.mtu_bytes,
         header_bytes: ctx.header_bytes,
+    })
+}
+
+fn synthetic(
+    i: usize,
+    w: &WorkloadFile,
+    ctx: &WorkloadContext,
+    start_ps: u64,
+) -> Res<SyntheticSpec> {
+    let p = |key: &str| format!("workload.{i}.{key}");
+    let n_hosts = ctx.n_hosts;
+    let end_ps = match ctx.stop {
+        StopAt::Time(t) => t,
+        StopAt::AllFlowsDone => {
+            return Err(ScenarioError::at(
+                p("kind"),
+                "a synthetic workload needs the top-level key stop = a time (e.g. stop = \"300us\"): \
+                 its hosts inject until then",
+            ))
+        }
+    };
+    if start_ps >= end_ps {
+        return Err(ScenarioError::at(
+            p("start"),
+            "the workload starts at or after the scenario's stop time",
+        ));
+    }
+    const PATTERNS: &str = "\"uniform_random\", \"worst_case\", \"permutation\", \"tornado\", \
+                            \"shift\", \"hot_spot\"";
+    let pattern_name = w.pattern.as_deref().ok_or_else(|| {
+        ScenarioError::at(p("pattern"), format!("missing: expected one of {PATTERNS}"))
+    })?;
+    if !matches!(
+        pattern_name,
+        "uniform_random" | "worst_case" | "permutation" | "tornado" | "shift" | "hot_spot"
+    ) {
+        return Err(ScenarioError::at(
+            p("pattern"),
+            format!("expected one of {PATTERNS}, found {pattern_name:?}"),
+        ));
+    }
+    for (key, is_set, only) in [
+        ("shift", w.shift.is_some(), "shift"),
+        ("hot_spot", w.hot_spot.is_some(), "hot_spot"),
+        ("hot_fraction", w.hot_fraction.is_some(), "hot_spot"),
+    ] {
+        if is_set && pattern_name != only {
+            return Err(ScenarioError::at(
+                p(key),
+                format!("only for pattern = \"{only}\", not \"{pattern_name}\""),
+            ));
+        }
+    }
+    const LOAD: &str = "the offered load per host as a fraction of its host link rate";
+    let load = match w.load {
+        None => {
+            return Err(ScenarioError::at(
+                p("load"),
+                format!("missing: expected {LOAD}, like 0.5"),
+            ))
+        }
+        Some(l) if !(l.is_finite() && l > 0.0 && l <= 1.0) => {
+            return Err(ScenarioError::at(
+                p("load"),
+                format!("expected {LOAD} in (0, 1], found {l}"),
+            ))
+        }
+        Some(l) => l,
+    };
+    let size_bytes = match w.size {
+        None => {
+            return Err(ScenarioError::at(
+                p("size"),
+                "missing: expected a message size like \"4KiB\"",
+            ))
+        }
+        Some(s) if s.0 == 0 => return Err(ScenarioError::at(p("size"), "expected a positive size")),
+        Some(s) => s.0,
+    };
+    let process = match w.process.as_deref() {
+        None | Some("bernoulli") => ArrivalProcess::Bernoulli,
+        Some("poisson") => ArrivalProcess::Poisson,
+        Some(other) => {
+            return Err(ScenarioError::at(
+                p("process"),
+                format!("expected one of \"bernoulli\", \"poisson\", found {other:?}"),
+            ))
+        }
+    };
+    let group_size = ctx.group_size.max(1);
+    let groups = n_hosts / group_size;
+    let two_groups = |what: &str| -> Res<()> {
+        if groups < 2 {
+            return Err(ScenarioError::at(
+                p("pattern"),
+                format!("{what} needs at least two groups; this topology has one group of {group_size} hosts"),
+            ));
+        }
+        Ok(())
+    };
+    let pattern = match pattern_name {
+        "uniform_random" => SyntheticPattern::UniformRandom,
+        "permutation" => SyntheticPattern::Permutation,
+        "worst_case" => {
+            two_groups("worst_case")?;
+            SyntheticPattern::WorstCase
+        }
+        "tornado" => {
+            two_groups("tornado")?;
+            SyntheticPattern::Tornado
+        }
+        "shift" => {
+            let shift = w.shift.unwrap_or(group_size as i64);
+            let s = shift.rem_euclid(n_hosts as i64);
+            if s == 0 {
+                return Err(ScenarioError::at(
+                    if w.shift.is_some() { p("shift") } else { p("pattern") },
+                    format!(
+                        "a shift of {shift} sends every host to itself (it is a multiple of the {n_hosts} hosts)"
+                    ),
+                ));
+            }
+            SyntheticPattern::Shift(s as u32)
+        }
+        "hot_spot" => {
+            let list = w.hot_spot.as_ref().ok_or_else(|| {
+                ScenarioError::at(p("hot_spot"), "missing: expected a list of hot host ids")
+            })?;
+            if list.is_empty() {
+                return Err(ScenarioError::at(
+                    p("hot_spot"),
+                    "expected at least one hot host",
+                ));
+            }
+            let hosts = host_list(&p("hot_spot"), list, n_hosts)?;
+            let fraction = match w.hot_fraction {
+                None => {
+                    return Err(ScenarioError::at(
+                        p("hot_fraction"),
+                        "missing: expected the fraction of messages sent to a hot host, like 0.5",
+                    ))
+                }
+                Some(f) => fraction(&p("hot_fraction"), f, 0.0, 1.0)?,
+            };
+            SyntheticPattern::HotSpot { hosts, fraction }
+        }
+        _ => unreachable!("pattern checked above"),
+    };
+    let packets = size_bytes.div_ceil(ctx.mtu_bytes);
+    let wire_bytes = size_bytes.saturating_add(packets.saturating_mul(ctx.header_bytes));
+    let slot_ps = crate::units::serialisation_ps(wire_bytes, ctx.host_rate_bps).max(1);
+    let expected = n_hosts as f64 * load * (end_ps - start_ps) as f64 / slot_ps as f64;
+    if expected > MAX_WORKLOAD_FLOWS {
+        return Err(ScenarioError::at(
+            p("load"),
+            format!(
+                "this would generate about {expected:.3e} messages (at most {MAX_WORKLOAD_FLOWS:.0e}): \
+                 shorten the run, lower the load or send larger messages"
+            ),
+        ));
+    }
+    Ok(SyntheticSpec {
+        pattern,
+        process,
+        load,
+        size_bytes,
+        n_hosts,
+        group_size,
+        start_ps,
+        end_ps,
+        host_rate_bps: ctx.host_rate_bps,
+        wire_bytes,
+        slot_ps,
     })
 }
 

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{Float64Builder, StringBuilder, UInt32Builder, UInt64Builder};
+use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, UInt32Builder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -65,13 +65,16 @@ pub struct FlowLabels {
     pub iteration: Option<u32>,
     pub step: Option<u32>,
     pub tag: Option<u32>,
+    /// Synthetic workloads: whether the message was generated in the measurement window (null for
+    /// other workloads).
+    pub measured: Option<bool>,
 }
 
 /// Most rows in one record batch.
 pub const BATCH_ROWS: usize = 1 << 16;
 
 /// The column names of flows.arrow, in order.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 23] = [
     "flow_id",
     "src",
     "dst",
@@ -94,12 +97,13 @@ pub const COLUMNS: [&str; 22] = [
     "collective_iteration",
     "collective_step",
     "tag",
+    "measured",
 ];
 
 /// The schema of flows.arrow with `metadata` as schema-level key/value metadata (a repeated key keeps
 /// its last value).
 pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
-    use DataType::{Float64, UInt32, UInt64, Utf8};
+    use DataType::{Boolean, Float64, UInt32, UInt64, Utf8};
     let fields = vec![
         Field::new("flow_id", UInt64, false),
         Field::new("src", UInt32, false),
@@ -123,6 +127,7 @@ pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
         Field::new("collective_iteration", UInt32, true),
         Field::new("collective_step", UInt32, true),
         Field::new("tag", Utf8, true),
+        Field::new("measured", Boolean, true),
     ];
     let metadata: HashMap<String, String> = metadata.iter().cloned().collect();
     Schema::new_with_metadata(fields, metadata)
@@ -155,6 +160,13 @@ fn batch(
         let mut b = StringBuilder::with_capacity(n, bytes);
         for i in 0..n {
             b.append_option(name_of(i));
+        }
+        Arc::new(b.finish())
+    };
+    let measured: ArrayRef = {
+        let mut b = BooleanBuilder::with_capacity(n);
+        for i in 0..n {
+            b.append_option(label(i).measured);
         }
         Arc::new(b.finish())
     };
@@ -223,6 +235,7 @@ fn batch(
         opt_u32_col(|l| l.iteration),
         opt_u32_col(|l| l.step),
         tag,
+        measured,
     ];
     RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
 }

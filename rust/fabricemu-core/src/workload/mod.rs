@@ -14,6 +14,7 @@ pub mod incast;
 pub mod permutation;
 pub mod poisson;
 pub mod replay;
+pub mod synthetic;
 
 use crate::rng::{self, Purpose, Rng};
 use crate::scenario::{CollectiveAlgorithm, CollectiveOp, NamedWorkload, WorkloadSpec};
@@ -126,6 +127,7 @@ pub struct WorkloadReport {
     pub flows: u64,
     pub bytes: u64,
     pub poisson: Option<PoissonReport>,
+    pub synthetic: Option<synthetic::SyntheticReport>,
 }
 
 /// All flows of a scenario, in flow-id order, and the number of flows each barrier waits for.
@@ -175,6 +177,7 @@ fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
     let wi = index as u32;
     let first = plan.flows.len();
     let mut poisson_report = None;
+    let mut synthetic_report = None;
     match spec {
         WorkloadSpec::Flows { flows } => explicit::expand(plan, wi, flows),
         WorkloadSpec::Incast {
@@ -210,6 +213,9 @@ fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
         }
         WorkloadSpec::Collective(c) => collective::expand(plan, wi, c),
         WorkloadSpec::Replay(r) => replay::expand(plan, wi, r),
+        WorkloadSpec::Synthetic(s) => {
+            synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
+        }
     }
     let made = &plan.flows[first..];
     plan.reports.push(WorkloadReport {
@@ -219,6 +225,7 @@ fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
             .iter()
             .fold(0u64, |acc, f| acc.saturating_add(f.size_bytes)),
         poisson: poisson_report,
+        synthetic: synthetic_report,
     });
 }
 
@@ -257,6 +264,14 @@ pub fn describe(spec: &WorkloadSpec) -> serde_json::Value {
             "compute_gap_ps": c.compute_gap_ps,
         }),
         WorkloadSpec::Replay(r) => json!({ "file": r.file, "tags": r.tag_names.len() }),
+        WorkloadSpec::Synthetic(s) => json!({
+            "pattern": s.pattern.name(), "load": s.load, "size_bytes": s.size_bytes,
+            "process": match s.process {
+                crate::scenario::ArrivalProcess::Bernoulli => "bernoulli",
+                crate::scenario::ArrivalProcess::Poisson => "poisson",
+            },
+            "senders": s.n_hosts, "window_ps": s.end_ps - s.start_ps,
+        }),
     }
 }
 

@@ -1,0 +1,362 @@
+//! `kind = "synthetic"`: open-loop synthetic traffic, as dragonfly routing is evaluated in the
+//! literature (BookSim style): every host generates messages of one size at a fraction `load` of its
+//! host link rate, counting wire bytes, from the workload's start until the scenario's stop time;
+//! each message goes where the traffic pattern says and is one flow.
+//!
+//! Arrivals: `bernoulli` divides time into slots of one message's wire time at the host link rate
+//! and generates a message at the start of a slot with probability `load` (drawn as geometric gaps
+//! between successes, so the cost is per message, not per slot); `poisson` draws exponential gaps
+//! (rounded to integer ps) with the same mean, slot / load. Senders are merged in time order, so flow
+//! ids follow generation time (ties by host id).
+//!
+//! Three seeded streams per workload ([`Purpose::Synthetic`]): arrival times, destinations and the
+//! permutation, so that changing the pattern does not move the arrivals.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::{FlowInit, FlowPlan};
+use crate::rng::{self, Purpose, Rng};
+use crate::scenario::{ArrivalProcess, SyntheticPattern, SyntheticSpec};
+use crate::units::{Rate, Time};
+
+/// What a synthetic workload generated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyntheticReport {
+    pub target_load: f64,
+    pub senders: u32,
+    pub host_rate_bps: Rate,
+    pub start_ps: Time,
+    pub end_ps: Time,
+    pub messages: u64,
+    /// Wire bytes of every message generated (payload plus a header per packet).
+    pub wire_bytes: u64,
+}
+
+impl SyntheticReport {
+    /// Wire bits generated over the senders' capacity in `[start, end)`.
+    pub fn offered_load(&self) -> Option<f64> {
+        let window = self.end_ps.saturating_sub(self.start_ps);
+        let capacity = self.senders as f64 * self.host_rate_bps as f64 * window as f64 * 1e-12;
+        (capacity > 0.0).then(|| self.wire_bytes as f64 * 8.0 / capacity)
+    }
+}
+
+/// The random streams of synthetic workload `index`: arrivals, destinations, permutation.
+fn streams(seed: u64, index: usize) -> (Rng, Rng, Rng) {
+    let base = 4 * index as u64;
+    (
+        rng::stream(seed, Purpose::Synthetic, base),
+        rng::stream(seed, Purpose::Synthetic, base + 1),
+        rng::stream(seed, Purpose::Synthetic, base + 2),
+    )
+}
+
+/// An exponential draw with the given mean, rounded to integer ps.
+fn exponential_ps(rng: &mut Rng, mean: f64) -> u64 {
+    // f64 -> u64 casts saturate.
+    (-(1.0 - rng.unit()).ln() * mean).round() as u64
+}
+
+/// Failed slots before the next success of a Bernoulli(p) sequence (geometric on 0, 1, ...).
+fn geometric_failures(rng: &mut Rng, p: f64) -> u64 {
+    if p >= 1.0 {
+        return 0;
+    }
+    let u = 1.0 - rng.unit(); // (0, 1]
+    (u.ln() / (1.0 - p).ln()).floor() as u64
+}
+
+/// Picks the destination of each message of a pattern.
+pub struct Destinations<'a> {
+    spec: &'a SyntheticSpec,
+    /// Pattern `permutation`: the destination of each host.
+    perm: Vec<u32>,
+    rng: Rng,
+}
+
+impl<'a> Destinations<'a> {
+    /// `perm_rng` draws the permutation (pattern `permutation` only), `rng` every later choice.
+    pub fn new(spec: &'a SyntheticSpec, rng: Rng, perm_rng: &mut Rng) -> Self {
+        let perm = match spec.pattern {
+            SyntheticPattern::Permutation => {
+                let hosts: Vec<u32> = (0..spec.n_hosts).collect();
+                super::permutation::derangement(&hosts, perm_rng)
+            }
+            _ => Vec::new(),
+        };
+        Destinations { spec, perm, rng }
+    }
+
+    /// A uniformly random host other than `src`.
+    fn other(&mut self, src: u32) -> u32 {
+        let k = self.rng.below(self.spec.n_hosts as u64 - 1) as u32;
+        if k >= src {
+            k + 1
+        } else {
+            k
+        }
+    }
+
+    /// The destination of the next message of `src`.
+    pub fn pick(&mut self, src: u32) -> u32 {
+        let n = self.spec.n_hosts;
+        let gs = self.spec.group_size;
+        let groups = n / gs;
+        match &self.spec.pattern {
+            SyntheticPattern::UniformRandom => self.other(src),
+            SyntheticPattern::WorstCase => {
+                let target = (src / gs + 1) % groups;
+                target * gs + self.rng.below(gs as u64) as u32
+            }
+            SyntheticPattern::Permutation => self.perm[src as usize],
+            SyntheticPattern::Tornado => {
+                let offset = (groups / 2).max(1);
+                ((src / gs + offset) % groups) * gs + src % gs
+            }
+            SyntheticPattern::Shift(s) => ((src as u64 + *s as u64) % n as u64) as u32,
+            SyntheticPattern::HotSpot { hosts, fraction } => {
+                if self.rng.unit() >= *fraction {
+                    return self.other(src);
+                }
+                let k = self.rng.below(hosts.len() as u64) as usize;
+                if hosts[k] != src {
+                    return hosts[k];
+                }
+                // The sender drew itself: another hot host, or any other host if it is the only one.
+                if hosts.len() == 1 {
+                    return self.other(src);
+                }
+                let j = self.rng.below(hosts.len() as u64 - 1) as usize;
+                hosts[if j >= k { j + 1 } else { j }]
+            }
+        }
+    }
+}
+
+/// Generate every message of `spec` into `plan` (flows of workload `workload`, index `index` in
+/// the scenario, whose random streams it uses).
+pub fn expand(
+    plan: &mut FlowPlan,
+    workload: u32,
+    index: usize,
+    spec: &SyntheticSpec,
+    seed: u64,
+) -> SyntheticReport {
+    let (mut arrivals, dest_rng, mut perm_rng) = streams(seed, index);
+    let mut dests = Destinations::new(spec, dest_rng, &mut perm_rng);
+    let n = spec.n_hosts;
+    let slot = spec.slot_ps;
+    let mean_gap = slot as f64 / spec.load;
+    // Per host: the next candidate slot (Bernoulli); a heap of (arrival time, host).
+    let mut next_slot = vec![0u64; n as usize];
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n as usize);
+    let mut next_arrival = |h: u32, now: Option<u64>, rng: &mut Rng| -> Option<u64> {
+        let t = match spec.process {
+            ArrivalProcess::Bernoulli => {
+                let k = next_slot[h as usize].saturating_add(geometric_failures(rng, spec.load));
+                next_slot[h as usize] = k.saturating_add(1);
+                k.checked_mul(slot)
+                    .and_then(|o| o.checked_add(spec.start_ps))?
+            }
+            ArrivalProcess::Poisson => now
+                .unwrap_or(spec.start_ps)
+                .checked_add(exponential_ps(rng, mean_gap))?,
+        };
+        (t < spec.end_ps).then_some(t)
+    };
+    for h in 0..n {
+        if let Some(t) = next_arrival(h, None, &mut arrivals) {
+            heap.push(Reverse((t, h)));
+        }
+    }
+    let mut messages = 0u64;
+    while let Some(Reverse((t, src))) = heap.pop() {
+        let dst = dests.pick(src);
+        plan.flows
+            .push(FlowInit::at(src, dst, spec.size_bytes, t, workload));
+        messages += 1;
+        if let Some(next) = next_arrival(src, Some(t), &mut arrivals) {
+            heap.push(Reverse((next, src)));
+        }
+    }
+    SyntheticReport {
+        target_load: spec.load,
+        senders: n,
+        host_rate_bps: spec.host_rate_bps,
+        start_ps: spec.start_ps,
+        end_ps: spec.end_ps,
+        messages,
+        wire_bytes: messages.saturating_mul(spec.wire_bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{ArrivalProcess, SyntheticPattern, SyntheticSpec};
+
+    fn spec(pattern: SyntheticPattern, n_hosts: u32, group_size: u32) -> SyntheticSpec {
+        SyntheticSpec {
+            pattern,
+            process: ArrivalProcess::Bernoulli,
+            load: 0.5,
+            size_bytes: 4096,
+            n_hosts,
+            group_size,
+            start_ps: 0,
+            end_ps: 1_000_000_000,
+            host_rate_bps: 100_000_000_000,
+            wire_bytes: 4158,
+            slot_ps: 332_640,
+        }
+    }
+
+    fn dests(s: &SyntheticSpec, seed: u64) -> Destinations<'_> {
+        let (_, d, mut p) = streams(seed, 0);
+        Destinations::new(s, d, &mut p)
+    }
+
+    #[test]
+    fn worst_case_lands_in_the_next_group() {
+        // 6 groups of 8 hosts: every destination is in group (x + 1) mod 6, and every host of that
+        // group is reached (200 draws per sender: missing one of 8 has probability < 1e-10).
+        let s = spec(SyntheticPattern::WorstCase, 48, 8);
+        let mut d = dests(&s, 1);
+        for src in 0..48 {
+            let mut seen = [false; 8];
+            for _ in 0..200 {
+                let dst = d.pick(src);
+                assert_eq!(dst / 8, (src / 8 + 1) % 6, "src {src} dst {dst}");
+                seen[(dst % 8) as usize] = true;
+            }
+            assert!(seen.iter().all(|&x| x), "src {src}");
+        }
+    }
+
+    #[test]
+    fn permutation_is_a_fixed_derangement() {
+        for seed in 1..20 {
+            let s = spec(SyntheticPattern::Permutation, 64, 16);
+            let mut d = dests(&s, seed);
+            let image: Vec<u32> = (0..64).map(|h| d.pick(h)).collect();
+            let mut sorted = image.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..64).collect::<Vec<_>>(), "a bijection");
+            assert!(image.iter().enumerate().all(|(h, &x)| h as u32 != x));
+            // Fixed for the run: the same again.
+            assert!((0..64).all(|h| d.pick(h) == image[h as usize]));
+        }
+    }
+
+    #[test]
+    fn tornado_and_shift_arithmetic() {
+        // 9 groups of 4: offset floor(9/2) = 4; host 4*x + j -> 4*((x + 4) mod 9) + j.
+        let s = spec(SyntheticPattern::Tornado, 36, 4);
+        let mut d = dests(&s, 1);
+        assert_eq!(d.pick(0), 16);
+        assert_eq!(d.pick(5), 21);
+        assert_eq!(d.pick(4 * 8 + 3), 4 * 3 + 3);
+        // Two groups: offset 1, the halves swap.
+        let s = spec(SyntheticPattern::Tornado, 16, 8);
+        let mut d = dests(&s, 1);
+        assert!((0..16).all(|h| d.pick(h) == (h + 8) % 16));
+        let s = spec(SyntheticPattern::Shift(5), 16, 4);
+        let mut d = dests(&s, 1);
+        assert!((0..16).all(|h| d.pick(h) == (h + 5) % 16));
+    }
+
+    #[test]
+    fn uniform_random_never_picks_the_sender_and_covers_the_others() {
+        let s = spec(SyntheticPattern::UniformRandom, 8, 4);
+        let mut d = dests(&s, 3);
+        let mut counts = [0u32; 8];
+        for _ in 0..7000 {
+            let x = d.pick(2);
+            assert_ne!(x, 2);
+            counts[x as usize] += 1;
+        }
+        // 1000 expected per other host, sd ~ 29.5: within 5 sd.
+        for (h, &c) in counts.iter().enumerate() {
+            if h != 2 {
+                assert!((c as i64 - 1000).abs() < 150, "host {h}: {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn hot_spot_fraction_within_statistical_bounds() {
+        // 64 hosts, hot hosts {0, 1}, fraction 0.3. A message from a cold host reaches a hot host
+        // with probability 0.3 + 0.7 x 2/63. Over n = 200000 draws the sd of the share is
+        // sqrt(p(1-p)/n) ~ 0.0011; allow 5 sd.
+        let s = spec(
+            SyntheticPattern::HotSpot {
+                hosts: vec![0, 1],
+                fraction: 0.3,
+            },
+            64,
+            8,
+        );
+        let mut d = dests(&s, 7);
+        let n = 200_000;
+        let mut hot = 0;
+        for i in 0..n {
+            let src = 2 + (i % 62) as u32;
+            let x = d.pick(src);
+            assert_ne!(x, src);
+            if x < 2 {
+                hot += 1;
+            }
+        }
+        let p = 0.3 + 0.7 * 2.0 / 63.0;
+        let share = hot as f64 / n as f64;
+        let sd = (p * (1.0 - p) / n as f64).sqrt();
+        assert!((share - p).abs() < 5.0 * sd, "share {share}, expected {p}");
+        // A hot host never sends to itself.
+        assert!((0..1000).all(|_| d.pick(0) != 0));
+    }
+
+    #[test]
+    fn injection_rate_matches_the_load() {
+        // Realised messages over N x window / slot slots: Bernoulli is Binomial(slots, load), sd
+        // sqrt(slots x load x (1 - load)); Poisson has sd sqrt(mean). Allow 4 sd.
+        for process in [ArrivalProcess::Bernoulli, ArrivalProcess::Poisson] {
+            for load in [0.1, 0.5, 0.9, 1.0] {
+                let mut s = spec(SyntheticPattern::UniformRandom, 64, 8);
+                s.process = process;
+                s.load = load;
+                let mut plan = FlowPlan::default();
+                let r = expand(&mut plan, 0, 0, &s, 11);
+                let slots = 64.0 * (s.end_ps as f64 / s.slot_ps as f64);
+                let mean = slots * load;
+                let sd = match process {
+                    ArrivalProcess::Bernoulli => (slots * load * (1.0 - load)).sqrt(),
+                    ArrivalProcess::Poisson => mean.sqrt(),
+                };
+                let got = r.messages as f64;
+                assert!(
+                    (got - mean).abs() <= 4.0 * sd + 1.0 + 64.0,
+                    "{process:?} load {load}: {got} messages, expected {mean} +- {sd}"
+                );
+                // Flows in time order, all inside the window, on slot boundaries for Bernoulli.
+                assert!(plan.flows.windows(2).all(|w| match (w[0].start, w[1].start) {
+                    (super::super::Start::At(a), super::super::Start::At(b)) => a <= b,
+                    _ => false,
+                }));
+                for f in &plan.flows {
+                    let super::super::Start::At(t) = f.start else {
+                        panic!()
+                    };
+                    assert!(t < s.end_ps);
+                    if process == ArrivalProcess::Bernoulli {
+                        assert_eq!(t % s.slot_ps, 0);
+                    }
+                }
+                if load == 1.0 && process == ArrivalProcess::Bernoulli {
+                    // Every slot.
+                    assert_eq!(r.messages, 64 * s.end_ps.div_ceil(s.slot_ps));
+                }
+            }
+        }
+    }
+}
