@@ -45,5 +45,8 @@ fn main() {
             stats.pfc_deadlocks,
             stats.lossless_drops,
         );
+        if let Some(s) = sim.synthetic_stats() {
+            println!("  synthetic: {s:?}");
+        }
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::queue::Event;
 use super::world::{World, DEADLOCK_CHECK_PS};
+use crate::packet::NIL;
 use crate::scenario::StopAt;
 use crate::switch::{pfc, NUM_PRIORITIES};
 
@@ -103,22 +104,40 @@ impl World {
     /// paused class; a cycle that is still there at the next check is a deadlock.
     pub(super) fn deadlock_check(&mut self) {
         self.deadlock_check_pending = false;
+        // Channels are (egress port, class). A paused channel P waits on channel Q when Q, itself
+        // paused, holds packets that arrived over P in P's class: they keep P's pause on. A cycle
+        // of such waits never drains (a pause cycle between nodes alone may be transient, as
+        // when the packets a pause holds back are bound elsewhere).
         let mut edges = Vec::new();
         let mut any_paused = false;
-        for (p, port) in self.ports.iter().enumerate() {
+        for (q, port) in self.ports.iter().enumerate() {
             if port.paused == 0 {
                 continue;
             }
             any_paused = true;
-            let waiting = self.queues[p].class_packets[..NUM_PRIORITIES]
-                .iter()
-                .enumerate()
-                .any(|(c, &n)| n > 0 && port.paused & (1 << c) != 0);
-            if waiting && !port.from_host && !port.to_host {
-                edges.push((port.node, port.peer_node));
+            if port.from_host || port.to_host {
+                continue;
+            }
+            for c in 0..NUM_PRIORITIES {
+                if port.paused & (1 << c) == 0 || self.queues[q].class_packets[c] == 0 {
+                    continue;
+                }
+                let to = (q * NUM_PRIORITIES + c) as u32;
+                let mut next = self.queues[q].class_list(c).front();
+                while let Some(id) = next {
+                    let pk = self.packets.get(id);
+                    let from = pk.ingress as usize;
+                    let in_class = pk.ingress_class() as usize;
+                    if from < self.ports.len() && self.ports[from].paused & (1 << in_class) != 0 {
+                        edges.push(((from * NUM_PRIORITIES + in_class) as u32, to));
+                    }
+                    next = (pk.next != NIL).then_some(pk.next);
+                }
             }
         }
-        let cycle = pfc::find_cycle(self.fabric.num_nodes as usize, &edges);
+        edges.sort_unstable();
+        edges.dedup();
+        let cycle = pfc::find_cycle(self.ports.len() * NUM_PRIORITIES, &edges);
         if cycle.is_some() && cycle == self.last_cycle {
             if self.stats.first_deadlock_ps.is_none() {
                 self.stats.first_deadlock_ps = Some(self.now);

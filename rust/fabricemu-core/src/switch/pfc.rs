@@ -164,8 +164,9 @@ pub fn auto_headroom(rate_bps: u64, one_way_ps: u64, max_packet_wire: u64) -> u6
     round_trip_bytes + 3 * max_packet_wire + PFC_FRAME_BYTES as u64
 }
 
-/// A cycle in a wait-for graph of switches (edge u -> v: u's port toward v is paused while holding
-/// paused packets), if there is one. Nodes are visited in id order so the answer is deterministic.
+/// A cycle in a wait-for graph, if there is one (the engine's nodes are (port, class) channels,
+/// edge u -> v when paused u's packets sit in paused v). Nodes are visited in id order so the
+/// answer is deterministic.
 pub fn find_cycle(num_nodes: usize, edges: &[(u32, u32)]) -> Option<Vec<u32>> {
     let mut adj: Vec<Vec<u32>> = vec![Vec::new(); num_nodes];
     for &(u, v) in edges {
