@@ -113,7 +113,11 @@ fn permutation_tornado_and_shift_on_a_dragonfly() {
     let len = seen.len();
     seen.sort_unstable();
     seen.dedup();
-    assert_eq!(seen.len(), len, "a bijection: no two senders share a destination");
+    assert_eq!(
+        seen.len(),
+        len,
+        "a bijection: no two senders share a destination"
+    );
     // Tornado: 9 groups of 8, offset floor(9/2) = 4.
     for (s, d) in pairs(&format!("{DRAGONFLY}pattern = \"tornado\"\n")) {
         assert_eq!(d, ((s / 8 + 4) % 9) * 8 + s % 8);
@@ -203,7 +207,12 @@ size = "4KiB"
     let st = stats(&sim);
     assert!(st.messages_measured > 1000, "{st:?}");
     let rel = (st.accepted_throughput - st.offered_load).abs() / st.offered_load;
-    assert!(rel < 0.03, "accepted {} offered {}", st.accepted_throughput, st.offered_load);
+    assert!(
+        rel < 0.03,
+        "accepted {} offered {}",
+        st.accepted_throughput,
+        st.offered_load
+    );
     assert!((st.offered_load - 0.1).abs() < 0.02, "{st:?}");
     // In flight at the stop: the arrival rate (16 x 0.1 / 332.64 ns) x the latency (~5 us) ~ 24.
     assert!(st.messages_unfinished < 60, "{st:?}");
@@ -292,7 +301,10 @@ size = "16KiB"
         }
     }
     assert_eq!(waits.len() as u64, st.messages_measured);
-    assert!(waits.iter().all(|&x| x >= 0.0), "no message beats its ideal FCT");
+    assert!(
+        waits.iter().all(|&x| x >= 0.0),
+        "no message beats its ideal FCT"
+    );
     let n = waits.len() as f64;
     let mean = waits.iter().sum::<f64>() / n;
     let expected = rho * s_ps / (2.0 * (1.0 - rho));
@@ -359,10 +371,21 @@ flows = [{src = 0, dst = 1, size = "32KiB"}, {src = 0, dst = 1, size = "32KiB"}]
             .collect()
     };
     let rr = fct(base);
-    let fifo = fct(&base.replace("[[workload]]", "[nic]\narbitration = \"fifo\"\n[[workload]]"));
+    let fifo = fct(&base.replace(
+        "[[workload]]",
+        "[nic]\narbitration = \"fifo\"\n[[workload]]",
+    ));
     let pkt = 4158 * 8 * 10; // ps per packet at 100 Gbps
-    assert_eq!(fifo[1] - fifo[0], 8 * pkt, "FIFO: the second waits for the whole first");
-    assert_eq!(rr[1] - rr[0], pkt, "round robin: they finish one packet apart");
+    assert_eq!(
+        fifo[1] - fifo[0],
+        8 * pkt,
+        "FIFO: the second waits for the whole first"
+    );
+    assert_eq!(
+        rr[1] - rr[0],
+        pkt,
+        "round robin: they finish one packet apart"
+    );
 }
 
 // ---- determinism and outputs ------------------------------------------------------------------
@@ -409,7 +432,10 @@ fn run_json_and_flows_carry_the_measurement() {
     let run = fabricemu_core::output::write_outputs(&dir, &mut sim, &json, 5, false, 0.0).unwrap();
     let s = &run["synthetic"];
     let st = stats(&sim);
-    assert_eq!(s["accepted_throughput"].as_f64(), Some(st.accepted_throughput));
+    assert_eq!(
+        s["accepted_throughput"].as_f64(),
+        Some(st.accepted_throughput)
+    );
     assert_eq!(s["messages_measured"].as_u64(), Some(st.messages_measured));
     assert_eq!(s["window_ps"].as_u64(), Some(50_000_000));
     assert_eq!(run["workloads"][0]["kind"], "synthetic");
@@ -474,8 +500,15 @@ fn check(e: &ScenarioError, path: &str, line: usize, fragment: &str) {
     assert_eq!(e.path, path, "path of {e}");
     assert_eq!(e.line, Some(line), "line of {e}");
     assert!(e.column.is_some(), "column of {e}");
-    assert!(e.message.contains(fragment), "{:?} lacks {fragment:?}", e.message);
-    assert!(e.to_string().starts_with(&format!("bad.toml:{line}:")), "{e}");
+    assert!(
+        e.message.contains(fragment),
+        "{:?} lacks {fragment:?}",
+        e.message
+    );
+    assert!(
+        e.to_string().starts_with(&format!("bad.toml:{line}:")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -526,7 +559,10 @@ fn errors_name_the_key() {
         "must be before stop",
     );
     check(
-        &err(&base_with("size = \"4KiB\"", "size = \"4KiB\"\nprocess = \"uniform\"")),
+        &err(&base_with(
+            "size = \"4KiB\"",
+            "size = \"4KiB\"\nprocess = \"uniform\"",
+        )),
         "workload.0.process",
         12,
         "\"bernoulli\", \"poisson\"",
@@ -552,5 +588,10 @@ fn errors_name_the_key() {
     let one_leaf = "stop = \"10us\"\n[topology]\nkind = \"leaf_spine\"\nleaves = 1\nspines = 1\n\
                     hosts_per_leaf = 4\n[[workload]]\nkind = \"synthetic\"\npattern = \"tornado\"\n\
                     load = 0.5\nsize = \"4KiB\"\n";
-    check(&err(one_leaf), "workload.0.pattern", 9, "at least two groups");
+    check(
+        &err(one_leaf),
+        "workload.0.pattern",
+        9,
+        "at least two groups",
+    );
 }

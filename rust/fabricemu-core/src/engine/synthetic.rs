@@ -114,8 +114,7 @@ impl Simulation {
     /// Whether flow `f` (of workload `workload`) is a synthetic message generated in the window.
     pub fn synthetic_measured(&self, workload: u32, start_ps: Time) -> Option<bool> {
         let m = self.world.synth.as_ref()?;
-        m.workloads[workload as usize]
-            .then_some(start_ps >= m.from && start_ps < m.to)
+        m.workloads[workload as usize].then_some(start_ps >= m.from && start_ps < m.to)
     }
 
     /// The measurement of the synthetic workloads (None if the scenario has none).

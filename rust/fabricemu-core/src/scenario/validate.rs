@@ -863,13 +863,11 @@ fn synthetic(
     let n_hosts = ctx.n_hosts;
     let end_ps = match ctx.stop {
         StopAt::Time(t) => t,
-        StopAt::AllFlowsDone => {
-            return Err(ScenarioError::at(
-                p("kind"),
-                "a synthetic workload needs the top-level key stop = a time (e.g. stop = \"300us\"): \
+        StopAt::AllFlowsDone => return Err(ScenarioError::at(
+            p("kind"),
+            "a synthetic workload needs the top-level key stop = a time (e.g. stop = \"300us\"): \
                  its hosts inject until then",
-            ))
-        }
+        )),
     };
     if start_ps >= end_ps {
         return Err(ScenarioError::at(
@@ -926,7 +924,9 @@ fn synthetic(
                 "missing: expected a message size like \"4KiB\"",
             ))
         }
-        Some(s) if s.0 == 0 => return Err(ScenarioError::at(p("size"), "expected a positive size")),
+        Some(s) if s.0 == 0 => {
+            return Err(ScenarioError::at(p("size"), "expected a positive size"))
+        }
         Some(s) => s.0,
     };
     let process = match w.process.as_deref() {
@@ -985,15 +985,14 @@ fn synthetic(
                 ));
             }
             let hosts = host_list(&p("hot_spot"), list, n_hosts)?;
-            let fraction = match w.hot_fraction {
-                None => {
-                    return Err(ScenarioError::at(
+            let fraction =
+                match w.hot_fraction {
+                    None => return Err(ScenarioError::at(
                         p("hot_fraction"),
                         "missing: expected the fraction of messages sent to a hot host, like 0.5",
-                    ))
-                }
-                Some(f) => fraction(&p("hot_fraction"), f, 0.0, 1.0)?,
-            };
+                    )),
+                    Some(f) => fraction(&p("hot_fraction"), f, 0.0, 1.0)?,
+                };
             SyntheticPattern::HotSpot { hosts, fraction }
         }
         _ => unreachable!("pattern checked above"),

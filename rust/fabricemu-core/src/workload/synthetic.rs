@@ -339,10 +339,13 @@ mod tests {
                     "{process:?} load {load}: {got} messages, expected {mean} +- {sd}"
                 );
                 // Flows in time order, all inside the window, on slot boundaries for Bernoulli.
-                assert!(plan.flows.windows(2).all(|w| match (w[0].start, w[1].start) {
-                    (super::super::Start::At(a), super::super::Start::At(b)) => a <= b,
-                    _ => false,
-                }));
+                assert!(plan
+                    .flows
+                    .windows(2)
+                    .all(|w| match (w[0].start, w[1].start) {
+                        (super::super::Start::At(a), super::super::Start::At(b)) => a <= b,
+                        _ => false,
+                    }));
                 for f in &plan.flows {
                     let super::super::Start::At(t) = f.start else {
                         panic!()
