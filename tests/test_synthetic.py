@@ -122,8 +122,10 @@ def test_load_sweep_gives_throughput_per_load(tmp_path):
     assert sat.column("saturation_throughput")[0].as_py() == pytest.approx(rows[0.4]["accepted_throughput"])
     assert sat.column("at_load")[0].as_py() == 0.4
     assert sat.column("saturation_load")[0].as_py() is None  # not saturated
-    assert fabricemu.open_sweep(tmp_path).column("accepted_throughput").equals(
-        table.column("accepted_throughput")
+    assert (
+        fabricemu.open_sweep(tmp_path)
+        .column("accepted_throughput")
+        .equals(table.column("accepted_throughput"))
     )
 
 

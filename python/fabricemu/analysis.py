@@ -424,9 +424,7 @@ def compare(*sources: Source, names: Optional[Sequence[str]] = None) -> pa.Table
         unique.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
     rows = [metrics(s) for s in sources]
     names_shown = [
-        m
-        for m in METRICS_SCHEMA.names
-        if m not in SYNTHETIC_KEYS or any(row[m] is not None for row in rows)
+        m for m in METRICS_SCHEMA.names if m not in SYNTHETIC_KEYS or any(row[m] is not None for row in rows)
     ]
     columns: Dict[str, List[Any]] = {"metric": names_shown}
     types: Dict[str, pa.DataType] = {"metric": pa.string()}
@@ -497,7 +495,8 @@ def saturation(
     for key in order:
         by_load = groups[key]
         means = [
-            (x, sum(a for a, _ in v) / len(v), sum(o for _, o in v) / len(v)) for x, v in sorted(by_load.items())
+            (x, sum(a for a, _ in v) / len(v), sum(o for _, o in v) / len(v))
+            for x, v in sorted(by_load.items())
         ]
         best = max(means, key=lambda m: m[1])
         saturated = next((x for x, a, o in means if a < (1 - tolerance) * o), None)

@@ -137,8 +137,9 @@ def _print_synthetic(s: Dict[str, Any], result: Any) -> None:
         f"{s['accepted_throughput']:.3f} of injection bandwidth{window}"
     )
     click.echo(
-        f"  message latency  mean {_fmt.micros(s['latency_mean_us'])}   p50 {_fmt.micros(s['latency_p50_us'])}"
-        f"   p99 {_fmt.micros(s['latency_p99_us'])}   max {_fmt.micros(s['latency_max_us'])}   "
+        f"  message latency  mean {_fmt.micros(s['latency_mean_us'])}   "
+        f"p50 {_fmt.micros(s['latency_p50_us'])}   p99 {_fmt.micros(s['latency_p99_us'])}   "
+        f"max {_fmt.micros(s['latency_max_us'])}   "
         f"({s['messages_measured']:,} measured, {s['messages_unfinished']:,} unfinished)"
     )
 

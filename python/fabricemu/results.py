@@ -20,7 +20,15 @@ from .scenario import PathLike, Scenario, as_scenario
 if TYPE_CHECKING:
     import pyarrow.dataset
 
-__all__ = ["SYNTHETIC_KEYS", "TABLES", "ProgressCallback", "Result", "open_result", "run", "synthetic_metrics"]
+__all__ = [
+    "SYNTHETIC_KEYS",
+    "TABLES",
+    "ProgressCallback",
+    "Result",
+    "open_result",
+    "run",
+    "synthetic_metrics",
+]
 
 #: The measurement of synthetic workloads in :meth:`Result.summary` and the sweep metrics.
 SYNTHETIC_KEYS: Tuple[str, ...] = (
@@ -56,6 +64,7 @@ def synthetic_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
         "messages_measured": int(s["messages_measured"]),
         "messages_unfinished": int(s["messages_unfinished"]),
     }
+
 
 #: The tables a run's folder may hold (``<name>.arrow``) and how to get each one.
 TABLES: Dict[str, str] = {
