@@ -126,3 +126,13 @@ def test_analysis_page_runs(
     ns = run_blocks(DOCS / "analysis.md", tmp_path, with_required=False)
     assert ns["run"].tables() == ["flows", "links", "pfc", "queues", "rates"]
     assert "no column 'out_of_order_packets'" in capsys.readouterr().out
+
+
+def test_synthetic_traffic_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "synthetic-traffic.md", tmp_path, with_required=False)
+    table = ns["table"]
+    assert table.num_rows == 3 and table.column("error").null_count == 3
+    assert ns["sat"].num_rows == 1
+    assert (tmp_path / "runs" / "synthetic-cli" / "run.json").is_file()
+    assert (tmp_path / "sweeps" / "synthetic-cli" / "sweep.arrow").is_file()

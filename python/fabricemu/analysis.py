@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from . import _core, _fmt
 from .errors import MissingTableError
-from .results import TABLES, Result, open_result
+from .results import SYNTHETIC_KEYS, TABLES, Result, open_result, synthetic_metrics
 
 __all__ = [
     "Source",
@@ -50,6 +50,7 @@ __all__ = [
     "queue_stats",
     "queue_timeseries",
     "reordering",
+    "saturation",
     "slowdown_by_size",
 ]
 
@@ -82,6 +83,15 @@ METRICS_SCHEMA = pa.schema(
         ("events_per_second", pa.float64()),
         ("packet_hops_per_second", pa.float64()),
         ("wall_seconds", pa.float64()),
+        # Synthetic workloads (null without them): the measurement window [warmup, stop).
+        ("accepted_throughput", pa.float64()),
+        ("offered_load", pa.float64()),
+        ("latency_mean_us", pa.float64()),
+        ("latency_p50_us", pa.float64()),
+        ("latency_p99_us", pa.float64()),
+        ("latency_max_us", pa.float64()),
+        ("messages_measured", pa.int64()),
+        ("messages_unfinished", pa.int64()),
     ]
 )
 
@@ -318,7 +328,12 @@ def metrics(source: Source) -> Dict[str, Any]:
       intervals of pfc.arrow; else 0);
     - ``max_queue_bytes`` (run.json), ``simulated_us``, ``events``, ``packet_hops``;
     - ``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``: these depend on the
-      machine (:data:`WALL_CLOCK_METRICS`).
+      machine (:data:`WALL_CLOCK_METRICS`);
+    - with synthetic workloads (null otherwise), over the measurement window ``[warmup, stop)``:
+      ``accepted_throughput`` and ``offered_load`` (fractions of the injection bandwidth),
+      ``latency_mean_us``, ``latency_p50_us``, ``latency_p99_us``, ``latency_max_us`` (message
+      generation to last byte delivered), ``messages_measured``, ``messages_unfinished``
+      (run.json's ``synthetic``).
     """
     run = _Run(source, "flows")
     flows = run.table("flows", ("size_bytes", "start_ps", "finish_ps", "fct_ps", "slowdown"))
@@ -375,6 +390,7 @@ def metrics(source: Source) -> Dict[str, Any]:
         "events_per_second": rate("events_per_second"),
         "packet_hops_per_second": rate("packet_hops_per_second"),
         "wall_seconds": rate("wall_seconds"),
+        **(synthetic_metrics(info) or dict.fromkeys(SYNTHETIC_KEYS)),
     }
 
 
@@ -392,7 +408,8 @@ def _total_pause_ps(run: _Run) -> float:
 def compare(*sources: Source, names: Optional[Sequence[str]] = None) -> pa.Table:
     """:func:`metrics` of several runs side by side: a ``metric`` column, then one column per run
     (named by ``names``, default the output folders' names); with two runs also ``change``, the
-    relative change from the first to the second (``b / a - 1``; null when ``a`` is 0 or null)."""
+    relative change from the first to the second (``b / a - 1``; null when ``a`` is 0 or null).
+    The synthetic-traffic metrics are left out unless one of the runs has them."""
     if len(sources) < 2:
         raise ValueError("compare needs at least two runs")
     if names is None:
@@ -406,16 +423,97 @@ def compare(*sources: Source, names: Optional[Sequence[str]] = None) -> pa.Table
         seen[n] = seen.get(n, 0) + 1
         unique.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
     rows = [metrics(s) for s in sources]
-    columns: Dict[str, List[Any]] = {"metric": list(METRICS_SCHEMA.names)}
+    names_shown = [
+        m for m in METRICS_SCHEMA.names if m not in SYNTHETIC_KEYS or any(row[m] is not None for row in rows)
+    ]
+    columns: Dict[str, List[Any]] = {"metric": names_shown}
     types: Dict[str, pa.DataType] = {"metric": pa.string()}
     for name, row in zip(unique, rows):
-        columns[name] = [None if row[m] is None else float(row[m]) for m in METRICS_SCHEMA.names]
+        columns[name] = [None if row[m] is None else float(row[m]) for m in names_shown]
         types[name] = pa.float64()
     if len(rows) == 2:
         a, b = (columns[unique[0]], columns[unique[1]])
         columns["change"] = [None if x in (None, 0) or y is None else y / x - 1 for x, y in zip(a, b)]
         types["change"] = pa.float64()
     return _table(columns, types)
+
+
+def saturation(
+    table: Any,
+    load: str = "workload.0.load",
+    *,
+    by: Union[str, Sequence[str], None] = None,
+    tolerance: float = 0.05,
+    accepted: str = "accepted_throughput",
+    offered: str = "offered_load",
+) -> pa.Table:
+    """Saturation of open-loop synthetic traffic from a sweep over the offered load (the table of
+    :func:`fabricemu.sweep` or :func:`fabricemu.open_sweep`, or a folder holding one).
+
+    Rows with an error or no accepted throughput are ignored; several seeds at one load are
+    averaged. Per group of ``by`` (e.g. ``"routing.load_balancing"``; default: one group):
+
+    - ``saturation_throughput``: the largest (mean) accepted throughput over the loads swept, and
+      ``at_load``, the load where it was reached;
+    - ``saturation_load``: the lowest swept load at which the accepted throughput falls below the
+      offered load (the realised ``offered`` column, else the swept load) by more than
+      ``tolerance`` (relative: accepted < (1 - tolerance) x offered); null if it never does;
+    - ``loads``: how many loads the group has.
+
+    >>> table = fabricemu.sweep("scenarios/synthetic_load.toml",
+    ...                         grid={"workload.0.load": [0.2, 0.4, 0.6, 0.8, 1.0]})  # doctest: +SKIP
+    >>> analysis.saturation(table)  # doctest: +SKIP
+    """
+    if isinstance(table, (str, os.PathLike)):
+        from .sweep import open_sweep
+
+        table = open_sweep(table)
+    table = _as_table(table)
+    keys = _keys_list(by)
+    for column in (load, accepted, *keys):
+        if column not in table.column_names:
+            raise KeyError(f"the table has no column {column!r} (columns: {', '.join(table.column_names)})")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), found {tolerance}")
+    rows = table.to_pylist()
+    groups: Dict[Tuple[Any, ...], Dict[float, List[Tuple[float, float]]]] = {}
+    for r in rows:
+        if r.get("error") is not None or r.get(accepted) is None or r.get(load) is None:
+            continue
+        x = float(r[load])
+        got = float(r[accepted])
+        off = r.get(offered)
+        groups.setdefault(tuple(r[k] for k in keys), {}).setdefault(x, []).append(
+            (got, float(off) if off is not None else x)
+        )
+    cols: Dict[str, List[Any]] = {k: [] for k in keys}
+    cols.update({"saturation_throughput": [], "at_load": [], "saturation_load": [], "loads": []})
+    try:
+        order = sorted(groups, key=lambda k: tuple((v is None, v) for v in k))
+    except TypeError:  # keys of mixed types: keep the table's order
+        order = list(groups)
+    for key in order:
+        by_load = groups[key]
+        means = [
+            (x, sum(a for a, _ in v) / len(v), sum(o for _, o in v) / len(v))
+            for x, v in sorted(by_load.items())
+        ]
+        best = max(means, key=lambda m: m[1])
+        saturated = next((x for x, a, o in means if a < (1 - tolerance) * o), None)
+        for k, v in zip(keys, key):
+            cols[k].append(v)
+        cols["saturation_throughput"].append(best[1])
+        cols["at_load"].append(best[0])
+        cols["saturation_load"].append(saturated)
+        cols["loads"].append(len(means))
+    types: Dict[str, pa.DataType] = {
+        "saturation_throughput": pa.float64(),
+        "at_load": pa.float64(),
+        "saturation_load": pa.float64(),
+        "loads": pa.int64(),
+    }
+    types.update(_key_types(table, keys))
+    return _table(cols, types)
 
 
 def _source_name(source: Any, i: int) -> str:

@@ -115,10 +115,33 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
         f"packet-hops {_fmt.count(s['packet_hops'])} ({_fmt.rate(s['packet_hops_per_second'])})   "
         f"wall {_fmt.seconds(s['wall_seconds'])}   drops {_fmt.count(s['drops'])}"
     )
+    if s.get("accepted_throughput") is not None:
+        _print_synthetic(s, result)
     if result is not None:
         _print_fabric(result)
         _print_workloads(result)
     click.echo(f"  output: {out}/flows.arrow, {out}/run.json")
+
+
+def _print_synthetic(s: Dict[str, Any], result: Any) -> None:
+    """Synthetic workloads: the measurement window's offered load, accepted throughput and latency."""
+    window = ""
+    info = result.run_info.get("synthetic", {}) if result is not None else {}
+    if info:
+        window = (
+            f" (window {_fmt.duration_ps(info['warmup_ps'])}..{_fmt.duration_ps(info['stop_ps'])}, "
+            f"{info['senders']:,} hosts)"
+        )
+    click.echo(
+        f"  synthetic: offered load {s['offered_load']:.3f}, accepted throughput "
+        f"{s['accepted_throughput']:.3f} of injection bandwidth{window}"
+    )
+    click.echo(
+        f"  message latency  mean {_fmt.micros(s['latency_mean_us'])}   "
+        f"p50 {_fmt.micros(s['latency_p50_us'])}   p99 {_fmt.micros(s['latency_p99_us'])}   "
+        f"max {_fmt.micros(s['latency_max_us'])}   "
+        f"({s['messages_measured']:,} measured, {s['messages_unfinished']:,} unfinished)"
+    )
 
 
 def _print_fabric(result: Any) -> None:
@@ -551,6 +574,16 @@ def _print_sweep(table: Any) -> None:
         ("goodput_gbps", "goodput Gbps"),
         ("drops", "drops"),
     ]
+    if "accepted_throughput" in table.column_names and table.column("accepted_throughput").null_count < len(
+        table
+    ):
+        metrics = [
+            ("offered_load", "offered"),
+            ("accepted_throughput", "accepted"),
+            ("latency_mean_us", "latency mean us"),
+            ("latency_p99_us", "p99 us"),
+            ("drops", "drops"),
+        ]
     header = [*params, *(label for _, label in metrics), "error"]
     rows = []
     for r in table.to_pylist():

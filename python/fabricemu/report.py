@@ -44,6 +44,11 @@ SWEEP_PLOTS: Tuple[Tuple[str, str], ...] = (
     ("pause_us", "PFC pause time (us, summed over links)"),
     ("max_queue_bytes", "largest queue (bytes)"),
     ("ecn_marks", "ECN marks"),
+    # Synthetic traffic: against workload.0.load these are the accepted-throughput and
+    # latency-vs-offered-load curves.
+    ("accepted_throughput", "accepted throughput (fraction of injection bandwidth)"),
+    ("latency_mean_us", "message latency mean (us)"),
+    ("latency_p99_us", "message latency p99 (us)"),
 )
 
 

@@ -8,7 +8,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,7 +20,51 @@ from .scenario import PathLike, Scenario, as_scenario
 if TYPE_CHECKING:
     import pyarrow.dataset
 
-__all__ = ["TABLES", "ProgressCallback", "Result", "open_result", "run"]
+__all__ = [
+    "SYNTHETIC_KEYS",
+    "TABLES",
+    "ProgressCallback",
+    "Result",
+    "open_result",
+    "run",
+    "synthetic_metrics",
+]
+
+#: The measurement of synthetic workloads in :meth:`Result.summary` and the sweep metrics.
+SYNTHETIC_KEYS: Tuple[str, ...] = (
+    "accepted_throughput",
+    "offered_load",
+    "latency_mean_us",
+    "latency_p50_us",
+    "latency_p99_us",
+    "latency_max_us",
+    "messages_measured",
+    "messages_unfinished",
+)
+
+
+def synthetic_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The synthetic workloads' measurement window from a run.json (``run_info["synthetic"]``) in
+    the summary's units (latency in us), or None if the run had no synthetic workload."""
+    s = run_info.get("synthetic")
+    if not s:
+        return None
+
+    def us(key: str) -> Optional[float]:
+        v = s.get(key)
+        return None if v is None else float(v) / 1e6
+
+    return {
+        "accepted_throughput": float(s["accepted_throughput"]),
+        "offered_load": float(s["offered_load"]),
+        "latency_mean_us": us("latency_mean_ps"),
+        "latency_p50_us": us("latency_p50_ps"),
+        "latency_p99_us": us("latency_p99_ps"),
+        "latency_max_us": us("latency_max_ps"),
+        "messages_measured": int(s["messages_measured"]),
+        "messages_unfinished": int(s["messages_unfinished"]),
+    }
+
 
 #: The tables a run's folder may hold (``<name>.arrow``) and how to get each one.
 TABLES: Dict[str, str] = {
@@ -227,7 +271,10 @@ class Result:
 
     def summary(self) -> Dict[str, Any]:
         """Headline figures: flow counts, FCT (us) and slowdown percentiles of finished flows,
-        simulated time, events, packet-hops, their rates per wall-clock second, drops."""
+        simulated time, events, packet-hops, their rates per wall-clock second, drops; with
+        synthetic workloads also the measurement window's :data:`SYNTHETIC_KEYS`
+        (``accepted_throughput``, ``offered_load``, ``latency_mean_us``, ``latency_p50_us``,
+        ``latency_p99_us``, ``latency_max_us``, ``messages_measured``, ``messages_unfinished``)."""
         flows = self.flows
         info = self.run_info
         stats = info.get("stats", {})
@@ -239,7 +286,7 @@ class Result:
         if drops is None and "drops" in flows.column_names:
             drops = pc.sum(flows.column("drops")).as_py() or 0
         simulated_ps = int(info.get("simulated_ps", stats.get("simulated_ps", 0)))
-        return {
+        summary: Dict[str, Any] = {
             "flows": flows.num_rows,
             "finished": finished,
             "unfinished": flows.num_rows - finished,
@@ -257,6 +304,10 @@ class Result:
             "drops": int(drops or 0),
             "interrupted": bool(info.get("interrupted", False)),
         }
+        synthetic = synthetic_metrics(info)
+        if synthetic is not None:
+            summary.update(synthetic)
+        return summary
 
     def __repr__(self) -> str:
         try:

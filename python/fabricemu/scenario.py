@@ -305,6 +305,11 @@ def _workload_text(w: Dict[str, Any]) -> str:
         return f"{label} {w['senders']}->1 to host {w['receiver']} of {w['size']}{rounds}"
     if w["kind"] == "permutation":
         return f"{label} of {w['flows']} flows x {w['size']}"
+    if w["kind"] == "synthetic":
+        return (
+            f"{label} {w['pattern']} at load {w['load']:g} ({w['process']}, {w['senders']} hosts): "
+            f"{w['flows']} messages x {_fmt.size(w['size_bytes'])}"
+        )
     return f"{label}: {w['flows']} flows, {_fmt.size(w['bytes'])}"
 
 

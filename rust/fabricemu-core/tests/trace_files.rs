@@ -104,7 +104,8 @@ fn every_column_nulls_and_metadata() {
         types,
         vec![
             UInt64, UInt32, UInt32, UInt64, UInt64, UInt64, UInt64, UInt64, Float64, Utf8, UInt32,
-            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32, Utf8
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32, Utf8,
+            Boolean
         ]
     );
     for f in schema.fields() {
@@ -117,6 +118,7 @@ fn every_column_nulls_and_metadata() {
                 | "collective_iteration"
                 | "collective_step"
                 | "tag"
+                | "measured"
         );
         assert_eq!(f.is_nullable(), nullable, "{}", f.name());
     }
