@@ -1740,8 +1740,11 @@ fn routing(r: &RoutingFile, dragonfly: bool) -> Res<RoutingSpec> {
             ))
         }
     };
+    // On dragonflies the UGAL keys may stay while a sweep varies the routing (min and valiant
+    // ignore them).
+    let ugal_key = |k: &str| dragonfly && k.starts_with("ugal_");
     for &(key, set) in used {
-        if set && !allowed.contains(&key) {
+        if set && !allowed.contains(&key) && !ugal_key(key) {
             return Err(ScenarioError::at(
                 format!("routing.{key}"),
                 format!("not used with load_balancing = {lb:?}"),
