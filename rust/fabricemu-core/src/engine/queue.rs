@@ -4,13 +4,10 @@
 //! Most events are scheduled a fixed delay ahead of the current time (a serialisation time, a
 //! serialisation plus a link delay, a timeout). Events pushed with the same delay come out of a
 //! FIFO already sorted by (time, sequence), since time only advances. So `push_after` appends to
-//! one FIFO ("lane") per distinct delay, and a small heap holds only the lanes' heads; events at
-//! arbitrary times go to a general heap whose minimum competes with the lanes' heads. Profiling
-//! showed a single binary heap's sift loops were the engine's largest cost.
+//! one FIFO ("lane") per frequent delay, and a small heap holds only the lanes' heads; events at
+//! arbitrary times or with rare delays go to a general heap whose minimum competes with the lanes'
+//! heads. Profiling showed a single binary heap's sift loops were the engine's largest cost.
 
-use std::collections::VecDeque;
-
-use crate::rng::mix64;
 use crate::units::Time;
 
 /// What happens; each names the component it wakes by index.
@@ -104,44 +101,134 @@ impl<T: Copy> Heap<T> {
     /// Put `last` at the root's place and move it down to where it fits.
     #[inline]
     fn sift_down_from_root(&mut self, last: Entry<T>) {
-        let n = self.v.len();
-        {
-            // Move the hole at the root down to where the last entry fits.
-            let mut i = 0;
-            loop {
-                let first = ARITY * i + 1;
-                if first >= n {
-                    break;
+        let v = &mut self.v[..];
+        let n = v.len();
+        // Move the hole at the root down to where the last entry fits.
+        let mut i = 0;
+        loop {
+            let first = ARITY * i + 1;
+            let (c, ck) = if let Some(ch) = v.get(first..first + ARITY) {
+                // All four children: the smaller of each pair, then of the two (keys are unique,
+                // so the order of the comparisons does not matter).
+                let (a, ak) = if ch[1].key < ch[0].key {
+                    (1, ch[1].key)
+                } else {
+                    (0, ch[0].key)
+                };
+                let (b, bk) = if ch[3].key < ch[2].key {
+                    (3, ch[3].key)
+                } else {
+                    (2, ch[2].key)
+                };
+                if bk < ak {
+                    (first + b, bk)
+                } else {
+                    (first + a, ak)
                 }
-                let end = (first + ARITY).min(n);
+            } else if first < n {
                 let mut c = first;
-                let mut ck = self.v[first].key;
-                for j in first + 1..end {
-                    let k = self.v[j].key;
-                    if k < ck {
+                let mut ck = v[first].key;
+                for (j, e) in v.iter().enumerate().skip(first + 1) {
+                    if e.key < ck {
                         c = j;
-                        ck = k;
+                        ck = e.key;
                     }
                 }
-                if ck >= last.key {
-                    break;
-                }
-                self.v[i] = self.v[c];
-                i = c;
+                (c, ck)
+            } else {
+                break;
+            };
+            if ck >= last.key {
+                break;
             }
-            self.v[i] = last;
+            v[i] = v[c];
+            i = c;
         }
+        v[i] = last;
     }
 }
 
 /// Lane id of the general heap in the heads heap.
 const GENERAL: u32 = u32::MAX;
-/// Beyond this many distinct delays, `push_after` falls back to the general heap.
-const MAX_LANES: usize = 1024;
-/// Entries of the most-recent-delays cache in front of the table.
-const RECENT: usize = 8;
-/// Slots of the delay -> lane table (open addressing, power of two, at most half full).
-const TABLE_SLOTS: usize = 2 * MAX_LANES;
+/// A delay gets its own lane once this many events were pushed with it; before that (and for
+/// delays that stay rare, such as a port's wake-up after an arbitrary remainder of serialisation)
+/// its events go to the general heap. Lanes are never removed, so rare delays would otherwise
+/// pile up as one-entry lanes in the heads heap, making every pop sift through them.
+const HOT_AFTER: u32 = 1024;
+/// Bits of the delay table's index (open addressing, kept at most half full).
+const TABLE_BITS: u32 = 12;
+const TABLE_SLOTS: usize = 1 << TABLE_BITS;
+/// `DelaySlot::state`: an unused slot; else a lane (`LANE | id`) or the pushes counted so far.
+const EMPTY: u32 = 0;
+const LANE: u32 = 1 << 31;
+
+#[derive(Clone, Copy)]
+struct DelaySlot {
+    delay: Time,
+    state: u32,
+}
+
+/// A FIFO of events pushed with one delay: a ring buffer whose capacity is a power of two (it only
+/// grows, so a run in its steady state allocates nothing).
+struct Lane {
+    buf: Vec<Entry<Event>>,
+    head: usize,
+    len: usize,
+}
+
+impl Lane {
+    const FILLER: Entry<Event> = Entry {
+        key: 0,
+        item: Event::NextFlowStarts,
+    };
+
+    fn new() -> Self {
+        Self {
+            buf: vec![Self::FILLER; 16],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn front_key(&self) -> Option<u128> {
+        (self.len != 0).then(|| self.buf[self.head].key)
+    }
+
+    /// Append; returns whether the lane was empty.
+    #[inline]
+    fn push_back(&mut self, e: Entry<Event>) -> bool {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        let mask = self.buf.len() - 1;
+        self.buf[(self.head + self.len) & mask] = e;
+        self.len += 1;
+        self.len == 1
+    }
+
+    /// Remove the front (the lane is not empty) and return it with the new front's key.
+    #[inline]
+    fn pop_front(&mut self) -> (Entry<Event>, Option<u128>) {
+        debug_assert!(self.len > 0);
+        let mask = self.buf.len() - 1;
+        let e = self.buf[self.head];
+        self.head = (self.head + 1) & mask;
+        self.len -= 1;
+        (e, self.front_key())
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let n = self.buf.len();
+        let mut buf = Vec::with_capacity(2 * n);
+        buf.extend_from_slice(&self.buf[self.head..]);
+        buf.extend_from_slice(&self.buf[..self.head]);
+        buf.resize(2 * n, Self::FILLER);
+        self.buf = buf;
+        self.head = 0;
+    }
+}
 
 /// The simulator's future events.
 pub struct EventQueue {
@@ -149,12 +236,11 @@ pub struct EventQueue {
     now: Time,
     seq: u64,
     len: usize,
-    lanes: Vec<VecDeque<Entry<Event>>>,
-    /// (delay, lane) pairs; lane `u32::MAX` marks an empty slot.
-    lane_table: Vec<(Time, u32)>,
-    /// The last few (delay, lane) lookups.
-    recent: [(Time, u32); RECENT],
-    recent_next: usize,
+    lanes: Vec<Lane>,
+    /// Delay -> lane (or push count while the delay is not yet hot), open addressing.
+    table: Vec<DelaySlot>,
+    /// Delays in `table` (at most half its slots; further new delays are not tracked).
+    tracked: usize,
     general: Heap<Event>,
     /// Heads of non-empty lanes and of the general heap. An entry is stale (and skipped) if its
     /// source's current head has another key; keys are unique, so the check is exact.
@@ -174,9 +260,14 @@ impl EventQueue {
             seq: 0,
             len: 0,
             lanes: Vec::new(),
-            lane_table: vec![(0, u32::MAX); TABLE_SLOTS],
-            recent: [(Time::MAX, 0); RECENT],
-            recent_next: 0,
+            table: vec![
+                DelaySlot {
+                    delay: 0,
+                    state: EMPTY
+                };
+                TABLE_SLOTS
+            ],
+            tracked: 0,
             general: Heap::new(),
             heads: Heap::new(),
         }
@@ -214,7 +305,7 @@ impl EventQueue {
     }
 
     /// Schedule `event` `delay` after the current time (the time of the last event popped). Use
-    /// this for recurring delays: each distinct delay gets a FIFO lane.
+    /// this for recurring delays: each frequent delay gets a FIFO lane.
     #[inline(always)]
     pub fn push_after(&mut self, delay: Time, event: Event) {
         let key = self.next_key(self.now + delay);
@@ -222,42 +313,48 @@ impl EventQueue {
             self.push_general(key, event);
             return;
         };
-        let q = &mut self.lanes[lane as usize];
-        q.push_back(Entry { key, item: event });
-        if q.len() == 1 {
+        if self.lanes[lane as usize].push_back(Entry { key, item: event }) {
             self.heads.push(Entry { key, item: lane });
         }
     }
 
+    /// The lane of `delay`, if it has one. Multiplicative hashing: the first probe nearly always
+    /// finds the slot.
     #[inline(always)]
     fn lane_for(&mut self, delay: Time) -> Option<u32> {
-        // A handful of delays make up nearly every push: check the most recent ones first.
-        for &(d, lane) in &self.recent {
-            if d == delay {
-                return Some(lane);
-            }
+        let slot = (delay.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_BITS)) as usize;
+        let s = self.table[slot];
+        if s.delay == delay && s.state & LANE != 0 {
+            return Some(s.state & !LANE);
         }
-        let lane = self.lane_lookup(delay)?;
-        self.recent[self.recent_next] = (delay, lane);
-        self.recent_next = (self.recent_next + 1) % RECENT;
-        Some(lane)
+        self.count_delay(slot, delay)
     }
 
-    fn lane_lookup(&mut self, delay: Time) -> Option<u32> {
+    /// Count a push with a delay that has no lane yet (from its `slot`); give it a lane once it
+    /// is hot.
+    fn count_delay(&mut self, mut slot: usize, delay: Time) -> Option<u32> {
         let mask = TABLE_SLOTS - 1;
-        let mut slot = mix64(delay) as usize & mask;
         loop {
-            let (d, lane) = self.lane_table[slot];
-            if lane == u32::MAX {
-                if self.lanes.len() >= MAX_LANES {
+            let s = &mut self.table[slot];
+            if s.state == EMPTY {
+                if 2 * self.tracked >= TABLE_SLOTS {
+                    return None; // too many distinct delays: the rest stay in the general heap
+                }
+                self.tracked += 1;
+                *s = DelaySlot { delay, state: 1 };
+                return None;
+            }
+            if s.delay == delay {
+                if s.state & LANE != 0 {
+                    return Some(s.state & !LANE);
+                }
+                s.state += 1;
+                if s.state < HOT_AFTER {
                     return None;
                 }
                 let lane = self.lanes.len() as u32;
-                self.lanes.push(VecDeque::new());
-                self.lane_table[slot] = (delay, lane);
-                return Some(lane);
-            }
-            if d == delay {
+                s.state = LANE | lane;
+                self.lanes.push(Lane::new());
                 return Some(lane);
             }
             slot = (slot + 1) & mask;
@@ -281,7 +378,7 @@ impl EventQueue {
         if source == GENERAL {
             self.general.peek_key()
         } else {
-            self.lanes[source as usize].front().map(|e| e.key)
+            self.lanes[source as usize].front_key()
         }
     }
 
@@ -298,9 +395,7 @@ impl EventQueue {
                 let e = self.general.pop().expect("valid head");
                 (e, self.general.peek_key())
             } else {
-                let q = &mut self.lanes[h.item as usize];
-                let e = q.pop_front().expect("valid head");
-                (e, q.front().map(|n| n.key))
+                self.lanes[h.item as usize].pop_front()
             };
             match next {
                 Some(key) => self.heads.replace_top(Entry { key, item: h.item }),
