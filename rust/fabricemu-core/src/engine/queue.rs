@@ -99,7 +99,7 @@ impl<T: Copy> Heap<T> {
     }
 
     /// Put `last` at the root's place and move it down to where it fits.
-    #[inline]
+    #[inline(always)]
     fn sift_down_from_root(&mut self, last: Entry<T>) {
         let v = &mut self.v[..];
         let n = v.len();
@@ -386,16 +386,18 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         loop {
             let h = *self.heads.v.first()?;
-            if self.head_key(h.item) != Some(h.key) {
-                self.heads.pop(); // stale
-                continue;
-            }
             // The source's next head replaces this one in place (one sift), or leaves the heap.
-            let (e, next) = if h.item == GENERAL {
+            let (e, next) = if h.item != GENERAL {
+                // A non-empty lane has exactly one entry in `heads`, always its current head.
+                debug_assert_eq!(self.head_key(h.item), Some(h.key));
+                self.lanes[h.item as usize].pop_front()
+            } else {
+                if self.general.peek_key() != Some(h.key) {
+                    self.heads.pop(); // stale
+                    continue;
+                }
                 let e = self.general.pop().expect("valid head");
                 (e, self.general.peek_key())
-            } else {
-                self.lanes[h.item as usize].pop_front()
             };
             match next {
                 Some(key) => self.heads.replace_top(Entry { key, item: h.item }),
