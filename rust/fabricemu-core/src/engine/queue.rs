@@ -193,6 +193,20 @@ impl Tournament {
         }
     }
 
+    /// Set the key of the leaf that is the current winner (so every node on its path holds it and
+    /// changes: no early exit to test for).
+    #[inline]
+    fn replace_winner(&mut self, key: u128) {
+        let leaf = self.w[1].item;
+        let mut n = self.cap + leaf as usize;
+        self.w[n].key = key;
+        while n > 1 {
+            let (a, b) = (self.w[n], self.w[n ^ 1]);
+            n >>= 1;
+            self.w[n] = if a.key < b.key { a } else { b };
+        }
+    }
+
     /// Room for `leaves` sources (doubling, keeping every leaf's key).
     fn reserve(&mut self, leaves: usize) {
         if leaves <= self.cap {
@@ -448,7 +462,7 @@ impl EventQueue {
             (e, self.general.peek_key())
         };
         debug_assert_eq!(e.key, top.key);
-        self.heads.update(top.item, next.unwrap_or(NO_KEY));
+        self.heads.replace_winner(next.unwrap_or(NO_KEY));
         self.len -= 1;
         self.now = time_of(e.key);
         Some((self.now, e.item))
