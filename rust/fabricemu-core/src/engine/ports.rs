@@ -129,6 +129,7 @@ impl World {
 
     /// A packet's bytes leave switch `node`'s buffer (sent or lost): from the shared pool or the
     /// headroom, and from its PFC ingress counter (which may resume the upstream).
+    #[inline]
     pub(super) fn release_from_switch(&mut self, node: u32, pkt: PacketId) {
         let &Packet {
             wire_bytes,
@@ -170,7 +171,7 @@ impl World {
     }
 
     /// Serialise `pkt` on `p` from now; it reaches the far end after serialisation and delay.
-    #[inline]
+    #[inline(always)]
     pub(super) fn transmit(&mut self, p: PortId, pkt: PacketId) {
         let pu = p as usize;
         let packet = self.packets.get_mut(pkt);

@@ -4,13 +4,11 @@
 //! Most events are scheduled a fixed delay ahead of the current time (a serialisation time, a
 //! serialisation plus a link delay, a timeout). Events pushed with the same delay come out of a
 //! FIFO already sorted by (time, sequence), since time only advances. So `push_after` appends to
-//! one FIFO ("lane") per distinct delay, and a small heap holds only the lanes' heads; events at
-//! arbitrary times go to a general heap whose minimum competes with the lanes' heads. Profiling
-//! showed a single binary heap's sift loops were the engine's largest cost.
+//! one FIFO ("lane") per frequent delay; events at arbitrary times or with rare delays go to a
+//! general heap. A small tournament tree over the sources' heads (the general heap's minimum and
+//! each lane's front) finds the earliest. Profiling showed a single binary heap's sift loops were
+//! the engine's largest cost.
 
-use std::collections::VecDeque;
-
-use crate::rng::mix64;
 use crate::units::Time;
 
 /// What happens; each names the component it wakes by index.
@@ -95,53 +93,217 @@ impl<T: Copy> Heap<T> {
         Some(top)
     }
 
-    /// Replace the minimum with `e` (one sift instead of a pop and a push).
-    #[inline]
-    fn replace_top(&mut self, e: Entry<T>) {
-        self.sift_down_from_root(e);
-    }
-
     /// Put `last` at the root's place and move it down to where it fits.
-    #[inline]
+    #[inline(always)]
     fn sift_down_from_root(&mut self, last: Entry<T>) {
-        let n = self.v.len();
-        {
-            // Move the hole at the root down to where the last entry fits.
-            let mut i = 0;
-            loop {
-                let first = ARITY * i + 1;
-                if first >= n {
-                    break;
+        let v = &mut self.v[..];
+        let n = v.len();
+        // Move the hole at the root down to where the last entry fits.
+        let mut i = 0;
+        loop {
+            let first = ARITY * i + 1;
+            let (c, ck) = if let Some(ch) = v.get(first..first + ARITY) {
+                // All four children: the smaller of each pair, then of the two (keys are unique,
+                // so the order of the comparisons does not matter).
+                let (a, ak) = if ch[1].key < ch[0].key {
+                    (1, ch[1].key)
+                } else {
+                    (0, ch[0].key)
+                };
+                let (b, bk) = if ch[3].key < ch[2].key {
+                    (3, ch[3].key)
+                } else {
+                    (2, ch[2].key)
+                };
+                if bk < ak {
+                    (first + b, bk)
+                } else {
+                    (first + a, ak)
                 }
-                let end = (first + ARITY).min(n);
+            } else if first < n {
                 let mut c = first;
-                let mut ck = self.v[first].key;
-                for j in first + 1..end {
-                    let k = self.v[j].key;
-                    if k < ck {
+                let mut ck = v[first].key;
+                for (j, e) in v.iter().enumerate().skip(first + 1) {
+                    if e.key < ck {
                         c = j;
-                        ck = k;
+                        ck = e.key;
                     }
                 }
-                if ck >= last.key {
-                    break;
-                }
-                self.v[i] = self.v[c];
-                i = c;
+                (c, ck)
+            } else {
+                break;
+            };
+            if ck >= last.key {
+                break;
             }
-            self.v[i] = last;
+            v[i] = v[c];
+            i = c;
         }
+        v[i] = last;
     }
 }
 
-/// Lane id of the general heap in the heads heap.
-const GENERAL: u32 = u32::MAX;
-/// Beyond this many distinct delays, `push_after` falls back to the general heap.
-const MAX_LANES: usize = 1024;
-/// Entries of the most-recent-delays cache in front of the table.
-const RECENT: usize = 8;
-/// Slots of the delay -> lane table (open addressing, power of two, at most half full).
-const TABLE_SLOTS: usize = 2 * MAX_LANES;
+/// Leaf of the general heap in the tournament tree; lane `l` is leaf `l + 1`.
+const GENERAL: u32 = 0;
+/// Key of a source with no event (no real key is this large: its sequence would be `u64::MAX`).
+const NO_KEY: u128 = u128::MAX;
+
+/// A winner tree over the sources' head keys: leaves at `cap..2 * cap`, each inner node the
+/// smaller of its two children, the earliest event at node 1. Changing one source's head costs
+/// one comparison per level (log2 of the number of sources, a handful here), against the four
+/// children per level a heap of heads compares.
+struct Tournament {
+    cap: usize,
+    w: Vec<Entry<u32>>,
+}
+
+impl Tournament {
+    fn new(cap: usize) -> Self {
+        let mut w = vec![
+            Entry {
+                key: NO_KEY,
+                item: 0
+            };
+            2 * cap
+        ];
+        for (leaf, e) in w[cap..].iter_mut().enumerate() {
+            e.item = leaf as u32;
+        }
+        Self { cap, w }
+    }
+
+    #[inline]
+    fn top(&self) -> Entry<u32> {
+        self.w[1]
+    }
+
+    /// Set `leaf`'s head key and replay its matches up to the root.
+    #[inline]
+    fn update(&mut self, leaf: u32, key: u128) {
+        let mut n = self.cap + leaf as usize;
+        self.w[n].key = key;
+        while n > 1 {
+            let (a, b) = (self.w[n], self.w[n ^ 1]);
+            let win = if a.key < b.key { a } else { b };
+            n >>= 1;
+            if self.w[n].key == win.key && self.w[n].item == win.item {
+                break; // unchanged from here up
+            }
+            self.w[n] = win;
+        }
+    }
+
+    /// Set the key of the leaf that is the current winner (so every node on its path holds it and
+    /// changes: no early exit to test for).
+    #[inline]
+    fn replace_winner(&mut self, key: u128) {
+        let leaf = self.w[1].item;
+        let mut n = self.cap + leaf as usize;
+        self.w[n].key = key;
+        while n > 1 {
+            let (a, b) = (self.w[n], self.w[n ^ 1]);
+            n >>= 1;
+            self.w[n] = if a.key < b.key { a } else { b };
+        }
+    }
+
+    /// Room for `leaves` sources (doubling, keeping every leaf's key).
+    fn reserve(&mut self, leaves: usize) {
+        if leaves <= self.cap {
+            return;
+        }
+        let mut t = Tournament::new(leaves.next_power_of_two());
+        t.w[t.cap..t.cap + self.cap].copy_from_slice(&self.w[self.cap..]);
+        for n in (1..t.cap).rev() {
+            let (a, b) = (t.w[2 * n], t.w[2 * n + 1]);
+            t.w[n] = if a.key < b.key { a } else { b };
+        }
+        *self = t;
+    }
+}
+
+/// A delay gets its own lane once this many events were pushed with it; before that (and for
+/// delays that stay rare, such as a port's wake-up after an arbitrary remainder of serialisation)
+/// its events go to the general heap. Lanes are never removed, so rare delays would otherwise
+/// pile up as one-entry lanes, each a leaf of the tournament every pop replays.
+const HOT_AFTER: u32 = 1024;
+/// ... and once it accounts for at least 1 / HOT_SHARE of all pushes so far: in a long run many
+/// moderately rare delays reach `HOT_AFTER`, and every lane is a leaf of the tournament.
+const HOT_SHARE: u64 = 64;
+/// Bits of the delay table's index (open addressing, kept at most half full).
+const TABLE_BITS: u32 = 12;
+const TABLE_SLOTS: usize = 1 << TABLE_BITS;
+/// `DelaySlot::state`: an unused slot; else a lane (`LANE | id`) or the pushes counted so far.
+const EMPTY: u32 = 0;
+const LANE: u32 = 1 << 31;
+
+#[derive(Clone, Copy)]
+struct DelaySlot {
+    delay: Time,
+    state: u32,
+}
+
+/// A FIFO of events pushed with one delay: a ring buffer whose capacity is a power of two (it only
+/// grows, so a run in its steady state allocates nothing).
+struct Lane {
+    buf: Vec<Entry<Event>>,
+    head: usize,
+    len: usize,
+}
+
+impl Lane {
+    const FILLER: Entry<Event> = Entry {
+        key: 0,
+        item: Event::NextFlowStarts,
+    };
+
+    fn new() -> Self {
+        Self {
+            buf: vec![Self::FILLER; 16],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn front_key(&self) -> Option<u128> {
+        (self.len != 0).then(|| self.buf[self.head].key)
+    }
+
+    /// Append; returns whether the lane was empty.
+    #[inline]
+    fn push_back(&mut self, e: Entry<Event>) -> bool {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        let mask = self.buf.len() - 1;
+        self.buf[(self.head + self.len) & mask] = e;
+        self.len += 1;
+        self.len == 1
+    }
+
+    /// Remove the front (the lane is not empty) and return it with the new front's key.
+    #[inline]
+    fn pop_front(&mut self) -> (Entry<Event>, Option<u128>) {
+        debug_assert!(self.len > 0);
+        let mask = self.buf.len() - 1;
+        let e = self.buf[self.head];
+        self.head = (self.head + 1) & mask;
+        self.len -= 1;
+        (e, self.front_key())
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let n = self.buf.len();
+        let mut buf = Vec::with_capacity(2 * n);
+        buf.extend_from_slice(&self.buf[self.head..]);
+        buf.extend_from_slice(&self.buf[..self.head]);
+        buf.resize(2 * n, Self::FILLER);
+        self.buf = buf;
+        self.head = 0;
+    }
+}
 
 /// The simulator's future events.
 pub struct EventQueue {
@@ -149,16 +311,14 @@ pub struct EventQueue {
     now: Time,
     seq: u64,
     len: usize,
-    lanes: Vec<VecDeque<Entry<Event>>>,
-    /// (delay, lane) pairs; lane `u32::MAX` marks an empty slot.
-    lane_table: Vec<(Time, u32)>,
-    /// The last few (delay, lane) lookups.
-    recent: [(Time, u32); RECENT],
-    recent_next: usize,
+    lanes: Vec<Lane>,
+    /// Delay -> lane (or push count while the delay is not yet hot), open addressing.
+    table: Vec<DelaySlot>,
+    /// Delays in `table` (at most half its slots; further new delays are not tracked).
+    tracked: usize,
     general: Heap<Event>,
-    /// Heads of non-empty lanes and of the general heap. An entry is stale (and skipped) if its
-    /// source's current head has another key; keys are unique, so the check is exact.
-    heads: Heap<u32>,
+    /// The earliest head among the general heap and the lanes.
+    heads: Tournament,
 }
 
 impl Default for EventQueue {
@@ -174,11 +334,16 @@ impl EventQueue {
             seq: 0,
             len: 0,
             lanes: Vec::new(),
-            lane_table: vec![(0, u32::MAX); TABLE_SLOTS],
-            recent: [(Time::MAX, 0); RECENT],
-            recent_next: 0,
+            table: vec![
+                DelaySlot {
+                    delay: 0,
+                    state: EMPTY
+                };
+                TABLE_SLOTS
+            ],
+            tracked: 0,
             general: Heap::new(),
-            heads: Heap::new(),
+            heads: Tournament::new(8),
         }
     }
 
@@ -209,12 +374,12 @@ impl EventQueue {
     fn push_general(&mut self, key: u128, event: Event) {
         self.general.push(Entry { key, item: event });
         if self.general.peek_key() == Some(key) {
-            self.heads.push(Entry { key, item: GENERAL });
+            self.heads.update(GENERAL, key);
         }
     }
 
     /// Schedule `event` `delay` after the current time (the time of the last event popped). Use
-    /// this for recurring delays: each distinct delay gets a FIFO lane.
+    /// this for recurring delays: each frequent delay gets a FIFO lane.
     #[inline(always)]
     pub fn push_after(&mut self, delay: Time, event: Event) {
         let key = self.next_key(self.now + delay);
@@ -222,42 +387,51 @@ impl EventQueue {
             self.push_general(key, event);
             return;
         };
-        let q = &mut self.lanes[lane as usize];
-        q.push_back(Entry { key, item: event });
-        if q.len() == 1 {
-            self.heads.push(Entry { key, item: lane });
+        if self.lanes[lane as usize].push_back(Entry { key, item: event }) {
+            self.heads.update(lane + 1, key);
         }
     }
 
+    /// The lane of `delay`, if it has one. Multiplicative hashing: the first probe nearly always
+    /// finds the slot.
     #[inline(always)]
     fn lane_for(&mut self, delay: Time) -> Option<u32> {
-        // A handful of delays make up nearly every push: check the most recent ones first.
-        for &(d, lane) in &self.recent {
-            if d == delay {
-                return Some(lane);
-            }
+        let slot = (delay.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_BITS)) as usize;
+        let s = self.table[slot];
+        if s.delay == delay && s.state & LANE != 0 {
+            return Some(s.state & !LANE);
         }
-        let lane = self.lane_lookup(delay)?;
-        self.recent[self.recent_next] = (delay, lane);
-        self.recent_next = (self.recent_next + 1) % RECENT;
-        Some(lane)
+        self.count_delay(slot, delay)
     }
 
-    fn lane_lookup(&mut self, delay: Time) -> Option<u32> {
+    /// Count a push with a delay that has no lane yet (from its `slot`); give it a lane once it
+    /// is hot.
+    fn count_delay(&mut self, mut slot: usize, delay: Time) -> Option<u32> {
         let mask = TABLE_SLOTS - 1;
-        let mut slot = mix64(delay) as usize & mask;
         loop {
-            let (d, lane) = self.lane_table[slot];
-            if lane == u32::MAX {
-                if self.lanes.len() >= MAX_LANES {
+            let s = &mut self.table[slot];
+            if s.state == EMPTY {
+                if 2 * self.tracked >= TABLE_SLOTS {
+                    return None; // too many distinct delays: the rest stay in the general heap
+                }
+                self.tracked += 1;
+                *s = DelaySlot { delay, state: 1 };
+                return None;
+            }
+            if s.delay == delay {
+                if s.state & LANE != 0 {
+                    return Some(s.state & !LANE);
+                }
+                if s.state < LANE - 1 {
+                    s.state += 1;
+                }
+                if s.state < HOT_AFTER || (s.state as u64) * HOT_SHARE < self.seq {
                     return None;
                 }
                 let lane = self.lanes.len() as u32;
-                self.lanes.push(VecDeque::new());
-                self.lane_table[slot] = (delay, lane);
-                return Some(lane);
-            }
-            if d == delay {
+                s.state = LANE | lane;
+                self.lanes.push(Lane::new());
+                self.heads.reserve(self.lanes.len() + 1);
                 return Some(lane);
             }
             slot = (slot + 1) & mask;
@@ -267,51 +441,31 @@ impl EventQueue {
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
-        loop {
-            let e = *self.heads.v.first()?;
-            if self.head_key(e.item) == Some(e.key) {
-                return Some(time_of(e.key));
-            }
-            self.heads.pop();
-        }
-    }
-
-    #[inline]
-    fn head_key(&self, source: u32) -> Option<u128> {
-        if source == GENERAL {
-            self.general.peek_key()
-        } else {
-            self.lanes[source as usize].front().map(|e| e.key)
-        }
+        let top = self.heads.top();
+        (top.key != NO_KEY).then(|| time_of(top.key))
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        loop {
-            let h = *self.heads.v.first()?;
-            if self.head_key(h.item) != Some(h.key) {
-                self.heads.pop(); // stale
-                continue;
-            }
-            // The source's next head replaces this one in place (one sift), or leaves the heap.
-            let (e, next) = if h.item == GENERAL {
-                let e = self.general.pop().expect("valid head");
-                (e, self.general.peek_key())
-            } else {
-                let q = &mut self.lanes[h.item as usize];
-                let e = q.pop_front().expect("valid head");
-                (e, q.front().map(|n| n.key))
-            };
-            match next {
-                Some(key) => self.heads.replace_top(Entry { key, item: h.item }),
-                None => {
-                    self.heads.pop();
-                }
-            }
-            self.len -= 1;
-            self.now = time_of(e.key);
-            return Some((self.now, e.item));
+        let top = self.heads.top();
+        if top.key == NO_KEY {
+            return None;
         }
+        // The source's next head takes its place in the tournament.
+        let (e, next) = if top.item != GENERAL {
+            self.lanes[top.item as usize - 1].pop_front()
+        } else {
+            let e = self
+                .general
+                .pop()
+                .expect("the general heap has the earliest event");
+            (e, self.general.peek_key())
+        };
+        debug_assert_eq!(e.key, top.key);
+        self.heads.replace_winner(next.unwrap_or(NO_KEY));
+        self.len -= 1;
+        self.now = time_of(e.key);
+        Some((self.now, e.item))
     }
 }
 
@@ -379,6 +533,32 @@ mod tests {
             assert_eq!(q.pop(), Some((t, Event::LinkArrival(i))));
         }
         assert!(q.is_empty());
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn many_lanes_match_a_reference_ordering() {
+        // Forty recurring delays: lanes are created one by one (the tournament grows past its
+        // initial size) while events are pending in the older ones.
+        let mut r = crate::rng::stream(11, crate::rng::Purpose::Workload, 0);
+        let mut q = EventQueue::new();
+        let mut reference = std::collections::BTreeSet::new();
+        let mut now = 0;
+        for i in 0..400_000u32 {
+            let d = 100 * (1 + r.below(40));
+            q.push_after(d, Event::PortFree(i));
+            reference.insert((now + d, i));
+            if r.below(3) != 0 {
+                let (t, i) = reference.pop_first().unwrap();
+                assert_eq!(q.peek_time(), Some(t));
+                assert_eq!(q.pop(), Some((t, Event::PortFree(i))));
+                now = t;
+            }
+        }
+        assert!(q.lanes.len() > 8);
+        while let Some((t, i)) = reference.pop_first() {
+            assert_eq!(q.pop(), Some((t, Event::PortFree(i))));
+        }
         assert_eq!(q.pop(), None);
     }
 }

@@ -369,17 +369,18 @@ impl World {
 
     /// Process up to `max_events` events; returns true when the run is over.
     pub fn run_events(&mut self, max_events: u64) -> bool {
+        if self.finished {
+            return true; // (only finish_run sets it, and the loop stops right after)
+        }
+        let stop_at = self.stop;
         for _ in 0..max_events {
-            if self.finished {
-                break;
-            }
-            if self.stop == StopAt::AllFlowsDone
+            if stop_at == StopAt::AllFlowsDone
                 && self.stats.flows_finished == self.stats.flows_total
             {
                 self.finish_run();
                 break;
             }
-            if let StopAt::Time(stop) = self.stop {
+            if let StopAt::Time(stop) = stop_at {
                 match self.events.peek_time() {
                     Some(t) if t <= stop => {}
                     Some(_) => {
