@@ -147,7 +147,7 @@ impl World {
             self.buffer.used[node as usize] -= w;
         }
         if let Some(pfc) = &mut self.pfc {
-            let in_class = self.packets.get(pkt).ingress_class();
+            let in_class = priority - (f & flags::CLASS_UP != 0) as u8;
             if pfc.is_lossless(in_class) && ingress != u32::MAX {
                 let free = self.buffer.free(node);
                 if pfc.on_dequeue(ingress, in_class, w, in_headroom, free) == PfcAction::Resume {
@@ -278,7 +278,7 @@ impl World {
         }
         // PFC counts the packet in the class it arrived in (a dragonfly hop class may have moved
         // it up one for its egress queue).
-        let in_class = self.packets.get(pkt).ingress_class();
+        let in_class = priority - (f & flags::CLASS_UP != 0) as u8;
         let lossless = self
             .pfc
             .as_ref()
