@@ -228,6 +228,12 @@ mod tests {
     }
 
     #[test]
+    fn a_packet_record_stays_48_bytes() {
+        // Queued packets are touched once per hop; the dragonfly fields live in former padding.
+        assert_eq!(std::mem::size_of::<Packet>(), 48);
+    }
+
+    #[test]
     fn lists_are_fifo_and_slots_recycle() {
         let mut arena = PacketArena::default();
         let mut list = PacketList::EMPTY;

@@ -213,7 +213,7 @@ impl World {
         pk.via = via;
         pk.flags &= !flags::CLASS_UP;
         if global {
-            pk.ghops += 1;
+            pk.ghops = pk.ghops.saturating_add(1);
             self.stats.max_global_hops = self.stats.max_global_hops.max(pk.ghops as u64);
         }
         // Hop classes: up one lossless class per global hop, and when PAR diverts a packet over
