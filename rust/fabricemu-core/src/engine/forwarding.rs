@@ -182,14 +182,25 @@ impl World {
                 && table.num_df_groups() >= 3
             {
                 let at_source = self.ports[p.ingress as usize].from_host;
-                via = match nm.mode {
-                    NonMinimalMode::Valiant => self.random_group(here, dst_group),
-                    NonMinimalMode::UgalL | NonMinimalMode::UgalG if at_source => {
-                        self.ugal(node, &p, nm, here, dst_group)
-                    }
-                    NonMinimalMode::Par => self.ugal(node, &p, nm, here, dst_group),
+                let decides = at_source || nm.mode == NonMinimalMode::Par;
+                // Per flowlet: the flow keeps its last choice while its packets stay close.
+                let slot = (nm.per_flowlet && decides).then(|| {
+                    self.router
+                        .flowlet_slot(node, self.fabric.num_hosts, p.header_key)
+                });
+                let kept = slot.and_then(|s| {
+                    let (last, v) = *self.router.flowlet(s);
+                    (last != NEVER && self.now - last <= nm.gap_ps).then_some(v as u16)
+                });
+                via = match (kept, nm.mode) {
+                    (Some(v), _) => v,
+                    (None, NonMinimalMode::Valiant) => self.random_group(here, dst_group),
+                    (None, _) if decides => self.ugal(node, &p, nm, here, dst_group),
                     _ => NO_VIA,
                 };
+                if let Some(s) = slot {
+                    *self.router.flowlet(s) = (self.now, via as PortId);
+                }
                 if via != NO_VIA {
                     self.stats.packets_nonminimal += 1;
                     diverted_late = !at_source;

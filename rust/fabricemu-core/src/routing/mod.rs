@@ -11,7 +11,7 @@ mod table;
 pub use table::RouteTable;
 
 use crate::rng::{self, mix64, Purpose, Rng};
-use crate::scenario::{hash_field, HashFunction, LoadBalancing, RoutingSpec};
+use crate::scenario::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
 use crate::topology::{Fabric, NodeId, PortId};
 use crate::units::Time;
 
@@ -115,7 +115,12 @@ impl Router {
         let table = RouteTable::build(fabric);
         let uses_flowlets = matches!(
             spec.load_balancing,
-            LoadBalancing::Flowlet { .. } | LoadBalancing::Adaptive { .. }
+            LoadBalancing::Flowlet { .. }
+                | LoadBalancing::Adaptive { .. }
+                | LoadBalancing::NonMinimal(NonMinimal {
+                    per_flowlet: true,
+                    ..
+                })
         );
         let switches = (fabric.num_nodes - fabric.num_hosts) as usize;
         let dragonfly = table.num_df_groups() > 0;

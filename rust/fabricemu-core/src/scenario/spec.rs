@@ -197,6 +197,10 @@ pub struct NonMinimal {
     pub candidates: u32,
     /// Bias toward the minimal path, in queued bytes (x hops for UGAL-L and PAR).
     pub threshold_bytes: Bytes,
+    /// Decide once per flowlet (a flow's packets closer than `gap_ps`) instead of per packet, so
+    /// a flow's packets keep their order.
+    pub per_flowlet: bool,
+    pub gap_ps: Time,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -122,7 +122,10 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let per_packet = matches!(
         routing.load_balancing,
         LoadBalancing::Spray(_)
-            | LoadBalancing::NonMinimal(_)
+            | LoadBalancing::NonMinimal(NonMinimal {
+                per_flowlet: false,
+                ..
+            })
             | LoadBalancing::Adaptive {
                 per_packet: true,
                 ..
@@ -1729,8 +1732,15 @@ fn routing(r: &RoutingFile, dragonfly: bool) -> Res<RoutingSpec> {
         "spray" => &["spray"],
         "flowlet" => &["flowlet_gap", "flowlet_pick", "flowlet_table"],
         "adaptive" => &["flowlet_gap", "flowlet_table", "adaptive", "adaptive_bias"],
-        "min" | "valiant" => &[],
-        "ugal_l" | "ugal_g" | "par" => &["ugal_candidates", "ugal_threshold"],
+        "min" => &[],
+        "valiant" => &["adaptive", "flowlet_gap", "flowlet_table"],
+        "ugal_l" | "ugal_g" | "par" => &[
+            "ugal_candidates",
+            "ugal_threshold",
+            "adaptive",
+            "flowlet_gap",
+            "flowlet_table",
+        ],
         other => {
             return Err(ScenarioError::at(
                 "routing.load_balancing",
@@ -1767,12 +1777,24 @@ fn routing(r: &RoutingFile, dragonfly: bool) -> Res<RoutingSpec> {
             ))
         }
     };
+    let per_flowlet = match r.adaptive.as_deref() {
+        None | Some("packet") => false,
+        Some("flowlet") => true,
+        Some(other) => {
+            return Err(ScenarioError::at(
+                "routing.adaptive",
+                format!("expected \"packet\" or \"flowlet\", found {other:?}"),
+            ))
+        }
+    };
     let non_minimal = |mode| {
         LoadBalancing::NonMinimal(NonMinimal {
             mode,
             candidates,
             // The default (two packets) is filled in once the transport's MTU is known.
             threshold_bytes: r.ugal_threshold.map(|t| t.0).unwrap_or(0),
+            per_flowlet,
+            gap_ps: gap,
         })
     };
     let load_balancing = match lb {
