@@ -213,11 +213,8 @@ impl World {
         let out = if via == NO_VIA {
             self.route_minimal(node, pkt)?
         } else {
-            let ports = self.router.table.toward_group(node, via as u32);
-            match ports.len() {
-                0 => return None, // the intermediate group is cut off
-                n => ports[self.router.ecmp_index(node, p.header_key, n)],
-            }
+            // None: the intermediate group is cut off.
+            self.ecmp_toward(node, via, p.dst, p.header_key)?
         };
         let global = self.fabric.tier[out as usize] == Tier::Global;
         let pk = self.packets.get_mut(pkt);
@@ -302,15 +299,9 @@ impl World {
             if via != NO_VIA && table.df_group(n) == via as u32 {
                 via = NO_VIA;
             }
-            let ports = if via == NO_VIA {
-                table.group(n, dst)
-            } else {
-                table.toward_group(n, via as u32)
-            };
-            if ports.is_empty() {
+            let Some(out) = self.ecmp_toward(n, via, dst, key) else {
                 break;
-            }
-            let out = ports[self.router.ecmp_index(n, key, ports.len())];
+            };
             let q = self.load(out);
             if hops == 0 {
                 first = q;
@@ -323,6 +314,19 @@ impl World {
             }
         }
         (u32::MAX, first, total)
+    }
+
+    /// The port ECMP hashes `key` to at switch `node`, toward group `via` or (`NO_VIA`) host
+    /// `dst`; None when no live path leads there.
+    #[inline]
+    fn ecmp_toward(&self, node: NodeId, via: u16, dst: NodeId, key: u64) -> Option<PortId> {
+        let table = &self.router.table;
+        let ports = if via == NO_VIA {
+            table.group(node, dst)
+        } else {
+            table.toward_group(node, via as u32)
+        };
+        (!ports.is_empty()).then(|| ports[self.router.ecmp_index(node, key, ports.len())])
     }
 
     /// Bytes waiting at egress port `p`.

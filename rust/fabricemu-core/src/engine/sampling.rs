@@ -150,8 +150,7 @@ impl World {
             // Paused packets in a cycle never move again: a run waiting for every flow would
             // never end, so it ends here (the deadlock is in the stats).
             if self.stop == StopAt::AllFlowsDone {
-                self.finished = true;
-                self.stats.simulated_ps = self.now;
+                self.finish_run();
                 return;
             }
         } else if cycle.is_none() {

@@ -416,7 +416,12 @@ impl World {
                 Event::RateDecreaseCheck(f) => self.rate_decrease_check(f),
                 Event::SampleQueues => self.sample_queues(),
                 Event::SampleLinks => self.sample_links(),
-                Event::DeadlockCheck => self.deadlock_check(),
+                Event::DeadlockCheck => {
+                    self.deadlock_check();
+                    if self.finished {
+                        break; // a deadlock ended a run that waits for every flow
+                    }
+                }
                 Event::FaultStart(i) => self.fault_start(i),
                 Event::FaultEnd(i) => self.fault_end(i),
                 Event::FaultDetected(i) => self.fault_detected(i),
@@ -425,7 +430,7 @@ impl World {
         self.finished
     }
 
-    fn finish_run(&mut self) {
+    pub(super) fn finish_run(&mut self) {
         self.finished = true;
         self.stats.simulated_ps = self.now;
     }

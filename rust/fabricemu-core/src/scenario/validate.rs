@@ -553,8 +553,7 @@ fn workload(i: usize, w: &WorkloadFile, ctx: &WorkloadContext) -> Res<WorkloadSp
                 p(key),
                 "missing: expected a flow size like \"1MB\"",
             )),
-            Some(s) if s.0 == 0 => Err(ScenarioError::at(p(key), "expected a positive size")),
-            Some(s) => Ok(s.0),
+            Some(s) => positive_size(&p(key), s.0),
         }
     };
     match w.kind.as_str() {
@@ -938,10 +937,7 @@ fn synthetic(
                 "missing: expected a message size like \"4KiB\"",
             ))
         }
-        Some(s) if s.0 == 0 => {
-            return Err(ScenarioError::at(p("size"), "expected a positive size"))
-        }
-        Some(s) => s.0,
+        Some(s) => positive_size(&p("size"), s.0)?,
     };
     let process = match w.process.as_deref() {
         None | Some("bernoulli") => ArrivalProcess::Bernoulli,
