@@ -55,8 +55,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// Run one scenario into `dir` as the Python API does and hash each output file.
 fn run_and_hash(path: &Path, dir: &Path) -> BTreeMap<String, u64> {
     let text = fs::read_to_string(path).unwrap();
-    let (file, spec) = scenario::parse_toml(&text, &path.display().to_string())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (file, spec) =
+        scenario::parse_toml(&text, &path.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
     let json = scenario::to_json(&file);
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).unwrap();
@@ -84,7 +84,9 @@ fn read_recorded() -> BTreeMap<String, u64> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
-            let (key, hash) = l.rsplit_once(' ').expect("`<scenario>/<file> <hash>` lines");
+            let (key, hash) = l
+                .rsplit_once(' ')
+                .expect("`<scenario>/<file> <hash>` lines");
             (
                 key.to_string(),
                 u64::from_str_radix(hash, 16).expect("a hex hash"),
