@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable, List
 
@@ -40,6 +41,36 @@ ERROR_CASES = [
     ("k_odd", "k = 4", "k = 5", "topology.k", 6),
     ("host_out_of_range", "receiver = 0", "receiver = 16", "workload.0.receiver", 12),
 ]
+
+
+# A run that takes tens of seconds (for Ctrl-C, SIGTERM and lock tests): a k=8 permutation of 1GB.
+LONG = """\
+name = "long"
+stop = "50ms"
+
+[topology]
+kind = "fat_tree"
+k = 8
+
+[[workload]]
+kind = "permutation"
+size = "1GB"
+"""
+
+
+def staging_folders(out: Path) -> List[Path]:
+    """The temporary folders a run on ``out`` writes into before it moves them into place."""
+    return sorted(out.parent.glob(f".{out.name}.tmp-*"))
+
+
+def wait_for_run_start(proc: subprocess.Popen, out: Path, settle: float = 1.5, timeout: float = 60) -> None:  # type: ignore[type-arg]
+    """Wait (bounded) until the run on ``out`` writes into its temporary folder, then ``settle``
+    seconds more, and check the process is still running."""
+    deadline = time.monotonic() + timeout
+    while not staging_folders(out) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(settle)
+    assert proc.poll() is None, "the run ended too early"
 
 
 def broken(old: str, new: str) -> str:

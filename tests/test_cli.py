@@ -6,28 +6,15 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pyarrow as pa
 import pytest
 
-from conftest import ERROR_CASES, ROOT, SCENARIOS, broken
+from conftest import ERROR_CASES, LONG, ROOT, SCENARIOS, broken, wait_for_run_start
 
 QUICKSTART = str(SCENARIOS / "quickstart.toml")
 
 # Runs for tens of seconds (128 hosts each sending 1GB, stopped at 50ms of simulated time).
-LONG = """\
-name = "long"
-stop = "50ms"
-
-[topology]
-kind = "fat_tree"
-k = 8
-
-[[workload]]
-kind = "permutation"
-size = "1GB"
-"""
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *parts: str) -> None:  # type: ignore[type-arg]
@@ -152,11 +139,7 @@ def test_ctrl_c_writes_partial_outputs(fabricemu_exe, tmp_path):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # the output folder appears when the engine starts
-        time.sleep(1.5)
-        assert proc.poll() is None, "the long scenario finished too early: " + proc.stderr.read()
+        wait_for_run_start(proc, out)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:

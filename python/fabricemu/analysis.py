@@ -1355,7 +1355,7 @@ def _initial_rate(run: _Run, given: Union[int, str, None]) -> Optional[float]:
     try:
         from .scenario import Scenario
 
-        described = Scenario.from_dict(info["scenario"]).describe()
-        return float(_core.parse_rate(described["topology"]["host_link"]["rate"]))
+        described = info.get("fabric") or Scenario.from_dict(info["scenario"]).describe()["topology"]
+        return float(_core.parse_rate(described["host_link"]["rate"]))
     except (KeyError, TypeError, ValueError):
         return None

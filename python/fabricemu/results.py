@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core, _fmt
+from ._outdir import OutputFolder, sigterm_as_interrupt
 from .errors import MissingTableError
 from .scenario import PathLike, Scenario, as_scenario
 
@@ -88,32 +89,52 @@ def run(
     progress: Optional[ProgressCallback] = None,
     *,
     slice_events: int = 2_000_000,
+    overwrite: bool = False,
 ) -> Result:
     """Run a scenario (a :class:`Scenario`, a TOML file path or a dictionary) to its stop condition.
 
-    Writes ``flows.arrow`` and ``run.json`` into ``out``; with ``out=None`` into a temporary folder
-    that lives as long as the returned :class:`Result`. The engine runs without the GIL; Ctrl-C raises
-    ``KeyboardInterrupt`` after writing the partial outputs (``run.json`` has ``interrupted: true``).
+    Writes ``flows.arrow``, ``run.json`` and the traces into ``out``; with ``out=None`` into a
+    temporary folder that lives as long as the returned :class:`Result`. The run is written into a
+    fresh temporary folder beside ``out`` and moved into place when it ends, replacing an earlier
+    run's folder whole (no old trace survives beside the new run); ``out`` is locked meanwhile, so a
+    second run on it raises :class:`fabricemu.OutputFolderBusy`. A folder that is not empty and holds
+    no run (no run.json) is refused unless ``overwrite=True``.
+
+    The engine runs without the GIL; Ctrl-C, or SIGTERM (``kill``, Slurm, ``docker stop``; as
+    :class:`fabricemu.Terminated`), stops it and raises ``KeyboardInterrupt`` after the partial
+    outputs are in ``out`` (``run.json`` has ``interrupted: true``). A run that fails leaves ``out``
+    as it was.
 
     >>> import fabricemu
     >>> result = fabricemu.run("scenarios/quickstart.toml")  # doctest: +SKIP
     >>> result.summary()["slowdown_p99"]  # doctest: +SKIP
     """
     s = as_scenario(scenario)
-    tmp: Optional[tempfile.TemporaryDirectory[str]] = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
-        out_dir = Path(tmp.name)
-    else:
-        out_dir = Path(out)
-    try:
-        info = _core.run(s.to_json(), os.fspath(out_dir), progress, slice_events)
-    except KeyboardInterrupt as e:
-        if hasattr(e, "add_note"):
-            where = "a temporary folder (pass out= to keep it)" if tmp else str(out_dir)
-            e.add_note(f"fabricemu: partial outputs were written to {where}")
-        raise
-    return Result(out_dir, run_info=json.loads(info), _keep=tmp)
+        with sigterm_as_interrupt():
+            try:
+                info = _core.run(s.to_json(), tmp.name, progress, slice_events)
+            except KeyboardInterrupt as e:
+                _note(e, "a temporary folder (pass out= to keep it)")
+                raise
+        return Result(Path(tmp.name), run_info=json.loads(info), _keep=tmp)
+    folder = OutputFolder(out, overwrite=overwrite)
+    with sigterm_as_interrupt(), folder as staging:
+        try:
+            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events)
+        except KeyboardInterrupt as e:
+            if folder.has_outputs():
+                folder.commit()
+                _note(e, str(folder.target))
+            raise
+        folder.commit()
+    return Result(folder.target, run_info=json.loads(info))
+
+
+def _note(e: BaseException, where: str) -> None:
+    if hasattr(e, "add_note"):
+        e.add_note(f"fabricemu: partial outputs were written to {where}")
 
 
 def open_result(path: PathLike) -> Result:

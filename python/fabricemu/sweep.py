@@ -30,6 +30,8 @@ import queue
 import re
 import signal
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
@@ -37,9 +39,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import pyarrow as pa
 
 from ._core import __version__
+from ._outdir import OutputFolder, sigterm_as_interrupt
 from .analysis import METRICS_SCHEMA, WALL_CLOCK_METRICS, metrics
 from .errors import ScenarioError
-from .results import open_result
+from .results import open_result, run
 from .scenario import PathLike, Scenario, as_scenario
 
 __all__ = [
@@ -197,28 +200,17 @@ def run_point(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
     including a Dask cluster, can run it).
 
     ``scenario`` is a scenario dictionary (normalised or as written), ``out`` the run's folder
-    (earlier tables in it are removed first). Returns ``{"metrics": {...}, "error": None}`` or, when
-    the run fails, ``{"metrics": None, "error": "<ExceptionClass>: <message>"}``.
+    (an earlier run there is replaced whole when this one ends). Returns
+    ``{"metrics": {...}, "error": None}`` or, when the run fails,
+    ``{"metrics": None, "error": "<ExceptionClass>: <message>"}``.
     """
-    from .results import run
-
     try:
-        _clear_run_folder(Path(out))
-        result = run(Scenario.from_dict(scenario), out=out)
+        result = run(Scenario.from_dict(scenario), out=out, overwrite=True)
         if result.interrupted:
             return {"metrics": None, "error": "interrupted"}
         return {"metrics": metrics(result), "error": None}
     except Exception as e:  # the point's row reports it; the sweep goes on
         return {"metrics": None, "error": f"{type(e).__name__}: {e}"}
-
-
-def _clear_run_folder(path: Path) -> None:
-    """Remove the outputs of an earlier (incomplete or outdated) run from a point's folder."""
-    if not path.is_dir():
-        return
-    for p in path.iterdir():
-        if p.is_file() and (p.suffix == ".arrow" or p.name == "run.json" or p.name.startswith(".")):
-            p.unlink()
 
 
 def _complete_run(path: Path, scenario: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -248,6 +240,7 @@ def sweep(
     *,
     resume: bool = True,
     progress: Optional[Callable[[PointDone], Any]] = None,
+    overwrite: bool = False,
 ) -> pa.Table:
     """Run ``base`` (a :class:`Scenario`, a TOML path or a dictionary) at every point of ``grid``
     (see :func:`expand`) and every seed of ``seeds``; one row per run.
@@ -268,10 +261,15 @@ def sweep(
       its row is read from the folder (so re-running an interrupted sweep finishes it). False runs
       every point.
     - ``progress``: called with a :class:`PointDone` as each point finishes.
+    - ``overwrite``: use ``out`` even if it is a non-empty folder that holds no sweep (no
+      sweep.arrow or runs/); otherwise such a folder is refused. ``out`` is locked while the sweep
+      runs (a second sweep on it raises :class:`fabricemu.OutputFolderBusy`), and each point's run
+      is written as :func:`fabricemu.run` writes one (moved into ``runs/<point>`` whole when done).
 
-    Ctrl-C (or an exception raised by ``progress``) cancels the points not started and stops the
-    running ones, writes the table of the points done (the others with error "interrupted") and
-    raises it; running the sweep again resumes the sweep.
+    Ctrl-C, SIGTERM (as :class:`fabricemu.Terminated`) or an exception raised by ``progress``
+    cancels the points not started and stops the running ones, writes the table of the points done
+    (the others with error "interrupted") and raises it; running the sweep again resumes the sweep.
+    A worker whose sweep process is killed outright exits within a second.
     """
     base_scenario = as_scenario(base)
     points = expand(grid, seeds)
@@ -288,27 +286,37 @@ def sweep(
         out_dir = Path(tmp.name)
     else:
         out_dir = Path(out)
+    lock = (
+        OutputFolder(out_dir, overwrite=overwrite, stage=False, markers=(SWEEP_FILE, RUNS_DIR), what="sweep")
+        if tmp is None
+        else None
+    )
     try:
+        if lock is not None:
+            lock.__enter__()
         out_dir.mkdir(parents=True, exist_ok=True)
-        rows = _run_points(
-            base_scenario,
-            points,
-            names,
-            out_dir,
-            keep_paths=tmp is None,
-            jobs=jobs,
-            executor=executor,
-            resume=resume,
-            progress=progress,
-            on_interrupt=lambda rows: (
-                _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
-            ),
-        )
+        with sigterm_as_interrupt():
+            rows = _run_points(
+                base_scenario,
+                points,
+                names,
+                out_dir,
+                keep_paths=tmp is None,
+                jobs=jobs,
+                executor=executor,
+                resume=resume,
+                progress=progress,
+                on_interrupt=lambda rows: (
+                    _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
+                ),
+            )
         table = _build_table(rows, points, param_names, base_scenario)
         if tmp is None:
             _write_table(out_dir / SWEEP_FILE, table)
         return table
     finally:
+        if lock is not None:
+            lock.__exit__(None, None, None)
         if tmp is not None:
             tmp.cleanup()
 
@@ -467,13 +475,32 @@ def _run_points(
 
 
 def _local_pool(workers: int) -> cf.ProcessPoolExecutor:
-    return cf.ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
+    return cf.ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(os.getpid(),))
 
 
-def _ignore_ctrl_c() -> None:
+def _init_worker(parent: int) -> None:
     """In the local pool's workers: Ctrl-C is the parent's to handle (it stops the workers), so that
-    idle workers do not print tracebacks."""
+    idle workers do not print tracebacks; SIGTERM (the parent stopping a worker) ends the worker at
+    once; and a worker whose parent is gone (killed, even with SIGKILL) exits within a second
+    instead of living on as an orphan."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_now)
+    threading.Thread(target=_watch_parent, args=(parent,), name="fabricemu-parent-watch", daemon=True).start()
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    os._exit(128 + signum)
+
+
+#: How often a worker checks that its parent is alive (seconds).
+PARENT_CHECK_INTERVAL = 0.5
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_CHECK_INTERVAL)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def _stop_workers(pool: cf.Executor) -> None:
