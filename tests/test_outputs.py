@@ -225,3 +225,9 @@ def test_workers_of_a_killed_sweep_exit(fabricemu_exe, tmp_path):
     for p in alive:
         p.kill()
     assert alive == [], "orphan workers after the sweep was killed"
+
+
+def test_the_lock_file_goes_with_the_run(tmp_path):
+    out = tmp_path / "out"
+    fabricemu.run(fabricemu.Scenario.from_toml(SMALL), out=out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

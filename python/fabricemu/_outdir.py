@@ -1,8 +1,8 @@
 """Output folders: a run is written into a fresh temporary folder beside its target and moved into
 place when it ends, under a lock, so that a folder only ever holds one whole run.
 
-- The target is locked (``fcntl.flock`` on ``.<name>.lock`` beside it) for the whole run: a second
-  run on the same folder fails at once with :class:`OutputFolderBusy`.
+- The target is locked (``fcntl.flock`` on ``.<name>.lock`` beside it, removed at the end) for the
+  whole run: a second run on the same folder fails at once with :class:`OutputFolderBusy`.
 - The run writes into ``.<name>.tmp-XXXX`` beside the target. At the end (complete, or interrupted
   by Ctrl-C / SIGTERM with its partial outputs written) that folder replaces the target whole, so no
   file of an earlier run survives next to the new one. A run that fails leaves the target as it was.
@@ -13,6 +13,7 @@ place when it ends, under a lock, so that a folder only ever holds one whole run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -76,8 +77,10 @@ class OutputFolder:
     def _acquire(self) -> None:
         self.target.parent.mkdir(parents=True, exist_ok=True)
         path = _lock_path(self.target)
-        handle = open(path, "a+b")  # noqa: SIM115 - held for the whole run
-        if fcntl is not None:
+        while True:
+            handle = open(path, "a+b")  # noqa: SIM115 - held for the whole run
+            if fcntl is None:
+                break
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -88,6 +91,14 @@ class OutputFolder:
                     f"{path.name}); wait for it to end or choose another folder",
                     str(self.target),
                 ) from None
+            # The holder before us removes the lock file when it ends: make sure we locked the
+            # file that is there now, not one just unlinked.
+            try:
+                if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            handle.close()
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n".encode())
@@ -96,6 +107,9 @@ class OutputFolder:
 
     def _release(self) -> None:
         if self._lock is not None:
+            # Unlink while still holding the lock (see _acquire), then unlock.
+            with contextlib.suppress(OSError):
+                os.unlink(_lock_path(self.target))
             if fcntl is not None:
                 fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
             self._lock.close()

@@ -34,27 +34,38 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
 from ._core import __version__
 from ._outdir import OutputFolder, sigterm_as_interrupt
-from .analysis import METRICS_SCHEMA, WALL_CLOCK_METRICS, metrics
-from .errors import ScenarioError
-from .results import open_result, run
+from .errors import MissingTableError, ScenarioError
+from .metrics import (
+    METRICS_SCHEMA,
+    SYNTHETIC_KEYS,
+    WALL_CLOCK_METRICS,
+    _as_table,
+    _key_types,
+    _keys_list,
+    _table,
+    run_metrics,
+)
+from .results import Result, open_result, run
 from .scenario import PathLike, Scenario, as_scenario
 
 __all__ = [
     "SWEEP_FILE",
     "PointDone",
     "base_scenario",
+    "compare",
     "deterministic_columns",
     "expand",
     "open_sweep",
     "parameters",
     "point_name",
     "run_point",
+    "saturation",
     "sweep",
 ]
 
@@ -208,7 +219,7 @@ def run_point(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
         result = run(Scenario.from_dict(scenario), out=out, overwrite=True)
         if result.interrupted:
             return {"metrics": None, "error": "interrupted"}
-        return {"metrics": metrics(result), "error": None}
+        return {"metrics": result.metrics(), "error": None}
     except Exception as e:  # the point's row reports it; the sweep goes on
         return {"metrics": None, "error": f"{type(e).__name__}: {e}"}
 
@@ -222,7 +233,7 @@ def _complete_run(path: Path, scenario: Dict[str, Any]) -> Optional[Dict[str, An
     if not isinstance(info, dict) or info.get("interrupted", True) or info.get("scenario") != scenario:
         return None
     try:
-        return metrics(open_result(path))
+        return open_result(path).metrics()
     except (OSError, ValueError, KeyError, pa.ArrowException):
         return None
 
@@ -583,6 +594,144 @@ def _write_table(path: Path, table: pa.Table) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+# -- comparing runs and sweeps ---------------------------------------------------------------------
+
+
+def compare(*sources: Any, names: Optional[Sequence[str]] = None) -> pa.Table:
+    """The metrics (:func:`fabricemu.metrics.run_metrics`) of several runs side by side (each a
+    :class:`fabricemu.Result`, an output folder, a flows table or a dict of tables): a
+    ``metric`` column, then one column per run
+    (named by ``names``, default the output folders' names); with two runs also ``change``, the
+    relative change from the first to the second (``b / a - 1``; null when ``a`` is 0 or null).
+    The synthetic-traffic metrics are left out unless one of the runs has them."""
+    if len(sources) < 2:
+        raise ValueError("compare needs at least two runs")
+    if names is None:
+        names = [_source_name(s, i) for i, s in enumerate(sources)]
+    names = list(names)
+    if len(names) != len(sources):
+        raise ValueError(f"{len(names)} names for {len(sources)} runs")
+    seen: Dict[str, int] = {}
+    unique = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        unique.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
+    rows = [_metrics_of(s) for s in sources]
+    names_shown = [
+        m for m in METRICS_SCHEMA.names if m not in SYNTHETIC_KEYS or any(row[m] is not None for row in rows)
+    ]
+    columns: Dict[str, List[Any]] = {"metric": names_shown}
+    types: Dict[str, pa.DataType] = {"metric": pa.string()}
+    for name, row in zip(unique, rows):
+        columns[name] = [None if row[m] is None else float(row[m]) for m in names_shown]
+        types[name] = pa.float64()
+    if len(rows) == 2:
+        a, b = (columns[unique[0]], columns[unique[1]])
+        columns["change"] = [None if x in (None, 0) or y is None else y / x - 1 for x, y in zip(a, b)]
+        types["change"] = pa.float64()
+    return _table(columns, types)
+
+
+def _metrics_of(source: Any) -> Dict[str, Any]:
+    """The metrics of one run given as a Result, an output folder, a flows table or a dict of
+    tables (``{"flows": ..., "links": ..., "pfc": ...}``)."""
+    if isinstance(source, Result):
+        return source.metrics()
+    if isinstance(source, (str, os.PathLike)):
+        return open_result(source).metrics()
+    if isinstance(source, Mapping):
+        tables = {str(k): _as_table(v) for k, v in source.items()}
+        if "flows" not in tables:
+            raise MissingTableError("flows", "the tables given", "pass {'flows': ..., ...}")
+        return run_metrics(tables["flows"], None, links=tables.get("links"), pfc=tables.get("pfc"))
+    return run_metrics(_as_table(source), None)
+
+
+def saturation(
+    table: Any,
+    load: str = "workload.0.load",
+    *,
+    by: Union[str, Sequence[str], None] = None,
+    tolerance: float = 0.05,
+    accepted: str = "accepted_throughput",
+    offered: str = "offered_load",
+) -> pa.Table:
+    """Saturation of open-loop synthetic traffic from a sweep over the offered load (the table of
+    :func:`fabricemu.sweep` or :func:`fabricemu.open_sweep`, or a folder holding one).
+
+    Rows with an error or no accepted throughput are ignored; several seeds at one load are
+    averaged. Per group of ``by`` (e.g. ``"routing.load_balancing"``; default: one group):
+
+    - ``saturation_throughput``: the largest (mean) accepted throughput over the loads swept, and
+      ``at_load``, the load where it was reached;
+    - ``saturation_load``: the lowest swept load at which the accepted throughput falls below the
+      offered load (the realised ``offered`` column, else the swept load) by more than
+      ``tolerance`` (relative: accepted < (1 - tolerance) x offered); null if it never does;
+    - ``loads``: how many loads the group has.
+
+    >>> table = fabricemu.sweep("scenarios/synthetic_load.toml",
+    ...                         grid={"workload.0.load": [0.2, 0.4, 0.6, 0.8, 1.0]})  # doctest: +SKIP
+    >>> analysis.saturation(table)  # doctest: +SKIP
+    """
+    if isinstance(table, (str, os.PathLike)):
+        table = open_sweep(table)
+    table = _as_table(table)
+    keys = _keys_list(by)
+    for column in (load, accepted, *keys):
+        if column not in table.column_names:
+            raise KeyError(f"the table has no column {column!r} (columns: {', '.join(table.column_names)})")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), found {tolerance}")
+    rows = table.to_pylist()
+    groups: Dict[Tuple[Any, ...], Dict[float, List[Tuple[float, float]]]] = {}
+    for r in rows:
+        if r.get("error") is not None or r.get(accepted) is None or r.get(load) is None:
+            continue
+        x = float(r[load])
+        got = float(r[accepted])
+        off = r.get(offered)
+        groups.setdefault(tuple(r[k] for k in keys), {}).setdefault(x, []).append(
+            (got, float(off) if off is not None else x)
+        )
+    cols: Dict[str, List[Any]] = {k: [] for k in keys}
+    cols.update({"saturation_throughput": [], "at_load": [], "saturation_load": [], "loads": []})
+    try:
+        order = sorted(groups, key=lambda k: tuple((v is None, v) for v in k))
+    except TypeError:  # keys of mixed types: keep the table's order
+        order = list(groups)
+    for key in order:
+        by_load = groups[key]
+        means = [
+            (x, sum(a for a, _ in v) / len(v), sum(o for _, o in v) / len(v))
+            for x, v in sorted(by_load.items())
+        ]
+        best = max(means, key=lambda m: m[1])
+        saturated = next((x for x, a, o in means if a < (1 - tolerance) * o), None)
+        for k, v in zip(keys, key):
+            cols[k].append(v)
+        cols["saturation_throughput"].append(best[1])
+        cols["at_load"].append(best[0])
+        cols["saturation_load"].append(saturated)
+        cols["loads"].append(len(means))
+    types: Dict[str, pa.DataType] = {
+        "saturation_throughput": pa.float64(),
+        "at_load": pa.float64(),
+        "saturation_load": pa.float64(),
+        "loads": pa.int64(),
+    }
+    types.update(_key_types(table, keys))
+    return _table(cols, types)
+
+
+def _source_name(source: Any, i: int) -> str:
+    if isinstance(source, Result):
+        return source.out.name or str(source.out)
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        return p.name or str(p)
+    return f"run {i + 1}"
 
 
 # -- reading a sweep --------------------------------------------------------------------------------
