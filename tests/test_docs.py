@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-import pyarrow as pa
 import pytest
 
 import fabricemu
 from fabricemu.sweep import deterministic_columns
 
-from conftest import ROOT
+from conftest import ROOT, read_arrow
 
 DOCS = ROOT / "docs"
 
@@ -84,8 +83,7 @@ def test_worked_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert (tmp_path / "incast-pfc-15-senders.html").is_file()
     # The command-line sweep made the same table (but for the wall-clock columns).
     cli_dir = tmp_path / "sweeps" / "incast-pfc-cli"
-    with pa.memory_map(str(cli_dir / "sweep.arrow")) as source:
-        from_cli = pa.ipc.open_file(source).read_all()
+    from_cli = read_arrow(cli_dir / "sweep.arrow")
     keep = deterministic_columns(table)
     assert from_cli.select(keep).equals(table.select(keep))
     assert (cli_dir / "report.html").is_file()

@@ -21,14 +21,10 @@ PACKAGE = Path(fabricemu.__file__).parent
 sweep = importlib.import_module("fabricemu.sweep")  # the module (fabricemu.sweep is the function)
 LAYERED = ["metrics", "results", "sweep", "analysis"]
 
-TRACED = SMALL.replace('size = "64KiB"', 'size = "256KiB"') + (
-    '\n[switch]\npfc = { enabled = true, xoff = "20KB" }\n[trace]\npfc = true\nlinks = { interval = "2us" }\n'
-)
-
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    return fabricemu.run(fabricemu.Scenario.from_toml(TRACED), out=tmp_path_factory.mktemp("m") / "out")
+def result(traced):
+    return traced
 
 
 def test_summary_is_a_view_of_the_metrics(result):

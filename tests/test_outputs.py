@@ -14,26 +14,18 @@ from pathlib import Path
 from typing import List
 
 import psutil
-import pyarrow as pa
 import pytest
 
 import fabricemu
 from fabricemu._outdir import OutputFolder
 
-from conftest import LONG, SMALL, staging_folders, wait_for_run_start
-
-TRACED = SMALL + '\n[trace]\nqueues = { interval = "1us" }\nlinks = { interval = "2us" }\n'
-
-
-def read_table(path: Path) -> pa.Table:
-    with pa.memory_map(str(path)) as source:
-        return pa.ipc.open_file(source).read_all()
+from conftest import LONG, SMALL, TRACED, read_arrow, staging_folders, wait_for_run_start
 
 
 def test_a_rerun_leaves_no_trace_of_the_earlier_run(tmp_path):
     out = tmp_path / "out"
     first = fabricemu.run(fabricemu.Scenario.from_toml(TRACED), out=out)
-    assert set(first.tables()) == {"flows", "queues", "links"}
+    assert set(first.tables()) == {"flows", "queues", "links", "pfc", "rates"}
     (out / "notes.txt").write_text("an earlier run's folder, replaced whole")
     second = fabricemu.run(fabricemu.Scenario.from_toml(SMALL), out=out)
     assert second.tables() == ["flows"]
@@ -127,7 +119,7 @@ def test_sigterm_stops_a_run_like_ctrl_c_and_a_concurrent_run_is_refused(fabrice
     info = json.loads((out / "run.json").read_text())
     assert info["interrupted"] is True
     assert 0 < info["simulated_ps"] < 50_000_000_000
-    assert read_table(out / "flows.arrow").num_rows == 128
+    assert read_arrow(out / "flows.arrow").num_rows == 128
     assert staging_folders(out) == []
 
 
@@ -208,7 +200,7 @@ def test_sigterm_stops_a_sweep_and_its_workers(fabricemu_exe, tmp_path):
     assert alive == [], "orphan workers"
     assert proc.returncode == 143, stderr
     assert "Traceback" not in stderr
-    table = read_table(out / "sweep.arrow")
+    table = read_arrow(out / "sweep.arrow")
     assert table.column("error").to_pylist() == ["interrupted"] * 3
 
 
