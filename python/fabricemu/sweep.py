@@ -85,9 +85,14 @@ Grid = Union[Mapping[str, Sequence[Any]], Sequence[Mapping[str, Any]]]
 class PointDone:
     """What ``progress`` is told each time a point is done.
 
+    Fields: ``index`` (the point's position in the sweep), ``name`` (its folder under ``runs/``),
+    ``params`` (its parameters: key path -> value, and ``seed``; also readable as ``parameters``),
+    ``status``, ``row``, ``done`` (points finished so far) and ``total``.
+
     ``status`` is ``"ran"``, ``"reused"`` (its run folder already held a complete run of the same
-    scenario), or ``"failed"`` (``row["error"]`` says why). ``row`` is ``{"seed": ..., "run": ...,
-    "metrics": {...} or None, "error": ... or None}``; ``done`` counts the points finished so far.
+    scenario), or ``"failed"`` (``error`` says why). ``row`` is ``{"seed": ..., "run": ...,
+    "metrics": {...} or None, "error": ... or None}``; ``metrics`` and ``error`` give its two last
+    entries directly (``p.metrics["slowdown_p99"]``).
     """
 
     index: int
@@ -97,6 +102,21 @@ class PointDone:
     row: Dict[str, Any] = field(repr=False)
     done: int
     total: int
+
+    @property
+    def parameters(self) -> Dict[str, Any]:
+        """The point's parameters (the same as ``params``)."""
+        return self.params
+
+    @property
+    def metrics(self) -> Optional[Dict[str, Any]]:
+        """The run's metrics (the sweep table's metric columns), None if the point failed."""
+        return self.row.get("metrics")
+
+    @property
+    def error(self) -> Optional[str]:
+        """Why the point failed, None if it ran."""
+        return self.row.get("error")
 
 
 # -- points -----------------------------------------------------------------------------------------
