@@ -159,9 +159,16 @@ fn by_hand(p: u32, a: u32, g: u32) -> f64 {
 
 fn check(p: u32, a: u32, h: u32, g: u32) {
     let b = bound(p, a, h, g);
-    assert!((b - by_hand(p, a, g)).abs() < 1e-9, "computed {b}, by hand {}", by_hand(p, a, g));
+    assert!(
+        (b - by_hand(p, a, g)).abs() < 1e-9,
+        "computed {b}, by hand {}",
+        by_hand(p, a, g)
+    );
     let quoted = format!("(bound {b:.3})");
-    assert!(readme().contains(&quoted), "README quotes {quoted} (computed {b})");
+    assert!(
+        readme().contains(&quoted),
+        "README quotes {quoted} (computed {b})"
+    );
 }
 
 #[test]
