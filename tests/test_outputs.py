@@ -4,6 +4,7 @@ outlive their sweep. Real subprocesses and real signals, with bounded waits."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -189,14 +190,12 @@ def test_sigterm_stops_a_sweep_and_its_workers(fabricemu_exe, tmp_path):
     proc, out, workers = _sweep(fabricemu_exe, tmp_path)
     try:
         proc.send_signal(signal.SIGTERM)  # the sweep process alone, as `kill` does
-        _, stderr = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        alive = _all_gone(workers, timeout=15)
     finally:
-        if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    alive = _all_gone(workers, timeout=15)
-    for p in alive:
-        p.kill()
+        _, stderr = proc.communicate()
     assert alive == [], "orphan workers"
     assert proc.returncode == 143, stderr
     assert "Traceback" not in stderr
@@ -208,14 +207,12 @@ def test_workers_of_a_killed_sweep_exit(fabricemu_exe, tmp_path):
     proc, _, workers = _sweep(fabricemu_exe, tmp_path)
     try:
         proc.send_signal(signal.SIGKILL)  # no chance to clean up: the workers notice alone
-        proc.communicate(timeout=30)
+        proc.wait(timeout=30)  # not communicate(): orphans would hold the pipes open
+        alive = _all_gone(workers, timeout=15)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    alive = _all_gone(workers, timeout=15)
-    for p in alive:
-        p.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the sweep's process group
+        proc.communicate()
     assert alive == [], "orphan workers after the sweep was killed"
 
 
