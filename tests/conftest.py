@@ -6,10 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable, List
 
+import pyarrow as pa
 import pytest
+
+import fabricemu
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -40,6 +44,78 @@ ERROR_CASES = [
     ("k_odd", "k = 4", "k = 5", "topology.k", 6),
     ("host_out_of_range", "receiver = 0", "receiver = 16", "workload.0.receiver", 12),
 ]
+
+
+# A run that takes tens of seconds (for Ctrl-C, SIGTERM and lock tests): a k=8 permutation of 1GB.
+LONG = """\
+name = "long"
+stop = "50ms"
+
+[topology]
+kind = "fat_tree"
+k = 8
+
+[[workload]]
+kind = "permutation"
+size = "1GB"
+"""
+
+
+def staging_folders(out: Path) -> List[Path]:
+    """The temporary folders a run on ``out`` writes into before it moves them into place."""
+    return sorted(out.parent.glob(f".{out.name}.tmp-*"))
+
+
+def wait_for_run_start(proc: subprocess.Popen, out: Path, settle: float = 1.5, timeout: float = 60) -> None:  # type: ignore[type-arg]
+    """Wait (bounded) until the run on ``out`` writes into its temporary folder, then ``settle``
+    seconds more, and check the process is still running."""
+    deadline = time.monotonic() + timeout
+    while not staging_folders(out) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(settle)
+    assert proc.poll() is None, "the run ended too early"
+
+
+# A small run that traces everything (queues, links, PFC, DCQCN rates) and pauses: two workloads,
+# an incast of 8 and two background flows. The `traced` fixture runs it once per session.
+TRACED = """\
+name = "traced"
+seed = 1
+
+[topology]
+kind = "fat_tree"
+k = 4
+
+[switch]
+ecn = { kmin = "20KB", kmax = "100KB", pmax = 0.2 }
+pfc = { enabled = true, xoff = "40KB" }
+
+[transport]
+cc = "dcqcn"
+
+[[workload]]
+kind = "incast"
+receiver = 0
+senders = 8
+size = "256KiB"
+
+[[workload]]
+name = "background"
+kind = "flows"
+flows = [{src = 5, dst = 9, size = "64KiB"}, {src = 10, dst = 14, size = "16KiB", start = "3us"}]
+
+[trace]
+queues = { interval = "1us" }
+links = { interval = "2us" }
+pfc = true
+rates = {}
+"""
+
+
+def read_arrow(path: Path) -> pa.Table:
+    """An Arrow IPC file (a run's or a sweep's table), memory-mapped and read whole."""
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_file(source).read_all()
 
 
 def broken(old: str, new: str) -> str:
@@ -79,3 +155,10 @@ def small_toml(tmp_path: Path) -> Path:
     p = tmp_path / "small.toml"
     p.write_text(SMALL)
     return p
+
+
+@pytest.fixture(scope="session")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> fabricemu.Result:
+    """The run of :data:`TRACED` (once per session; read-only: tests must not change its folder)."""
+    out = tmp_path_factory.mktemp("traced") / "run"
+    return fabricemu.run(fabricemu.Scenario.from_toml(TRACED), out=out)

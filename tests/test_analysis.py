@@ -15,45 +15,9 @@ import pytest
 import fabricemu
 from fabricemu import MissingTableError, analysis
 
+from conftest import TRACED
+
 # A fat tree with ECN, PFC and DCQCN, every trace on: an 8-to-1 incast that pauses and marks.
-TRACED = """\
-name = "traced"
-seed = 1
-
-[topology]
-kind = "fat_tree"
-k = 4
-
-[switch]
-ecn = { kmin = "20KB", kmax = "100KB", pmax = 0.2 }
-pfc = { enabled = true, xoff = "40KB" }
-
-[transport]
-cc = "dcqcn"
-
-[[workload]]
-kind = "incast"
-receiver = 0
-senders = 8
-size = "256KiB"
-
-[[workload]]
-name = "background"
-kind = "flows"
-flows = [{src = 5, dst = 9, size = "64KiB"}, {src = 10, dst = 14, size = "16KiB", start = "3us"}]
-
-[trace]
-queues = { interval = "1us" }
-links = { interval = "2us" }
-pfc = true
-rates = {}
-"""
-
-
-@pytest.fixture(scope="module")
-def traced(tmp_path_factory: pytest.TempPathFactory) -> fabricemu.Result:
-    out = tmp_path_factory.mktemp("traced") / "run"
-    return fabricemu.run(fabricemu.Scenario.from_toml(TRACED), out=out)
 
 
 @pytest.fixture(scope="module")

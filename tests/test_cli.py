@@ -6,28 +6,14 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
-import pyarrow as pa
 import pytest
 
-from conftest import ERROR_CASES, ROOT, SCENARIOS, broken
+from conftest import ERROR_CASES, LONG, ROOT, SCENARIOS, broken, read_arrow, wait_for_run_start
 
 QUICKSTART = str(SCENARIOS / "quickstart.toml")
 
 # Runs for tens of seconds (128 hosts each sending 1GB, stopped at 50ms of simulated time).
-LONG = """\
-name = "long"
-stop = "50ms"
-
-[topology]
-kind = "fat_tree"
-k = 8
-
-[[workload]]
-kind = "permutation"
-size = "1GB"
-"""
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *parts: str) -> None:  # type: ignore[type-arg]
@@ -61,8 +47,7 @@ def test_run_prints_summary_and_writes_outputs(cli, tmp_path):
     text = proc.stdout
     for word in ["flows finished", "FCT", "p99", "slowdown", "events", "packet-hops", "wall", "drops"]:
         assert word in text, word
-    with pa.memory_map(str(out / "flows.arrow")) as source:
-        table = pa.ipc.open_file(source).read_all()
+    table = read_arrow(out / "flows.arrow")
     info = json.loads((out / "run.json").read_text())
     assert table.num_rows == info["stats"]["flows_total"] > 0, "needs the engine"
     assert f"{table.num_rows}/{table.num_rows} flows finished" in text
@@ -152,11 +137,7 @@ def test_ctrl_c_writes_partial_outputs(fabricemu_exe, tmp_path):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # the output folder appears when the engine starts
-        time.sleep(1.5)
-        assert proc.poll() is None, "the long scenario finished too early: " + proc.stderr.read()
+        wait_for_run_start(proc, out)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -169,8 +150,7 @@ def test_ctrl_c_writes_partial_outputs(fabricemu_exe, tmp_path):
     info = json.loads((out / "run.json").read_text())
     assert info["interrupted"] is True
     assert 0 < info["simulated_ps"] < 50_000_000_000, "stopped part-way"
-    with pa.memory_map(str(out / "flows.arrow")) as source:
-        table = pa.ipc.open_file(source).read_all()
+    table = read_arrow(out / "flows.arrow")
     assert table.num_rows == 128
     assert table.column("finish_ps").null_count == 128, "no 1GB flow finished"
 

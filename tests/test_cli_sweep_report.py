@@ -12,13 +12,11 @@ import struct
 import subprocess
 import time
 import zlib
-from pathlib import Path
 from typing import List
 
-import pyarrow as pa
 import pytest
 
-from conftest import SCENARIOS
+from conftest import SCENARIOS, TRACED, read_arrow
 
 QUICKSTART = str(SCENARIOS / "quickstart.toml")
 
@@ -33,38 +31,6 @@ k = 4
 kind = "permutation"
 size = "64KiB"
 """
-
-TRACED = """\
-name = "traced"
-
-[topology]
-kind = "fat_tree"
-k = 4
-
-[switch]
-ecn = { kmin = "20KB", kmax = "100KB", pmax = 0.2 }
-pfc = { enabled = true, xoff = "40KB" }
-
-[transport]
-cc = "dcqcn"
-
-[[workload]]
-kind = "incast"
-receiver = 0
-senders = 6
-size = "128KiB"
-
-[trace]
-queues = { interval = "1us" }
-links = { interval = "2us" }
-pfc = true
-rates = {}
-"""
-
-
-def read_table(path: Path) -> pa.Table:
-    with pa.memory_map(str(path)) as source:
-        return pa.ipc.open_file(source).read_all()
 
 
 def png_images(html_text: str) -> List[bytes]:
@@ -125,7 +91,7 @@ def test_sweep_command(cli, tmp_path):
     assert "expected a size" in proc.stdout or "workload.0.size" in proc.stdout
     # Not a terminal: one line per point on stderr.
     assert proc.stderr.count("[") >= 6 and "FAILED" in proc.stderr
-    table = read_table(out / "sweep.arrow")
+    table = read_arrow(out / "sweep.arrow")
     assert table.num_rows == 6
     assert table.column("seed").to_pylist() == [1, 2, 1, 2, 1, 2]
     assert table.column("error").null_count == 4
@@ -158,7 +124,7 @@ def test_sweep_values_with_commas_and_default_out(cli, tmp_path):
     )
     proc = cli("sweep", str(scenario), "--grid", "workload.0.senders=[1, 2],[3, 4],2", "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    table = read_table(tmp_path / "sweeps" / "perm" / "sweep.arrow")  # the scenario's name
+    table = read_arrow(tmp_path / "sweeps" / "perm" / "sweep.arrow")  # the scenario's name
     assert table.column("workload.0.senders").to_pylist() == ["[1,2]", "[3,4]", "2"]
     assert table.column("flows").to_pylist() == [2, 2, 2]
 
@@ -206,8 +172,8 @@ def test_sweep_on_a_dask_scheduler_matches_the_local_pool(cli, fabricemu_exe, tm
     assert proc.returncode == 0, proc.stderr
     local = cli("sweep", str(scenario), *grid, "-o", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
-    a = read_table(tmp_path / "dask" / "sweep.arrow")
-    b = read_table(tmp_path / "local" / "sweep.arrow")
+    a = read_arrow(tmp_path / "dask" / "sweep.arrow")
+    b = read_arrow(tmp_path / "local" / "sweep.arrow")
     keep = [
         c for c in a.column_names if c not in ("wall_seconds", "events_per_second", "packet_hops_per_second")
     ]
@@ -416,7 +382,7 @@ def test_sweep_ctrl_c_stops_the_workers_and_writes_the_table(fabricemu_exe, tmp_
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "run the same command to resume" in stderr
-    table = read_table(out / "sweep.arrow")
+    table = read_arrow(out / "sweep.arrow")
     assert table.column("error").to_pylist() == ["interrupted"] * 3
     for run in (out / "runs").iterdir():
         assert not (run / "run.json").exists(), "a stopped point leaves no complete run"

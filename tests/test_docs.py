@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-import pyarrow as pa
 import pytest
 
 import fabricemu
 from fabricemu.sweep import deterministic_columns
 
-from conftest import ROOT
+from conftest import ROOT, read_arrow
 
 DOCS = ROOT / "docs"
 
@@ -84,8 +83,7 @@ def test_worked_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert (tmp_path / "incast-pfc-15-senders.html").is_file()
     # The command-line sweep made the same table (but for the wall-clock columns).
     cli_dir = tmp_path / "sweeps" / "incast-pfc-cli"
-    with pa.memory_map(str(cli_dir / "sweep.arrow")) as source:
-        from_cli = pa.ipc.open_file(source).read_all()
+    from_cli = read_arrow(cli_dir / "sweep.arrow")
     keep = deterministic_columns(table)
     assert from_cli.select(keep).equals(table.select(keep))
     assert (cli_dir / "report.html").is_file()
@@ -125,7 +123,50 @@ def test_analysis_page_runs(
     monkeypatch.chdir(tmp_path)
     ns = run_blocks(DOCS / "analysis.md", tmp_path, with_required=False)
     assert ns["run"].tables() == ["flows", "links", "pfc", "queues", "rates"]
-    assert "no column 'out_of_order_packets'" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    # What the page says `print(e)` shows is what the code prints.
+    quoted = re.findall(r"print\(e\)\s+# (.*?)(?:: \.\.\.)?\n", (DOCS / "analysis.md").read_text())
+    assert quoted
+    for text in quoted:
+        assert any(line.startswith(text) for line in printed.splitlines()), (
+            f"docs/analysis.md quotes {text!r}; the code printed {printed!r}"
+        )
+
+
+def test_analysis_page_quotes_the_missing_table_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The MissingTableError text the page quotes is the one the code raises."""
+    monkeypatch.chdir(tmp_path)
+    page = " ".join((DOCS / "analysis.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"`(runs/x has no queues table[^`]*)`", page)
+    assert quoted
+    s = fabricemu.Scenario.from_dict(
+        {"topology": {"kind": "fat_tree", "k": 4}, "workload": [{"kind": "permutation", "size": "8KiB"}]}
+    )
+    fabricemu.run(s, out="runs/x")
+    with pytest.raises(fabricemu.MissingTableError) as e:
+        fabricemu.analysis.queue_cdf("runs/x")
+    assert str(e.value) == quoted.group(1)
+
+
+def test_valiant_bound_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "valiant-bound.md", tmp_path, with_required=False)
+    assert round(ns["valiant_uniform_bound"](2, 4, 9), 4) == 0.5547
+
+
+#: The pages of docs/ and the test that runs every code block of each.
+PAGE_TESTS = {
+    "analysis.md": "test_analysis_page_runs",
+    "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
+    "valiant-bound.md": "test_valiant_bound_page_runs",
+    "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
+}
+
+
+def test_every_docs_page_is_run_by_a_test():
+    assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGE_TESTS)
+    for test in PAGE_TESTS.values():
+        assert callable(globals()[test])
 
 
 def test_synthetic_traffic_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

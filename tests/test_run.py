@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import fabricemu
 from fabricemu import Scenario
 
-from conftest import SCENARIOS, SMALL
+from conftest import SCENARIOS, SMALL, read_arrow
 
 FLOW_COLUMNS = [
     "flow_id",
@@ -60,8 +59,7 @@ def test_run_writes_readable_outputs(quickstart):
     out = quickstart.out
     assert (out / "flows.arrow").is_file()
     assert (out / "run.json").is_file()
-    with pa.memory_map(str(out / "flows.arrow")) as source:
-        table = pa.ipc.open_file(source).read_all()
+    table = read_arrow(out / "flows.arrow")
     assert table.column_names[: len(FLOW_COLUMNS)] == FLOW_COLUMNS
     assert table.equals(quickstart.flows)
     info = json.loads((out / "run.json").read_text())

@@ -104,6 +104,14 @@ def test_invalid_point_is_reported_and_a_rerun_runs_nothing(tmp_path: Path):
     assert statuses(events) == {"ran": 4, "failed": 2}
     assert sorted(e.done for e in events) == [1, 2, 3, 4, 5, 6]
     assert {e.total for e in events} == {6}
+    # The README's names work: parameters (= params), metrics and error (the row's entries).
+    for e in events:
+        assert e.parameters == e.params and e.params["seed"] == e.row["seed"]
+        assert e.metrics == e.row["metrics"] and e.error == e.row["error"]
+        assert (e.metrics is None) == (e.status == "failed") == (e.error is not None)
+    ran = next(e for e in events if e.status == "ran")
+    row = table.to_pylist()[ran.index]
+    assert ran.metrics["slowdown_p99"] == row["slowdown_p99"]
 
     run_json = [tmp_path / r / "run.json" for r in ok.column("run").to_pylist()]
     before = [p.stat().st_mtime_ns for p in run_json]

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import fabricemu
 
-from conftest import SCENARIOS
+from conftest import SCENARIOS, read_arrow
 
 FABRIC = {"kind": "leaf_spine", "leaves": 8, "spines": 1, "hosts_per_leaf": 1}
 
@@ -207,7 +206,7 @@ iterations = 2
     assert "allreduce: all_reduce tree, 1 x 4 ranks, 2/2 finished" in out and "busbw" in out
     info = json.loads((tmp_path / "out" / "run.json").read_text())
     assert [w["name"] for w in info["workloads"]] == ["bg", "allreduce"]
-    table = pa.ipc.open_file(str(tmp_path / "out" / "collectives.arrow")).read_all()
+    table = read_arrow(tmp_path / "out" / "collectives.arrow")
     assert table.num_rows == 2
 
 

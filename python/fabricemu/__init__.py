@@ -11,7 +11,7 @@
 
 from . import analysis
 from ._core import __version__
-from .errors import MissingTableError, ScenarioError, SimulationError
+from .errors import MissingTableError, OutputFolderBusy, ScenarioError, SimulationError, Terminated
 from .results import Result, run
 from .results import open_result as open  # noqa: A004 - fabricemu.open(path) reads an output folder
 from .scenario import Scenario
@@ -19,11 +19,13 @@ from .sweep import PointDone, open_sweep, sweep
 
 __all__ = [
     "MissingTableError",
+    "OutputFolderBusy",
     "PointDone",
     "Result",
     "Scenario",
     "ScenarioError",
     "SimulationError",
+    "Terminated",
     "__version__",
     "analysis",
     "open",

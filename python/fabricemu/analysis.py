@@ -20,7 +20,6 @@ needed; ``pl.from_arrow(table)`` or ``table.to_pandas()`` hand the results on.
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -31,9 +30,32 @@ import pyarrow.compute as pc
 
 from . import _core, _fmt
 from .errors import MissingTableError
-from .results import SYNTHETIC_KEYS, TABLES, Result, open_result, synthetic_metrics
+from .metrics import (
+    FLOW_COLUMNS,
+    METRICS_SCHEMA,
+    PFC_KEYS,
+    SYNTHETIC_KEYS,
+    WALL_CLOCK_METRICS,
+    _as_table,
+    _groups,
+    _key_types,
+    _keys_list,
+    _np,
+    _percentile,
+    _table,
+    pause_intervals,
+    run_metrics,
+)
+from .results import TABLES, Result, open_result
+from .scenario import Scenario
+
+# Sweep-level functions live in fabricemu.sweep; they stay importable from here.
+from .sweep import compare, saturation
 
 __all__ = [
+    "METRICS_SCHEMA",
+    "SYNTHETIC_KEYS",
+    "WALL_CLOCK_METRICS",
     "Source",
     "busiest_ports",
     "compare",
@@ -59,45 +81,6 @@ Source = Union[Result, str, "os.PathLike[str]", pa.Table, Mapping[str, Any], Any
 
 #: The percentiles computed when none are given.
 DEFAULT_PERCENTILES: Tuple[float, ...] = (0.5, 0.95, 0.99)
-
-#: The metric columns of :func:`metrics` (and of a sweep's table), in order, with their types.
-METRICS_SCHEMA = pa.schema(
-    [
-        ("flows", pa.int64()),
-        ("flows_finished", pa.int64()),
-        ("fct_p50_us", pa.float64()),
-        ("fct_p99_us", pa.float64()),
-        ("slowdown_p50", pa.float64()),
-        ("slowdown_p95", pa.float64()),
-        ("slowdown_p99", pa.float64()),
-        ("goodput_gbps", pa.float64()),
-        ("drops", pa.int64()),
-        ("retransmits", pa.int64()),
-        ("ecn_marks", pa.int64()),
-        ("cnps", pa.int64()),
-        ("pause_us", pa.float64()),
-        ("max_queue_bytes", pa.int64()),
-        ("simulated_us", pa.float64()),
-        ("events", pa.int64()),
-        ("packet_hops", pa.int64()),
-        ("events_per_second", pa.float64()),
-        ("packet_hops_per_second", pa.float64()),
-        ("wall_seconds", pa.float64()),
-        # Synthetic workloads (null without them): the measurement window [warmup, stop).
-        ("accepted_throughput", pa.float64()),
-        ("offered_load", pa.float64()),
-        ("latency_mean_us", pa.float64()),
-        ("latency_p50_us", pa.float64()),
-        ("latency_p99_us", pa.float64()),
-        ("latency_max_us", pa.float64()),
-        ("messages_measured", pa.int64()),
-        ("messages_unfinished", pa.int64()),
-    ]
-)
-
-#: Metric columns that depend on the machine and its load, not on the scenario.
-WALL_CLOCK_METRICS: Tuple[str, ...] = ("events_per_second", "packet_hops_per_second", "wall_seconds")
-
 
 # -- resolving the source ---------------------------------------------------------------------------
 
@@ -169,44 +152,7 @@ class _Run:
         return table
 
 
-def _as_table(obj: Any) -> pa.Table:
-    if isinstance(obj, pa.Table):
-        return obj
-    if isinstance(obj, pa.RecordBatchReader):
-        return obj.read_all()
-    if isinstance(obj, pa.RecordBatch):
-        return pa.Table.from_batches([obj])
-    try:
-        table = pa.table(obj)
-    except (TypeError, ValueError, pa.ArrowException) as e:
-        raise TypeError(f"cannot read a {type(obj).__name__} as an Arrow table: {e}") from None
-    # Other libraries' string views and large strings (polars) read as the engine's plain strings.
-    is_view = getattr(pa.types, "is_string_view", lambda t: False)
-    fields = [
-        pa.field(f.name, pa.string(), f.nullable)
-        if is_view(f.type) or pa.types.is_large_string(f.type)
-        else f
-        for f in table.schema
-    ]
-    return table.cast(pa.schema(fields, table.schema.metadata))
-
-
 # -- small helpers ----------------------------------------------------------------------------------
-
-
-def _np(column: Union[pa.ChunkedArray, pa.Array], dtype: Any = np.float64) -> np.ndarray:
-    """A column as a numpy array (nulls as NaN for floats)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if column.null_count:
-        column = pc.cast(column, pa.float64()).fill_null(math.nan)
-        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
-
-
-def _valid(column: Union[pa.ChunkedArray, pa.Array]) -> np.ndarray:
-    """True where the column is not null."""
-    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _pname(q: float) -> str:
@@ -214,13 +160,6 @@ def _pname(q: float) -> str:
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"a percentile is a fraction in [0, 1], not {q}")
     return "p" + f"{q * 100:.6f}".rstrip("0").rstrip(".")
-
-
-def _percentile(values: np.ndarray, q: float) -> Optional[float]:
-    values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
-    if values.size == 0:
-        return None
-    return float(np.percentile(values, q * 100.0))
 
 
 def _mean(values: np.ndarray) -> Optional[float]:
@@ -248,62 +187,6 @@ def _size(value: Union[int, float, str], what: str) -> float:
     raise TypeError(f"{what}: expected bytes (a number) or a size like '100KB', not {value!r}")
 
 
-def _groups(table: pa.Table, keys: Sequence[str]) -> List[Tuple[Tuple[Any, ...], np.ndarray]]:
-    """Row indices of each group of equal ``keys``, groups sorted by their keys (nulls last)."""
-    n = table.num_rows
-    if not keys:
-        return [((), np.arange(n))] if n else []
-    codes = []
-    uniques: List[List[Any]] = []
-    for key in keys:
-        column = table.column(key)
-        if column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
-            present_np, inverse = np.unique(_np(column, None), return_inverse=True)
-            codes.append(inverse.astype(np.int64).reshape(-1))
-            uniques.append([v.item() for v in present_np])
-            continue
-        values = column.to_pylist()
-        present = sorted({v for v in values if v is not None})
-        index = {v: i for i, v in enumerate(present)}
-        codes.append(np.fromiter((index.get(v, len(present)) for v in values), dtype=np.int64, count=n))
-        uniques.append([*present, None])
-    order = np.lexsort(tuple(reversed(codes)))
-    stacked = np.stack([c[order] for c in codes], axis=1)
-    if n == 0:
-        return []
-    change = np.any(stacked[1:] != stacked[:-1], axis=1)
-    starts = np.concatenate(([0], np.nonzero(change)[0] + 1))
-    ends = np.concatenate((starts[1:], [n]))
-    out: List[Tuple[Tuple[Any, ...], np.ndarray]] = []
-    for s, e in zip(starts, ends):
-        group = tuple(uniques[k][stacked[s, k]] for k in range(len(keys)))
-        out.append((group, order[s:e]))
-    return out
-
-
-def _keys_list(by: Union[str, Sequence[str], None]) -> List[str]:
-    if by is None:
-        return []
-    if isinstance(by, str):
-        return [by]
-    return list(by)
-
-
-def _table(columns: Dict[str, List[Any]], types: Mapping[str, pa.DataType], **meta: str) -> pa.Table:
-    arrays = {}
-    for name, values in columns.items():
-        t = types.get(name)
-        arrays[name] = pa.array(values, type=t) if t is not None else pa.array(values)
-    table = pa.table(arrays)
-    if meta:
-        table = table.replace_schema_metadata({f"fabricemu.{k}": v for k, v in meta.items()})
-    return table
-
-
-def _key_types(table: pa.Table, keys: Sequence[str]) -> Dict[str, pa.DataType]:
-    return {k: table.schema.field(k).type for k in keys}
-
-
 def _simulated_ps(run: _Run) -> Optional[int]:
     info = run.run_info
     if not info:
@@ -316,213 +199,17 @@ def _simulated_ps(run: _Run) -> Optional[int]:
 
 
 def metrics(source: Source) -> Dict[str, Any]:
-    """The run's headline figures, as one sweep row has them.
-
-    - ``flows``, ``flows_finished``; ``fct_p50_us``, ``fct_p99_us`` and ``slowdown_p50/p95/p99``
-      over finished flows;
-    - ``goodput_gbps``: bytes of the finished flows x 8 over the makespan (first start to last
-      finish of those flows);
-    - ``drops`` (packets dropped, from run.json, else the flows' sum), ``retransmits``,
-      ``ecn_marks`` and ``cnps`` (sums over flows; null when the flows table has no such column);
-    - ``pause_us``: PFC pause time summed over links (links.arrow ``paused_ps``; else the pause
-      intervals of pfc.arrow; else 0);
-    - ``max_queue_bytes`` (run.json), ``simulated_us``, ``events``, ``packet_hops``;
-    - ``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``: these depend on the
-      machine (:data:`WALL_CLOCK_METRICS`);
-    - with synthetic workloads (null otherwise), over the measurement window ``[warmup, stop)``:
-      ``accepted_throughput`` and ``offered_load`` (fractions of the injection bandwidth),
-      ``latency_mean_us``, ``latency_p50_us``, ``latency_p99_us``, ``latency_max_us`` (message
-      generation to last byte delivered), ``messages_measured``, ``messages_unfinished``
-      (run.json's ``synthetic``).
-    """
+    """The run's headline figures, as one sweep row has them: :func:`fabricemu.metrics.run_metrics`
+    of the run's flows, run.json, links and pfc tables (the same figures as ``Result.metrics()``
+    and, under their summary names, ``Result.summary()``)."""
     run = _Run(source, "flows")
-    flows = run.table("flows", ("size_bytes", "start_ps", "finish_ps", "fct_ps", "slowdown"))
-    info = run.run_info or {}
-    stats = info.get("stats", {})
-
-    finished = _valid(flows.column("fct_ps"))
-    fct_us = _np(flows.column("fct_ps"))[finished] / 1e6
-    slowdown = _np(flows.column("slowdown"))[finished]
-    size = _np(flows.column("size_bytes"))[finished]
-    goodput = None
-    if finished.any():
-        start = _np(flows.column("start_ps"))[finished].min()
-        finish = _np(flows.column("finish_ps"))[finished].max()
-        if finish > start:
-            goodput = float(size.sum() * 8e3 / (finish - start))
-
-    def flow_sum(column: str) -> Optional[int]:
-        if column not in flows.column_names:
-            return None
-        return int(pc.sum(flows.column(column)).as_py() or 0)
-
-    drops = stats.get("packets_dropped")
-    if drops is None:
-        drops = flow_sum("drops")
-    simulated = info.get("simulated_ps", stats.get("simulated_ps"))
-
-    def counter(key: str) -> Optional[int]:
-        value = info.get(key, stats.get(key))
-        return int(value) if value is not None else None
-
-    def rate(key: str) -> Optional[float]:
-        value = info.get(key)
-        return float(value) if value is not None else None
-
-    return {
-        "flows": flows.num_rows,
-        "flows_finished": int(finished.sum()),
-        "fct_p50_us": _percentile(fct_us, 0.5),
-        "fct_p99_us": _percentile(fct_us, 0.99),
-        "slowdown_p50": _percentile(slowdown, 0.5),
-        "slowdown_p95": _percentile(slowdown, 0.95),
-        "slowdown_p99": _percentile(slowdown, 0.99),
-        "goodput_gbps": goodput,
-        "drops": int(drops) if drops is not None else None,
-        "retransmits": flow_sum("retransmits"),
-        "ecn_marks": flow_sum("ecn_marks"),
-        "cnps": flow_sum("cnps"),
-        "pause_us": _total_pause_ps(run) / 1e6,
-        "max_queue_bytes": int(stats["max_queue_bytes"]) if "max_queue_bytes" in stats else None,
-        "simulated_us": float(simulated) / 1e6 if simulated is not None else None,
-        "events": counter("events"),
-        "packet_hops": counter("packet_hops"),
-        "events_per_second": rate("events_per_second"),
-        "packet_hops_per_second": rate("packet_hops_per_second"),
-        "wall_seconds": rate("wall_seconds"),
-        **(synthetic_metrics(info) or dict.fromkeys(SYNTHETIC_KEYS)),
-    }
-
-
-def _total_pause_ps(run: _Run) -> float:
-    if run.has("links"):
-        links = run.table("links")
-        if "paused_ps" in links.column_names:
-            return float(pc.sum(links.column("paused_ps")).as_py() or 0)
-    if run.has("pfc"):
-        intervals = pfc_intervals(run.result if run.result is not None else run.given)
-        return float(pc.sum(intervals.column("duration_ps")).as_py() or 0)
-    return 0.0
-
-
-def compare(*sources: Source, names: Optional[Sequence[str]] = None) -> pa.Table:
-    """:func:`metrics` of several runs side by side: a ``metric`` column, then one column per run
-    (named by ``names``, default the output folders' names); with two runs also ``change``, the
-    relative change from the first to the second (``b / a - 1``; null when ``a`` is 0 or null).
-    The synthetic-traffic metrics are left out unless one of the runs has them."""
-    if len(sources) < 2:
-        raise ValueError("compare needs at least two runs")
-    if names is None:
-        names = [_source_name(s, i) for i, s in enumerate(sources)]
-    names = list(names)
-    if len(names) != len(sources):
-        raise ValueError(f"{len(names)} names for {len(sources)} runs")
-    seen: Dict[str, int] = {}
-    unique = []
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-        unique.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
-    rows = [metrics(s) for s in sources]
-    names_shown = [
-        m for m in METRICS_SCHEMA.names if m not in SYNTHETIC_KEYS or any(row[m] is not None for row in rows)
-    ]
-    columns: Dict[str, List[Any]] = {"metric": names_shown}
-    types: Dict[str, pa.DataType] = {"metric": pa.string()}
-    for name, row in zip(unique, rows):
-        columns[name] = [None if row[m] is None else float(row[m]) for m in names_shown]
-        types[name] = pa.float64()
-    if len(rows) == 2:
-        a, b = (columns[unique[0]], columns[unique[1]])
-        columns["change"] = [None if x in (None, 0) or y is None else y / x - 1 for x, y in zip(a, b)]
-        types["change"] = pa.float64()
-    return _table(columns, types)
-
-
-def saturation(
-    table: Any,
-    load: str = "workload.0.load",
-    *,
-    by: Union[str, Sequence[str], None] = None,
-    tolerance: float = 0.05,
-    accepted: str = "accepted_throughput",
-    offered: str = "offered_load",
-) -> pa.Table:
-    """Saturation of open-loop synthetic traffic from a sweep over the offered load (the table of
-    :func:`fabricemu.sweep` or :func:`fabricemu.open_sweep`, or a folder holding one).
-
-    Rows with an error or no accepted throughput are ignored; several seeds at one load are
-    averaged. Per group of ``by`` (e.g. ``"routing.load_balancing"``; default: one group):
-
-    - ``saturation_throughput``: the largest (mean) accepted throughput over the loads swept, and
-      ``at_load``, the load where it was reached;
-    - ``saturation_load``: the lowest swept load at which the accepted throughput falls below the
-      offered load (the realised ``offered`` column, else the swept load) by more than
-      ``tolerance`` (relative: accepted < (1 - tolerance) x offered); null if it never does;
-    - ``loads``: how many loads the group has.
-
-    >>> table = fabricemu.sweep("scenarios/synthetic_load.toml",
-    ...                         grid={"workload.0.load": [0.2, 0.4, 0.6, 0.8, 1.0]})  # doctest: +SKIP
-    >>> analysis.saturation(table)  # doctest: +SKIP
-    """
-    if isinstance(table, (str, os.PathLike)):
-        from .sweep import open_sweep
-
-        table = open_sweep(table)
-    table = _as_table(table)
-    keys = _keys_list(by)
-    for column in (load, accepted, *keys):
-        if column not in table.column_names:
-            raise KeyError(f"the table has no column {column!r} (columns: {', '.join(table.column_names)})")
-    if not 0 <= tolerance < 1:
-        raise ValueError(f"tolerance must be in [0, 1), found {tolerance}")
-    rows = table.to_pylist()
-    groups: Dict[Tuple[Any, ...], Dict[float, List[Tuple[float, float]]]] = {}
-    for r in rows:
-        if r.get("error") is not None or r.get(accepted) is None or r.get(load) is None:
-            continue
-        x = float(r[load])
-        got = float(r[accepted])
-        off = r.get(offered)
-        groups.setdefault(tuple(r[k] for k in keys), {}).setdefault(x, []).append(
-            (got, float(off) if off is not None else x)
-        )
-    cols: Dict[str, List[Any]] = {k: [] for k in keys}
-    cols.update({"saturation_throughput": [], "at_load": [], "saturation_load": [], "loads": []})
-    try:
-        order = sorted(groups, key=lambda k: tuple((v is None, v) for v in k))
-    except TypeError:  # keys of mixed types: keep the table's order
-        order = list(groups)
-    for key in order:
-        by_load = groups[key]
-        means = [
-            (x, sum(a for a, _ in v) / len(v), sum(o for _, o in v) / len(v))
-            for x, v in sorted(by_load.items())
-        ]
-        best = max(means, key=lambda m: m[1])
-        saturated = next((x for x, a, o in means if a < (1 - tolerance) * o), None)
-        for k, v in zip(keys, key):
-            cols[k].append(v)
-        cols["saturation_throughput"].append(best[1])
-        cols["at_load"].append(best[0])
-        cols["saturation_load"].append(saturated)
-        cols["loads"].append(len(means))
-    types: Dict[str, pa.DataType] = {
-        "saturation_throughput": pa.float64(),
-        "at_load": pa.float64(),
-        "saturation_load": pa.float64(),
-        "loads": pa.int64(),
-    }
-    types.update(_key_types(table, keys))
-    return _table(cols, types)
-
-
-def _source_name(source: Any, i: int) -> str:
-    if isinstance(source, Result):
-        return source.out.name or str(source.out)
-    if isinstance(source, (str, os.PathLike)):
-        p = Path(source)
-        return p.name or str(p)
-    return f"run {i + 1}"
+    flows = run.table("flows", FLOW_COLUMNS)
+    return run_metrics(
+        flows,
+        run.run_info,
+        links=run.table("links") if run.has("links") else None,
+        pfc=run.table("pfc", ("time_ps", *_PFC_KEYS, "action")) if run.has("pfc") else None,
+    )
 
 
 # -- flow completion ---------------------------------------------------------------------------------
@@ -1121,7 +808,7 @@ def busiest_ports(source: Source, n: int = 5, *, by: str = "max_bytes", fill_emp
 
 # -- PFC --------------------------------------------------------------------------------------------
 
-_PFC_KEYS = ("switch", "port", "priority")
+_PFC_KEYS = PFC_KEYS
 
 
 def pfc_intervals(source: Source, *, end_ps: Union[int, str, None] = None) -> pa.Table:
@@ -1137,41 +824,12 @@ def pfc_intervals(source: Source, *, end_ps: Union[int, str, None] = None) -> pa
     run = _Run(source, "pfc")
     pfc = run.table("pfc", ("time_ps", *_PFC_KEYS, "action"))
     extra = [c for c in ("paused_port", "upstream") if c in pfc.column_names]
-    t = _np(pfc.column("time_ps"), np.int64).astype(np.int64)
-    actions = pfc.column("action").to_pylist()
-    unknown = {a for a in actions if a not in ("pause", "resume")}
-    if unknown:
-        raise ValueError(f"pfc.arrow action is 'pause' or 'resume', found {sorted(map(str, unknown))}")
-    is_pause = np.fromiter((a == "pause" for a in actions), dtype=bool, count=len(actions))
     end = _ps(end_ps, "end_ps")
     if end is None:
         end = _simulated_ps(run)
     if end is None:
-        end = int(t.max()) if len(t) else 0
-    cols: Dict[str, List[Any]] = {
-        k: [] for k in (*_PFC_KEYS, *extra, "start_ps", "end_ps", "duration_ps", "resumed")
-    }
-    extra_values = {c: pfc.column(c).to_pylist() for c in extra}
-    for key, idx in _groups(pfc, list(_PFC_KEYS)):
-        order = idx[np.argsort(t[idx], kind="stable")]
-        paused_before = np.concatenate(([False], is_pause[order][:-1]))
-        starts = order[is_pause[order] & ~paused_before]
-        ends = order[~is_pause[order] & paused_before]
-        # Starts and ends alternate: start, end, start, end, ... [start].
-        for i, s in enumerate(starts):
-            start = int(t[s])
-            if i < len(ends):
-                stop, resumed = int(t[ends[i]]), True
-            else:
-                stop, resumed = max(end, start), False
-            for k, kv in zip(_PFC_KEYS, key):
-                cols[k].append(kv)
-            for c in extra:
-                cols[c].append(extra_values[c][int(s)])
-            cols["start_ps"].append(start)
-            cols["end_ps"].append(stop)
-            cols["duration_ps"].append(stop - start)
-            cols["resumed"].append(resumed)
+        end = int(pc.max(pfc.column("time_ps")).as_py() or 0) if pfc.num_rows else 0
+    cols = pause_intervals(pfc, end, extra)
     types = {
         **_key_types(pfc, [*_PFC_KEYS, *extra]),
         "start_ps": pa.uint64(),
@@ -1353,9 +1011,7 @@ def _initial_rate(run: _Run, given: Union[int, str, None]) -> Optional[float]:
     if not info:
         return None
     try:
-        from .scenario import Scenario
-
-        described = Scenario.from_dict(info["scenario"]).describe()
-        return float(_core.parse_rate(described["topology"]["host_link"]["rate"]))
+        described = info.get("fabric") or Scenario.from_dict(info["scenario"]).describe()["topology"]
+        return float(_core.parse_rate(described["host_link"]["rate"]))
     except (KeyError, TypeError, ValueError):
         return None

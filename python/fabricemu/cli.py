@@ -14,13 +14,26 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 import click
 
 from . import _fmt
-from .errors import ScenarioError, SimulationError
-from .scenario import Scenario, parse_value
+from ._outdir import treat_sigterm_as_interrupt
+from .errors import OutputFolderBusy, ScenarioError, SimulationError, Terminated
+from .scenario import Scenario, fabric_shape, parse_value
 
-# Exit codes: 1 = the run failed, 2 = bad scenario or usage (as click), 130 = interrupted by Ctrl-C.
+# Exit codes: 1 = the run failed, 2 = bad scenario or usage (as click), 130 = interrupted by Ctrl-C,
+# 143 = stopped by SIGTERM (kill, Slurm, docker stop), as a shell reports a process a signal ended.
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+OVERWRITE_HELP = (
+    "Use OUT even if it is a non-empty folder that holds no fabricemu output "
+    "(an earlier run's folder is always replaced whole)."
+)
+
+
+def _interrupt_code(e: BaseException) -> int:
+    return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
+
 
 SET_HELP = (
     "Change one scenario value before running: KEY is a dotted path (topology.k, workload.0.size), "
@@ -241,6 +254,7 @@ def main() -> None:
     per flow) and run.json (scenario, seed, statistics) into its output folder; a sweep writes
     sweep.arrow (one row per run) and each run under runs/.
     """
+    treat_sigterm_as_interrupt()  # SIGTERM stops a run like Ctrl-C (exit code 143)
 
 
 @main.command(
@@ -257,17 +271,20 @@ Examples:
     "--out",
     type=click.Path(file_okay=False),
     default=None,
-    help="Output folder (created; files in it are replaced). "
+    help="Output folder (written whole when the run ends; an earlier run there is replaced). "
     "Default: runs/<name>, the scenario's name or else the file's stem.",
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def run(scenario: str, out: Optional[str], sets: Tuple[str, ...], quiet: bool) -> None:
+def run(scenario: str, out: Optional[str], sets: Tuple[str, ...], overwrite: bool, quiet: bool) -> None:
     """Run SCENARIO (a TOML file) and print a summary.
 
     Writes OUT/flows.arrow and OUT/run.json. A bad scenario prints one line naming the key, line and
     column, and exits with 2. Ctrl-C stops the run, writes the partial outputs (run.json has
-    "interrupted": true) and exits with 130.
+    "interrupted": true) and exits with 130; SIGTERM does the same and exits with 143. The run is
+    written into a temporary folder beside OUT and moved into place at the end; OUT is locked
+    meanwhile (a second run on it fails with exit code 1).
     """
     from .results import run as run_scenario
 
@@ -275,8 +292,8 @@ def run(scenario: str, out: Optional[str], sets: Tuple[str, ...], quiet: bool) -
     out_dir = Path(out) if out else _default_out(scenario, explicit)
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     try:
-        result = run_scenario(s, out=out_dir, progress=progress)
-    except KeyboardInterrupt:
+        result = run_scenario(s, out=out_dir, progress=progress, overwrite=overwrite)
+    except KeyboardInterrupt as e:
         progress.close()
         if _interrupted_outputs(out_dir):
             click.echo(
@@ -285,10 +302,16 @@ def run(scenario: str, out: Optional[str], sets: Tuple[str, ...], quiet: bool) -
             )
         else:
             click.echo("interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(_interrupt_code(e))
     except ScenarioError as e:
         progress.close()
         _die(str(e), EXIT_USAGE)
+    except OutputFolderBusy as e:
+        progress.close()
+        _die(f"{e.filename}: {e.strerror}", EXIT_FAILED)
+    except FileExistsError as e:
+        progress.close()
+        _die(f"{e.filename}: {e.strerror}", EXIT_USAGE)
     except SimulationError as e:
         progress.close()
         _die(str(e), EXIT_FAILED)
@@ -481,6 +504,7 @@ Examples:
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option("--rerun", is_flag=True, help="Run every point again, even those OUT already holds.")
+@click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and the final line.")
 def sweep_command(
     scenario: str,
@@ -491,6 +515,7 @@ def sweep_command(
     out: Optional[str],
     sets: Tuple[str, ...],
     rerun: bool,
+    overwrite: bool,
     quiet: bool,
 ) -> None:
     """Run SCENARIO at every combination of the --grid values and --seeds, each run in its own
@@ -538,14 +563,21 @@ def sweep_command(
             out=out_dir,
             resume=not rerun,
             progress=progress,
+            overwrite=overwrite,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         progress.close()
         click.echo(
             f"interrupted: the points done are in {out_dir / 'sweep.arrow'}; run the same command to resume",
             err=True,
         )
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(_interrupt_code(e))
+    except OutputFolderBusy as e:
+        progress.close()
+        _die(f"{e.filename}: {e.strerror}", EXIT_FAILED)
+    except FileExistsError as e:
+        progress.close()
+        _die(f"{e.filename}: {e.strerror}", EXIT_USAGE)
     except OSError as e:
         progress.close()
         _die(str(e), EXIT_FAILED)
@@ -749,13 +781,7 @@ def topo(scenario: str, sets: Tuple[str, ...], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(f, indent=2))
         return
-    d = s.describe()["topology"]
-    kind = d["kind"]
-    shape = f"fat_tree k={d['k']}" if kind == "fat_tree" else kind
-    if kind == "leaf_spine":
-        shape = (
-            f"leaf_spine {d['leaves']} leaves x {d['spines']} spines, {d['hosts_per_leaf']} hosts per leaf"
-        )
+    shape = fabric_shape(s.describe()["topology"])
     click.echo(f"{s.name}: {shape}")
     roles = ", ".join(f"{r['switches']} {r['role']}" for r in f["roles"])
     click.echo(f"  hosts             {f['hosts']:,}")

@@ -3,14 +3,28 @@
 ``ScenarioError`` is raised for a scenario that does not parse or validate, from a file, a TOML string,
 a dictionary or ``Scenario.with_``; ``SimulationError`` for a failure inside the engine (a bug: please
 report it with the scenario); ``MissingTableError`` when an analysis needs a trace table (or a column)
-that the run did not write.
+that the run did not write; ``OutputFolderBusy`` when another run holds the output folder's lock;
+``Terminated`` (a ``KeyboardInterrupt``) when SIGTERM stops a run.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["MissingTableError", "ScenarioError", "SimulationError"]
+__all__ = ["MissingTableError", "OutputFolderBusy", "ScenarioError", "SimulationError", "Terminated"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what ``kill``, Slurm and ``docker stop`` send) received during a run or a sweep.
+
+    A ``KeyboardInterrupt``, so it is handled exactly like Ctrl-C: the run stops, writes its partial
+    outputs (``run.json`` has ``interrupted: true``) and the exception propagates; the CLI exits with
+    143 (130 for Ctrl-C).
+    """
+
+
+class OutputFolderBusy(OSError):
+    """Another run or sweep is writing into the same output folder (it holds the folder's lock)."""
 
 
 class ScenarioError(ValueError):

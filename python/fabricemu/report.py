@@ -27,7 +27,7 @@ from . import _core, _fmt, analysis
 from ._core import __version__
 from .errors import MissingTableError
 from .results import Result, open_result
-from .scenario import PathLike
+from .scenario import PathLike, fabric_links, fabric_shape
 from .sweep import SWEEP_FILE, base_scenario, open_sweep, parameters
 
 __all__ = ["PLOT_EXTRA", "report_html", "write_report"]
@@ -191,18 +191,32 @@ def _run_report(result: Result, title: Optional[str]) -> str:
     try:
         scenario = result.scenario
         page.p(html.escape(scenario.summary_line()))
+        # The fabric as the run built it (run.json's "fabric"), else as the scenario builds it.
+        described = info.get("fabric") or scenario.describe()["topology"]
+        rows = [
+            ("shape", fabric_shape(described)),
+            ("hosts", described["hosts"]),
+            (
+                "switches",
+                f"{described['switches']} ("
+                + ", ".join(f"{r['switches']} {r['role']}" for r in described.get("roles", []))
+                + ")",
+            ),
+            (
+                "links",
+                f"{described['links']} ("
+                + ", ".join(f"{t['links']} {t['tier']}" for t in described.get("tiers", []))
+                + ")",
+            ),
+            ("link rates", fabric_links(described)),
+        ]
         fabric = scenario.fabric_summary()
-        page.table(
-            ["fabric", "value"],
-            [
-                ("hosts", fabric["hosts"]),
-                ("switches", fabric["switches"]),
-                ("links", fabric["links"]),
-                ("bisection", _fmt.bps(fabric["bisection_bps"])),
-                ("oversubscription", fabric["oversubscription"]),
-                ("diameter (links)", fabric["diameter_links"]),
-            ],
-        )
+        rows += [
+            ("bisection", _fmt.bps(fabric["bisection_bps"])),
+            ("oversubscription", fabric["oversubscription"]),
+            ("diameter (links)", fabric["diameter_links"]),
+        ]
+        page.table(["fabric", "value"], rows)
     except (ValueError, KeyError) as e:
         page.note(f"scenario unavailable: {e}")
     present = result.tables()

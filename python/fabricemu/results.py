@@ -8,13 +8,15 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core, _fmt
+from ._outdir import OutputFolder, sigterm_as_interrupt
 from .errors import MissingTableError
+from .metrics import SYNTHETIC_KEYS, run_metrics, summary_view, synthetic_metrics
 from .scenario import PathLike, Scenario, as_scenario
 
 if TYPE_CHECKING:
@@ -29,42 +31,6 @@ __all__ = [
     "run",
     "synthetic_metrics",
 ]
-
-#: The measurement of synthetic workloads in :meth:`Result.summary` and the sweep metrics.
-SYNTHETIC_KEYS: Tuple[str, ...] = (
-    "accepted_throughput",
-    "offered_load",
-    "latency_mean_us",
-    "latency_p50_us",
-    "latency_p99_us",
-    "latency_max_us",
-    "messages_measured",
-    "messages_unfinished",
-)
-
-
-def synthetic_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    """The synthetic workloads' measurement window from a run.json (``run_info["synthetic"]``) in
-    the summary's units (latency in us), or None if the run had no synthetic workload."""
-    s = run_info.get("synthetic")
-    if not s:
-        return None
-
-    def us(key: str) -> Optional[float]:
-        v = s.get(key)
-        return None if v is None else float(v) / 1e6
-
-    return {
-        "accepted_throughput": float(s["accepted_throughput"]),
-        "offered_load": float(s["offered_load"]),
-        "latency_mean_us": us("latency_mean_ps"),
-        "latency_p50_us": us("latency_p50_ps"),
-        "latency_p99_us": us("latency_p99_ps"),
-        "latency_max_us": us("latency_max_ps"),
-        "messages_measured": int(s["messages_measured"]),
-        "messages_unfinished": int(s["messages_unfinished"]),
-    }
-
 
 #: The tables a run's folder may hold (``<name>.arrow``) and how to get each one.
 TABLES: Dict[str, str] = {
@@ -88,32 +54,54 @@ def run(
     progress: Optional[ProgressCallback] = None,
     *,
     slice_events: int = 2_000_000,
+    overwrite: bool = False,
 ) -> Result:
     """Run a scenario (a :class:`Scenario`, a TOML file path or a dictionary) to its stop condition.
 
-    Writes ``flows.arrow`` and ``run.json`` into ``out``; with ``out=None`` into a temporary folder
-    that lives as long as the returned :class:`Result`. The engine runs without the GIL; Ctrl-C raises
-    ``KeyboardInterrupt`` after writing the partial outputs (``run.json`` has ``interrupted: true``).
+    Writes ``flows.arrow``, ``run.json`` and the traces into ``out``; with ``out=None`` into a
+    temporary folder that lives as long as the returned :class:`Result`. The run is written into a
+    fresh temporary folder beside ``out`` and moved into place when it ends, replacing an earlier
+    run's folder whole (no old trace survives beside the new run); ``out`` is locked meanwhile, so a
+    second run on it raises :class:`fabricemu.OutputFolderBusy`. A folder that is not empty and holds
+    no run (no run.json) is refused unless ``overwrite=True``.
+
+    The engine runs without the GIL; Ctrl-C, or SIGTERM (``kill``, Slurm, ``docker stop``; as
+    :class:`fabricemu.Terminated`), stops it and raises ``KeyboardInterrupt`` after the partial
+    outputs are in ``out`` (``run.json`` has ``interrupted: true``). A run that fails leaves ``out``
+    as it was.
 
     >>> import fabricemu
     >>> result = fabricemu.run("scenarios/quickstart.toml")  # doctest: +SKIP
     >>> result.summary()["slowdown_p99"]  # doctest: +SKIP
     """
     s = as_scenario(scenario)
-    tmp: Optional[tempfile.TemporaryDirectory[str]] = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
-        out_dir = Path(tmp.name)
-    else:
-        out_dir = Path(out)
-    try:
-        info = _core.run(s.to_json(), os.fspath(out_dir), progress, slice_events)
-    except KeyboardInterrupt as e:
-        if hasattr(e, "add_note"):
-            where = "a temporary folder (pass out= to keep it)" if tmp else str(out_dir)
-            e.add_note(f"fabricemu: partial outputs were written to {where}")
-        raise
-    return Result(out_dir, run_info=json.loads(info), _keep=tmp)
+        with sigterm_as_interrupt():
+            try:
+                info = _core.run(s.to_json(), tmp.name, progress, slice_events)
+            except KeyboardInterrupt as e:
+                _note(e, "a temporary folder (pass out= to keep it)")
+                raise
+        return Result(Path(tmp.name), run_info=json.loads(info), _keep=tmp)
+    folder = OutputFolder(out, overwrite=overwrite)
+    with sigterm_as_interrupt(), folder as staging:
+        try:
+            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events)
+        except BaseException as e:
+            # Ctrl-C, SIGTERM or an exception from ``progress``: the core wrote the partial outputs
+            # (run.json has interrupted: true); they go into place like a complete run.
+            if folder.has_outputs():
+                folder.commit()
+                _note(e, str(folder.target))
+            raise
+        folder.commit()
+    return Result(folder.target, run_info=json.loads(info))
+
+
+def _note(e: BaseException, where: str) -> None:
+    if hasattr(e, "add_note"):
+        e.add_note(f"fabricemu: partial outputs were written to {where}")
 
 
 def open_result(path: PathLike) -> Result:
@@ -264,50 +252,27 @@ class Result:
         return self.table("collectives")
 
     def metrics(self) -> Dict[str, Any]:
-        """The run's metrics as a sweep row has them (:func:`fabricemu.analysis.metrics`)."""
-        from .analysis import metrics
-
-        return metrics(self)
+        """The run's metrics as a sweep row has them (:func:`fabricemu.metrics.run_metrics`: the
+        keys of :data:`fabricemu.metrics.METRICS_SCHEMA`)."""
+        return run_metrics(
+            self.flows,
+            self.run_info,
+            links=self.links if self.has_table("links") else None,
+            pfc=self.pfc if self.has_table("pfc") else None,
+        )
 
     def summary(self) -> Dict[str, Any]:
-        """Headline figures: flow counts, FCT (us) and slowdown percentiles of finished flows,
-        simulated time, events, packet-hops, their rates per wall-clock second, drops; with
-        synthetic workloads also the measurement window's :data:`SYNTHETIC_KEYS`
-        (``accepted_throughput``, ``offered_load``, ``latency_mean_us``, ``latency_p50_us``,
-        ``latency_p99_us``, ``latency_max_us``, ``messages_measured``, ``messages_unfinished``)."""
-        flows = self.flows
-        info = self.run_info
-        stats = info.get("stats", {})
-        fct = pc.drop_null(flows.column("fct_ps")) if flows.num_rows else pa.array([], pa.uint64())
-        finished = len(fct)
-        slowdown = pc.drop_null(flows.column("slowdown")) if flows.num_rows else pa.array([], pa.float64())
-        fct_us = pc.divide(pc.cast(fct, pa.float64()), 1e6)
-        drops = stats.get("packets_dropped")
-        if drops is None and "drops" in flows.column_names:
-            drops = pc.sum(flows.column("drops")).as_py() or 0
-        simulated_ps = int(info.get("simulated_ps", stats.get("simulated_ps", 0)))
-        summary: Dict[str, Any] = {
-            "flows": flows.num_rows,
-            "finished": finished,
-            "unfinished": flows.num_rows - finished,
-            "fct_p50_us": _quantile(fct_us, 0.5),
-            "fct_p99_us": _quantile(fct_us, 0.99),
-            "slowdown_p50": _quantile(slowdown, 0.5),
-            "slowdown_p95": _quantile(slowdown, 0.95),
-            "slowdown_p99": _quantile(slowdown, 0.99),
-            "simulated_us": simulated_ps / 1e6,
-            "events": int(info.get("events", stats.get("events", 0))),
-            "events_per_second": float(info.get("events_per_second", 0.0)),
-            "packet_hops": int(info.get("packet_hops", stats.get("packet_hops", 0))),
-            "packet_hops_per_second": float(info.get("packet_hops_per_second", 0.0)),
-            "wall_seconds": float(info.get("wall_seconds", 0.0)),
-            "drops": int(drops or 0),
-            "interrupted": bool(info.get("interrupted", False)),
-        }
-        synthetic = synthetic_metrics(info)
-        if synthetic is not None:
-            summary.update(synthetic)
-        return summary
+        """Headline figures, a view of :meth:`metrics` (:func:`fabricemu.metrics.summary_view`):
+        ``flows``, ``finished``, ``unfinished``, FCT (us) and slowdown percentiles of finished flows
+        (``fct_p50_us``, ``fct_p99_us``, ``slowdown_p50``, ``slowdown_p95``, ``slowdown_p99``),
+        ``simulated_us``, ``events``, ``packet_hops``, their rates per wall-clock second,
+        ``wall_seconds``, ``drops``, ``interrupted`` (counters 0 when unknown); then the other
+        metrics (``flows_finished``, ``goodput_gbps``, ``retransmits``, ``ecn_marks``, ``cnps``,
+        ``pause_us``, ``max_queue_bytes``); with synthetic workloads also the measurement window's
+        :data:`SYNTHETIC_KEYS` (``accepted_throughput``, ``offered_load``, ``latency_mean_us``,
+        ``latency_p50_us``, ``latency_p99_us``, ``latency_max_us``, ``messages_measured``,
+        ``messages_unfinished``)."""
+        return summary_view(self.metrics(), self.run_info)
 
     def __repr__(self) -> str:
         try:

@@ -283,18 +283,64 @@ def _set_path(data: Dict[str, Any], key: str, value: Any) -> None:
 # -- human descriptions ---------------------------------------------------------------------------
 
 
-def _topology_text(t: Dict[str, Any]) -> str:
-    if t["kind"] == "fat_tree":
-        shape = f"fat_tree k={t['k']}"
+#: Keys of the core's fabric description that are sizes, not shape parameters.
+_MEASURED_KEYS = frozenset({"kind", "hosts", "switches", "links", "roles", "tiers"})
+
+
+def fabric_shape(t: Mapping[str, Any]) -> str:
+    """The shape of a fabric from its description (``Scenario.describe()["topology"]`` or a run's
+    ``run_info["fabric"]``): ``"fat_tree k=4"``, ``"leaf_spine 4 leaves x 2 spines, 6 hosts per
+    leaf"``, ``"dragonfly p=2 a=4 h=2 g=9"``, ... Every topology kind has one."""
+    kind = str(t.get("kind", "fabric"))
+    try:
+        if kind == "fat_tree":
+            return f"fat_tree k={t['k']}"
+        if kind == "leaf_spine":
+            return (
+                f"leaf_spine {t['leaves']} leaves x {t['spines']} spines, "
+                f"{t['hosts_per_leaf']} hosts per leaf"
+            )
+        if kind == "dragonfly":
+            return f"dragonfly p={t['p']} a={t['a']} h={t['h']} g={t['g']}"
+        if kind == "dragonfly_plus":
+            return (
+                f"dragonfly_plus {t['g']} groups of {t['leaves']} leaves x {t['spines']} spines, "
+                f"{t['hosts_per_leaf']} hosts per leaf, h={t['h']}"
+            )
+    except KeyError:
+        pass
+    params = " ".join(
+        f"{k}={v}"
+        for k, v in t.items()
+        if k not in _MEASURED_KEYS and not k.endswith("_link") and not isinstance(v, (dict, list))
+    )
+    return f"{kind} {params}".strip()
+
+
+def fabric_links(t: Mapping[str, Any]) -> str:
+    """The link rates of a fabric description: ``"100Gbps"`` when every tier has the same rate,
+    else per tier (``"100Gbps host / 400Gbps fabric"``), then the host links' delay."""
+    tiers = [str(x["tier"]) for x in t.get("tiers", [])]
+    dragonfly = "global" in tiers
+    named = []
+    for tier in tiers:
+        name = "local" if dragonfly and tier == "fabric" else tier
+        link = t.get(f"{name}_link")
+        if link:
+            named.append((name, link))
+    rates = {link["rate"] for _, link in named}
+    if len(rates) == 1:
+        text = next(iter(rates))
     else:
-        shape = f"leaf_spine {t['leaves']} leaves x {t['spines']} spines"
-    host = t["host_link"]
-    rate = host["rate"]
-    fabric = t["fabric_link"]["rate"]
-    links = rate if fabric == rate else f"{rate} host / {fabric} fabric"
+        text = " / ".join(f"{link['rate']} {name}" for name, link in named)
+    delay = t.get("host_link", {}).get("delay")
+    return f"{text}, {delay}" if delay else text
+
+
+def _topology_text(t: Mapping[str, Any]) -> str:
     return (
-        f"{shape} ({t['hosts']} hosts, {t['switches']} switches, {t['links']} links, "
-        f"{links}, {host['delay']})"
+        f"{fabric_shape(t)} ({t['hosts']} hosts, {t['switches']} switches, {t['links']} links, "
+        f"{fabric_links(t)})"
     )
 
 

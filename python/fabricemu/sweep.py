@@ -30,28 +30,42 @@ import queue
 import re
 import signal
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
 from ._core import __version__
-from .analysis import METRICS_SCHEMA, WALL_CLOCK_METRICS, metrics
-from .errors import ScenarioError
-from .results import open_result
+from ._outdir import OutputFolder, sigterm_as_interrupt
+from .errors import MissingTableError, ScenarioError
+from .metrics import (
+    METRICS_SCHEMA,
+    SYNTHETIC_KEYS,
+    WALL_CLOCK_METRICS,
+    _as_table,
+    _key_types,
+    _keys_list,
+    _table,
+    run_metrics,
+)
+from .results import Result, open_result, run
 from .scenario import PathLike, Scenario, as_scenario
 
 __all__ = [
     "SWEEP_FILE",
     "PointDone",
     "base_scenario",
+    "compare",
     "deterministic_columns",
     "expand",
     "open_sweep",
     "parameters",
     "point_name",
     "run_point",
+    "saturation",
     "sweep",
 ]
 
@@ -71,9 +85,14 @@ Grid = Union[Mapping[str, Sequence[Any]], Sequence[Mapping[str, Any]]]
 class PointDone:
     """What ``progress`` is told each time a point is done.
 
+    Fields: ``index`` (the point's position in the sweep), ``name`` (its folder under ``runs/``),
+    ``params`` (its parameters: key path -> value, and ``seed``; also readable as ``parameters``),
+    ``status``, ``row``, ``done`` (points finished so far) and ``total``.
+
     ``status`` is ``"ran"``, ``"reused"`` (its run folder already held a complete run of the same
-    scenario), or ``"failed"`` (``row["error"]`` says why). ``row`` is ``{"seed": ..., "run": ...,
-    "metrics": {...} or None, "error": ... or None}``; ``done`` counts the points finished so far.
+    scenario), or ``"failed"`` (``error`` says why). ``row`` is ``{"seed": ..., "run": ...,
+    "metrics": {...} or None, "error": ... or None}``; ``metrics`` and ``error`` give its two last
+    entries directly (``p.metrics["slowdown_p99"]``).
     """
 
     index: int
@@ -83,6 +102,21 @@ class PointDone:
     row: Dict[str, Any] = field(repr=False)
     done: int
     total: int
+
+    @property
+    def parameters(self) -> Dict[str, Any]:
+        """The point's parameters (the same as ``params``)."""
+        return self.params
+
+    @property
+    def metrics(self) -> Optional[Dict[str, Any]]:
+        """The run's metrics (the sweep table's metric columns), None if the point failed."""
+        return self.row.get("metrics")
+
+    @property
+    def error(self) -> Optional[str]:
+        """Why the point failed, None if it ran."""
+        return self.row.get("error")
 
 
 # -- points -----------------------------------------------------------------------------------------
@@ -197,28 +231,17 @@ def run_point(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
     including a Dask cluster, can run it).
 
     ``scenario`` is a scenario dictionary (normalised or as written), ``out`` the run's folder
-    (earlier tables in it are removed first). Returns ``{"metrics": {...}, "error": None}`` or, when
-    the run fails, ``{"metrics": None, "error": "<ExceptionClass>: <message>"}``.
+    (an earlier run there is replaced whole when this one ends). Returns
+    ``{"metrics": {...}, "error": None}`` or, when the run fails,
+    ``{"metrics": None, "error": "<ExceptionClass>: <message>"}``.
     """
-    from .results import run
-
     try:
-        _clear_run_folder(Path(out))
-        result = run(Scenario.from_dict(scenario), out=out)
+        result = run(Scenario.from_dict(scenario), out=out, overwrite=True)
         if result.interrupted:
             return {"metrics": None, "error": "interrupted"}
-        return {"metrics": metrics(result), "error": None}
+        return {"metrics": result.metrics(), "error": None}
     except Exception as e:  # the point's row reports it; the sweep goes on
         return {"metrics": None, "error": f"{type(e).__name__}: {e}"}
-
-
-def _clear_run_folder(path: Path) -> None:
-    """Remove the outputs of an earlier (incomplete or outdated) run from a point's folder."""
-    if not path.is_dir():
-        return
-    for p in path.iterdir():
-        if p.is_file() and (p.suffix == ".arrow" or p.name == "run.json" or p.name.startswith(".")):
-            p.unlink()
 
 
 def _complete_run(path: Path, scenario: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -230,7 +253,7 @@ def _complete_run(path: Path, scenario: Dict[str, Any]) -> Optional[Dict[str, An
     if not isinstance(info, dict) or info.get("interrupted", True) or info.get("scenario") != scenario:
         return None
     try:
-        return metrics(open_result(path))
+        return open_result(path).metrics()
     except (OSError, ValueError, KeyError, pa.ArrowException):
         return None
 
@@ -248,6 +271,7 @@ def sweep(
     *,
     resume: bool = True,
     progress: Optional[Callable[[PointDone], Any]] = None,
+    overwrite: bool = False,
 ) -> pa.Table:
     """Run ``base`` (a :class:`Scenario`, a TOML path or a dictionary) at every point of ``grid``
     (see :func:`expand`) and every seed of ``seeds``; one row per run.
@@ -268,10 +292,15 @@ def sweep(
       its row is read from the folder (so re-running an interrupted sweep finishes it). False runs
       every point.
     - ``progress``: called with a :class:`PointDone` as each point finishes.
+    - ``overwrite``: use ``out`` even if it is a non-empty folder that holds no sweep (no
+      sweep.arrow or runs/); otherwise such a folder is refused. ``out`` is locked while the sweep
+      runs (a second sweep on it raises :class:`fabricemu.OutputFolderBusy`), and each point's run
+      is written as :func:`fabricemu.run` writes one (moved into ``runs/<point>`` whole when done).
 
-    Ctrl-C (or an exception raised by ``progress``) cancels the points not started and stops the
-    running ones, writes the table of the points done (the others with error "interrupted") and
-    raises it; running the sweep again resumes the sweep.
+    Ctrl-C, SIGTERM (as :class:`fabricemu.Terminated`) or an exception raised by ``progress``
+    cancels the points not started and stops the running ones, writes the table of the points done
+    (the others with error "interrupted") and raises it; running the sweep again resumes the sweep.
+    A worker whose sweep process is killed outright exits within a second.
     """
     base_scenario = as_scenario(base)
     points = expand(grid, seeds)
@@ -288,27 +317,37 @@ def sweep(
         out_dir = Path(tmp.name)
     else:
         out_dir = Path(out)
+    lock = (
+        OutputFolder(out_dir, overwrite=overwrite, stage=False, markers=(SWEEP_FILE, RUNS_DIR), what="sweep")
+        if tmp is None
+        else None
+    )
     try:
+        if lock is not None:
+            lock.__enter__()
         out_dir.mkdir(parents=True, exist_ok=True)
-        rows = _run_points(
-            base_scenario,
-            points,
-            names,
-            out_dir,
-            keep_paths=tmp is None,
-            jobs=jobs,
-            executor=executor,
-            resume=resume,
-            progress=progress,
-            on_interrupt=lambda rows: (
-                _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
-            ),
-        )
+        with sigterm_as_interrupt():
+            rows = _run_points(
+                base_scenario,
+                points,
+                names,
+                out_dir,
+                keep_paths=tmp is None,
+                jobs=jobs,
+                executor=executor,
+                resume=resume,
+                progress=progress,
+                on_interrupt=lambda rows: (
+                    _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
+                ),
+            )
         table = _build_table(rows, points, param_names, base_scenario)
         if tmp is None:
             _write_table(out_dir / SWEEP_FILE, table)
         return table
     finally:
+        if lock is not None:
+            lock.__exit__(None, None, None)
         if tmp is not None:
             tmp.cleanup()
 
@@ -467,13 +506,32 @@ def _run_points(
 
 
 def _local_pool(workers: int) -> cf.ProcessPoolExecutor:
-    return cf.ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
+    return cf.ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(os.getpid(),))
 
 
-def _ignore_ctrl_c() -> None:
+def _init_worker(parent: int) -> None:
     """In the local pool's workers: Ctrl-C is the parent's to handle (it stops the workers), so that
-    idle workers do not print tracebacks."""
+    idle workers do not print tracebacks; SIGTERM (the parent stopping a worker) ends the worker at
+    once; and a worker whose parent is gone (killed, even with SIGKILL) exits within a second
+    instead of living on as an orphan."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_now)
+    threading.Thread(target=_watch_parent, args=(parent,), name="fabricemu-parent-watch", daemon=True).start()
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    os._exit(128 + signum)
+
+
+#: How often a worker checks that its parent is alive (seconds).
+PARENT_CHECK_INTERVAL = 0.5
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_CHECK_INTERVAL)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def _stop_workers(pool: cf.Executor) -> None:
@@ -556,6 +614,144 @@ def _write_table(path: Path, table: pa.Table) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+# -- comparing runs and sweeps ---------------------------------------------------------------------
+
+
+def compare(*sources: Any, names: Optional[Sequence[str]] = None) -> pa.Table:
+    """The metrics (:func:`fabricemu.metrics.run_metrics`) of several runs side by side (each a
+    :class:`fabricemu.Result`, an output folder, a flows table or a dict of tables): a
+    ``metric`` column, then one column per run
+    (named by ``names``, default the output folders' names); with two runs also ``change``, the
+    relative change from the first to the second (``b / a - 1``; null when ``a`` is 0 or null).
+    The synthetic-traffic metrics are left out unless one of the runs has them."""
+    if len(sources) < 2:
+        raise ValueError("compare needs at least two runs")
+    if names is None:
+        names = [_source_name(s, i) for i, s in enumerate(sources)]
+    names = list(names)
+    if len(names) != len(sources):
+        raise ValueError(f"{len(names)} names for {len(sources)} runs")
+    seen: Dict[str, int] = {}
+    unique = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        unique.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
+    rows = [_metrics_of(s) for s in sources]
+    names_shown = [
+        m for m in METRICS_SCHEMA.names if m not in SYNTHETIC_KEYS or any(row[m] is not None for row in rows)
+    ]
+    columns: Dict[str, List[Any]] = {"metric": names_shown}
+    types: Dict[str, pa.DataType] = {"metric": pa.string()}
+    for name, row in zip(unique, rows):
+        columns[name] = [None if row[m] is None else float(row[m]) for m in names_shown]
+        types[name] = pa.float64()
+    if len(rows) == 2:
+        a, b = (columns[unique[0]], columns[unique[1]])
+        columns["change"] = [None if x in (None, 0) or y is None else y / x - 1 for x, y in zip(a, b)]
+        types["change"] = pa.float64()
+    return _table(columns, types)
+
+
+def _metrics_of(source: Any) -> Dict[str, Any]:
+    """The metrics of one run given as a Result, an output folder, a flows table or a dict of
+    tables (``{"flows": ..., "links": ..., "pfc": ...}``)."""
+    if isinstance(source, Result):
+        return source.metrics()
+    if isinstance(source, (str, os.PathLike)):
+        return open_result(source).metrics()
+    if isinstance(source, Mapping):
+        tables = {str(k): _as_table(v) for k, v in source.items()}
+        if "flows" not in tables:
+            raise MissingTableError("flows", "the tables given", "pass {'flows': ..., ...}")
+        return run_metrics(tables["flows"], None, links=tables.get("links"), pfc=tables.get("pfc"))
+    return run_metrics(_as_table(source), None)
+
+
+def saturation(
+    table: Any,
+    load: str = "workload.0.load",
+    *,
+    by: Union[str, Sequence[str], None] = None,
+    tolerance: float = 0.05,
+    accepted: str = "accepted_throughput",
+    offered: str = "offered_load",
+) -> pa.Table:
+    """Saturation of open-loop synthetic traffic from a sweep over the offered load (the table of
+    :func:`fabricemu.sweep` or :func:`fabricemu.open_sweep`, or a folder holding one).
+
+    Rows with an error or no accepted throughput are ignored; several seeds at one load are
+    averaged. Per group of ``by`` (e.g. ``"routing.load_balancing"``; default: one group):
+
+    - ``saturation_throughput``: the largest (mean) accepted throughput over the loads swept, and
+      ``at_load``, the load where it was reached;
+    - ``saturation_load``: the lowest swept load at which the accepted throughput falls below the
+      offered load (the realised ``offered`` column, else the swept load) by more than
+      ``tolerance`` (relative: accepted < (1 - tolerance) x offered); null if it never does;
+    - ``loads``: how many loads the group has.
+
+    >>> table = fabricemu.sweep("scenarios/synthetic_load.toml",
+    ...                         grid={"workload.0.load": [0.2, 0.4, 0.6, 0.8, 1.0]})  # doctest: +SKIP
+    >>> analysis.saturation(table)  # doctest: +SKIP
+    """
+    if isinstance(table, (str, os.PathLike)):
+        table = open_sweep(table)
+    table = _as_table(table)
+    keys = _keys_list(by)
+    for column in (load, accepted, *keys):
+        if column not in table.column_names:
+            raise KeyError(f"the table has no column {column!r} (columns: {', '.join(table.column_names)})")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), found {tolerance}")
+    rows = table.to_pylist()
+    groups: Dict[Tuple[Any, ...], Dict[float, List[Tuple[float, float]]]] = {}
+    for r in rows:
+        if r.get("error") is not None or r.get(accepted) is None or r.get(load) is None:
+            continue
+        x = float(r[load])
+        got = float(r[accepted])
+        off = r.get(offered)
+        groups.setdefault(tuple(r[k] for k in keys), {}).setdefault(x, []).append(
+            (got, float(off) if off is not None else x)
+        )
+    cols: Dict[str, List[Any]] = {k: [] for k in keys}
+    cols.update({"saturation_throughput": [], "at_load": [], "saturation_load": [], "loads": []})
+    try:
+        order = sorted(groups, key=lambda k: tuple((v is None, v) for v in k))
+    except TypeError:  # keys of mixed types: keep the table's order
+        order = list(groups)
+    for key in order:
+        by_load = groups[key]
+        means = [
+            (x, sum(a for a, _ in v) / len(v), sum(o for _, o in v) / len(v))
+            for x, v in sorted(by_load.items())
+        ]
+        best = max(means, key=lambda m: m[1])
+        saturated = next((x for x, a, o in means if a < (1 - tolerance) * o), None)
+        for k, v in zip(keys, key):
+            cols[k].append(v)
+        cols["saturation_throughput"].append(best[1])
+        cols["at_load"].append(best[0])
+        cols["saturation_load"].append(saturated)
+        cols["loads"].append(len(means))
+    types: Dict[str, pa.DataType] = {
+        "saturation_throughput": pa.float64(),
+        "at_load": pa.float64(),
+        "saturation_load": pa.float64(),
+        "loads": pa.int64(),
+    }
+    types.update(_key_types(table, keys))
+    return _table(cols, types)
+
+
+def _source_name(source: Any, i: int) -> str:
+    if isinstance(source, Result):
+        return source.out.name or str(source.out)
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        return p.name or str(p)
+    return f"run {i + 1}"
 
 
 # -- reading a sweep --------------------------------------------------------------------------------

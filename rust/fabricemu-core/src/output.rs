@@ -43,7 +43,8 @@ fn per_second(count: u64, wall_seconds: f64) -> f64 {
 /// Write `dir/flows.arrow`, `dir/collectives.arrow` (if the scenario has collectives) and then
 /// `dir/run.json` (creating `dir` if needed), each atomically, and return the run.json value:
 /// `scenario` (the scenario as a JSON object), `seed`, `version`, `interrupted`, `wall_seconds`,
-/// `stats` (every [`crate::RunStats`] counter), `workloads` (see [`workload_reports`]), and for
+/// `stats` (every [`crate::RunStats`] counter), `workloads` (see [`workload_reports`]), `fabric`
+/// (the fabric as built, [`crate::topology::summary::describe`]), and for
 /// convenience `simulated_ps`, `events`, `packet_hops`, `events_per_second`,
 /// `packet_hops_per_second` (0 when `wall_seconds` is 0), and with synthetic workloads `synthetic`
 /// (the measurement window's [`crate::engine::SyntheticStats`]).
@@ -104,6 +105,7 @@ pub fn write_outputs(
         "packet_hops_per_second": per_second(stats.packet_hops, wall_seconds),
         "stats": serde_json::to_value(&stats).map_err(io::Error::other)?,
         "workloads": workload_reports(sim, &plan),
+        "fabric": crate::topology::summary::describe(&sim.world().fabric, &scenario["topology"]),
     });
     if let Some(synth) = sim.synthetic_stats() {
         run.as_object_mut().expect("an object").insert(

@@ -5,13 +5,10 @@
 //! Delay", CoNEXT 2016 (fluid-model fixed point, shared/reference/dcqcn_fluid_fixed_point.csv).
 
 use arrow_array::{Array, UInt32Array, UInt64Array, UInt8Array};
-use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::Simulation;
 
-fn build(toml: &str) -> Simulation {
-    let (_, spec) = parse_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    Simulation::new(&spec).unwrap()
-}
+mod common;
+use common::build;
 
 fn u64s(a: &dyn Array) -> Vec<u64> {
     a.as_any()

@@ -7,6 +7,8 @@ use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::topology::Tier;
 use fabricemu_core::Simulation;
 
+mod common;
+
 fn all_pairs_flows(hosts: u32, stride: u32) -> String {
     let mut v = Vec::new();
     for s in (0..hosts).step_by(stride as usize) {
@@ -130,11 +132,7 @@ fn worst_case_flows(size: &str) -> String {
 }
 
 fn run(toml: &str) -> fabricemu_core::RunStats {
-    let (_, spec) = parse_toml(toml, "df.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
-    let st = sim.run_to_end();
-    sim.check_conservation().unwrap();
-    st
+    common::run(toml).stats()
 }
 
 #[test]

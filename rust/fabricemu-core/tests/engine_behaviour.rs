@@ -1,21 +1,11 @@
 //! Engine behaviour: determinism, packet conservation, drop-tail loss and recovery, incast rounds,
 //! oversubscription and stop times.
 
-use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::trace::flows::{write_flows_to, FlowRow};
 use fabricemu_core::{Simulation, StepOutcome};
 
-fn build(toml: &str) -> Simulation {
-    let (_, spec) = parse_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    Simulation::new(&spec).unwrap()
-}
-
-fn run(toml: &str) -> Simulation {
-    let mut sim = build(toml);
-    sim.run_to_end();
-    sim.check_conservation().unwrap();
-    sim
-}
+mod common;
+use common::{build, run};
 
 fn flows_bytes(sim: &Simulation) -> Vec<u8> {
     write_flows_to(Vec::new(), &sim.flow_rows(), &sim.workload_names(), &[]).unwrap()

@@ -1,17 +1,10 @@
 //! Exactness: single flows and a shared link finish at the analytic time, to the picosecond.
 //! Source of the expectations: store-and-forward timing, computed by hand below (no tolerance).
 
-use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::transport::ideal::{ideal_fct_by_recurrence, Hop};
-use fabricemu_core::Simulation;
 
-fn run(toml: &str) -> Simulation {
-    let (_, spec) = parse_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
-    sim.run_to_end();
-    sim.check_conservation().unwrap();
-    sim
-}
+mod common;
+use common::run;
 
 /// Serialisation of `bytes` at 100 Gbps: 80 ps per byte.
 fn ser100(bytes: u64) -> u64 {

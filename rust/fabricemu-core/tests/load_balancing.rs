@@ -7,13 +7,8 @@
 use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::Simulation;
 
-fn run(toml: &str) -> Simulation {
-    let (_, spec) = parse_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap_or_else(|e| panic!("{e}"));
-    sim.run_to_end();
-    sim.check_conservation().unwrap();
-    sim
-}
+mod common;
+use common::run;
 
 fn topology(kind: &str) -> &'static str {
     match kind {

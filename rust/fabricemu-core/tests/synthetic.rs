@@ -15,22 +15,12 @@
 //!   behind its successors) fails.
 
 use fabricemu_core::engine::SyntheticStats;
-use fabricemu_core::scenario::{parse_toml, Scenario, ScenarioError};
+use fabricemu_core::scenario::{parse_toml, ScenarioError};
 use fabricemu_core::workload::{self, Start};
 use fabricemu_core::Simulation;
 
-fn spec(toml: &str) -> Scenario {
-    parse_toml(toml, "test.toml")
-        .unwrap_or_else(|e| panic!("{e}"))
-        .1
-}
-
-fn run(toml: &str) -> Simulation {
-    let mut sim = Simulation::new(&spec(toml)).unwrap();
-    sim.run_to_end();
-    sim.check_conservation().unwrap();
-    sim
-}
+mod common;
+use common::{run, scenario_error as err, spec};
 
 fn stats(sim: &Simulation) -> SyntheticStats {
     sim.synthetic_stats().expect("a synthetic workload")
@@ -482,13 +472,6 @@ pattern = "uniform_random"
 load = 0.5
 size = "4KiB"
 "#;
-
-fn err(text: &str) -> ScenarioError {
-    match parse_toml(text, "bad.toml") {
-        Ok(_) => panic!("expected an error for:\n{text}"),
-        Err(e) => e,
-    }
-}
 
 fn base_with(from: &str, to: &str) -> String {
     assert_eq!(BASE.matches(from).count(), 1, "{from:?} must occur once");

@@ -12,15 +12,11 @@ use arrow_schema::DataType;
 use fabricemu_core::trace::flows::{write_flows, FlowRow, BATCH_ROWS, COLUMNS};
 use fabricemu_core::trace::run_json::write_run_json;
 
+mod common;
+
 /// A fresh, empty directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "fabricemu-trace-files-{name}-{}",
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("trace-files", name)
 }
 
 fn entries(dir: &Path) -> Vec<String> {

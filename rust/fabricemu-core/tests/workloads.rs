@@ -20,37 +20,17 @@ use std::path::{Path, PathBuf};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
-use fabricemu_core::scenario::{parse_toml, to_json, Scenario};
+use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::trace::collectives::CollectiveRow;
 use fabricemu_core::trace::flows::{FlowLabels, FlowRow};
 use fabricemu_core::workload::{self, cdf::Cdf, Start};
 use fabricemu_core::Simulation;
 
-fn spec(toml: &str) -> Scenario {
-    parse_toml(toml, "test.toml")
-        .unwrap_or_else(|e| panic!("{e}"))
-        .1
-}
-
-fn run(toml: &str) -> Simulation {
-    let mut sim = Simulation::new(&spec(toml)).unwrap();
-    sim.run_to_end();
-    sim.check_conservation().unwrap();
-    sim
-}
+mod common;
+use common::{read_arrow, run, spec, write_run};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("fabricemu-workloads-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn read_arrow(path: &Path) -> Vec<RecordBatch> {
-    let f = fs::File::open(path).unwrap();
-    let reader = arrow_ipc::reader::FileReader::try_new(f, None).unwrap();
-    reader.map(|b| b.unwrap()).collect()
+    common::scratch("workloads", name)
 }
 
 const GBPS100: f64 = 100e9;
@@ -663,15 +643,6 @@ fn shuffled_ranks_are_a_seeded_placement() {
 }
 
 // ---- replay ---------------------------------------------------------------------------------
-
-fn write_run(toml: &str, dir: &Path) -> Simulation {
-    let (file, s) = parse_toml(toml, "t.toml").unwrap();
-    let mut sim = Simulation::new(&s).unwrap();
-    sim.run_to_end();
-    fabricemu_core::output::write_outputs(dir, &mut sim, &to_json(&file), s.seed, false, 0.0)
-        .unwrap();
-    sim
-}
 
 #[test]
 fn replay_reproduces_an_earlier_runs_flows_exactly() {

@@ -1,12 +1,15 @@
 //! Scenario parsing, validation and conversion: JSON text in, JSON or TOML text out.
 
-use fabricemu_core::scenario::{self, LinkSpec, Scenario, StopAt, TopologySpec, WorkloadSpec};
-use fabricemu_core::units::{format_bytes, format_rate, format_time};
+use std::panic::catch_unwind;
+
+use fabricemu_core::scenario::{self, Scenario, StopAt, WorkloadSpec};
+use fabricemu_core::topology::{self, summary};
+use fabricemu_core::units::{format_bytes, format_time};
 use fabricemu_core::ScenarioError as CoreScenarioError;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
 
-use crate::errors::scenario_error;
+use crate::errors::{panic_error, scenario_error};
 
 /// Validate scenario JSON; the validated spec and the normalised JSON (every default written out).
 pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, String)> {
@@ -57,11 +60,13 @@ pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
     Ok(value.to_string())
 }
 
-/// A summary of the validated scenario as JSON text: the fabric's size, links and the workloads.
+/// A summary of the validated scenario as JSON text: the fabric it builds (the core's
+/// description: settings, hosts, switches, links per role and tier) and the workloads.
 #[pyfunction]
 pub fn describe(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
-    let (spec, _) = validated(py, scenario_json)?;
-    Ok(summary(&spec).to_string())
+    let (spec, normalised) = validated(py, scenario_json)?;
+    let described = py.detach(|| summary(&spec, &normalised))?;
+    Ok(described.to_string())
 }
 
 fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {
@@ -71,82 +76,15 @@ fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {
     (Some(line), Some(column))
 }
 
-fn link(l: &LinkSpec) -> Value {
-    json!({ "rate": format_rate(l.rate_bps), "delay": format_time(l.delay_ps) })
-}
-
-fn summary(s: &Scenario) -> Value {
-    let hosts = s.topology.num_hosts() as u64;
-    let topology = match &s.topology {
-        TopologySpec::FatTree {
-            k,
-            host,
-            fabric,
-            core,
-        } => {
-            let k = *k as u64;
-            json!({
-                "kind": "fat_tree", "k": k, "hosts": hosts,
-                "switches": 5 * k * k / 4,
-                // cables: host-edge, edge-aggregation, aggregation-core (k^3/4 each)
-                "links": 3 * k * k * k / 4,
-                "host_link": link(host), "fabric_link": link(fabric), "core_link": link(core),
-            })
-        }
-        TopologySpec::LeafSpine {
-            leaves,
-            spines,
-            hosts_per_leaf,
-            host,
-            fabric,
-        } => {
-            let (l, sp) = (*leaves as u64, *spines as u64);
-            json!({
-                "kind": "leaf_spine", "leaves": l, "spines": sp, "hosts_per_leaf": hosts_per_leaf,
-                "hosts": hosts, "switches": l + sp, "links": hosts + l * sp,
-                "host_link": link(host), "fabric_link": link(fabric),
-            })
-        }
-        TopologySpec::Dragonfly {
-            p,
-            a,
-            h,
-            g,
-            host,
-            local,
-            global,
-            ..
-        } => {
-            let routers = (*a as u64) * (*g as u64);
-            let local_links = routers * (*a as u64 - 1) / 2;
-            let global_links = (*g as u64) * ((*a as u64 * *h as u64).min(*g as u64 - 1)) / 2;
-            json!({
-                "kind": "dragonfly", "p": p, "a": a, "h": h, "g": g,
-                "hosts": hosts, "switches": routers, "links": hosts + local_links + global_links,
-                "host_link": link(host), "local_link": link(local), "global_link": link(global),
-            })
-        }
-        TopologySpec::DragonflyPlus {
-            leaves,
-            spines,
-            hosts_per_leaf,
-            h,
-            g,
-            host,
-            local,
-            global,
-            ..
-        } => {
-            let (l, sp, gg) = (*leaves as u64, *spines as u64, *g as u64);
-            let global_links = gg * ((sp * *h as u64).min(gg - 1)) / 2;
-            json!({
-                "kind": "dragonfly_plus", "leaves": l, "spines": sp, "hosts_per_leaf": hosts_per_leaf,
-                "h": h, "g": g, "hosts": hosts, "switches": (l + sp) * gg,
-                "links": hosts + l * sp * gg + global_links,
-                "host_link": link(host), "local_link": link(local), "global_link": link(global),
-            })
-        }
-    };
+fn summary(s: &Scenario, normalised: &str) -> PyResult<Value> {
+    let scenario: Value = serde_json::from_str(normalised)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    // The fabric as the run builds it, described by the core (counts per role and tier).
+    let topology = catch_unwind(|| {
+        let fabric = topology::build(&s.topology, &s.switch);
+        summary::describe(&fabric, &scenario["topology"])
+    })
+    .map_err(|p| panic_error("building the fabric", p))?;
     let mut flows_total = 0u64;
     let mut bytes_total = 0u64;
     let workloads: Vec<Value> = s
@@ -210,7 +148,7 @@ fn summary(s: &Scenario) -> Value {
         StopAt::AllFlowsDone => json!("all_flows_done"),
         StopAt::Time(t) => json!(format_time(t)),
     };
-    json!({
+    Ok(json!({
         "name": s.name,
         "seed": s.seed,
         "stop": stop,
@@ -219,5 +157,5 @@ fn summary(s: &Scenario) -> Value {
         "flows": flows_total,
         "bytes": bytes_total,
         "volume": format_bytes(bytes_total),
-    })
+    }))
 }

@@ -13,12 +13,18 @@
 //!   oversubscription is downlink capacity over uplink capacity.
 //! - **Diameter**: the longest shortest path between two hosts, in links (host to host, never
 //!   through a third host).
+//!
+//! [`describe`] is the cheap part (sizes per role and tier, no max-flow, no search) joined with the
+//! scenario's own topology settings: the one description of a fabric that `fabricemu validate`, the
+//! scenario's reprs, `fabricemu topo`, run.json (`fabric`) and the report all show.
 
 use std::collections::VecDeque;
 
 use serde::Serialize;
+use serde_json::{json, Map, Value};
 
 use super::{Fabric, NodeId, Tier};
+use crate::units::{format_rate, format_time};
 
 /// Statistics of one fabric (see the module documentation for the definitions).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,7 +35,7 @@ pub struct FabricSummary {
     pub links: u32,
     /// Switches per role, in the order of their ids.
     pub roles: Vec<RoleSummary>,
-    /// Links per tier, in the order host, fabric, core (tiers without links are left out).
+    /// Links per tier, in the order host, fabric, core, global (tiers without links are left out).
     pub tiers: Vec<TierSummary>,
     /// Maximum flow between the two host halves, bits per second (one direction).
     pub bisection_bps: u64,
@@ -65,7 +71,7 @@ pub struct RoleSummary {
 /// The links of one tier.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TierSummary {
-    /// "host", "fabric" or "core".
+    /// "host", "fabric", "core" or "global" (between dragonfly groups).
     pub tier: &'static str,
     pub links: u32,
     pub rate_min_bps: u64,
@@ -74,6 +80,88 @@ pub struct TierSummary {
     pub capacity_bps: u64,
     pub delay_min_ps: u64,
     pub delay_max_ps: u64,
+}
+
+/// The size of a fabric as built: what [`describe`] adds to the scenario's topology settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FabricSize {
+    pub hosts: u32,
+    pub switches: u32,
+    /// Bidirectional links (cables), host links included.
+    pub links: u32,
+    /// Switches per role, in the order of their ids.
+    pub roles: Vec<RoleCount>,
+    /// Links per tier, in the order host, fabric, core, global (tiers without links are left out).
+    pub tiers: Vec<TierSummary>,
+}
+
+/// How many switches have one role.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoleCount {
+    pub role: String,
+    pub switches: u32,
+}
+
+/// Hosts, switches, links, switches per role and links per tier of `fabric`.
+pub fn size(fabric: &Fabric) -> FabricSize {
+    let mut roles: Vec<RoleCount> = Vec::new();
+    for n in fabric.num_hosts..fabric.num_nodes {
+        let role = fabric.role[n as usize];
+        match roles.iter_mut().find(|r| r.role == role) {
+            Some(r) => r.switches += 1,
+            None => roles.push(RoleCount {
+                role: role.to_string(),
+                switches: 1,
+            }),
+        }
+    }
+    FabricSize {
+        hosts: fabric.num_hosts,
+        switches: fabric.num_nodes - fabric.num_hosts,
+        links: fabric.num_ports() / 2,
+        roles,
+        tiers: tiers(fabric),
+    }
+}
+
+/// The description of the fabric built from a scenario's (normalised) `topology` table: its
+/// settings as written (`kind` and the shape parameters such as `k`, `leaves`, `p`, `a`, `h`, `g`;
+/// link rate and delay keys are left out), then, measured on `fabric`: `hosts`, `switches`, `links`,
+/// `roles` and `tiers` (see [`FabricSize`]), and per tier `<tier>_link = { rate, delay }`, the tier
+/// named `host`, `fabric`, `core`, or for dragonflies `local` and `global` (rates or delays that
+/// differ within a tier are written as a range, `"min-max"`).
+pub fn describe(fabric: &Fabric, topology: &Value) -> Value {
+    let mut out = Map::new();
+    if let Value::Object(t) = topology {
+        for (key, value) in t {
+            let link_setting = key.ends_with("_rate") || key.ends_with("_delay");
+            if !link_setting && !value.is_object() && !value.is_array() && !value.is_null() {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    let size = size(fabric);
+    let dragonfly = size.tiers.iter().any(|t| t.tier == "global");
+    for t in &size.tiers {
+        let name = match t.tier {
+            "fabric" if dragonfly => "local",
+            other => other,
+        };
+        let range = |lo: String, hi: String| if lo == hi { lo } else { format!("{lo}-{hi}") };
+        out.insert(
+            format!("{name}_link"),
+            json!({
+                "rate": range(format_rate(t.rate_min_bps), format_rate(t.rate_max_bps)),
+                "delay": range(format_time(t.delay_min_ps), format_time(t.delay_max_ps)),
+            }),
+        );
+    }
+    out.insert("hosts".into(), json!(size.hosts));
+    out.insert("switches".into(), json!(size.switches));
+    out.insert("links".into(), json!(size.links));
+    out.insert("roles".into(), json!(size.roles));
+    out.insert("tiers".into(), json!(size.tiers));
+    Value::Object(out)
 }
 
 /// The name of a tier as reports and traces write it.
@@ -184,7 +272,7 @@ fn roles(f: &Fabric, levels: &[u32]) -> Vec<RoleSummary> {
 
 fn tiers(f: &Fabric) -> Vec<TierSummary> {
     let mut out = Vec::new();
-    for tier in [Tier::Host, Tier::Fabric, Tier::Core] {
+    for tier in [Tier::Host, Tier::Fabric, Tier::Core, Tier::Global] {
         let mut t = TierSummary {
             tier: tier_name(tier),
             links: 0,
@@ -491,5 +579,88 @@ mod tests {
         let one = summarize(&leaf_spine::build(1, 2, 4, link(G100), link(G100)));
         assert_eq!(one.diameter_links, Some(2));
         assert_eq!(one.bisection_bps, 2 * G100);
+    }
+}
+
+#[cfg(test)]
+mod description_tests {
+    use super::*;
+    use crate::scenario;
+    use crate::topology;
+
+    /// The fabric of a scenario given as TOML, and the normalised `topology` table.
+    fn built(toml_text: &str) -> (Fabric, Value) {
+        let (file, spec) = scenario::parse_toml(toml_text, "test.toml").expect("a valid scenario");
+        let json: Value = serde_json::from_str(&scenario::to_json(&file)).unwrap();
+        (
+            topology::build(&spec.topology, &spec.switch),
+            json["topology"].clone(),
+        )
+    }
+
+    const WORKLOAD: &str = "[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n";
+
+    #[test]
+    fn dragonfly_1k_counts_its_global_links() {
+        // scenarios/dragonfly_ugal_1k.toml: 33 groups, each pair joined by one global link.
+        let (f, t) = built(&format!(
+            "[topology]\nkind = \"dragonfly\"\np = 4\na = 8\nh = 4\ng = 33\n{WORKLOAD}"
+        ));
+        let s = summarize(&f);
+        let tiers: Vec<(&str, u32)> = s.tiers.iter().map(|t| (t.tier, t.links)).collect();
+        assert_eq!(
+            tiers,
+            [("host", 1056), ("fabric", 33 * 8 * 7 / 2), ("global", 528)]
+        );
+        assert_eq!(s.links, 1056 + 924 + 528);
+        let d = describe(&f, &t);
+        assert_eq!(d["kind"], "dragonfly");
+        assert_eq!((d["p"].clone(), d["g"].clone()), (json!(4), json!(33)));
+        assert_eq!(d["hosts"], 1056);
+        assert_eq!(d["switches"], 264);
+        assert_eq!(d["links"], 2508);
+        assert_eq!(d["global_link"]["rate"], d["local_link"]["rate"]);
+        assert!(d.get("fabric_link").is_none());
+        assert_eq!(d["roles"], json!([{"role": "router", "switches": 264}]));
+        assert!(
+            d.get("link_rate").is_none(),
+            "link settings are described per tier"
+        );
+    }
+
+    #[test]
+    fn every_kind_is_described_from_its_fabric() {
+        for (topo, hosts, switches, links) in [
+            ("kind = \"fat_tree\"\nk = 4", 16, 20, 48),
+            (
+                "kind = \"leaf_spine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4",
+                16,
+                6,
+                24,
+            ),
+            ("kind = \"dragonfly\"\np = 2\na = 4\nh = 2\ng = 9", 72, 36, 72 + 54 + 36),
+            (
+                "kind = \"dragonfly_plus\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\nh = 2\ng = 5",
+                20,
+                20,
+                20 + 20 + 10,
+            ),
+        ] {
+            let (f, t) = built(&format!("[topology]\n{topo}\n{WORKLOAD}"));
+            let d = describe(&f, &t);
+            assert_eq!(
+                (d["hosts"].clone(), d["switches"].clone(), d["links"].clone()),
+                (json!(hosts), json!(switches), json!(links)),
+                "{topo}"
+            );
+            let by_tier: u64 = d["tiers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["links"].as_u64().unwrap())
+                .sum();
+            assert_eq!(by_tier, links as u64, "{topo}: every link is in a tier");
+            assert_eq!(d["host_link"]["rate"], "100Gbps", "{topo}");
+        }
     }
 }
