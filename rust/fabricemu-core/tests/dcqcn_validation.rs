@@ -10,7 +10,7 @@ use fabricemu_core::Simulation;
 
 fn build(toml: &str) -> Simulation {
     let (_, spec) = parse_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    Simulation::new(&spec).unwrap()
+    Simulation::build(&spec).unwrap()
 }
 
 fn u64s(a: &dyn Array) -> Vec<u64> {

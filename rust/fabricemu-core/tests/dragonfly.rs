@@ -25,7 +25,7 @@ fn check_min_paths(topology: &str, hosts: u32, stride: u32) {
         all_pairs_flows(hosts, stride)
     );
     let (_, spec) = parse_toml(&toml, "df.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap();
     let st = sim.run_to_end();
     assert_eq!(st.flows_finished, st.flows_total);
     sim.check_conservation().unwrap();
@@ -87,7 +87,7 @@ fn dragonfly_plus_minimal_paths_cross_one_global_link() {
         all_pairs_flows(20, 1)
     );
     let (_, spec) = parse_toml(&toml, "dfp.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap();
     let st = sim.run_to_end();
     assert_eq!(st.flows_finished, st.flows_total);
     let w = sim.world();
@@ -131,7 +131,7 @@ fn worst_case_flows(size: &str) -> String {
 
 fn run(toml: &str) -> fabricemu_core::RunStats {
     let (_, spec) = parse_toml(toml, "df.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap();
     let st = sim.run_to_end();
     sim.check_conservation().unwrap();
     st
@@ -188,9 +188,12 @@ fn non_minimal_routing_relieves_the_worst_case() {
 
 fn deadlock_prone(lb: &str, hop_classes: bool) -> String {
     // Small buffers, PFC, every group at once toward the next one through random intermediate
-    // groups: pause dependencies between groups can close a cycle within one class.
+    // groups: pause dependencies between groups can close a cycle within one class. With hop
+    // classes each switch reserves PFC headroom for three lossless classes (about 450 KB here), so
+    // its buffer must be larger than that to be buildable at all.
+    let buffer = if hop_classes { "600KB" } else { "300KB" };
     format!(
-        "[topology]\n{DF72}\n[switch]\nbuffer = \"300KB\"\npfc = {{ enabled = true }}\n[routing]\nload_balancing = \"{lb}\"\nhop_classes = {hop_classes}\n[[workload]]\nkind = \"flows\"\nflows = [{}]",
+        "[topology]\n{DF72}\n[switch]\nbuffer = \"{buffer}\"\npfc = {{ enabled = true }}\n[routing]\nload_balancing = \"{lb}\"\nhop_classes = {hop_classes}\n[[workload]]\nkind = \"flows\"\nflows = [{}]",
         worst_case_flows("500KB")
     )
 }
@@ -233,7 +236,7 @@ fn non_minimal_routing_errors_name_the_key() {
     // On a dragonfly they may stay while a sweep varies the routing.
     for lb in ["min", "valiant", "ecmp"] {
         parse_toml(
-            &format!("[topology]\n{DF72}\n[routing]\nload_balancing = \"{lb}\"\nugal_candidates = 2\nugal_threshold = \"1KB\""),
+            &format!("[topology]\n{DF72}\n[routing]\nload_balancing = \"{lb}\"\nugal_candidates = 2\nugal_threshold = \"1KB\"\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\""),
             "t.toml",
         )
         .unwrap_or_else(|e| panic!("{lb}: {e}"));

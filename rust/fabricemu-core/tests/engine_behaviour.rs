@@ -7,7 +7,7 @@ use fabricemu_core::{Simulation, StepOutcome};
 
 fn build(toml: &str) -> Simulation {
     let (_, spec) = parse_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    Simulation::new(&spec).unwrap()
+    Simulation::build(&spec).unwrap()
 }
 
 fn run(toml: &str) -> Simulation {

@@ -7,7 +7,7 @@ use fabricemu_core::Simulation;
 
 fn run(toml: &str) -> Simulation {
     let (_, spec) = parse_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap();
     sim.run_to_end();
     sim.check_conservation().unwrap();
     sim

@@ -33,7 +33,7 @@ fn spec(toml: &str) -> Scenario {
 }
 
 fn run(toml: &str) -> Simulation {
-    let mut sim = Simulation::new(&spec(toml)).unwrap();
+    let mut sim = Simulation::build(&spec(toml)).unwrap();
     sim.run_to_end();
     sim.check_conservation().unwrap();
     sim
@@ -109,7 +109,7 @@ fn poisson_offered_load_and_sizes_match_the_target() {
             start = "10us"
         "#
         ));
-        let plan = workload::plan(&s.workloads, s.seed);
+        let plan = workload::plan(&s.workloads, s.seed).unwrap();
         let report = plan.reports[0].poisson.unwrap();
         let n = plan.flows.len();
         assert!(n as f64 > 0.9 * target_flows, "{name}: {n} flows");
@@ -155,7 +155,7 @@ fn ks_statistic_rejects_a_wrong_distribution() {
         count = 20000
     "#,
     );
-    let plan = workload::plan(&s.workloads, s.seed);
+    let plan = workload::plan(&s.workloads, s.seed).unwrap();
     let mut sizes: Vec<u64> = plan.flows.iter().map(|f| f.size_bytes).collect();
     let n = sizes.len() as f64;
     let web = Cdf::builtin("websearch").unwrap();
@@ -190,7 +190,7 @@ fn poisson_pairs_count_stop_time_and_user_csv() {
     "#,
         csv.display()
     ));
-    let plan = workload::plan(&s.workloads, s.seed);
+    let plan = workload::plan(&s.workloads, s.seed).unwrap();
     let first: Vec<_> = plan.flows.iter().filter(|f| f.workload == 0).collect();
     assert!(!first.is_empty());
     for f in &first {
@@ -650,7 +650,7 @@ fn shuffled_ranks_are_a_seeded_placement() {
                 &collective("all_reduce", "ring", "1MB", "rank_order = \"shuffled\"")
             )
         ));
-        workload::plan(&s.workloads, s.seed).collectives[0]
+        workload::plan(&s.workloads, s.seed).unwrap().collectives[0]
             .hosts
             .clone()
     };
@@ -666,7 +666,7 @@ fn shuffled_ranks_are_a_seeded_placement() {
 
 fn write_run(toml: &str, dir: &Path) -> Simulation {
     let (file, s) = parse_toml(toml, "t.toml").unwrap();
-    let mut sim = Simulation::new(&s).unwrap();
+    let mut sim = Simulation::build(&s).unwrap();
     sim.run_to_end();
     fabricemu_core::output::write_outputs(dir, &mut sim, &to_json(&file), s.seed, false, 0.0)
         .unwrap();

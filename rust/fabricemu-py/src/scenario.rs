@@ -2,6 +2,7 @@
 
 use fabricemu_core::scenario::{self, LinkSpec, Scenario, StopAt, TopologySpec, WorkloadSpec};
 use fabricemu_core::units::{format_bytes, format_rate, format_time};
+use fabricemu_core::workload::FlowPlan;
 use fabricemu_core::ScenarioError as CoreScenarioError;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
@@ -14,13 +15,17 @@ pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, Str
     Ok((spec, scenario::to_json(&file)))
 }
 
-/// Parse and validate scenario TOML; returns the normalised scenario as JSON text.
+/// Parse, validate and build scenario TOML (the fabric, fault links, replay and CDF files, the
+/// flow plan: everything that can fail before the first event); returns the normalised scenario
+/// as JSON text.
 ///
 /// Errors carry the key path, line and column; `source` (a file name) prefixes the message.
 #[pyfunction]
 #[pyo3(signature = (text, source = ""))]
 pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> {
-    let (file, _) = scenario::parse_toml(text, source).map_err(|e| scenario_error(py, &e))?;
+    let (file, _) = py
+        .detach(|| scenario::load_toml(text, source))
+        .map_err(|e| scenario_error(py, &e))?;
     Ok(scenario::to_json(&file))
 }
 
@@ -57,11 +62,15 @@ pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
     Ok(value.to_string())
 }
 
-/// A summary of the validated scenario as JSON text: the fabric's size, links and the workloads.
+/// A summary of the built scenario as JSON text: the fabric's size, links and the workloads (as
+/// they were planned: the scenario is built, so anything that fails before a run fails here).
 #[pyfunction]
 pub fn describe(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     let (spec, _) = validated(py, scenario_json)?;
-    Ok(summary(&spec).to_string())
+    let built = py
+        .detach(|| scenario::build(&spec))
+        .map_err(|e| scenario_error(py, &e))?;
+    Ok(summary(&built.scenario, &built.plan).to_string())
 }
 
 fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {
@@ -75,7 +84,7 @@ fn link(l: &LinkSpec) -> Value {
     json!({ "rate": format_rate(l.rate_bps), "delay": format_time(l.delay_ps) })
 }
 
-fn summary(s: &Scenario) -> Value {
+fn summary(s: &Scenario, plan: &FlowPlan) -> Value {
     let hosts = s.topology.num_hosts() as u64;
     let topology = match &s.topology {
         TopologySpec::FatTree {
@@ -185,15 +194,18 @@ fn summary(s: &Scenario) -> Value {
                     )
                 }
                 other => {
-                    // Planned as in a run (the flow count of a poisson workload is drawn).
+                    // As planned for the run (the flow count of a poisson workload is drawn).
                     let index = s
                         .workloads
                         .iter()
                         .position(|x| std::ptr::eq(x, w))
                         .unwrap_or(0);
-                    let plan = fabricemu_core::workload::plan_one(index, other, s.seed);
-                    let r = plan.reports[index];
-                    (r.flows, r.bytes, fabricemu_core::workload::describe(other))
+                    let r = &plan.reports[index];
+                    (
+                        r.flows,
+                        r.bytes,
+                        fabricemu_core::workload::describe(other, r),
+                    )
                 }
             };
             flows_total += flows;

@@ -1,8 +1,10 @@
 //! Fabric graphs: nodes (hosts first, then switches) and unidirectional links named by their egress
 //! port. Builders for each topology kind live in their own module.
 
+pub mod config;
 mod dragonfly;
 mod fat_tree;
+pub mod faults;
 mod leaf_spine;
 pub mod summary;
 

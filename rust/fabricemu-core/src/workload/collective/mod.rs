@@ -10,11 +10,14 @@
 //! (NVLink inside a server) are not modelled: every rank is one host (one NIC).
 
 pub mod all_to_all;
+mod config;
 pub mod halving_doubling;
 pub mod ring;
 pub mod tree;
 
 use std::collections::HashMap;
+
+pub use config::{CollectiveFile, GroupLayout, RankOrder};
 
 use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};
 use crate::scenario::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
@@ -217,6 +220,7 @@ mod tests {
             op,
             algorithm,
             groups: vec![(0..n as u32).collect()],
+            shuffle: None,
             size_bytes: size,
             iterations: 1,
             compute_gap_ps: 0,
