@@ -607,3 +607,30 @@ fn spelling_of_aliases_is_kept() {
         parse_toml(&relative, "t.toml").unwrap().1.topology
     );
 }
+
+#[test]
+fn repeated_gaps_stay_within_the_time_range() {
+    let e = err(&base_with(
+        "size = \"1MB\"",
+        "size = \"1MB\"\nrounds = 20\nround_gap = \"1000000s\"",
+    ));
+    check(
+        &e,
+        "workload.0.round_gap",
+        15,
+        13,
+        "exceeds the longest time a scenario may span (1000000s)",
+    );
+    let text = base_with(
+        "kind = \"permutation\"\nsize = \"64KB\"\n",
+        "kind = \"collective\"\nop = \"all_reduce\"\nsize = \"1MB\"\niterations = 3\ncompute_gap = \"600000s\"\n",
+    );
+    let e = err(&text);
+    check(
+        &e,
+        "workload.1.compute_gap",
+        20,
+        15,
+        "600000s x 2 more iterations",
+    );
+}

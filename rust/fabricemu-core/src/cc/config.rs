@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::check::Res;
-use crate::scenario::{CongestionControl, ScenarioError};
+use crate::config::check::Res;
+use crate::config::{CongestionControl, ScenarioError};
 
 use super::dcqcn_config::DcqcnFile;
 

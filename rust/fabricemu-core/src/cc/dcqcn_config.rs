@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::check::{fraction, positive_time, Res};
-use crate::scenario::values::{Duration, LinkRate, Size};
-use crate::scenario::{DcqcnSpec, ScenarioError};
+use crate::config::check::{fraction, positive_time, Res};
+use crate::config::values::{Duration, LinkRate, Size};
+use crate::config::{DcqcnSpec, ScenarioError};
 
 /// Whose defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::check::Res;
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{
+use crate::config::check::Res;
+use crate::config::values::{Duration, Size};
+use crate::config::{
     hash_field, HashFunction, LoadBalancing, NonMinimal, NonMinimalMode, Pick, RoutingSpec,
     ScenarioError, SwitchSpec, TransportSpec,
 };

@@ -4,8 +4,8 @@
 //! from its named stream ([`crate::rng::Stream`]). Done once per run; anything that can fail
 //! before the first event fails here, naming its key.
 
-use super::check::Res;
-use super::spec::Scenario;
+use crate::config::check::Res;
+use crate::config::spec::Scenario;
 use crate::switch::config::check_headroom;
 use crate::switch::pfc::Pfc;
 use crate::topology::faults::{self, LinkFault};

@@ -5,13 +5,12 @@
 
 use std::ops::Range;
 
-use serde_path_to_error::Segment;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::error::ScenarioError;
-use super::kinds::unmark;
 use super::schema::ScenarioFile;
+use crate::config::kinds::{path_of, unknown_field_key, unmark};
+use crate::config::ScenarioError;
 
 /// Deserialize TOML, reporting the key path and position of the first error.
 pub fn deserialize_toml(text: &str) -> Result<ScenarioFile, ScenarioError> {
@@ -67,26 +66,6 @@ pub fn from_json_error(e: serde_path_to_error::Error<serde_json::Error>) -> Scen
         }
     }
     serde_error(path, &msg)
-}
-
-/// Dotted key path of a `serde_path_to_error` path: `workload[0].size` becomes `workload.0.size`, the
-/// root (`.`) becomes the empty string.
-pub fn path_of(path: &serde_path_to_error::Path) -> String {
-    let mut out = String::new();
-    for seg in path.iter() {
-        if !out.is_empty() {
-            out.push('.');
-        }
-        match seg {
-            Segment::Seq { index } => out.push_str(&index.to_string()),
-            Segment::Map { key } => out.push_str(key),
-            Segment::Enum { variant } => out.push_str(variant),
-            Segment::Unknown => out.push('?'),
-            #[allow(unreachable_patterns)]
-            _ => out.push('?'),
-        }
-    }
-    out
 }
 
 /// Normalise a path as `serde_path_to_error` prints it (`workload[0].flows[2].dst`, `.`) to the dotted
@@ -152,13 +131,6 @@ fn serde_error(mut path: String, message: &str) -> ScenarioError {
         }
     }
     ScenarioError::at(path, message)
-}
-
-/// The key of serde's "unknown field `kk`, expected ..." message.
-pub(super) fn unknown_field_key(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let end = rest.find('`')?;
-    Some(&rest[..end])
 }
 
 /// The key of serde's "missing field `kind`" message.

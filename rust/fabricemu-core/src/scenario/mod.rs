@@ -7,19 +7,14 @@
 //! struct and checks live in the domain that owns it (see [`schema`]).
 
 mod build;
-pub mod check;
-mod error;
-pub mod kinds;
 mod locate;
 pub mod schema;
-pub mod spec;
 mod validate;
-pub mod values;
 
+pub use crate::config::spec::*;
+pub use crate::config::{check, kinds, spec, values, ScenarioError};
 pub use build::{build, Built};
-pub use error::ScenarioError;
 pub use schema::ScenarioFile;
-pub use spec::*;
 
 fn with_source(source_name: &str) -> impl Fn(ScenarioError) -> ScenarioError + '_ {
     move |mut e| {

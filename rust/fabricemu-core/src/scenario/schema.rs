@@ -6,10 +6,10 @@
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::spec::StopAt;
-use super::values::{bounded_time, Duration};
 pub use crate::cc::config::CcName;
 pub use crate::cc::dcqcn_config::{DcqcnFile, DcqcnVariant};
+use crate::config::spec::StopAt;
+use crate::config::values::{bounded_time, Duration};
 pub use crate::routing::config::RoutingFile;
 pub use crate::switch::config::{EcnFile, PfcFile, SwitchFile};
 pub use crate::topology::config::TopologyFile;

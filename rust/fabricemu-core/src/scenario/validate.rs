@@ -4,10 +4,10 @@
 //! `trace::config`, `topology::faults`, `workload::<kind>`); here are only the checks across
 //! sections. Pure: no file is read and no random number drawn (the build does both).
 
-use super::check::Res;
-use super::error::ScenarioError;
 use super::schema::ScenarioFile;
-use super::spec::*;
+use crate::config::check::Res;
+use crate::config::spec::*;
+use crate::config::ScenarioError;
 use crate::routing::config::hop_classes;
 use crate::transport::config::NicFile;
 use crate::workload::config::Context;

@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::check::{fraction, positive_size, priority_mask, Res};
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{
+use crate::config::check::{fraction, positive_size, priority_mask, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{
     EcnSpec, PfcSpec, PfcThreshold, ScenarioError, Scheduler, SwitchSpec, TransportSpec,
 };
 

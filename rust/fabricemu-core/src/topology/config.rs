@@ -2,10 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::check::{count, Res};
-use crate::scenario::kinds::kind_table;
-use crate::scenario::values::{Duration, LinkRate};
-use crate::scenario::{Arrangement, LinkSpec, ScenarioError, TopologySpec};
+use crate::config::check::{count, Res};
+use crate::config::kinds::kind_table;
+use crate::config::values::{Duration, LinkRate};
+use crate::config::{Arrangement, LinkSpec, ScenarioError, TopologySpec};
 
 const DEFAULT_RATE: u64 = 100_000_000_000;
 const DEFAULT_DELAY: u64 = 500_000;

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Fabric, PortId};
-use crate::scenario::check::Res;
-use crate::scenario::values::{Duration, LinkRate};
-use crate::scenario::{FaultKind, FaultSpec, NodeName, ScenarioError};
+use crate::config::check::Res;
+use crate::config::values::{Duration, LinkRate};
+use crate::config::{FaultKind, FaultSpec, NodeName, ScenarioError};
 
 /// A node named in a scenario: its id, or `"role:index"` (`"spine:0"`, `"core:3"`, `"host:12"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

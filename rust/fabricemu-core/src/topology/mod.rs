@@ -8,7 +8,7 @@ pub mod faults;
 mod leaf_spine;
 pub mod summary;
 
-use crate::scenario::{LinkSpec, SwitchSpec, TopologySpec};
+use crate::config::{LinkSpec, SwitchSpec, TopologySpec};
 use crate::units::{Rate, Time};
 
 pub type NodeId = u32;

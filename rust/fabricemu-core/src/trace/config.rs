@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::check::{positive_time, Res};
-use crate::scenario::values::Duration;
-use crate::scenario::{QueuesTraceSpec, RatesTraceSpec, ScenarioError, TraceSpec};
+use crate::config::check::{positive_time, Res};
+use crate::config::values::Duration;
+use crate::config::{QueuesTraceSpec, RatesTraceSpec, ScenarioError, TraceSpec};
 
 /// `[trace]`: which tables to write besides flows.arrow (more come with later features).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cc::config::CcName;
 use crate::cc::dcqcn_config::DcqcnFile;
-use crate::scenario::check::Res;
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{LossRecovery, NicArbitration, ScenarioError, TransportSpec};
+use crate::config::check::Res;
+use crate::config::values::{Duration, Size};
+use crate::config::{LossRecovery, NicArbitration, ScenarioError, TransportSpec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use crate::scenario::check::{hosts_or_all, Res};
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::WorkloadSpec;
+use crate::config::check::{hosts_or_all, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::WorkloadSpec;
 
 use super::{FlowInit, FlowPlan};
 use crate::units::Time;

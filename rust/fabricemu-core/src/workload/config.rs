@@ -10,10 +10,10 @@ use super::incast::IncastFile;
 use super::permutation::PermutationFile;
 use super::poisson::PoissonFile;
 use super::synthetic::SyntheticFile;
-use crate::scenario::check::{positive_size, Res};
-use crate::scenario::kinds::kind_table;
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{ReplaySpec, ScenarioError, StopAt, TopologySpec, WorkloadSpec};
+use crate::config::check::{positive_size, Res};
+use crate::config::kinds::kind_table;
+use crate::config::values::{Duration, Size};
+use crate::config::{ReplaySpec, ScenarioError, StopAt, TopologySpec, WorkloadSpec};
 use crate::units::{Bytes, Rate, Time};
 
 kind_table!(

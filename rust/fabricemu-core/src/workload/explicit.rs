@@ -3,12 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use crate::scenario::check::{host_id, Res};
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{ScenarioError, WorkloadSpec};
+use crate::config::check::{host_id, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{ScenarioError, WorkloadSpec};
 
 use super::{FlowInit, FlowPlan};
-use crate::scenario::FlowSpec;
+use crate::config::FlowSpec;
 
 pub fn expand(plan: &mut FlowPlan, workload: u32, flows: &[FlowSpec]) {
     for f in flows {

@@ -4,10 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
+use crate::config::check::{count, host_id, within_time_range, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{IncastSenders, ScenarioError, WorkloadSpec};
 use crate::rng::{Rng, RngStream};
-use crate::scenario::check::{count, host_id, Res};
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{IncastSenders, ScenarioError, WorkloadSpec};
 
 use super::{FlowInit, FlowPlan, Start};
 use crate::units::Time;
@@ -131,13 +131,15 @@ impl IncastFile {
             1_000_000,
             "a number of rounds",
         )?;
+        let round_gap_ps = self.round_gap.map(|d| d.0).unwrap_or(0);
+        within_time_range(&ctx.path("round_gap"), round_gap_ps, rounds - 1, "rounds")?;
         Ok(WorkloadSpec::Incast {
             receiver,
             senders,
             size_bytes: ctx.size(self.size, "a flow size like \"1MB\"")?,
             start_ps: start_of(self.start),
             rounds,
-            round_gap_ps: self.round_gap.map(|d| d.0).unwrap_or(0),
+            round_gap_ps,
         })
     }
 }

@@ -19,10 +19,10 @@ pub mod synthetic;
 
 use std::borrow::Cow;
 
-use crate::rng::{Rng, RngStream};
-use crate::scenario::{
+use crate::config::{
     CollectiveAlgorithm, CollectiveOp, NamedWorkload, ScenarioError, WorkloadSpec,
 };
+use crate::rng::{Rng, RngStream};
 use crate::units::{Bytes, Rate, Time};
 
 /// When a flow starts.
@@ -287,8 +287,8 @@ pub fn describe(spec: &WorkloadSpec, report: &WorkloadReport) -> serde_json::Val
         WorkloadSpec::Synthetic(s) => json!({
             "pattern": s.pattern.name(), "load": s.load, "size_bytes": s.size_bytes,
             "process": match s.process {
-                crate::scenario::ArrivalProcess::Bernoulli => "bernoulli",
-                crate::scenario::ArrivalProcess::Poisson => "poisson",
+                crate::config::ArrivalProcess::Bernoulli => "bernoulli",
+                crate::config::ArrivalProcess::Poisson => "poisson",
             },
             "senders": s.n_hosts, "window_ps": s.end_ps - s.start_ps,
         }),

@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 use super::cdf::{self, Cdf};
 use super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
 use super::{FlowInit, FlowPlan, PoissonReport};
+use crate::config::check::{host_id, hosts_or_all, quoted_list, Res};
+use crate::config::values::Duration;
+use crate::config::{CdfSource, PoissonPeers, PoissonSpec, ScenarioError, StopAt};
 use crate::rng::Rng;
-use crate::scenario::check::{host_id, hosts_or_all, quoted_list, Res};
-use crate::scenario::values::Duration;
-use crate::scenario::{CdfSource, PoissonPeers, PoissonSpec, ScenarioError, StopAt};
 use crate::units::PS_PER_SEC;
 
 /// `kind = "poisson"`: Poisson arrivals sized from a CDF at a target load.
@@ -67,8 +67,9 @@ impl PoissonFile {
                 ),
             )
         })?;
-        let cdf = match Cdf::builtin(cdf_name) {
-            Some(c) => CdfSource::Builtin(Arc::new(c)),
+        let builtin = Cdf::builtin(cdf_name);
+        let cdf = match &builtin {
+            Some(_) => CdfSource::Builtin,
             None => {
                 let looks_like_path =
                     cdf_name.contains('/') || cdf_name.contains('\\') || cdf_name.contains('.');
@@ -81,7 +82,7 @@ impl PoissonFile {
                         ),
                     ));
                 }
-                CdfSource::File(cdf_name.clone())
+                CdfSource::File
             }
         };
         const LOAD: &str = "the offered load as a fraction of the host link rate";
@@ -169,7 +170,7 @@ impl PoissonFile {
             mtu_bytes: ctx.mtu_bytes,
             header_bytes: ctx.header_bytes,
         };
-        if let CdfSource::Builtin(c) = &spec.cdf {
+        if let Some(c) = &builtin {
             check_volume(ctx.index, &spec, c)?;
         }
         Ok(spec)
@@ -251,9 +252,12 @@ pub fn mean_gap_ps(spec: &PoissonSpec, cdf: &Cdf) -> f64 {
 /// current directory) when the scenario is built.
 pub fn load_cdf(index: usize, spec: &PoissonSpec) -> Res<Arc<Cdf>> {
     let path = format!("workload.{index}.cdf");
-    match &spec.cdf {
-        CdfSource::Builtin(c) => Ok(c.clone()),
-        CdfSource::File(name) => {
+    let name = &spec.cdf_name;
+    match spec.cdf {
+        CdfSource::Builtin => Cdf::builtin(name).map(Arc::new).ok_or_else(|| {
+            ScenarioError::at(path.as_str(), format!("no shipped distribution {name:?}"))
+        }),
+        CdfSource::File => {
             let text = std::fs::read_to_string(name).map_err(|e| {
                 ScenarioError::at(path.as_str(), format!("cannot read {name:?}: {e}"))
             })?;

@@ -28,7 +28,7 @@ use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_schema::DataType;
 
 use super::{FlowInit, FlowPlan};
-use crate::scenario::FlowSpec;
+use crate::config::FlowSpec;
 use crate::units::{parse_bytes, parse_time, Time};
 
 /// The flows of a file, and their tags.

@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
 use super::{FlowInit, FlowPlan};
+use crate::config::check::{fraction, host_list, positive_size, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{ArrivalProcess, ScenarioError, StopAt, SyntheticPattern, SyntheticSpec};
 use crate::rng::{Rng, RngStream};
-use crate::scenario::check::{fraction, host_list, positive_size, Res};
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{ArrivalProcess, ScenarioError, StopAt, SyntheticPattern, SyntheticSpec};
 use crate::units::{Rate, Time};
 
 /// `pattern` of a synthetic workload (BookSim-style traffic patterns).
@@ -409,7 +409,7 @@ pub fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{ArrivalProcess, SyntheticPattern, SyntheticSpec};
+    use crate::config::{ArrivalProcess, SyntheticPattern, SyntheticSpec};
 
     fn spec(pattern: SyntheticPattern, n_hosts: u32, group_size: u32) -> SyntheticSpec {
         SyntheticSpec {

@@ -3,12 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
-use crate::rng::RngStream;
-use crate::scenario::check::{count, host_list, hosts_or_all, quoted_list, Res};
-use crate::scenario::values::{Duration, Size};
-use crate::scenario::{
+use crate::config::check::{count, host_list, hosts_or_all, quoted_list, within_time_range, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{
     CollectiveAlgorithm, CollectiveOp, CollectiveSpec, RankPlacement, ScenarioError,
 };
+use crate::rng::RngStream;
 
 /// How `hosts` split into groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +180,13 @@ impl CollectiveFile {
             (Some(c), _) => c.0,
             (None, _) => super::DEFAULT_TREE_CHUNK,
         };
+        let compute_gap_ps = self.compute_gap.map(|d| d.0).unwrap_or(0);
+        within_time_range(
+            &p("compute_gap"),
+            compute_gap_ps,
+            iterations - 1,
+            "iterations",
+        )?;
         let spec = CollectiveSpec {
             op,
             algorithm,
@@ -187,7 +194,7 @@ impl CollectiveFile {
             shuffle,
             size_bytes,
             iterations,
-            compute_gap_ps: self.compute_gap.map(|d| d.0).unwrap_or(0),
+            compute_gap_ps,
             start_ps: start_of(self.start),
             chunk_bytes,
             chunk_interval_ps: super::chunk_interval(

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 pub use config::{CollectiveFile, GroupLayout, RankOrder};
 
 use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};
-use crate::scenario::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
+use crate::config::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
 use crate::units::{serialisation_ps, Bytes, Rate, Time};
 
 /// The tree's pipeline chunk when the scenario does not set `chunk_size`.
@@ -208,7 +208,7 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::CollectiveSpec;
+    use crate::config::CollectiveSpec;
 
     fn spec(
         op: CollectiveOp,

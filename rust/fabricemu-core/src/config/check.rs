@@ -110,3 +110,20 @@ pub fn quoted_list(names: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// `gap` repeated `times` times must stay within the time range of a scenario
+/// ([`super::values::MAX_TIME_PS`]), so that no time the run computes from them can wrap.
+pub fn within_time_range(path: &str, gap: u64, times: u32, what: &str) -> Res<()> {
+    let max = super::values::MAX_TIME_PS;
+    if gap.saturating_mul(times as u64) > max {
+        return Err(ScenarioError::at(
+            path,
+            format!(
+                "{} x {times} more {what} exceeds the longest time a scenario may span ({})",
+                crate::units::format_time(gap),
+                crate::units::format_time(max)
+            ),
+        ));
+    }
+    Ok(())
+}

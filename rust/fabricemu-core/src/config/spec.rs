@@ -1,11 +1,8 @@
 //! The validated scenario the engine runs: every default applied, every id checked, units resolved.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Bytes, Rate, Time};
-use crate::workload::cdf::Cdf;
 
 /// When the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,13 +343,13 @@ pub enum PoissonPeers {
     Pairs(Vec<Vec<u32>>),
 }
 
-/// Where a Poisson workload's flow sizes come from.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a Poisson workload's flow sizes come from (`PoissonSpec::cdf_name` names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CdfSource {
     /// A shipped distribution.
-    Builtin(Arc<Cdf>),
+    Builtin,
     /// A CSV file of `size_bytes,cdf` points, read when the scenario is built.
-    File(String),
+    File,
 }
 
 /// Poisson flow arrivals with sizes from a CDF, at a target load of the senders' host links.

@@ -83,9 +83,9 @@ impl KindTable {
         others: &[&'static [&'static str]],
     ) -> Result<T, E> {
         serde_path_to_error::deserialize(self.rest).map_err(|e| {
-            let path = super::locate::path_of(e.path());
+            let path = path_of(e.path());
             let message = e.inner().to_string();
-            let Some(key) = super::locate::unknown_field_key(&message) else {
+            let Some(key) = unknown_field_key(&message) else {
                 return E::custom(marked(&path, &message));
             };
             let key = key.to_string();
@@ -161,7 +161,7 @@ macro_rules! kind_table {
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                use $crate::scenario::kinds::{field_names, KindTable};
+                use $crate::config::kinds::{field_names, KindTable};
                 let table = KindTable::read(d)?;
                 let kind: $kind = table.kind()?;
                 let all: Vec<($kind, &'static [&'static str])> =
@@ -176,3 +176,31 @@ macro_rules! kind_table {
     };
 }
 pub(crate) use kind_table;
+
+/// Dotted key path of a `serde_path_to_error` path: `workload[0].size` becomes `workload.0.size`, the
+/// root (`.`) becomes the empty string.
+pub fn path_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        if !out.is_empty() {
+            out.push('.');
+        }
+        match seg {
+            Segment::Seq { index } => out.push_str(&index.to_string()),
+            Segment::Map { key } => out.push_str(key),
+            Segment::Enum { variant } => out.push_str(variant),
+            Segment::Unknown => out.push('?'),
+            #[allow(unreachable_patterns)]
+            _ => out.push('?'),
+        }
+    }
+    out
+}
+
+/// The key of serde's "unknown field `kk`, expected ..." message.
+pub fn unknown_field_key(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let end = rest.find('`')?;
+    Some(&rest[..end])
+}
