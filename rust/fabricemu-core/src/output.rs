@@ -106,6 +106,11 @@ pub fn write_outputs(
         "stats": serde_json::to_value(&stats).map_err(io::Error::other)?,
         "workloads": workload_reports(sim, plan),
     });
+    if !sim.warnings().is_empty() {
+        run.as_object_mut()
+            .expect("an object")
+            .insert("warnings".into(), json!(sim.warnings()));
+    }
     if let Some(synth) = sim.synthetic_stats() {
         run.as_object_mut().expect("an object").insert(
             "synthetic".into(),

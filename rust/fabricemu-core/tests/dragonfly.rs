@@ -188,12 +188,9 @@ fn non_minimal_routing_relieves_the_worst_case() {
 
 fn deadlock_prone(lb: &str, hop_classes: bool) -> String {
     // Small buffers, PFC, every group at once toward the next one through random intermediate
-    // groups: pause dependencies between groups can close a cycle within one class. With hop
-    // classes each switch reserves PFC headroom for three lossless classes (about 450 KB here), so
-    // its buffer must be larger than that to be buildable at all.
-    let buffer = if hop_classes { "600KB" } else { "300KB" };
+    // groups: pause dependencies between groups can close a cycle within one class.
     format!(
-        "[topology]\n{DF72}\n[switch]\nbuffer = \"{buffer}\"\npfc = {{ enabled = true }}\n[routing]\nload_balancing = \"{lb}\"\nhop_classes = {hop_classes}\n[[workload]]\nkind = \"flows\"\nflows = [{}]",
+        "[topology]\n{DF72}\n[switch]\nbuffer = \"300KB\"\npfc = {{ enabled = true }}\n[routing]\nload_balancing = \"{lb}\"\nhop_classes = {hop_classes}\n[[workload]]\nkind = \"flows\"\nflows = [{}]",
         worst_case_flows("500KB")
     )
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
-use fabricemu_core::scenario::{parse_toml, to_json, Scenario};
+use fabricemu_core::scenario::{load_toml, parse_toml, to_json, Scenario};
 use fabricemu_core::trace::collectives::CollectiveRow;
 use fabricemu_core::trace::flows::{FlowLabels, FlowRow};
 use fabricemu_core::workload::{self, cdf::Cdf, Start};
@@ -778,7 +778,7 @@ fn replay_csv_and_bad_rows() {
         "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\nkind = \"replay\"\nfile = \"{}\"\n",
         bad.display()
     );
-    let e = parse_toml(&toml, "s.toml").unwrap_err();
+    let e = load_toml(&toml, "s.toml").unwrap_err();
     assert_eq!(e.path, "workload.0.file");
     assert_eq!(e.line, Some(6));
     assert!(
@@ -787,7 +787,7 @@ fn replay_csv_and_bad_rows() {
         "{e}"
     );
     fs::write(&bad, "src,dst,size_bytes,start_ps\n0,99,100,0\n").unwrap();
-    let e = parse_toml(&toml, "s.toml").unwrap_err();
+    let e = load_toml(&toml, "s.toml").unwrap_err();
     assert!(
         e.message
             .contains("line 2, column dst: host id 99 is out of range"),
@@ -822,7 +822,7 @@ fn replay_arrow_bad_rows_name_the_row() {
         "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\nkind = \"replay\"\nfile = \"{}\"\n",
         path.display()
     );
-    let e = parse_toml(&toml, "s.toml").unwrap_err();
+    let e = load_toml(&toml, "s.toml").unwrap_err();
     assert!(
         e.message
             .contains("row 1 (0-based), column size_bytes: missing value"),
@@ -931,7 +931,7 @@ fn a_mix_labels_every_flow_and_writes_the_tables() {
 fn workload_errors_name_the_key() {
     let base = "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\n";
     let err = |body: &str| {
-        let e = parse_toml(&format!("{base}{body}"), "bad.toml").unwrap_err();
+        let e = load_toml(&format!("{base}{body}"), "bad.toml").unwrap_err();
         (e.path.clone(), e.message.clone())
     };
     let (p, m) = err("kind = \"poisson\"\ncdf = \"websurch\"\nload = 0.5\nduration = \"1ms\"\n");

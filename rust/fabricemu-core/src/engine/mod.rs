@@ -76,6 +76,8 @@ pub struct Simulation {
     scenario: Scenario,
     /// The flow plan the world was made from (flow ids index it).
     plan: FlowPlan,
+    /// What the build warned about (run.json `warnings`).
+    warnings: Vec<String>,
     world: World,
 }
 
@@ -90,13 +92,20 @@ impl Simulation {
             faults,
             pfc,
             reserved_headroom,
+            warnings,
         } = built;
         let world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
         Self {
             scenario,
             plan,
+            warnings,
             world,
         }
+    }
+
+    /// Settings the build accepted but warned about ("key.path: message").
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Build a validated scenario and make its simulation: `Simulation::new(scenario::build(s)?)`.

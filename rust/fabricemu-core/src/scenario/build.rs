@@ -24,6 +24,9 @@ pub struct Built {
     /// PFC state (when enabled) and the headroom each node reserves out of its buffer.
     pub pfc: Option<Pfc>,
     pub reserved_headroom: Vec<u64>,
+    /// Settings that are allowed but probably not meant (each "key.path: message"); run.json
+    /// carries them as `warnings`.
+    pub warnings: Vec<String>,
 }
 
 impl Built {
@@ -39,15 +42,16 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
     let fabric = topology::build(&s.topology, &s.switch);
     let faults = faults::resolve(&fabric, &s.faults)?;
     let max_wire = s.transport.mtu_bytes + s.transport.header_bytes;
+    let mut warnings = Vec::new();
     let (pfc, reserved_headroom) = match s.switch.pfc {
         Some(spec) => {
             let (pfc, reserved) = Pfc::new(spec, &fabric, max_wire, s.switch.latency_ps);
-            check_headroom(
+            warnings.extend(check_headroom(
                 &s.switch,
                 &reserved,
                 |n| !fabric.is_host(n as u32),
                 max_wire,
-            )?;
+            )?);
             (Some(pfc), reserved)
         }
         None => (None, Vec::new()),
@@ -60,5 +64,6 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
         faults,
         pfc,
         reserved_headroom,
+        warnings,
     })
 }

@@ -284,15 +284,16 @@ impl PfcFile {
 /// PFC headroom that leaves no shared buffer: `reserved[n]` is what switch `n` reserves (every
 /// ingress link times every lossless priority); the lossless classes need at least one packet of
 /// shared buffer beyond it. Checked once the fabric is built (the default headroom depends on each
-/// link's rate and delay).
+/// link's rate and delay). An explicit `headroom` that does not fit is an error; the default one
+/// (sized per link, which the user did not choose) is a warning, returned for run.json.
 pub fn check_headroom(
     spec: &SwitchSpec,
     reserved: &[u64],
     is_switch: impl Fn(usize) -> bool,
     packet_bytes: u64,
-) -> Res<()> {
+) -> Res<Option<String>> {
     let Some(pfc) = &spec.pfc else {
-        return Ok(());
+        return Ok(None);
     };
     let worst = reserved
         .iter()
@@ -301,26 +302,22 @@ pub fn check_headroom(
         .map(|(_, &r)| r)
         .max()
         .unwrap_or(0);
-    if worst.saturating_add(packet_bytes) > spec.buffer_bytes {
-        let (path, what) = match pfc.headroom_bytes {
-            Some(h) => (
-                "switch.pfc.headroom",
-                format!("{h} B per ingress port and lossless priority"),
-            ),
-            None => (
-                "switch.buffer",
-                "the default headroom (a round trip of each link plus two packets)".to_string(),
-            ),
-        };
-        return Err(ScenarioError::at(
-            path,
-            format!(
-                "PFC headroom of {what} reserves {worst} B at a switch, which with one packet \
-                 ({packet_bytes} B) exceeds the {} B buffer: enlarge switch.buffer or lower the \
-                 headroom",
-                spec.buffer_bytes
-            ),
-        ));
+    if worst.saturating_add(packet_bytes) <= spec.buffer_bytes {
+        return Ok(None);
     }
-    Ok(())
+    let what = match pfc.headroom_bytes {
+        Some(h) => format!("{h} B per ingress port and lossless priority"),
+        None => "the default headroom (a round trip of each link plus two packets)".to_string(),
+    };
+    let message = format!(
+        "PFC headroom of {what} reserves {worst} B at a switch, which with one packet \
+         ({packet_bytes} B) exceeds the {} B buffer: enlarge switch.buffer or lower the headroom",
+        spec.buffer_bytes
+    );
+    match pfc.headroom_bytes {
+        Some(_) => Err(ScenarioError::at("switch.pfc.headroom", message)),
+        None => Ok(Some(format!(
+            "switch.buffer: {message} (lossless packets then queue in the headroom only)"
+        ))),
+    }
 }
