@@ -29,10 +29,14 @@ pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> 
     Ok(scenario::to_json(&file))
 }
 
-/// Validate a scenario given as JSON text (a Python dictionary); returns the normalised JSON.
+/// Validate and build a scenario given as JSON text (a Python dictionary), so that a bad replay
+/// or CDF file or fault link fails here; returns the normalised JSON.
 #[pyfunction]
 pub fn parse_json(py: Python<'_>, text: &str) -> PyResult<String> {
-    Ok(validated(py, text)?.1)
+    let (file, _) = py
+        .detach(|| scenario::load_json(text))
+        .map_err(|e| scenario_error(py, &e))?;
+    Ok(scenario::to_json(&file))
 }
 
 /// The scenario (JSON text) as TOML text, after validating it.
