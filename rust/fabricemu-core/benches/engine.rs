@@ -57,14 +57,14 @@ fn small_fabric(c: &mut Criterion) {
     )
     .expect("valid scenario");
     let hops = {
-        let mut sim = Simulation::new(&spec).expect("builds");
+        let mut sim = Simulation::build(&spec).expect("builds");
         sim.run_to_end().packet_hops
     };
     let mut g = c.benchmark_group("fabric");
     g.throughput(Throughput::Elements(hops));
     g.bench_function("fat_tree_k4_permutation_256KB", |b| {
         b.iter(|| {
-            let mut sim = Simulation::new(&spec).expect("builds");
+            let mut sim = Simulation::build(&spec).expect("builds");
             sim.run_to_end()
         })
     });

@@ -21,7 +21,7 @@ fn main() {
     });
     for _ in 0..repeat {
         let t0 = Instant::now();
-        let mut sim = Simulation::new(&spec).expect("buildable");
+        let mut sim = Simulation::build(&spec).expect("buildable");
         let built = t0.elapsed().as_secs_f64();
         let stats = sim.run_to_end();
         let wall = t0.elapsed().as_secs_f64();

@@ -4,6 +4,7 @@
 //! no Python dependency; `fabricemu-py` binds it.
 
 pub mod cc;
+pub mod config;
 pub mod engine;
 pub mod output;
 pub mod packet;

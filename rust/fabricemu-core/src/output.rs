@@ -70,7 +70,7 @@ pub fn write_outputs(
     write_labelled_flows(
         &dir.join(FLOWS_FILE),
         &sim.flow_rows(),
-        &sim.flow_labels_of(&plan),
+        &sim.flow_labels_of(plan),
         &names,
         &plan.tag_names,
         &metadata,
@@ -78,13 +78,14 @@ pub fn write_outputs(
     if !plan.collectives.is_empty() {
         write_collectives(
             &dir.join(COLLECTIVES_FILE),
-            &sim.collective_rows_of(&plan),
+            &sim.collective_rows_of(plan),
             &names,
             &metadata,
         )?;
     }
 
     sim.finish_traces(dir, &metadata)?;
+    let plan = sim.workload_plan();
 
     let stats = sim.stats();
     let wall_seconds = if wall_seconds.is_finite() {
@@ -104,9 +105,14 @@ pub fn write_outputs(
         "events_per_second": per_second(stats.events, wall_seconds),
         "packet_hops_per_second": per_second(stats.packet_hops, wall_seconds),
         "stats": serde_json::to_value(&stats).map_err(io::Error::other)?,
-        "workloads": workload_reports(sim, &plan),
+        "workloads": workload_reports(sim, plan),
         "fabric": crate::topology::summary::describe(&sim.world().fabric, &scenario["topology"]),
     });
+    if !sim.warnings().is_empty() {
+        run.as_object_mut()
+            .expect("an object")
+            .insert("warnings".into(), json!(sim.warnings()));
+    }
     if let Some(synth) = sim.synthetic_stats() {
         run.as_object_mut().expect("an object").insert(
             "synthetic".into(),

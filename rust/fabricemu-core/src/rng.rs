@@ -26,6 +26,54 @@ pub enum Purpose {
     Synthetic = 16,
 }
 
+/// The named random streams of a scenario's build and run: each random choice draws from its own.
+/// Their seeds are fixed (a stream is `stream(seed, purpose, index)` for the pair below): renaming
+/// a stream must never move its draws, or every output would change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RngStream {
+    /// `incast` workload `i` drawing `senders = <count>` hosts.
+    IncastSenders(usize),
+    /// Workload `i` expanding into flows (permutation derangement, Poisson arrivals and sizes).
+    WorkloadPlan(usize),
+    /// `collective` workload `i` with `rank_order = "shuffled"`: the placement of its ranks.
+    CollectiveRanks(usize),
+    /// `synthetic` workload `i`: message arrivals.
+    SyntheticArrivals(usize),
+    /// `synthetic` workload `i`: message destinations.
+    SyntheticDestinations(usize),
+    /// `synthetic` workload `i`: the fixed permutation of pattern `permutation`.
+    SyntheticPermutation(usize),
+    /// Per flow: the UDP source port (RoCEv2 queue-pair entropy).
+    SourcePorts,
+    /// Per flow: the IPv6 flow label.
+    FlowLabels,
+    /// RED/ECN marking decisions.
+    EcnMarking,
+}
+
+impl RngStream {
+    /// The (purpose, index) this stream has always been seeded with.
+    fn key(self) -> (Purpose, u64) {
+        match self {
+            RngStream::IncastSenders(i) => (Purpose::Workload, i as u64),
+            RngStream::WorkloadPlan(i) => (Purpose::Workload, 1_000_000 + i as u64),
+            RngStream::CollectiveRanks(i) => (Purpose::Workload, 2_000_000 + i as u64),
+            RngStream::SyntheticArrivals(i) => (Purpose::Synthetic, 4 * i as u64),
+            RngStream::SyntheticDestinations(i) => (Purpose::Synthetic, 4 * i as u64 + 1),
+            RngStream::SyntheticPermutation(i) => (Purpose::Synthetic, 4 * i as u64 + 2),
+            RngStream::SourcePorts => (Purpose::SourcePort, 0),
+            RngStream::FlowLabels => (Purpose::FlowLabel, 0),
+            RngStream::EcnMarking => (Purpose::Ecn, 0),
+        }
+    }
+
+    /// The stream under scenario `seed`.
+    pub fn rng(self, seed: u64) -> Rng {
+        let (purpose, index) = self.key();
+        stream(seed, purpose, index)
+    }
+}
+
 /// A random stream for `purpose` (and `index`, e.g. the workload number) under scenario `seed`.
 pub fn stream(seed: u64, purpose: Purpose, index: u64) -> Rng {
     let s = mix64(mix64(seed ^ mix64(purpose as u64)) ^ index);

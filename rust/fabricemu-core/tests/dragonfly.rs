@@ -27,7 +27,7 @@ fn check_min_paths(topology: &str, hosts: u32, stride: u32) {
         all_pairs_flows(hosts, stride)
     );
     let (_, spec) = parse_toml(&toml, "df.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap();
     let st = sim.run_to_end();
     assert_eq!(st.flows_finished, st.flows_total);
     sim.check_conservation().unwrap();
@@ -89,7 +89,7 @@ fn dragonfly_plus_minimal_paths_cross_one_global_link() {
         all_pairs_flows(20, 1)
     );
     let (_, spec) = parse_toml(&toml, "dfp.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap();
     let st = sim.run_to_end();
     assert_eq!(st.flows_finished, st.flows_total);
     let w = sim.world();
@@ -231,7 +231,7 @@ fn non_minimal_routing_errors_name_the_key() {
     // On a dragonfly they may stay while a sweep varies the routing.
     for lb in ["min", "valiant", "ecmp"] {
         parse_toml(
-            &format!("[topology]\n{DF72}\n[routing]\nload_balancing = \"{lb}\"\nugal_candidates = 2\nugal_threshold = \"1KB\""),
+            &format!("[topology]\n{DF72}\n[routing]\nload_balancing = \"{lb}\"\nugal_candidates = 2\nugal_threshold = \"1KB\"\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\""),
             "t.toml",
         )
         .unwrap_or_else(|e| panic!("{lb}: {e}"));

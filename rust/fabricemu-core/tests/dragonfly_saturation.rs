@@ -83,7 +83,7 @@ size = "4KiB"
         g = df.g,
     );
     let (_, spec) = parse_toml(&toml, "saturation.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&spec).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap();
     let st = sim.run_to_end();
     sim.check_conservation().unwrap();
     assert_eq!(st.pfc_deadlocks, 0, "{pattern} {routing}");

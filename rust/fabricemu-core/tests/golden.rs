@@ -60,7 +60,7 @@ fn run_and_hash(path: &Path, dir: &Path) -> BTreeMap<String, u64> {
     let json = scenario::to_json(&file);
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).unwrap();
-    let mut sim = Simulation::new(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulation::build(&spec).unwrap_or_else(|e| panic!("{e}"));
     sim.open_traces(dir, &output::metadata(&json, spec.seed))
         .unwrap();
     sim.run_to_end();

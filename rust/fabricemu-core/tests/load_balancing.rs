@@ -246,7 +246,7 @@ fn fault_errors_name_the_key() {
     let bad = |fault: &str| {
         let toml = format!("[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n[[fault]]\n{fault}");
         let (_, spec) = parse_toml(&toml, "t.toml").unwrap();
-        Simulation::new(&spec).err().unwrap()
+        Simulation::build(&spec).err().unwrap()
     };
     let e = bad("link = [\"leaf:0\", \"spine:9\"]\nat = \"1us\"");
     assert_eq!(e.path, "fault.0.link.1");

@@ -396,3 +396,262 @@ fn json_errors_carry_paths() {
     assert_eq!(e.path, "workload.0.receiver", "{e}");
     assert!(e.message.contains("out of range"), "{e}");
 }
+
+// ---- build-phase errors, impossible settings and hints (issue 11 items 4, 11, 12, 13) -----------
+
+use fabricemu_core::scenario::{build, load_toml};
+use fabricemu_core::Simulation;
+
+fn load_err(text: &str) -> ScenarioError {
+    match load_toml(text, "bad.toml") {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// BASE with a `[[fault]]` on `link` appended (its `link` line is line 20).
+fn with_fault(link: &str) -> String {
+    format!("{BASE}\n[[fault]]\nlink = {link}\nat = \"1us\"\n")
+}
+
+#[test]
+fn fault_link_with_a_misspelled_role_lists_the_roles() {
+    let e = load_err(&with_fault(r#"["agregation:0", "agg:0"]"#));
+    check(
+        &e,
+        "fault.0.link.0",
+        20,
+        9,
+        r#"no node has role "agregation""#,
+    );
+    assert!(e.message.contains("host, edge, agg, core"), "{e}");
+}
+
+#[test]
+fn fault_link_index_out_of_range_states_the_range() {
+    let e = load_err(&with_fault(r#"["edge:0", "agg:12"]"#));
+    check(
+        &e,
+        "fault.0.link.1",
+        20,
+        19,
+        "agg:12 does not exist: there are 8 (agg:0..=7)",
+    );
+}
+
+#[test]
+fn fault_link_between_nodes_not_adjacent() {
+    let e = load_err(&with_fault(r#"["edge:0", "core:0"]"#));
+    check(
+        &e,
+        "fault.0.link",
+        20,
+        8,
+        "edge:0 (node 16) and core:0 (node 32) are not linked",
+    );
+    let e = load_err(&with_fault("[0, 1]"));
+    check(
+        &e,
+        "fault.0.link",
+        20,
+        8,
+        "node 0 (host) and node 1 (host) are not linked",
+    );
+}
+
+#[test]
+fn validation_is_pure_and_the_build_reads_files() {
+    // Validation reads no file: a missing replay file passes parse_toml and fails in the build,
+    // located at its key.
+    let text = base_with(
+        "kind = \"permutation\"\nsize = \"64KB\"\n",
+        "kind = \"replay\"\nfile = \"/nonexistent/flows.csv\"\n",
+    );
+    let (_, spec) = parse_toml(&text, "bad.toml").unwrap();
+    let e = build(&spec).unwrap_err();
+    assert_eq!((e.path.as_str(), e.line), ("workload.1.file", None));
+    let e = load_err(&text);
+    check(&e, "workload.1.file", 17, 8, "cannot open");
+}
+
+#[test]
+fn times_are_bounded() {
+    let e = err(&with_fault(r#"["edge:0", "agg:0"]"#).replace("at = \"1us\"", "at = \"5000000s\""));
+    check(
+        &e,
+        "fault.0.at",
+        21,
+        6,
+        "expected a duration of at most 1000000s",
+    );
+    let e = err(&base_with("seed = 3", "seed = 3\nstop = \"18446744us\""));
+    check(&e, "stop", 3, 8, "at most 1000000s");
+}
+
+#[test]
+fn the_largest_times_do_not_wrap() {
+    // A fault at the end of the time range, detected one range later: its events still order
+    // after everything else and the run ends at stop.
+    let text = format!(
+        "{}\n[[fault]]\nlink = [\"edge:0\", \"agg:0\"]\nat = \"999999s\"\nuntil = \"1000000s\"\ndetection = \"1000000s\"\n",
+        base_with("seed = 3", "seed = 3\nstop = \"1000000s\"")
+    );
+    let (_, built) = load_toml(&text, "t.toml").unwrap();
+    let mut sim = Simulation::new(built);
+    let st = sim.run_to_end();
+    assert_eq!(st.flows_finished, st.flows_total);
+    assert_eq!(st.simulated_ps, 1_000_000_000_000_000_000);
+}
+
+#[test]
+fn duplicate_key_names_the_key() {
+    let e = err(&base_with("k = 4", "k = 4\nk = 8"));
+    assert_eq!(e.line, Some(6));
+    assert!(e.message.contains("duplicate key `k`"), "{e}");
+}
+
+#[test]
+fn a_single_workload_table_gets_a_hint() {
+    let e = err("[topology]\nkind = \"fat_tree\"\nk = 4\n\n[workload]\nkind = \"permutation\"\nsize = \"1MB\"\n");
+    check(&e, "workload", 5, 1, "write [[workload]] (double brackets)");
+    let e = err(&format!("{BASE}\n[fault]\nlink = [0, 16]\nat = \"1us\"\n"));
+    assert_eq!(e.path, "fault");
+    assert!(e.message.contains("write [[fault]]"), "{e}");
+}
+
+#[test]
+fn a_buffer_smaller_than_a_packet_is_an_error() {
+    let e = err(&format!("{BASE}\n[switch]\nbuffer = \"4KB\"\n"));
+    check(
+        &e,
+        "switch.buffer",
+        20,
+        10,
+        "cannot hold one packet of 4158 B",
+    );
+}
+
+#[test]
+fn pfc_headroom_beyond_the_buffer_is_an_error() {
+    // An edge switch of a k = 4 fat tree has four ingress links: 4 x 50 KB of headroom leave no
+    // room in a 100 KB buffer.
+    let text = format!(
+        "{BASE}\n[switch]\nbuffer = \"100KB\"\npfc = {{ enabled = true, headroom = \"50KB\" }}\n"
+    );
+    let e = load_err(&text);
+    check(
+        &e,
+        "switch.pfc.headroom",
+        21,
+        36,
+        "exceeds the 100000 B buffer",
+    );
+    // The default headroom (a round trip plus two packets per link, not the user's choice) that
+    // does not fit is a warning, carried into run.json.
+    let text = format!("{BASE}\n[switch]\nbuffer = \"20KB\"\npfc = {{ enabled = true }}\n");
+    let (_, built) = load_toml(&text, "w.toml").unwrap();
+    assert_eq!(built.warnings.len(), 1);
+    assert!(
+        built.warnings[0].starts_with("switch.buffer: PFC headroom of the default headroom"),
+        "{:?}",
+        built.warnings
+    );
+    let sim = Simulation::new(built);
+    assert_eq!(sim.warnings().len(), 1);
+    // What fits builds.
+    load_toml(
+        &format!(
+            "{BASE}\n[switch]\nbuffer = \"1MB\"\npfc = {{ enabled = true, headroom = \"50KB\" }}\n"
+        ),
+        "ok.toml",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_scenario_without_workload_is_an_error() {
+    let e = err("[topology]\nkind = \"fat_tree\"\nk = 4\n");
+    check(&e, "workload", 1, 1, "at least one [[workload]]");
+}
+
+#[test]
+fn enum_values_list_the_accepted_ones() {
+    let e = err(&format!("{BASE}\n[routing]\nload_balancing = \"sprey\"\n"));
+    check(
+        &e,
+        "routing.load_balancing",
+        20,
+        18,
+        r#"expected one of "ecmp", "spray", "flowlet", "adaptive", "min", "valiant", "ugal_l", "ugal_g", "par", found "sprey""#,
+    );
+    let e = err(&format!("{BASE}\n[transport]\ncc = \"dcqnc\"\n"));
+    check(
+        &e,
+        "transport.cc",
+        20,
+        6,
+        r#"expected "none" or "dcqcn", found "dcqnc""#,
+    );
+    let e = err(&base_with("kind = \"incast\"", "kind = \"incasst\""));
+    check(
+        &e,
+        "workload.0.kind",
+        10,
+        8,
+        r#"expected one of "flows", "incast", "#,
+    );
+}
+
+#[test]
+fn spelling_of_aliases_is_kept() {
+    // `arrangement = "circulant"` is `relative`; the scenario is written back as the user wrote it.
+    let text = "[topology]\nkind = \"dragonfly\"\np = 1\na = 2\nh = 1\ng = 3\narrangement = \"circulant\"\n\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n";
+    let (file, spec) = parse_toml(text, "t.toml").unwrap();
+    assert!(to_json(&file).contains(r#""arrangement":"circulant""#));
+    assert!(to_toml(&file).contains("arrangement = \"circulant\""));
+    let relative = text.replace("circulant", "relative");
+    assert_eq!(
+        spec.topology,
+        parse_toml(&relative, "t.toml").unwrap().1.topology
+    );
+}
+
+#[test]
+fn repeated_gaps_stay_within_the_time_range() {
+    let e = err(&base_with(
+        "size = \"1MB\"",
+        "size = \"1MB\"\nrounds = 20\nround_gap = \"1000000s\"",
+    ));
+    check(
+        &e,
+        "workload.0.round_gap",
+        15,
+        13,
+        "exceeds the longest time a scenario may span (1000000s)",
+    );
+    let text = base_with(
+        "kind = \"permutation\"\nsize = \"64KB\"\n",
+        "kind = \"collective\"\nop = \"all_reduce\"\nsize = \"1MB\"\niterations = 3\ncompute_gap = \"600000s\"\n",
+    );
+    let e = err(&text);
+    check(
+        &e,
+        "workload.1.compute_gap",
+        20,
+        15,
+        "600000s x 2 more iterations",
+    );
+}
+
+#[test]
+fn the_engine_runs_the_built_plan_as_it_is() {
+    // The plan is made once, by the build; the engine takes it as given (it no longer re-plans
+    // from the scenario), so what the build made is exactly what runs.
+    let (_, mut built) = load_toml(BASE, "base.toml").unwrap();
+    assert_eq!(built.plan.flows.len(), 3 + 16);
+    built.plan.flows.truncate(3);
+    let mut sim = Simulation::new(built);
+    assert_eq!(sim.workload_plan().flows.len(), 3);
+    let st = sim.run_to_end();
+    assert_eq!((st.flows_total, st.flows_finished), (3, 3));
+}

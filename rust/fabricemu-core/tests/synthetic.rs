@@ -38,7 +38,7 @@ fn start_of(s: Start) -> u64 {
 /// (src, dst) of every message the scenario's first workload generates.
 fn pairs(toml: &str) -> Vec<(u32, u32)> {
     let s = spec(toml);
-    let plan = workload::plan(&s.workloads, s.seed);
+    let plan = workload::plan(&s.workloads, s.seed).unwrap();
     plan.flows.iter().map(|f| (f.src, f.dst)).collect()
 }
 
@@ -404,7 +404,7 @@ fn same_seed_same_flows() {
     assert_ne!(a, c);
     // Flow ids follow generation time.
     let s = spec(SMALL);
-    let plan = workload::plan(&s.workloads, s.seed);
+    let plan = workload::plan(&s.workloads, s.seed).unwrap();
     assert!(plan
         .flows
         .windows(2)
@@ -416,7 +416,7 @@ fn run_json_and_flows_carry_the_measurement() {
     let dir = std::env::temp_dir().join(format!("fabricemu-synthetic-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let (file, scenario) = parse_toml(SMALL, "small.toml").unwrap();
-    let mut sim = Simulation::new(&scenario).unwrap();
+    let mut sim = Simulation::build(&scenario).unwrap();
     sim.run_to_end();
     let json = fabricemu_core::scenario::to_json(&file);
     let run = fabricemu_core::output::write_outputs(&dir, &mut sim, &json, 5, false, 0.0).unwrap();

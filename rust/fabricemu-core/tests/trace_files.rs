@@ -319,7 +319,7 @@ kind = "flows"
 flows = [{ src = 0, dst = 15, size = "64KB" }]
 "#;
     let (file, scenario) = fabricemu_core::scenario::parse_toml(toml, "t.toml").unwrap();
-    let mut sim = fabricemu_core::Simulation::new(&scenario).unwrap();
+    let mut sim = fabricemu_core::Simulation::build(&scenario).unwrap();
     sim.run_to_end();
     let dir = scratch("output").join("out"); // created by write_outputs
     let scenario_json = fabricemu_core::scenario::to_json(&file);

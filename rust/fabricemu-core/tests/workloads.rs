@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
-use fabricemu_core::scenario::parse_toml;
+use fabricemu_core::scenario::{load_toml, parse_toml};
 use fabricemu_core::trace::collectives::CollectiveRow;
 use fabricemu_core::trace::flows::{FlowLabels, FlowRow};
 use fabricemu_core::workload::{self, cdf::Cdf, Start};
@@ -89,7 +89,7 @@ fn poisson_offered_load_and_sizes_match_the_target() {
             start = "10us"
         "#
         ));
-        let plan = workload::plan(&s.workloads, s.seed);
+        let plan = workload::plan(&s.workloads, s.seed).unwrap();
         let report = plan.reports[0].poisson.unwrap();
         let n = plan.flows.len();
         assert!(n as f64 > 0.9 * target_flows, "{name}: {n} flows");
@@ -135,7 +135,7 @@ fn ks_statistic_rejects_a_wrong_distribution() {
         count = 20000
     "#,
     );
-    let plan = workload::plan(&s.workloads, s.seed);
+    let plan = workload::plan(&s.workloads, s.seed).unwrap();
     let mut sizes: Vec<u64> = plan.flows.iter().map(|f| f.size_bytes).collect();
     let n = sizes.len() as f64;
     let web = Cdf::builtin("websearch").unwrap();
@@ -170,7 +170,7 @@ fn poisson_pairs_count_stop_time_and_user_csv() {
     "#,
         csv.display()
     ));
-    let plan = workload::plan(&s.workloads, s.seed);
+    let plan = workload::plan(&s.workloads, s.seed).unwrap();
     let first: Vec<_> = plan.flows.iter().filter(|f| f.workload == 0).collect();
     assert!(!first.is_empty());
     for f in &first {
@@ -630,7 +630,7 @@ fn shuffled_ranks_are_a_seeded_placement() {
                 &collective("all_reduce", "ring", "1MB", "rank_order = \"shuffled\"")
             )
         ));
-        workload::plan(&s.workloads, s.seed).collectives[0]
+        workload::plan(&s.workloads, s.seed).unwrap().collectives[0]
             .hosts
             .clone()
     };
@@ -749,7 +749,7 @@ fn replay_csv_and_bad_rows() {
         "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\nkind = \"replay\"\nfile = \"{}\"\n",
         bad.display()
     );
-    let e = parse_toml(&toml, "s.toml").unwrap_err();
+    let e = load_toml(&toml, "s.toml").unwrap_err();
     assert_eq!(e.path, "workload.0.file");
     assert_eq!(e.line, Some(6));
     assert!(
@@ -758,7 +758,7 @@ fn replay_csv_and_bad_rows() {
         "{e}"
     );
     fs::write(&bad, "src,dst,size_bytes,start_ps\n0,99,100,0\n").unwrap();
-    let e = parse_toml(&toml, "s.toml").unwrap_err();
+    let e = load_toml(&toml, "s.toml").unwrap_err();
     assert!(
         e.message
             .contains("line 2, column dst: host id 99 is out of range"),
@@ -793,7 +793,7 @@ fn replay_arrow_bad_rows_name_the_row() {
         "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\nkind = \"replay\"\nfile = \"{}\"\n",
         path.display()
     );
-    let e = parse_toml(&toml, "s.toml").unwrap_err();
+    let e = load_toml(&toml, "s.toml").unwrap_err();
     assert!(
         e.message
             .contains("row 1 (0-based), column size_bytes: missing value"),
@@ -902,7 +902,7 @@ fn a_mix_labels_every_flow_and_writes_the_tables() {
 fn workload_errors_name_the_key() {
     let base = "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\n";
     let err = |body: &str| {
-        let e = parse_toml(&format!("{base}{body}"), "bad.toml").unwrap_err();
+        let e = load_toml(&format!("{base}{body}"), "bad.toml").unwrap_err();
         (e.path.clone(), e.message.clone())
     };
     let (p, m) = err("kind = \"poisson\"\ncdf = \"websurch\"\nload = 0.5\nduration = \"1ms\"\n");

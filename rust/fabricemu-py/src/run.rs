@@ -32,7 +32,7 @@ pub fn run(
 
     let started = Instant::now();
     let mut sim = py
-        .detach(|| catch_unwind(|| Simulation::new(&spec)))
+        .detach(|| catch_unwind(|| Simulation::build(&spec)))
         .map_err(|p| panic_error("building the fabric", p))?
         .map_err(|e| scenario_error(py, &e))?;
     let stop_ps = sim.stop_time();

@@ -1,15 +1,14 @@
 //! Scenario parsing, validation and conversion: JSON text in, JSON or TOML text out.
 
-use std::panic::catch_unwind;
-
 use fabricemu_core::scenario::{self, Scenario, StopAt, WorkloadSpec};
-use fabricemu_core::topology::{self, summary};
+use fabricemu_core::topology::{summary, Fabric};
 use fabricemu_core::units::{format_bytes, format_time};
+use fabricemu_core::workload::FlowPlan;
 use fabricemu_core::ScenarioError as CoreScenarioError;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
 
-use crate::errors::{panic_error, scenario_error};
+use crate::errors::scenario_error;
 
 /// Validate scenario JSON; the validated spec and the normalised JSON (every default written out).
 pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, String)> {
@@ -17,20 +16,28 @@ pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, Str
     Ok((spec, scenario::to_json(&file)))
 }
 
-/// Parse and validate scenario TOML; returns the normalised scenario as JSON text.
+/// Parse, validate and build scenario TOML (the fabric, fault links, replay and CDF files, the
+/// flow plan: everything that can fail before the first event); returns the normalised scenario
+/// as JSON text.
 ///
 /// Errors carry the key path, line and column; `source` (a file name) prefixes the message.
 #[pyfunction]
 #[pyo3(signature = (text, source = ""))]
 pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> {
-    let (file, _) = scenario::parse_toml(text, source).map_err(|e| scenario_error(py, &e))?;
+    let (file, _) = py
+        .detach(|| scenario::load_toml(text, source))
+        .map_err(|e| scenario_error(py, &e))?;
     Ok(scenario::to_json(&file))
 }
 
-/// Validate a scenario given as JSON text (a Python dictionary); returns the normalised JSON.
+/// Validate and build a scenario given as JSON text (a Python dictionary), so that a bad replay
+/// or CDF file or fault link fails here; returns the normalised JSON.
 #[pyfunction]
 pub fn parse_json(py: Python<'_>, text: &str) -> PyResult<String> {
-    Ok(validated(py, text)?.1)
+    let (file, _) = py
+        .detach(|| scenario::load_json(text))
+        .map_err(|e| scenario_error(py, &e))?;
+    Ok(scenario::to_json(&file))
 }
 
 /// The scenario (JSON text) as TOML text, after validating it.
@@ -60,13 +67,15 @@ pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
     Ok(value.to_string())
 }
 
-/// A summary of the validated scenario as JSON text: the fabric it builds (the core's
-/// description: settings, hosts, switches, links per role and tier) and the workloads.
+/// A summary of the built scenario as JSON text: the fabric's size, links and the workloads (as
+/// they were planned: the scenario is built, so anything that fails before a run fails here).
 #[pyfunction]
 pub fn describe(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     let (spec, normalised) = validated(py, scenario_json)?;
-    let described = py.detach(|| summary(&spec, &normalised))?;
-    Ok(described.to_string())
+    let built = py
+        .detach(|| scenario::build(&spec))
+        .map_err(|e| scenario_error(py, &e))?;
+    Ok(summary(&built.scenario, &built.fabric, &built.plan, &normalised)?.to_string())
 }
 
 fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {
@@ -76,15 +85,11 @@ fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {
     (Some(line), Some(column))
 }
 
-fn summary(s: &Scenario, normalised: &str) -> PyResult<Value> {
+fn summary(s: &Scenario, fabric: &Fabric, plan: &FlowPlan, normalised: &str) -> PyResult<Value> {
     let scenario: Value = serde_json::from_str(normalised)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     // The fabric as the run builds it, described by the core (counts per role and tier).
-    let topology = catch_unwind(|| {
-        let fabric = topology::build(&s.topology, &s.switch);
-        summary::describe(&fabric, &scenario["topology"])
-    })
-    .map_err(|p| panic_error("building the fabric", p))?;
+    let topology = summary::describe(fabric, &scenario["topology"]);
     let mut flows_total = 0u64;
     let mut bytes_total = 0u64;
     let workloads: Vec<Value> = s
@@ -123,15 +128,18 @@ fn summary(s: &Scenario, normalised: &str) -> PyResult<Value> {
                     )
                 }
                 other => {
-                    // Planned as in a run (the flow count of a poisson workload is drawn).
+                    // As planned for the run (the flow count of a poisson workload is drawn).
                     let index = s
                         .workloads
                         .iter()
                         .position(|x| std::ptr::eq(x, w))
                         .unwrap_or(0);
-                    let plan = fabricemu_core::workload::plan_one(index, other, s.seed);
-                    let r = plan.reports[index];
-                    (r.flows, r.bytes, fabricemu_core::workload::describe(other))
+                    let r = &plan.reports[index];
+                    (
+                        r.flows,
+                        r.bytes,
+                        fabricemu_core::workload::describe(other, r),
+                    )
                 }
             };
             flows_total += flows;

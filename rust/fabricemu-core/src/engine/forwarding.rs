@@ -5,10 +5,8 @@ use super::queue::Event;
 use super::world::World;
 use crate::packet::{flags, Packet, PacketId, PacketKind, NO_VIA};
 use crate::routing::RouteTable;
-use crate::scenario::{
-    FaultKind, FaultSpec, LoadBalancing, NodeName, NonMinimal, NonMinimalMode, Pick, ScenarioError,
-};
-use crate::topology::{Fabric, NodeId, PortId, Tier};
+use crate::scenario::{FaultKind, FaultSpec, LoadBalancing, NonMinimal, NonMinimalMode, Pick};
+use crate::topology::{NodeId, PortId, Tier};
 use crate::transport::NEVER;
 
 /// A fault resolved against the fabric: the two directed ports of its link.
@@ -18,76 +16,6 @@ pub(super) struct Fault {
     pub kind: FaultKind,
     /// Rates before a degradation.
     pub saved_rates: [u64; 2],
-}
-
-/// Resolve `[[fault]]` entries: node names to ids, ends to a link.
-pub(super) fn resolve_faults(
-    fabric: &Fabric,
-    specs: &[FaultSpec],
-) -> Result<Vec<Fault>, ScenarioError> {
-    let mut out = Vec::with_capacity(specs.len());
-    for (i, f) in specs.iter().enumerate() {
-        let mut ends = [0u32; 2];
-        for (j, name) in f.ends.iter().enumerate() {
-            let path = format!("fault.{i}.link.{j}");
-            ends[j] = match name {
-                NodeName::Id(id) if *id < fabric.num_nodes => *id,
-                NodeName::Id(id) => {
-                    return Err(ScenarioError::at(
-                        path,
-                        format!(
-                            "node {id} does not exist: the fabric has nodes 0..={}",
-                            fabric.num_nodes - 1
-                        ),
-                    ))
-                }
-                NodeName::Role { role, index } => {
-                    let found = fabric
-                        .role
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, r)| **r == role.as_str())
-                        .nth(*index as usize)
-                        .map(|(n, _)| n as u32);
-                    match found {
-                        Some(n) => n,
-                        None => {
-                            let count = fabric.role.iter().filter(|r| **r == role.as_str()).count();
-                            let mut roles: Vec<&str> = fabric.role.to_vec();
-                            roles.dedup();
-                            return Err(ScenarioError::at(
-                                path,
-                                if count == 0 {
-                                    format!(
-                                        "no node has role {role:?}; this fabric has {}",
-                                        roles.join(", ")
-                                    )
-                                } else {
-                                    format!("{role}:{index} does not exist: there are {count} ({role}:0..={})", count - 1)
-                                },
-                            ));
-                        }
-                    }
-                }
-            };
-        }
-        let port = fabric
-            .ports_of(ends[0])
-            .find(|&p| fabric.peer_node[p as usize] == ends[1]);
-        let Some(p) = port else {
-            return Err(ScenarioError::at(
-                format!("fault.{i}.link"),
-                format!("nodes {} and {} are not linked", ends[0], ends[1]),
-            ));
-        };
-        let q = fabric.peer_port[p as usize];
-        out.push(Fault {
-            ports: [p, q],
-            kind: f.kind,
-            saved_rates: [fabric.rate_bps[p as usize], fabric.rate_bps[q as usize]],
-        });
-    }
-    Ok(out)
 }
 
 impl World {
@@ -378,14 +306,16 @@ impl World {
             let i = i as u32;
             self.events.push(f.at_ps, Event::FaultStart(i));
             if matches!(f.kind, FaultKind::Down) {
-                self.events
-                    .push(f.at_ps + f.detection_ps, Event::FaultDetected(i));
+                self.events.push(
+                    f.at_ps.saturating_add(f.detection_ps),
+                    Event::FaultDetected(i),
+                );
             }
             if let Some(u) = f.until_ps {
                 self.events.push(u, Event::FaultEnd(i));
                 if matches!(f.kind, FaultKind::Down) {
                     self.events
-                        .push(u + f.detection_ps, Event::FaultDetected(i));
+                        .push(u.saturating_add(f.detection_ps), Event::FaultDetected(i));
                 }
             }
         }

@@ -12,10 +12,10 @@ pub use queue::{Event, EventQueue};
 pub use synthetic::SyntheticStats;
 pub use world::World;
 
-use crate::scenario::{Scenario, ScenarioError, StopAt};
+use crate::scenario::{Built, Scenario, ScenarioError, StopAt};
 use crate::trace::collectives::CollectiveRow;
 use crate::trace::flows::{FlowLabels, FlowRow};
-use crate::workload::{self, FlowPlan};
+use crate::workload::FlowPlan;
 
 /// Counters of a run (all exact integers); `run.json` carries them.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -74,15 +74,43 @@ pub enum StepOutcome {
 /// A built fabric with its workload, ready to run.
 pub struct Simulation {
     scenario: Scenario,
+    /// The flow plan the world was made from (flow ids index it).
+    plan: FlowPlan,
+    /// What the build warned about (run.json `warnings`).
+    warnings: Vec<String>,
     world: World,
 }
 
 impl Simulation {
-    pub fn new(scenario: &Scenario) -> Result<Self, ScenarioError> {
-        Ok(Self {
-            scenario: scenario.clone(),
-            world: World::new(scenario)?,
-        })
+    /// The simulation of a built scenario (`scenario::build`, `scenario::load_toml`); it checks
+    /// nothing and cannot fail.
+    pub fn new(built: Built) -> Self {
+        let Built {
+            scenario,
+            fabric,
+            plan,
+            faults,
+            pfc,
+            reserved_headroom,
+            warnings,
+        } = built;
+        let world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
+        Self {
+            scenario,
+            plan,
+            warnings,
+            world,
+        }
+    }
+
+    /// Settings the build accepted but warned about ("key.path: message").
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Build a validated scenario and make its simulation: `Simulation::new(scenario::build(s)?)`.
+    pub fn build(scenario: &Scenario) -> Result<Self, ScenarioError> {
+        Ok(Self::new(crate::scenario::build(scenario)?))
     }
 
     /// Process at most `max_events` events.
@@ -139,15 +167,14 @@ impl Simulation {
     }
 
     /// The workloads' plan: every flow as its workload made it (in flow-id order), the collectives,
-    /// replay tag names and what each workload generated. Planning is deterministic, so this is the
-    /// plan the engine runs.
-    pub fn workload_plan(&self) -> FlowPlan {
-        workload::plan(&self.scenario.workloads, self.scenario.seed)
+    /// replay tag names and what each workload generated (made once, when the scenario was built).
+    pub fn workload_plan(&self) -> &FlowPlan {
+        &self.plan
     }
 
     /// The labels of [`Simulation::flow_rows`], row for row.
     pub fn flow_labels(&self) -> Vec<FlowLabels> {
-        self.flow_labels_of(&self.workload_plan())
+        self.flow_labels_of(&self.plan)
     }
 
     /// [`Simulation::flow_labels`] from a plan already made.
@@ -169,7 +196,7 @@ impl Simulation {
 
     /// One row per collective and iteration (see `trace::collectives`).
     pub fn collective_rows(&self) -> Vec<CollectiveRow> {
-        self.collective_rows_of(&self.workload_plan())
+        self.collective_rows_of(&self.plan)
     }
 
     /// [`Simulation::collective_rows`] from a plan already made.

@@ -139,7 +139,7 @@ impl World {
         f.start = now;
         f.started = true;
         f.next_send = now;
-        f.rto_deadline = now + self.rto;
+        f.rto_deadline = now.saturating_add(self.rto);
         f.rto_armed = true;
         self.stats.flows_started += 1;
         self.events.push_after(self.rto, Event::Retransmit(fid));
@@ -166,7 +166,7 @@ impl World {
         self.stats.timeouts += 1;
         f.next_seq = f.acked;
         f.resend.clear();
-        f.rto_deadline = now + self.rto;
+        f.rto_deadline = now.saturating_add(self.rto);
         self.events.push_after(self.rto, Event::Retransmit(fid));
         self.activate(fid);
     }
@@ -316,7 +316,7 @@ impl World {
         let f = &mut self.flows[fid as usize];
         if cumulative > f.acked {
             f.acked = cumulative;
-            f.rto_deadline = self.now + self.rto;
+            f.rto_deadline = self.now.saturating_add(self.rto);
             if f.next_seq < cumulative {
                 f.next_seq = cumulative;
             }
@@ -348,7 +348,8 @@ impl World {
         barrier.remaining -= 1;
         if barrier.remaining == 0 {
             for &(fid, gap) in &barrier.waiting {
-                self.events.push(self.now + gap, Event::FlowStart(fid));
+                self.events
+                    .push(self.now.saturating_add(gap), Event::FlowStart(fid));
             }
         }
     }

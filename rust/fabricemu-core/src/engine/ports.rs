@@ -183,9 +183,12 @@ impl World {
         } else {
             crate::units::serialisation_ps(w, self.port_rate[pu])
         };
-        port.busy_until = self.now + ser;
+        port.busy_until = self.now.saturating_add(ser);
         port.tx_bytes += w;
-        let arrive = self.now + ser + port.arrival_delay;
+        let arrive = self
+            .now
+            .saturating_add(ser)
+            .saturating_add(port.arrival_delay);
         packet.arrive = arrive;
         // One arrival event per packet on the wire. Its delay (serialisation + propagation) takes
         // only a few distinct values, so it lands in an O(1) FIFO lane of the event queue;

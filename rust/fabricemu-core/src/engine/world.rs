@@ -7,27 +7,27 @@
 
 use std::collections::VecDeque;
 
-use super::forwarding::{resolve_faults, Fault};
+use super::forwarding::Fault;
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Dcqcn;
 use crate::packet::{Packet, PacketArena, PacketKind, PacketList, NIL, NO_VIA};
-use crate::rng::{self, Purpose, Rng};
+use crate::rng::{Rng, RngStream};
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
 use crate::scenario::{
-    CongestionControl, DcqcnSpec, EcnSpec, LossRecovery, Scenario, ScenarioError, Scheduler,
-    StopAt, TraceSpec,
+    CongestionControl, DcqcnSpec, EcnSpec, LossRecovery, Scenario, Scheduler, StopAt, TraceSpec,
 };
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
 use crate::switch::{PortQueue, SharedBuffer};
-use crate::topology::{self, Fabric, NodeId, PortId};
+use crate::topology::faults::LinkFault;
+use crate::topology::{Fabric, NodeId, PortId};
 use crate::trace::stream::Stream;
 use crate::trace::tables::{LinkRows, PfcRows, QueueRows, RateRows};
 use crate::transport::ideal::{ideal_fct, Hop};
 use crate::transport::{segment, Flow, NEVER, NO_BARRIER};
 use crate::units::Time;
-use crate::workload::{self, Start};
+use crate::workload::{FlowPlan, Start};
 
 /// What the per-packet path reads of a port, in one cache line.
 #[derive(Debug, Clone, Copy)]
@@ -159,8 +159,16 @@ pub struct World {
 pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 
 impl World {
-    pub fn new(s: &Scenario) -> Result<Self, ScenarioError> {
-        let fabric = topology::build(&s.topology, &s.switch);
+    /// The world of a built scenario (see `scenario::build`): its fabric, flow plan, resolved
+    /// faults and PFC state. Nothing is checked here.
+    pub fn new(
+        s: &Scenario,
+        fabric: Fabric,
+        plan: &FlowPlan,
+        faults: &[LinkFault],
+        pfc: Option<Pfc>,
+        reserved_headroom: &[u64],
+    ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
         let ports: Vec<PortHot> = (0..np)
@@ -194,19 +202,10 @@ impl World {
             })
             .collect();
         let t = &s.transport;
-        let max_wire = t.mtu_bytes + t.header_bytes;
-        let (pfc, reserved) = match s.switch.pfc {
-            Some(spec) => {
-                let (pfc, reserved) = Pfc::new(spec, &fabric, max_wire, s.switch.latency_ps);
-                (Some(pfc), reserved)
-            }
-            None => (None, Vec::new()),
-        };
-        let buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, &reserved);
+        let buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, reserved_headroom);
 
-        let plan = workload::plan(&s.workloads, s.seed);
-        let mut sport_rng = rng::stream(s.seed, Purpose::SourcePort, 0);
-        let mut label_rng = rng::stream(s.seed, Purpose::FlowLabel, 0);
+        let mut sport_rng = RngStream::SourcePorts.rng(s.seed);
+        let mut label_rng = RngStream::FlowLabels.rng(s.seed);
         let mut flows = Vec::with_capacity(plan.flows.len());
         let mut barriers: Vec<Barrier> = plan
             .barrier_sizes
@@ -306,7 +305,14 @@ impl World {
             ..RunStats::default()
         };
         let num_flows = flows.len();
-        let faults = resolve_faults(&fabric, &s.faults)?;
+        let faults = faults
+            .iter()
+            .map(|f| Fault {
+                ports: f.ports,
+                kind: f.spec.kind,
+                saved_rates: f.ports.map(|p| fabric.rate_bps[p as usize]),
+            })
+            .collect();
         let mut world = World {
             router,
             packets: PacketArena::default(),
@@ -329,7 +335,7 @@ impl World {
             buffer,
             pfc,
             ecn: s.switch.ecn,
-            ecn_rng: rng::stream(s.seed, Purpose::Ecn, 0),
+            ecn_rng: RngStream::EcnMarking.rng(s.seed),
             last_cycle: None,
             in_deadlock: false,
             deadlock_check_pending: false,
@@ -360,7 +366,7 @@ impl World {
             fabric,
         };
         world.schedule_faults(&s.faults);
-        Ok(world)
+        world
     }
 
     pub fn is_finished(&self) -> bool {

@@ -5,6 +5,7 @@
 //! local queue. The engine (`engine/ports.rs`) supplies queue depths and time; this module holds the
 //! hashing and the per-switch state.
 
+pub mod config;
 mod crc32;
 mod table;
 
@@ -216,7 +217,7 @@ mod tests {
     fn ecmp_spreads_keys_evenly() {
         // 4-way group, 40k random keys: each member within 3 % of a quarter.
         let (_, scenario) = crate::scenario::parse_toml(
-            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 4\nhosts_per_leaf = 2",
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 4\nhosts_per_leaf = 2\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"",
             "",
         )
         .unwrap();

@@ -5,24 +5,40 @@
 
 use std::ops::Range;
 
-use serde_path_to_error::Segment;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::error::ScenarioError;
 use super::schema::ScenarioFile;
+use crate::config::kinds::{path_of, unknown_field_key, unmark};
+use crate::config::ScenarioError;
 
 /// Deserialize TOML, reporting the key path and position of the first error.
 pub fn deserialize_toml(text: &str) -> Result<ScenarioFile, ScenarioError> {
     let de = toml::Deserializer::parse(text).map_err(|e| {
         // A syntax error: no key path, but toml knows where.
-        let mut err = ScenarioError::at("", first_line(e.message()));
+        let mut message = first_line(e.message());
+        if message.starts_with("duplicate key") {
+            // Name the key (toml's span covers it).
+            if let Some(key) = e.span().and_then(|s| text.get(s)) {
+                let key = key.trim();
+                if !key.is_empty() && !message.contains(key) {
+                    message =
+                        format!("duplicate key `{key}`: each key may be given once per table");
+                }
+            }
+        }
+        let mut err = ScenarioError::at("", message);
         set_position(text, &mut err, e.span().map(|s| s.start));
         err
     })?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = path_of(e.path());
-        let span = e.inner().span();
+        // A kind's table reports its own key path: locate it by path, not by toml's span (that of
+        // the whole table).
+        let span = e
+            .inner()
+            .span()
+            .filter(|_| unmark(e.inner().message()).is_none());
         let err = serde_error(path, e.inner().message());
         match span {
             // An unknown key is best shown at its key, which `position_of` finds from the path.
@@ -50,26 +66,6 @@ pub fn from_json_error(e: serde_path_to_error::Error<serde_json::Error>) -> Scen
         }
     }
     serde_error(path, &msg)
-}
-
-/// Dotted key path of a `serde_path_to_error` path: `workload[0].size` becomes `workload.0.size`, the
-/// root (`.`) becomes the empty string.
-pub fn path_of(path: &serde_path_to_error::Path) -> String {
-    let mut out = String::new();
-    for seg in path.iter() {
-        if !out.is_empty() {
-            out.push('.');
-        }
-        match seg {
-            Segment::Seq { index } => out.push_str(&index.to_string()),
-            Segment::Map { key } => out.push_str(key),
-            Segment::Enum { variant } => out.push_str(variant),
-            Segment::Unknown => out.push('?'),
-            #[allow(unreachable_patterns)]
-            _ => out.push('?'),
-        }
-    }
-    out
 }
 
 /// Normalise a path as `serde_path_to_error` prints it (`workload[0].flows[2].dst`, `.`) to the dotted
@@ -100,7 +96,25 @@ pub fn normalise_path(path: &str) -> String {
 /// An error of the serde stage with a readable message; an unknown or missing field's key is appended
 /// to the path (`topology` + "unknown field `kk`" -> `topology.kk`).
 fn serde_error(mut path: String, message: &str) -> ScenarioError {
+    let message = match unmark(message) {
+        Some((inner, message)) => {
+            if !inner.is_empty() {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(inner);
+            }
+            message
+        }
+        None => message,
+    };
     let mut message = clean_message(message);
+    if message == "expected a list, found map" && (path == "workload" || path == "fault") {
+        message = format!(
+            "expected a list of tables, found one table: write [[{path}]] (double brackets) for \
+             each {path}, not [{path}]"
+        );
+    }
     if let Some(key) = missing_field_key(&message) {
         let key = key.to_string();
         message = format!("missing required key `{key}`");
@@ -119,13 +133,6 @@ fn serde_error(mut path: String, message: &str) -> ScenarioError {
     ScenarioError::at(path, message)
 }
 
-/// The key of serde's "unknown field `kk`, expected ..." message.
-fn unknown_field_key(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let end = rest.find('`')?;
-    Some(&rest[..end])
-}
-
 /// The key of serde's "missing field `kind`" message.
 fn missing_field_key(message: &str) -> Option<&str> {
     let rest = message.strip_prefix("missing field `")?;
@@ -142,6 +149,14 @@ fn clean_message(message: &str) -> String {
     let msg = first_line(message);
     if msg.starts_with("data did not match any variant of untagged enum Senders") {
         return "expected a number of senders or a list of host ids".to_string();
+    }
+    // A string enum (`rename_all = "snake_case"`): serde's "unknown variant `x`, expected one of
+    // `a`, `b`" said as "expected one of "a", "b", found "x"".
+    if let Some(rest) = msg.strip_prefix("unknown variant `") {
+        if let Some((found, expected)) = rest.split_once("`, expected ") {
+            let expected = expected.replace('`', "\"");
+            return format!("expected {expected}, found \"{found}\"");
+        }
     }
     // serde: "invalid type: string \"eight\", expected i64" -> "expected an integer, found string \"eight\"".
     match msg

@@ -1,28 +1,45 @@
-//! Scenario files: one schema for TOML files and Python dictionaries, validated before any run.
+//! Scenario files: one schema for TOML files and Python dictionaries, in three phases. `parse`
+//! reads the text into [`ScenarioFile`] (every key typed, every error located); `validate` checks
+//! it into a [`Scenario`] (pure: no file read, no random draw); `build` makes the fabric, the flow
+//! plan and the faults once ([`Built`]), which the engine runs as it is.
+//!
+//! This module owns the file format, the location of errors and the coordinator; each section's
+//! struct and checks live in the domain that owns it (see [`schema`]).
 
-mod error;
+mod build;
 mod locate;
 pub mod schema;
-pub mod spec;
 mod validate;
-pub mod values;
 
-pub use error::ScenarioError;
+pub use crate::config::spec::*;
+pub use crate::config::{check, kinds, spec, values, ScenarioError};
+pub use build::{build, Built};
 pub use schema::ScenarioFile;
-pub use spec::*;
+
+fn with_source(source_name: &str) -> impl Fn(ScenarioError) -> ScenarioError + '_ {
+    move |mut e| {
+        e.source_name = source_name.to_string();
+        e
+    }
+}
 
 /// Parse and validate scenario TOML. `source_name` (a file name, or empty) prefixes error messages.
 pub fn parse_toml(
     text: &str,
     source_name: &str,
 ) -> Result<(ScenarioFile, Scenario), ScenarioError> {
-    let with_source = |mut e: ScenarioError| {
-        e.source_name = source_name.to_string();
-        e
-    };
-    let file = locate::deserialize_toml(text).map_err(with_source)?;
-    let spec = validate::validate(&file).map_err(|e| with_source(locate::position_of(text, e)))?;
+    let file = locate::deserialize_toml(text).map_err(with_source(source_name))?;
+    let spec = validate::validate(&file)
+        .map_err(|e| with_source(source_name)(locate::position_of(text, e)))?;
     Ok((file, spec))
+}
+
+/// Parse, validate and build scenario TOML: everything that can fail before the first event fails
+/// here, with the key path, line and column of the cause.
+pub fn load_toml(text: &str, source_name: &str) -> Result<(ScenarioFile, Built), ScenarioError> {
+    let (file, spec) = parse_toml(text, source_name)?;
+    let built = build(&spec).map_err(|e| with_source(source_name)(locate::position_of(text, e)))?;
+    Ok((file, built))
 }
 
 /// Parse and validate a scenario given as JSON (how the Python API passes a dictionary).
@@ -32,6 +49,12 @@ pub fn parse_json(text: &str) -> Result<(ScenarioFile, Scenario), ScenarioError>
         serde_path_to_error::deserialize(&mut de).map_err(locate::from_json_error)?;
     let spec = validate::validate(&file)?;
     Ok((file, spec))
+}
+
+/// Parse, validate and build a scenario given as JSON.
+pub fn load_json(text: &str) -> Result<(ScenarioFile, Built), ScenarioError> {
+    let (file, spec) = parse_json(text)?;
+    Ok((file, build(&spec)?))
 }
 
 /// The scenario as TOML text (units written back in their exact suffix form).

@@ -3,6 +3,7 @@
 //! the engine calls them at enqueue and dequeue.
 
 pub mod buffer;
+pub mod config;
 pub mod ecn;
 pub mod pfc;
 pub mod queue;

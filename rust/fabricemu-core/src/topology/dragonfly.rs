@@ -12,7 +12,7 @@
 //! - relative (circulant): t = x + j + 1 (mod g).
 
 use super::{Fabric, FabricBuilder, NodeId, Tier};
-use crate::scenario::{Arrangement, LinkSpec};
+use crate::config::{Arrangement, LinkSpec};
 
 /// Target group of group `x`'s global port `j`, and the port index of the link at that group.
 fn global_peer(x: u32, j: u32, g: u32, arrangement: Arrangement) -> (u32, u32) {

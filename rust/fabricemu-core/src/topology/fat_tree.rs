@@ -2,7 +2,7 @@
 //! switches, k/2 hosts per edge switch, k^3/4 hosts numbered pod by pod, edge by edge.
 
 use super::{Fabric, FabricBuilder, Tier};
-use crate::scenario::LinkSpec;
+use crate::config::LinkSpec;
 
 pub fn build(k: u32, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) -> Fabric {
     let half = k / 2;

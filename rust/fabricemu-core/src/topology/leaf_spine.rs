@@ -2,7 +2,7 @@
 //! Oversubscription = hosts_per_leaf x host rate / (spines x fabric rate).
 
 use super::{Fabric, FabricBuilder, Tier};
-use crate::scenario::LinkSpec;
+use crate::config::LinkSpec;
 
 pub fn build(
     leaves: u32,

@@ -1,12 +1,14 @@
 //! Fabric graphs: nodes (hosts first, then switches) and unidirectional links named by their egress
 //! port. Builders for each topology kind live in their own module.
 
+pub mod config;
 mod dragonfly;
 mod fat_tree;
+pub mod faults;
 mod leaf_spine;
 pub mod summary;
 
-use crate::scenario::{LinkSpec, SwitchSpec, TopologySpec};
+use crate::config::{LinkSpec, SwitchSpec, TopologySpec};
 use crate::units::{Rate, Time};
 
 pub type NodeId = u32;

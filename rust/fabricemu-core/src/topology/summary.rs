@@ -509,7 +509,7 @@ impl FlowNetwork {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::LinkSpec;
+    use crate::config::LinkSpec;
     use crate::topology::{fat_tree, leaf_spine};
 
     const G100: u64 = 100_000_000_000;

@@ -3,6 +3,7 @@
 
 pub mod atomic;
 pub mod collectives;
+pub mod config;
 pub mod flows;
 pub mod run_json;
 

@@ -2,6 +2,7 @@
 //! and asks for a go-back-N retransmission when it sees a gap (as RoCE NICs do); a timer recovers a
 //! lost tail. Congestion control plugs in through the flow's sending rate (line rate with `cc = none`).
 
+pub mod config;
 pub mod ideal;
 
 use crate::units::Time;

@@ -3,6 +3,13 @@
 //! `start + (k - 1) x stagger`, so each host sends to and receives from one peer per round; without
 //! it, all n(n - 1) flows start at once.
 
+use serde::{Deserialize, Serialize};
+
+use super::config::{start_of, Context};
+use crate::config::check::{hosts_or_all, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::WorkloadSpec;
+
 use super::{FlowInit, FlowPlan};
 use crate::units::Time;
 
@@ -22,5 +29,40 @@ pub fn expand(
             plan.flows
                 .push(FlowInit::at(src, dst, size_bytes, start, workload));
         }
+    }
+}
+
+/// `kind = "all_to_all"`: every host sends to every other.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllToAllFile {
+    /// Optional label carried into flows.arrow (defaults to `kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<i64>>,
+    /// Flows to the k-th next host start (k - 1) x stagger after `start`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stagger: Option<Duration>,
+}
+
+impl AllToAllFile {
+    pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
+        let hosts = hosts_or_all(
+            &ctx.path("hosts"),
+            self.hosts.as_deref(),
+            ctx.n_hosts,
+            "an all-to-all",
+        )?;
+        Ok(WorkloadSpec::AllToAll {
+            hosts,
+            size_bytes: ctx.size(self.size, "a flow size like \"1MB\"")?,
+            start_ps: start_of(self.start),
+            stagger_ps: self.stagger.map(|d| d.0).unwrap_or(0),
+        })
     }
 }

@@ -9,6 +9,7 @@
 pub mod all_to_all;
 pub mod cdf;
 pub mod collective;
+pub mod config;
 pub mod explicit;
 pub mod incast;
 pub mod permutation;
@@ -16,8 +17,12 @@ pub mod poisson;
 pub mod replay;
 pub mod synthetic;
 
-use crate::rng::{self, Purpose, Rng};
-use crate::scenario::{CollectiveAlgorithm, CollectiveOp, NamedWorkload, WorkloadSpec};
+use std::borrow::Cow;
+
+use crate::config::{
+    CollectiveAlgorithm, CollectiveOp, NamedWorkload, ScenarioError, WorkloadSpec,
+};
+use crate::rng::{Rng, RngStream};
 use crate::units::{Bytes, Rate, Time};
 
 /// When a flow starts.
@@ -128,6 +133,8 @@ pub struct WorkloadReport {
     pub bytes: u64,
     pub poisson: Option<PoissonReport>,
     pub synthetic: Option<synthetic::SyntheticReport>,
+    /// Replay: the distinct tags of its file.
+    pub tags: u32,
 }
 
 /// All flows of a scenario, in flow-id order, and the number of flows each barrier waits for.
@@ -150,32 +157,26 @@ impl FlowPlan {
     }
 }
 
-/// The random stream of workload `index` (what every kind draws from while planning).
-pub fn workload_rng(seed: u64, index: usize) -> Rng {
-    rng::stream(seed, Purpose::Workload, 1_000_000 + index as u64)
-}
-
-/// Expand every workload; each draws from its own seeded stream.
-pub fn plan(workloads: &[NamedWorkload], seed: u64) -> FlowPlan {
+/// Expand every workload, in order, into one plan: the build phase of the workloads. Draws come
+/// from each workload's named streams; replay and CDF files are read here (errors name the key).
+pub fn plan(workloads: &[NamedWorkload], seed: u64) -> Result<FlowPlan, ScenarioError> {
     let mut plan = FlowPlan::default();
     for (wi, w) in workloads.iter().enumerate() {
-        expand(&mut plan, wi, &w.spec, seed);
+        expand(&mut plan, wi, &w.spec, seed)?;
     }
-    plan
+    Ok(plan)
 }
 
-/// The plan of workload `index` alone (as it would be inside the whole scenario).
-pub fn plan_one(index: usize, spec: &WorkloadSpec, seed: u64) -> FlowPlan {
-    let mut plan = FlowPlan::default();
-    plan.reports.resize(index, WorkloadReport::default());
-    expand(&mut plan, index, spec, seed);
-    plan
-}
-
-fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
-    let mut rng = workload_rng(seed, index);
+fn expand(
+    plan: &mut FlowPlan,
+    index: usize,
+    spec: &WorkloadSpec,
+    seed: u64,
+) -> Result<(), ScenarioError> {
+    let mut rng = RngStream::WorkloadPlan(index).rng(seed);
     let wi = index as u32;
     let first = plan.flows.len();
+    let first_tag = plan.tag_names.len();
     let mut poisson_report = None;
     let mut synthetic_report = None;
     match spec {
@@ -191,7 +192,7 @@ fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
             plan,
             wi,
             *receiver,
-            senders,
+            &incast::resolve_senders(senders, *receiver, seed, index),
             *size_bytes,
             *start_ps,
             *rounds,
@@ -209,10 +210,27 @@ fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
             stagger_ps,
         } => all_to_all::expand(plan, wi, hosts, *size_bytes, *start_ps, *stagger_ps),
         WorkloadSpec::Poisson(p) => {
-            poisson_report = Some(poisson::expand(plan, wi, p, &mut rng));
+            let cdf = poisson::load_cdf(index, p)?;
+            poisson_report = Some(poisson::expand(plan, wi, p, &cdf, &mut rng));
         }
-        WorkloadSpec::Collective(c) => collective::expand(plan, wi, c),
-        WorkloadSpec::Replay(r) => replay::expand(plan, wi, r),
+        WorkloadSpec::Collective(c) => {
+            let c = match &c.shuffle {
+                None => Cow::Borrowed(c),
+                Some(placement) => {
+                    let mut placed = c.clone();
+                    placed.groups = placement.shuffled_groups(seed, index);
+                    Cow::Owned(placed)
+                }
+            };
+            collective::expand(plan, wi, &c)
+        }
+        WorkloadSpec::Replay(r) => {
+            let data =
+                replay::read_flow_file(std::path::Path::new(&r.file), r.n_hosts).map_err(|e| {
+                    ScenarioError::at(format!("workload.{index}.file"), format!("{}: {e}", r.file))
+                })?;
+            replay::expand(plan, wi, &data, r.offset_ps)
+        }
         WorkloadSpec::Synthetic(s) => {
             synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
         }
@@ -226,12 +244,14 @@ fn expand(plan: &mut FlowPlan, index: usize, spec: &WorkloadSpec, seed: u64) {
             .fold(0u64, |acc, f| acc.saturating_add(f.size_bytes)),
         poisson: poisson_report,
         synthetic: synthetic_report,
+        tags: (plan.tag_names.len() - first_tag) as u32,
     });
+    Ok(())
 }
 
 /// Kind-specific facts of a workload for a one-line description (`validate`, `describe()`): what
-/// its keys resolved to. Sizes are byte counts, times picoseconds.
-pub fn describe(spec: &WorkloadSpec) -> serde_json::Value {
+/// its keys resolved to and (`report`) what it generated. Sizes are byte counts, times picoseconds.
+pub fn describe(spec: &WorkloadSpec, report: &WorkloadReport) -> serde_json::Value {
     use serde_json::json;
     match spec {
         WorkloadSpec::Flows { .. } => json!({}),
@@ -254,7 +274,7 @@ pub fn describe(spec: &WorkloadSpec) -> serde_json::Value {
         } => json!({ "hosts": hosts.len(), "size_bytes": size_bytes, "stagger_ps": stagger_ps }),
         WorkloadSpec::Poisson(p) => json!({
             "cdf": p.cdf_name, "load": p.load, "senders": p.senders.len(),
-            "mean_flow_bytes": p.cdf.mean_bytes(), "window_ps": p.end_ps.map(|e| e - p.start_ps),
+            "mean_flow_bytes": report.poisson.map(|r| r.mean_flow_bytes), "window_ps": p.end_ps.map(|e| e - p.start_ps),
             "count": p.count,
         }),
         WorkloadSpec::Collective(c) => json!({
@@ -263,12 +283,12 @@ pub fn describe(spec: &WorkloadSpec) -> serde_json::Value {
             "size_bytes": c.size_bytes, "iterations": c.iterations,
             "compute_gap_ps": c.compute_gap_ps,
         }),
-        WorkloadSpec::Replay(r) => json!({ "file": r.file, "tags": r.tag_names.len() }),
+        WorkloadSpec::Replay(r) => json!({ "file": r.file, "tags": report.tags }),
         WorkloadSpec::Synthetic(s) => json!({
             "pattern": s.pattern.name(), "load": s.load, "size_bytes": s.size_bytes,
             "process": match s.process {
-                crate::scenario::ArrivalProcess::Bernoulli => "bernoulli",
-                crate::scenario::ArrivalProcess::Poisson => "poisson",
+                crate::config::ArrivalProcess::Bernoulli => "bernoulli",
+                crate::config::ArrivalProcess::Poisson => "poisson",
             },
             "senders": s.n_hosts, "window_ps": s.end_ps - s.start_ps,
         }),
@@ -295,8 +315,8 @@ mod tests {
     #[test]
     fn derangements_have_no_fixed_points_and_vary_with_seed() {
         let hosts: Vec<u32> = (0..64).collect();
-        let a = derangement(&hosts, &mut rng::stream(1, Purpose::Workload, 0));
-        let b = derangement(&hosts, &mut rng::stream(2, Purpose::Workload, 0));
+        let a = derangement(&hosts, &mut RngStream::IncastSenders(0).rng(1));
+        let b = derangement(&hosts, &mut RngStream::IncastSenders(0).rng(2));
         for d in [&a, &b] {
             let mut sorted = d.clone();
             sorted.sort_unstable();

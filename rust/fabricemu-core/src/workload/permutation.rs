@@ -1,5 +1,12 @@
 //! `kind = "permutation"`: each host sends `size` to another, a seeded derangement of the hosts.
 
+use serde::{Deserialize, Serialize};
+
+use super::config::{start_of, Context};
+use crate::config::check::{hosts_or_all, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::WorkloadSpec;
+
 use super::{FlowInit, FlowPlan};
 use crate::rng::Rng;
 use crate::units::Time;
@@ -28,5 +35,36 @@ pub fn derangement(hosts: &[u32], rng: &mut Rng) -> Vec<u32> {
         if hosts.iter().zip(&out).all(|(a, b)| a != b) {
             return out;
         }
+    }
+}
+
+/// `kind = "permutation"`: every host sends to another, a seeded derangement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermutationFile {
+    /// Optional label carried into flows.arrow (defaults to `kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<i64>>,
+}
+
+impl PermutationFile {
+    pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
+        let hosts = hosts_or_all(
+            &ctx.path("hosts"),
+            self.hosts.as_deref(),
+            ctx.n_hosts,
+            "a permutation",
+        )?;
+        Ok(WorkloadSpec::Permutation {
+            hosts,
+            size_bytes: ctx.size(self.size, "a flow size like \"1MB\"")?,
+            start_ps: start_of(self.start),
+        })
     }
 }

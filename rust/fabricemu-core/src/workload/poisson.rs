@@ -12,14 +12,261 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::cdf::{self, Cdf};
+use super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
 use super::{FlowInit, FlowPlan, PoissonReport};
+use crate::config::check::{host_id, hosts_or_all, quoted_list, Res};
+use crate::config::values::Duration;
+use crate::config::{CdfSource, PoissonPeers, PoissonSpec, ScenarioError, StopAt};
 use crate::rng::Rng;
-use crate::scenario::{PoissonPeers, PoissonSpec};
 use crate::units::PS_PER_SEC;
 
+/// `kind = "poisson"`: Poisson arrivals sized from a CDF at a target load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoissonFile {
+    /// Optional label carried into flows.arrow (defaults to `kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<i64>>,
+    /// A shipped CDF name (`websearch`, `datamining`, `fb_hadoop`, `alistorage`, `google_rpc`) or the
+    /// path of a CSV file of `size_bytes,cdf` points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdf: Option<String>,
+    /// Offered load per sender as a fraction of its host link rate (payload bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<f64>,
+    /// Flows arrive during this long after `start` (default: until the scenario's stop time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Duration>,
+    /// At most this many flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<i64>,
+    /// Only these [src, dst] pairs (instead of random pairs among `hosts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<Vec<Vec<i64>>>,
+}
+
+impl PoissonFile {
+    pub fn validate(&self, ctx: &Context) -> Res<PoissonSpec> {
+        let p = |key: &str| ctx.path(key);
+        let start_ps = start_of(self.start);
+        let cdf_name = self.cdf.as_ref().ok_or_else(|| {
+            ScenarioError::at(
+                p("cdf"),
+                format!(
+                    "missing: expected a flow-size distribution: one of {} or the path of a CSV file",
+                    quoted_list(&cdf::builtin_names())
+                ),
+            )
+        })?;
+        let builtin = Cdf::builtin(cdf_name);
+        let cdf = match &builtin {
+            Some(_) => CdfSource::Builtin,
+            None => {
+                let looks_like_path =
+                    cdf_name.contains('/') || cdf_name.contains('\\') || cdf_name.contains('.');
+                if !looks_like_path {
+                    return Err(ScenarioError::at(
+                        p("cdf"),
+                        format!(
+                            "expected one of {} or the path of a CSV file (size_bytes,cdf), found {cdf_name:?}",
+                            quoted_list(&cdf::builtin_names())
+                        ),
+                    ));
+                }
+                CdfSource::File
+            }
+        };
+        const LOAD: &str = "the offered load as a fraction of the host link rate";
+        let load = match self.load {
+            None => {
+                return Err(ScenarioError::at(
+                    p("load"),
+                    format!("missing: expected {LOAD}, like 0.5"),
+                ))
+            }
+            Some(l) if !(l.is_finite() && l > 0.0 && l <= 10.0) => {
+                return Err(ScenarioError::at(
+                    p("load"),
+                    format!("expected {LOAD} in (0, 10], like 0.5, found {l}"),
+                ))
+            }
+            Some(l) => l,
+        };
+        let (senders, peers) = match (&self.pairs, &self.hosts) {
+            (Some(_), Some(_)) => {
+                return Err(ScenarioError::at(
+                    p("pairs"),
+                    "give either hosts (random pairs among them) or pairs, not both",
+                ))
+            }
+            (Some(pairs), None) => self.pairs(ctx, pairs)?,
+            (None, hosts) => {
+                let hosts = hosts_or_all(
+                    &p("hosts"),
+                    hosts.as_deref(),
+                    ctx.n_hosts,
+                    "a poisson workload",
+                )?;
+                (hosts.clone(), PoissonPeers::Among(hosts))
+            }
+        };
+        let end_ps = match (self.duration, ctx.stop) {
+            (Some(d), _) => {
+                if d.0 == 0 {
+                    return Err(ScenarioError::at(
+                        p("duration"),
+                        "expected a positive duration",
+                    ));
+                }
+                Some(start_ps.saturating_add(d.0))
+            }
+            (None, StopAt::Time(t)) => {
+                if t <= start_ps {
+                    return Err(ScenarioError::at(
+                        p("start"),
+                        "the workload starts after the scenario's stop time",
+                    ));
+                }
+                Some(t)
+            }
+            (None, StopAt::AllFlowsDone) => None,
+        };
+        let count = match self.count {
+            None => None,
+            Some(c) if c < 1 => {
+                return Err(ScenarioError::at(
+                    p("count"),
+                    format!("expected a positive number of flows, found {c}"),
+                ))
+            }
+            Some(c) => Some(c as u64),
+        };
+        if end_ps.is_none() && count.is_none() {
+            return Err(ScenarioError::at(
+                p("duration"),
+                "missing: with stop = \"all_flows_done\", give the arrival window (duration = \"5ms\") \
+                 or a number of flows (count = 10000)",
+            ));
+        }
+        let spec = PoissonSpec {
+            cdf_name: cdf_name.clone(),
+            cdf,
+            load,
+            senders,
+            peers,
+            start_ps,
+            end_ps,
+            count,
+            host_rate_bps: ctx.host_rate_bps,
+            mtu_bytes: ctx.mtu_bytes,
+            header_bytes: ctx.header_bytes,
+        };
+        if let Some(c) = &builtin {
+            check_volume(ctx.index, &spec, c)?;
+        }
+        Ok(spec)
+    }
+
+    fn pairs(&self, ctx: &Context, pairs: &[Vec<i64>]) -> Res<(Vec<u32>, PoissonPeers)> {
+        if pairs.is_empty() {
+            return Err(ScenarioError::at(
+                ctx.path("pairs"),
+                "expected at least one pair",
+            ));
+        }
+        let mut senders: Vec<u32> = Vec::new();
+        let mut dsts: Vec<Vec<u32>> = Vec::new();
+        let mut index_of: Vec<Option<usize>> = vec![None; ctx.n_hosts as usize];
+        for (j, pair) in pairs.iter().enumerate() {
+            let pp = ctx.path(&format!("pairs.{j}"));
+            if pair.len() != 2 {
+                return Err(ScenarioError::at(
+                    pp,
+                    format!("expected a pair [src, dst], found {} values", pair.len()),
+                ));
+            }
+            let src = host_id(format!("{pp}.0"), pair[0], ctx.n_hosts)?;
+            let dst = host_id(format!("{pp}.1"), pair[1], ctx.n_hosts)?;
+            if src == dst {
+                return Err(ScenarioError::at(
+                    format!("{pp}.1"),
+                    "a pair's dst must differ from its src",
+                ));
+            }
+            let k = *index_of[src as usize].get_or_insert_with(|| {
+                senders.push(src);
+                dsts.push(Vec::new());
+                senders.len() - 1
+            });
+            if dsts[k].contains(&dst) {
+                return Err(ScenarioError::at(pp, "pair listed twice"));
+            }
+            dsts[k].push(dst);
+        }
+        Ok((senders, PoissonPeers::Pairs(dsts)))
+    }
+}
+
+/// Refuse a workload `index` that would generate more than [`MAX_WORKLOAD_FLOWS`] flows (expected
+/// number: senders x window / mean gap, at most `count`).
+pub fn check_volume(index: usize, spec: &PoissonSpec, cdf: &Cdf) -> Res<()> {
+    let expected = match spec.end_ps {
+        Some(end) => {
+            spec.senders.len() as f64 * (end - spec.start_ps) as f64 / mean_gap_ps(spec, cdf)
+        }
+        None => f64::INFINITY,
+    }
+    .min(spec.count.map_or(f64::INFINITY, |c| c as f64));
+    if expected > MAX_WORKLOAD_FLOWS {
+        let key = if spec.count.is_some() && spec.end_ps.is_none() {
+            "count"
+        } else {
+            "duration"
+        };
+        return Err(ScenarioError::at(
+            format!("workload.{index}.{key}"),
+            format!(
+                "this would generate about {expected:.3e} flows (at most {MAX_WORKLOAD_FLOWS:.0e}): \
+                 shorten the window or lower the count"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Mean time between two flows of one sender, in ps.
-pub fn mean_gap_ps(spec: &PoissonSpec) -> f64 {
-    spec.cdf.mean_bytes() * 8.0 * PS_PER_SEC as f64 / (spec.load * spec.host_rate_bps as f64)
+pub fn mean_gap_ps(spec: &PoissonSpec, cdf: &Cdf) -> f64 {
+    cdf.mean_bytes() * 8.0 * PS_PER_SEC as f64 / (spec.load * spec.host_rate_bps as f64)
+}
+
+/// The distribution of `spec`: shipped, or read from its CSV file (relative paths from the
+/// current directory) when the scenario is built.
+pub fn load_cdf(index: usize, spec: &PoissonSpec) -> Res<Arc<Cdf>> {
+    let path = format!("workload.{index}.cdf");
+    let name = &spec.cdf_name;
+    match spec.cdf {
+        CdfSource::Builtin => Cdf::builtin(name).map(Arc::new).ok_or_else(|| {
+            ScenarioError::at(path.as_str(), format!("no shipped distribution {name:?}"))
+        }),
+        CdfSource::File => {
+            let text = std::fs::read_to_string(name).map_err(|e| {
+                ScenarioError::at(path.as_str(), format!("cannot read {name:?}: {e}"))
+            })?;
+            let cdf = Cdf::parse(&text)
+                .map_err(|e| ScenarioError::at(path.as_str(), format!("{name}: {e}")))?;
+            check_volume(index, spec, &cdf)?;
+            Ok(Arc::new(cdf))
+        }
+    }
 }
 
 /// An exponential draw with the given mean.
@@ -31,9 +278,10 @@ pub fn expand(
     plan: &mut FlowPlan,
     workload: u32,
     spec: &PoissonSpec,
+    cdf: &Cdf,
     rng: &mut Rng,
 ) -> PoissonReport {
-    let mean_gap = mean_gap_ps(spec);
+    let mean_gap = mean_gap_ps(spec, cdf);
     let n = spec.senders.len();
     let end = spec.end_ps.unwrap_or(u64::MAX);
     let limit = spec.count.unwrap_or(u64::MAX);
@@ -75,7 +323,7 @@ pub fn expand(
                 list[rng.below(list.len() as u64) as usize]
             }
         };
-        let size = spec.cdf.sample(rng.unit());
+        let size = cdf.sample(rng.unit());
         plan.flows.push(FlowInit::at(src, dst, size, t, workload));
         made += 1;
         payload = payload.saturating_add(size);
@@ -96,6 +344,6 @@ pub fn expand(
         window_ps,
         payload_bytes: payload,
         wire_bytes: wire,
-        mean_flow_bytes: spec.cdf.mean_bytes(),
+        mean_flow_bytes: cdf.mean_bytes(),
     }
 }

@@ -28,8 +28,8 @@ use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_schema::DataType;
 
 use super::{FlowInit, FlowPlan};
-use crate::scenario::{FlowSpec, ReplaySpec};
-use crate::units::{parse_bytes, parse_time};
+use crate::config::FlowSpec;
+use crate::units::{parse_bytes, parse_time, Time};
 
 /// The flows of a file, and their tags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,17 +40,18 @@ pub struct ReplayData {
     pub tag_names: Vec<String>,
 }
 
-pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &ReplaySpec) {
+/// The flows of `data`, each start moved by `offset_ps` (the workload's `start`).
+pub fn expand(plan: &mut FlowPlan, workload: u32, data: &ReplayData, offset_ps: Time) {
     let base = plan.tag_names.len() as u32;
-    plan.tag_names.extend(spec.tag_names.iter().cloned());
-    for (f, tag) in spec.flows.iter().zip(spec.tags.iter()) {
+    plan.tag_names.extend(data.tag_names.iter().cloned());
+    for (f, tag) in data.flows.iter().zip(data.tags.iter()) {
         plan.flows.push(FlowInit {
             tag: tag.map(|t| base + t),
             ..FlowInit::at(
                 f.src,
                 f.dst,
                 f.size_bytes,
-                f.start_ps.saturating_add(spec.offset_ps),
+                f.start_ps.saturating_add(offset_ps),
                 workload,
             )
         });

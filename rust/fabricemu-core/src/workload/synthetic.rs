@@ -9,16 +9,232 @@
 //! (rounded to integer ps) with the same mean, slot / load. Senders are merged in time order, so flow
 //! ids follow generation time (ties by host id).
 //!
-//! Three seeded streams per workload ([`Purpose::Synthetic`]): arrival times, destinations and the
+//! Three seeded streams per workload ([`RngStream::SyntheticArrivals`] and the next two): arrival times, destinations and the
 //! permutation, so that changing the pattern does not move the arrivals.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use serde::{Deserialize, Serialize};
+
+use super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
 use super::{FlowInit, FlowPlan};
-use crate::rng::{self, Purpose, Rng};
-use crate::scenario::{ArrivalProcess, SyntheticPattern, SyntheticSpec};
+use crate::config::check::{fraction, host_list, positive_size, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{ArrivalProcess, ScenarioError, StopAt, SyntheticPattern, SyntheticSpec};
+use crate::rng::{Rng, RngStream};
 use crate::units::{Rate, Time};
+
+/// `pattern` of a synthetic workload (BookSim-style traffic patterns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PatternName {
+    UniformRandom,
+    WorstCase,
+    Permutation,
+    Tornado,
+    Shift,
+    HotSpot,
+}
+
+impl PatternName {
+    fn name(self) -> &'static str {
+        match self {
+            PatternName::UniformRandom => "uniform_random",
+            PatternName::WorstCase => "worst_case",
+            PatternName::Permutation => "permutation",
+            PatternName::Tornado => "tornado",
+            PatternName::Shift => "shift",
+            PatternName::HotSpot => "hot_spot",
+        }
+    }
+}
+
+/// `kind = "synthetic"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticFile {
+    /// Optional label carried into flows.arrow (defaults to `kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<f64>,
+    /// `uniform_random`, `worst_case`, `permutation`, `tornado`, `shift` or `hot_spot`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<PatternName>,
+    /// Arrival process: `bernoulli` (default, slotted) or `poisson`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ArrivalProcess>,
+    /// Pattern `shift`: host i sends to (i + shift) mod N (default: hosts per group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<i64>,
+    /// Pattern `hot_spot`: the hot hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_spot: Option<Vec<i64>>,
+    /// Pattern `hot_spot`: the fraction of messages sent to a hot host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_fraction: Option<f64>,
+}
+
+impl SyntheticFile {
+    pub fn validate(&self, ctx: &Context) -> Res<SyntheticSpec> {
+        let p = |key: &str| ctx.path(key);
+        let n_hosts = ctx.n_hosts;
+        let start_ps = start_of(self.start);
+        let end_ps = match ctx.stop {
+            StopAt::Time(t) => t,
+            StopAt::AllFlowsDone => return Err(ScenarioError::at(
+                p("kind"),
+                "a synthetic workload needs the top-level key stop = a time (e.g. stop = \"300us\"): \
+                 its hosts inject until then",
+            )),
+        };
+        if start_ps >= end_ps {
+            return Err(ScenarioError::at(
+                p("start"),
+                "the workload starts at or after the scenario's stop time",
+            ));
+        }
+        let pattern_name = self.pattern.ok_or_else(|| {
+            ScenarioError::at(
+                p("pattern"),
+                "missing: expected one of \"uniform_random\", \"worst_case\", \"permutation\", \
+                 \"tornado\", \"shift\", \"hot_spot\"",
+            )
+        })?;
+        for (key, is_set, only) in [
+            ("shift", self.shift.is_some(), PatternName::Shift),
+            ("hot_spot", self.hot_spot.is_some(), PatternName::HotSpot),
+            (
+                "hot_fraction",
+                self.hot_fraction.is_some(),
+                PatternName::HotSpot,
+            ),
+        ] {
+            if is_set && pattern_name != only {
+                return Err(ScenarioError::at(
+                    p(key),
+                    format!(
+                        "only for pattern = \"{}\", not \"{}\"",
+                        only.name(),
+                        pattern_name.name()
+                    ),
+                ));
+            }
+        }
+        const LOAD: &str = "the offered load per host as a fraction of its host link rate";
+        let load = match self.load {
+            None => {
+                return Err(ScenarioError::at(
+                    p("load"),
+                    format!("missing: expected {LOAD}, like 0.5"),
+                ))
+            }
+            Some(l) if !(l.is_finite() && l > 0.0 && l <= 1.0) => {
+                return Err(ScenarioError::at(
+                    p("load"),
+                    format!("expected {LOAD} in (0, 1], found {l}"),
+                ))
+            }
+            Some(l) => l,
+        };
+        let size_bytes = match self.size {
+            None => {
+                return Err(ScenarioError::at(
+                    p("size"),
+                    "missing: expected a message size like \"4KiB\"",
+                ))
+            }
+            Some(s) => positive_size(&p("size"), s.0)?,
+        };
+        let group_size = ctx.group_size.max(1);
+        let groups = n_hosts / group_size;
+        let two_groups = |what: &str| -> Res<()> {
+            if groups < 2 {
+                return Err(ScenarioError::at(
+                    p("pattern"),
+                    format!("{what} needs at least two groups; this topology has one group of {group_size} hosts"),
+                ));
+            }
+            Ok(())
+        };
+        let pattern = match pattern_name {
+            PatternName::UniformRandom => SyntheticPattern::UniformRandom,
+            PatternName::Permutation => SyntheticPattern::Permutation,
+            PatternName::WorstCase => {
+                two_groups("worst_case")?;
+                SyntheticPattern::WorstCase
+            }
+            PatternName::Tornado => {
+                two_groups("tornado")?;
+                SyntheticPattern::Tornado
+            }
+            PatternName::Shift => {
+                let shift = self.shift.unwrap_or(group_size as i64);
+                let s = shift.rem_euclid(n_hosts as i64);
+                if s == 0 {
+                    return Err(ScenarioError::at(
+                        if self.shift.is_some() { p("shift") } else { p("pattern") },
+                        format!(
+                            "a shift of {shift} sends every host to itself (it is a multiple of the {n_hosts} hosts)"
+                        ),
+                    ));
+                }
+                SyntheticPattern::Shift(s as u32)
+            }
+            PatternName::HotSpot => {
+                let list = self.hot_spot.as_ref().ok_or_else(|| {
+                    ScenarioError::at(p("hot_spot"), "missing: expected a list of hot host ids")
+                })?;
+                if list.is_empty() {
+                    return Err(ScenarioError::at(
+                        p("hot_spot"),
+                        "expected at least one hot host",
+                    ));
+                }
+                let hosts = host_list(&p("hot_spot"), list, n_hosts)?;
+                let fraction = match self.hot_fraction {
+                    None => return Err(ScenarioError::at(
+                        p("hot_fraction"),
+                        "missing: expected the fraction of messages sent to a hot host, like 0.5",
+                    )),
+                    Some(f) => fraction(&p("hot_fraction"), f, 0.0, 1.0)?,
+                };
+                SyntheticPattern::HotSpot { hosts, fraction }
+            }
+        };
+        let packets = size_bytes.div_ceil(ctx.mtu_bytes);
+        let wire_bytes = size_bytes.saturating_add(packets.saturating_mul(ctx.header_bytes));
+        let slot_ps = crate::units::serialisation_ps(wire_bytes, ctx.host_rate_bps).max(1);
+        let expected = n_hosts as f64 * load * (end_ps - start_ps) as f64 / slot_ps as f64;
+        if expected > MAX_WORKLOAD_FLOWS {
+            return Err(ScenarioError::at(
+                p("load"),
+                format!(
+                    "this would generate about {expected:.3e} messages (at most {MAX_WORKLOAD_FLOWS:.0e}): \
+                     shorten the run, lower the load or send larger messages"
+                ),
+            ));
+        }
+        Ok(SyntheticSpec {
+            pattern,
+            process: self.process.unwrap_or(ArrivalProcess::Bernoulli),
+            load,
+            size_bytes,
+            n_hosts,
+            group_size,
+            start_ps,
+            end_ps,
+            host_rate_bps: ctx.host_rate_bps,
+            wire_bytes,
+            slot_ps,
+        })
+    }
+}
 
 /// What a synthetic workload generated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,11 +260,10 @@ impl SyntheticReport {
 
 /// The random streams of synthetic workload `index`: arrivals, destinations, permutation.
 fn streams(seed: u64, index: usize) -> (Rng, Rng, Rng) {
-    let base = 4 * index as u64;
     (
-        rng::stream(seed, Purpose::Synthetic, base),
-        rng::stream(seed, Purpose::Synthetic, base + 1),
-        rng::stream(seed, Purpose::Synthetic, base + 2),
+        RngStream::SyntheticArrivals(index).rng(seed),
+        RngStream::SyntheticDestinations(index).rng(seed),
+        RngStream::SyntheticPermutation(index).rng(seed),
     )
 }
 
@@ -194,7 +409,7 @@ pub fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{ArrivalProcess, SyntheticPattern, SyntheticSpec};
+    use crate::config::{ArrivalProcess, SyntheticPattern, SyntheticSpec};
 
     fn spec(pattern: SyntheticPattern, n_hosts: u32, group_size: u32) -> SyntheticSpec {
         SyntheticSpec {

@@ -21,7 +21,7 @@ pub fn spec(text: &str) -> Scenario {
 
 /// The simulation of TOML `text`, built, not run.
 pub fn build(text: &str) -> Simulation {
-    Simulation::new(&spec(text)).unwrap_or_else(|e| panic!("{e}"))
+    Simulation::build(&spec(text)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The simulation of TOML `text` run to its stop condition; packet conservation is checked.
@@ -36,7 +36,7 @@ pub fn run(text: &str) -> Simulation {
 /// JSON in the metadata, wall-clock time zero).
 pub fn write_run(text: &str, dir: &Path) -> Simulation {
     let (file, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(&s).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
     sim.run_to_end();
     output::write_outputs(dir, &mut sim, &to_json(&file), s.seed, false, 0.0).unwrap();
     sim

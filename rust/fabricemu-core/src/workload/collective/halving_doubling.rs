@@ -13,7 +13,7 @@
 //! r - p (which waits for it before its first step) and get the result back at the end.
 
 use super::Transfer;
-use crate::scenario::CollectiveOp;
+use crate::config::CollectiveOp;
 use crate::workload::split_even;
 
 pub fn transfers(op: CollectiveOp, n: usize, size: u64) -> Vec<Transfer> {

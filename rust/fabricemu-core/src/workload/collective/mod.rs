@@ -10,14 +10,17 @@
 //! (NVLink inside a server) are not modelled: every rank is one host (one NIC).
 
 pub mod all_to_all;
+mod config;
 pub mod halving_doubling;
 pub mod ring;
 pub mod tree;
 
 use std::collections::HashMap;
 
+pub use config::{CollectiveFile, GroupLayout, RankOrder};
+
 use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};
-use crate::scenario::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
+use crate::config::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
 use crate::units::{serialisation_ps, Bytes, Rate, Time};
 
 /// The tree's pipeline chunk when the scenario does not set `chunk_size`.
@@ -205,7 +208,7 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::CollectiveSpec;
+    use crate::config::CollectiveSpec;
 
     fn spec(
         op: CollectiveOp,
@@ -217,6 +220,7 @@ mod tests {
             op,
             algorithm,
             groups: vec![(0..n as u32).collect()],
+            shuffle: None,
             size_bytes: size,
             iterations: 1,
             compute_gap_ps: 0,

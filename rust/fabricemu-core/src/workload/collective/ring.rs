@@ -9,7 +9,7 @@
 //!   takes 2(n - 1) x (S/n serialised + one step's latency).
 
 use super::Transfer;
-use crate::scenario::CollectiveOp;
+use crate::config::CollectiveOp;
 use crate::workload::split_even;
 
 pub fn transfers(op: CollectiveOp, n: usize, size: u64) -> Vec<Transfer> {

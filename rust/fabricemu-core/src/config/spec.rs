@@ -1,9 +1,8 @@
 //! The validated scenario the engine runs: every default applied, every id checked, units resolved.
 
-use std::sync::Arc;
+use serde::{Deserialize, Serialize};
 
 use crate::units::{Bytes, Rate, Time};
-use crate::workload::cdf::Cdf;
 
 /// When the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -344,12 +343,21 @@ pub enum PoissonPeers {
     Pairs(Vec<Vec<u32>>),
 }
 
+/// Where a Poisson workload's flow sizes come from (`PoissonSpec::cdf_name` names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CdfSource {
+    /// A shipped distribution.
+    Builtin,
+    /// A CSV file of `size_bytes,cdf` points, read when the scenario is built.
+    File,
+}
+
 /// Poisson flow arrivals with sizes from a CDF, at a target load of the senders' host links.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoissonSpec {
     /// The scenario's name for the distribution (a shipped name or the CSV path).
     pub cdf_name: String,
-    pub cdf: Arc<Cdf>,
+    pub cdf: CdfSource,
     /// Offered payload load per sender, as a fraction of its host link rate.
     pub load: f64,
     pub senders: Vec<u32>,
@@ -365,7 +373,8 @@ pub struct PoissonSpec {
 }
 
 /// A collective operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CollectiveOp {
     AllReduce,
     AllGather,
@@ -397,7 +406,8 @@ impl CollectiveOp {
 }
 
 /// How a collective moves its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CollectiveAlgorithm {
     /// Ranks in a ring; each step passes one block to the next rank.
     Ring,
@@ -429,8 +439,12 @@ impl CollectiveAlgorithm {
 pub struct CollectiveSpec {
     pub op: CollectiveOp,
     pub algorithm: CollectiveAlgorithm,
-    /// Each group's hosts in rank order (rank i runs on `groups[g][i]`).
+    /// Each group's hosts in rank order (rank i runs on `groups[g][i]`); with `shuffle`, the
+    /// groups before the shuffle (the same sizes).
     pub groups: Vec<Vec<u32>>,
+    /// `rank_order = "shuffled"`: the hosts and grouping whose ranks the build places by a seeded
+    /// shuffle.
+    pub shuffle: Option<RankPlacement>,
     /// The nccl-tests size: the all-reduce buffer, the all-gather output, the reduce-scatter input,
     /// the all-to-all send buffer of one rank.
     pub size_bytes: Bytes,
@@ -444,16 +458,44 @@ pub struct CollectiveSpec {
     pub chunk_interval_ps: Time,
 }
 
-/// Flows read from a file (`replay`).
+/// Hosts split into groups of `group_size` ranks, consecutively or (`strided`) every m-th.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankPlacement {
+    pub hosts: Vec<u32>,
+    pub group_size: u32,
+    pub strided: bool,
+}
+
+/// Flows read from a file (`replay`) when the scenario is built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplaySpec {
     pub file: String,
-    pub flows: Arc<Vec<FlowSpec>>,
-    /// Per flow: index into `tag_names`, if the row had a tag.
-    pub tags: Arc<Vec<Option<u32>>>,
-    pub tag_names: Arc<Vec<String>>,
     /// Added to every row's start.
     pub offset_ps: Time,
+    /// Every row's hosts must be below this.
+    pub n_hosts: u32,
+}
+
+/// The senders of an incast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IncastSenders {
+    /// These hosts.
+    Listed(Vec<u32>),
+    /// `count` distinct hosts other than the receiver, drawn when the scenario is built.
+    Drawn { count: u32, n_hosts: u32 },
+}
+
+impl IncastSenders {
+    pub fn len(&self) -> usize {
+        match self {
+            IncastSenders::Listed(l) => l.len(),
+            IncastSenders::Drawn { count, .. } => *count as usize,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Where a synthetic workload's messages go (BookSim-style traffic patterns).
@@ -487,7 +529,8 @@ impl SyntheticPattern {
 }
 
 /// How a synthetic source's messages arrive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ArrivalProcess {
     /// Slots of one message's wire time at the host link rate; a message per slot with
     /// probability `load`.
@@ -524,10 +567,10 @@ pub enum WorkloadSpec {
     Flows {
         flows: Vec<FlowSpec>,
     },
-    /// `senders` are resolved to host ids (drawn with the workload's seed when given as a count).
+    /// `senders` listed, or drawn when the scenario is built.
     Incast {
         receiver: u32,
-        senders: Vec<u32>,
+        senders: IncastSenders,
         size_bytes: Bytes,
         start_ps: Time,
         rounds: u32,

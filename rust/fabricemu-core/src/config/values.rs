@@ -6,8 +6,28 @@ use std::fmt;
 
 use crate::units::{self, Bytes, Rate, Time};
 
+/// The longest duration a scenario may state: 10^6 s (11.6 days) in picoseconds. Any sum of a few
+/// user times stays far below `u64::MAX`, so time arithmetic cannot wrap.
+pub const MAX_TIME_PS: u64 = 1_000_000_000_000_000_000;
+
+/// `v` if it is at most [`MAX_TIME_PS`], else the error message.
+pub fn bounded_time(v: u64, text: &str) -> Result<u64, String> {
+    if v > MAX_TIME_PS {
+        Err(format!(
+            "expected a duration of at most {}, found {text:?}",
+            units::format_time(MAX_TIME_PS)
+        ))
+    } else {
+        Ok(v)
+    }
+}
+
+fn unbounded(v: u64, _text: &str) -> Result<u64, String> {
+    Ok(v)
+}
+
 macro_rules! unit_value {
-    ($name:ident, $inner:ty, $parse:path, $format:path, $expect:literal, $allow_int:literal) => {
+    ($name:ident, $inner:ty, $parse:path, $format:path, $expect:literal, $allow_int:literal, $bound:path) => {
         #[doc = concat!("A scenario value holding ", $expect, ".")]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(pub $inner);
@@ -27,7 +47,8 @@ macro_rules! unit_value {
                         f.write_str($expect)
                     }
                     fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
-                        $parse(v).map($name).map_err(|e| E::custom(e))
+                        let x = $parse(v).map_err(|e| E::custom(e))?;
+                        $bound(x, v).map($name).map_err(E::custom)
                     }
                     fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
                         if $allow_int && v >= 0 {
@@ -59,7 +80,8 @@ unit_value!(
     units::parse_time,
     units::format_time,
     "a duration with a unit, like \"500ns\", \"1.5us\" or \"2ms\"",
-    false
+    false,
+    bounded_time
 );
 unit_value!(
     Size,
@@ -67,7 +89,8 @@ unit_value!(
     units::parse_bytes,
     units::format_bytes,
     "a size like \"1500B\", \"4KiB\", \"1MB\" or \"32MiB\"",
-    true
+    true,
+    unbounded
 );
 unit_value!(
     LinkRate,
@@ -75,5 +98,6 @@ unit_value!(
     units::parse_rate,
     units::format_rate,
     "a rate like \"100Gbps\" or \"400Gbps\"",
-    false
+    false,
+    unbounded
 );

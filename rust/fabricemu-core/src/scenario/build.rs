@@ -1,0 +1,69 @@
+//! The build phase: from a validated [`Scenario`] to what the engine runs. Builds the fabric,
+//! resolves fault links against it, sizes PFC headroom (and checks it fits the buffer), reads
+//! replay and CDF files and expands every workload into the flow plan, drawing each random choice
+//! from its named stream ([`crate::rng::Stream`]). Done once per run; anything that can fail
+//! before the first event fails here, naming its key.
+
+use crate::config::check::Res;
+use crate::config::spec::Scenario;
+use crate::switch::config::check_headroom;
+use crate::switch::pfc::Pfc;
+use crate::topology::faults::{self, LinkFault};
+use crate::topology::{self, Fabric};
+use crate::workload::{self, FlowPlan};
+
+/// A scenario built and ready to run: the engine takes it as it is and checks nothing.
+#[derive(Debug)]
+pub struct Built {
+    pub scenario: Scenario,
+    pub fabric: Fabric,
+    /// Every flow, in flow-id order, with the collectives, replay tags and per-workload reports.
+    pub plan: FlowPlan,
+    /// The `[[fault]]` entries with their links resolved, in order.
+    pub faults: Vec<LinkFault>,
+    /// PFC state (when enabled) and the headroom each node reserves out of its buffer.
+    pub pfc: Option<Pfc>,
+    pub reserved_headroom: Vec<u64>,
+    /// Settings that are allowed but probably not meant (each "key.path: message"); run.json
+    /// carries them as `warnings`.
+    pub warnings: Vec<String>,
+}
+
+impl Built {
+    /// Data plus header bytes of the largest packet.
+    pub fn max_packet_wire(&self) -> u64 {
+        let t = &self.scenario.transport;
+        t.mtu_bytes + t.header_bytes
+    }
+}
+
+pub fn build(scenario: &Scenario) -> Res<Built> {
+    let s = scenario;
+    let fabric = topology::build(&s.topology, &s.switch);
+    let faults = faults::resolve(&fabric, &s.faults)?;
+    let max_wire = s.transport.mtu_bytes + s.transport.header_bytes;
+    let mut warnings = Vec::new();
+    let (pfc, reserved_headroom) = match s.switch.pfc {
+        Some(spec) => {
+            let (pfc, reserved) = Pfc::new(spec, &fabric, max_wire, s.switch.latency_ps);
+            warnings.extend(check_headroom(
+                &s.switch,
+                &reserved,
+                |n| !fabric.is_host(n as u32),
+                max_wire,
+            )?);
+            (Some(pfc), reserved)
+        }
+        None => (None, Vec::new()),
+    };
+    let plan = workload::plan(&s.workloads, s.seed)?;
+    Ok(Built {
+        scenario: scenario.clone(),
+        fabric,
+        plan,
+        faults,
+        pfc,
+        reserved_headroom,
+        warnings,
+    })
+}

@@ -1,0 +1,323 @@
+//! `[switch]`: buffers, scheduler, ECN marking and PFC, and their checks, producing a [`SwitchSpec`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::check::{fraction, positive_size, priority_mask, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{
+    EcnSpec, PfcSpec, PfcThreshold, ScenarioError, Scheduler, SwitchSpec, TransportSpec,
+};
+
+/// `[switch]`: buffers and forwarding latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchFile {
+    /// Packet memory of one switch, shared by all its egress queues.
+    #[serde(default = "SwitchFile::default_buffer")]
+    pub buffer: Size,
+    /// Optional cap on one egress port's queue (drop-tail beyond it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_buffer: Option<Size>,
+    /// Fixed forwarding latency added after a packet is fully received.
+    #[serde(default = "SwitchFile::default_latency")]
+    pub latency: Duration,
+    /// Dynamic threshold of lossy queues: a queue may grow to alpha x the free shared buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// Static cap on one (port, priority) queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_limit: Option<Size>,
+    /// `strict` priority (default) or `dwrr` (deficit weighted round robin by `weights`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<SchedulerName>,
+    /// DWRR weights of the eight priorities (control frames still go first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Vec<i64>>,
+    /// RED/ECN marking on egress queue depth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<EcnFile>,
+    /// Priority flow control (lossless classes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc: Option<PfcFile>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedulerName {
+    Strict,
+    Dwrr,
+}
+
+/// Where RED decides to mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkAt {
+    Dequeue,
+    Enqueue,
+}
+
+/// `[switch.ecn]`: RED marking; defaults are the DCQCN paper's (Kmin 5 KB, Kmax 200 KB, Pmax 1 %).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EcnFile {
+    #[serde(default = "default_enabled")]
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmin: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmax: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmax: Option<f64>,
+    /// `dequeue` (default, Broadcom-style) or `enqueue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<MarkAt>,
+    /// Priorities that are marked (default: the data priority).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priorities: Option<Vec<i64>>,
+}
+
+fn default_enabled() -> bool {
+    true
+}
+
+/// `[switch.pfc]`: per (ingress port, priority) pause thresholds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PfcFile {
+    #[serde(default = "default_enabled")]
+    pub enabled: bool,
+    /// Lossless priorities (default: the data priority).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priorities: Option<Vec<i64>>,
+    /// Static XOFF threshold per (ingress port, priority); if unset, the dynamic one applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xoff: Option<Size>,
+    /// Dynamic XOFF: pause when an ingress queue exceeds beta x the free shared buffer. Default 1:
+    /// the DCQCN paper's beta = 8 shared by 8 priorities (HPCC's MMU uses 1/8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    /// RESUME when the ingress queue falls this far below XOFF (default two packets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xon_offset: Option<Size>,
+    /// Headroom reserved per (ingress port, lossless priority); default sized from link rate and
+    /// delay: a round trip of bytes plus two packets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<Size>,
+}
+
+impl SwitchFile {
+    fn default_buffer() -> Size {
+        Size(32 << 20)
+    }
+    fn default_latency() -> Duration {
+        Duration(0)
+    }
+
+    /// The switch settings for packets of transport `t`.
+    pub fn validate(&self, t: &TransportSpec) -> Res<SwitchSpec> {
+        positive_size("switch.buffer", self.buffer.0)?;
+        let packet = t.mtu_bytes + t.header_bytes;
+        if self.buffer.0 < packet {
+            return Err(ScenarioError::at(
+                "switch.buffer",
+                format!(
+                    "a switch buffer of {} B cannot hold one packet of {packet} B (transport.mtu + \
+                     transport.header)",
+                    self.buffer.0
+                ),
+            ));
+        }
+        if let Some(b) = self.port_buffer {
+            positive_size("switch.port_buffer", b.0)?;
+        }
+        if let Some(b) = self.queue_limit {
+            positive_size("switch.queue_limit", b.0)?;
+        }
+        if let Some(a) = self.alpha {
+            fraction("switch.alpha", a, 1.0 / 1024.0, 1024.0)?;
+        }
+        let ecn = match &self.ecn {
+            Some(e) if e.enabled => Some(e.validate(t)?),
+            _ => None,
+        };
+        let pfc = match &self.pfc {
+            Some(p) if p.enabled => Some(p.validate(t)?),
+            _ => None,
+        };
+        Ok(SwitchSpec {
+            buffer_bytes: self.buffer.0,
+            port_buffer_bytes: self.port_buffer.map(|b| b.0),
+            latency_ps: self.latency.0,
+            alpha: self.alpha,
+            queue_limit_bytes: self.queue_limit.map(|b| b.0),
+            scheduler: self.scheduler()?,
+            ecn,
+            pfc,
+        })
+    }
+
+    fn scheduler(&self) -> Res<Scheduler> {
+        match self.scheduler {
+            None | Some(SchedulerName::Strict) => {
+                if self.weights.is_some() {
+                    return Err(ScenarioError::at(
+                        "switch.weights",
+                        "weights need scheduler = \"dwrr\"",
+                    ));
+                }
+                Ok(Scheduler::Strict)
+            }
+            Some(SchedulerName::Dwrr) => {
+                let w = self.weights.as_ref().ok_or_else(|| {
+                    ScenarioError::at(
+                        "switch.weights",
+                        "missing: expected eight weights, one per priority",
+                    )
+                })?;
+                if w.len() != 8 {
+                    return Err(ScenarioError::at(
+                        "switch.weights",
+                        format!("expected eight weights, found {}", w.len()),
+                    ));
+                }
+                let mut weights = [0u32; 8];
+                for (i, &x) in w.iter().enumerate() {
+                    if !(1..=1_000_000).contains(&x) {
+                        return Err(ScenarioError::at(
+                            format!("switch.weights.{i}"),
+                            format!("expected a weight in 1..=1000000, found {x}"),
+                        ));
+                    }
+                    weights[i] = x as u32;
+                }
+                Ok(Scheduler::Dwrr(weights))
+            }
+        }
+    }
+}
+
+impl Default for SwitchFile {
+    fn default() -> Self {
+        Self {
+            buffer: Self::default_buffer(),
+            port_buffer: None,
+            latency: Self::default_latency(),
+            alpha: None,
+            queue_limit: None,
+            scheduler: None,
+            weights: None,
+            ecn: None,
+            pfc: None,
+        }
+    }
+}
+
+impl EcnFile {
+    fn validate(&self, t: &TransportSpec) -> Res<EcnSpec> {
+        let kmin = self.kmin.map(|s| s.0).unwrap_or(5_000);
+        let kmax = self.kmax.map(|s| s.0).unwrap_or(200_000);
+        if kmax < kmin {
+            return Err(ScenarioError::at(
+                "switch.ecn.kmax",
+                "expected kmax >= kmin",
+            ));
+        }
+        let pmax = fraction("switch.ecn.pmax", self.pmax.unwrap_or(0.01), 0.0, 1.0)?;
+        Ok(EcnSpec {
+            kmin_bytes: kmin,
+            kmax_bytes: kmax,
+            pmax,
+            on_dequeue: self.mark != Some(MarkAt::Enqueue),
+            priorities: priority_mask(
+                "switch.ecn.priorities",
+                self.priorities.as_ref(),
+                t.data_priority,
+            )?,
+        })
+    }
+}
+
+impl PfcFile {
+    fn validate(&self, t: &TransportSpec) -> Res<PfcSpec> {
+        let priorities = priority_mask(
+            "switch.pfc.priorities",
+            self.priorities.as_ref(),
+            t.data_priority,
+        )?;
+        if priorities & (1 << t.control_priority) != 0 {
+            return Err(ScenarioError::at(
+                "switch.pfc.priorities",
+                "the control priority (ACK, CNP) cannot be lossless: pausing it can deadlock the transport",
+            ));
+        }
+        let xoff = match (self.xoff, self.beta) {
+            (Some(_), Some(_)) => {
+                return Err(ScenarioError::at(
+                    "switch.pfc.beta",
+                    "give either a static xoff or a dynamic beta, not both",
+                ))
+            }
+            (Some(x), None) => PfcThreshold::Static(positive_size("switch.pfc.xoff", x.0)?),
+            (None, b) => PfcThreshold::Dynamic(fraction(
+                "switch.pfc.beta",
+                b.unwrap_or(1.0),
+                1.0 / 1024.0,
+                1024.0,
+            )?),
+        };
+        let xon_offset_bytes = self
+            .xon_offset
+            .map(|s| s.0)
+            .unwrap_or(2 * (t.mtu_bytes + t.header_bytes));
+        if let Some(h) = self.headroom {
+            positive_size("switch.pfc.headroom", h.0)?;
+        }
+        Ok(PfcSpec {
+            priorities,
+            xoff,
+            xon_offset_bytes,
+            headroom_bytes: self.headroom.map(|s| s.0),
+        })
+    }
+}
+
+/// PFC headroom that leaves no shared buffer: `reserved[n]` is what switch `n` reserves (every
+/// ingress link times every lossless priority); the lossless classes need at least one packet of
+/// shared buffer beyond it. Checked once the fabric is built (the default headroom depends on each
+/// link's rate and delay). An explicit `headroom` that does not fit is an error; the default one
+/// (sized per link, which the user did not choose) is a warning, returned for run.json.
+pub fn check_headroom(
+    spec: &SwitchSpec,
+    reserved: &[u64],
+    is_switch: impl Fn(usize) -> bool,
+    packet_bytes: u64,
+) -> Res<Option<String>> {
+    let Some(pfc) = &spec.pfc else {
+        return Ok(None);
+    };
+    let worst = reserved
+        .iter()
+        .enumerate()
+        .filter(|&(n, _)| is_switch(n))
+        .map(|(_, &r)| r)
+        .max()
+        .unwrap_or(0);
+    if worst.saturating_add(packet_bytes) <= spec.buffer_bytes {
+        return Ok(None);
+    }
+    let what = match pfc.headroom_bytes {
+        Some(h) => format!("{h} B per ingress port and lossless priority"),
+        None => "the default headroom (a round trip of each link plus two packets)".to_string(),
+    };
+    let message = format!(
+        "PFC headroom of {what} reserves {worst} B at a switch, which with one packet \
+         ({packet_bytes} B) exceeds the {} B buffer: enlarge switch.buffer or lower the headroom",
+        spec.buffer_bytes
+    );
+    match pfc.headroom_bytes {
+        Some(_) => Err(ScenarioError::at("switch.pfc.headroom", message)),
+        None => Ok(Some(format!(
+            "switch.buffer: {message} (lossless packets then queue in the headroom only)"
+        ))),
+    }
+}

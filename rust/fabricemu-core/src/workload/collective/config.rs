@@ -1,0 +1,303 @@
+//! `kind = "collective"`: its keys and checks, producing a [`CollectiveSpec`].
+
+use serde::{Deserialize, Serialize};
+
+use super::super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
+use crate::config::check::{count, host_list, hosts_or_all, quoted_list, within_time_range, Res};
+use crate::config::values::{Duration, Size};
+use crate::config::{
+    CollectiveAlgorithm, CollectiveOp, CollectiveSpec, RankPlacement, ScenarioError,
+};
+use crate::rng::RngStream;
+
+/// How `hosts` split into groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupLayout {
+    /// Consecutive hosts form a group.
+    Block,
+    /// Every m-th host (rail-aligned).
+    Strided,
+}
+
+/// Which host runs which rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankOrder {
+    /// Ranks in the order of `hosts`.
+    Hosts,
+    /// A seeded random placement.
+    Shuffled,
+}
+
+/// `kind = "collective"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectiveFile {
+    /// Optional label carried into flows.arrow (defaults to `kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<i64>>,
+    /// `all_reduce`, `all_gather`, `reduce_scatter` or `all_to_all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<CollectiveOp>,
+    /// `ring`, `tree`, `halving_doubling` (all-reduce family); `direct`, `pairwise` (all-to-all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<CollectiveAlgorithm>,
+    /// Explicit groups of host ids in rank order, each running the collective at the same time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<Vec<i64>>>,
+    /// Split `hosts` into groups of this many ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_layout: Option<GroupLayout>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_order: Option<RankOrder>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<i64>,
+    /// Compute time between the end of an iteration and the start of the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_gap: Option<Duration>,
+    /// Tree: the pipeline chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_size: Option<Size>,
+}
+
+/// The algorithms of `op` (the first is the default).
+fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
+    use CollectiveAlgorithm as A;
+    match op {
+        CollectiveOp::AllReduce => &[A::Ring, A::Tree, A::HalvingDoubling],
+        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => &[A::Ring, A::HalvingDoubling],
+        CollectiveOp::AllToAll => &[A::Direct, A::Pairwise],
+    }
+}
+
+impl RankPlacement {
+    /// Groups of `group_size` ranks from `hosts` in order (block) or every m-th (strided).
+    pub fn groups(&self, hosts: &[u32]) -> Vec<Vec<u32>> {
+        let group_size = self.group_size as usize;
+        if self.strided {
+            let m = hosts.len() / group_size;
+            (0..m)
+                .map(|j| (0..group_size).map(|r| hosts[j + r * m]).collect())
+                .collect()
+        } else {
+            hosts.chunks(group_size).map(<[u32]>::to_vec).collect()
+        }
+    }
+
+    /// The groups of collective workload `index`, ranks placed by a seeded shuffle of the hosts.
+    pub fn shuffled_groups(&self, seed: u64, index: usize) -> Vec<Vec<u32>> {
+        let mut hosts = self.hosts.clone();
+        RngStream::CollectiveRanks(index)
+            .rng(seed)
+            .shuffle(&mut hosts);
+        self.groups(&hosts)
+    }
+}
+
+impl CollectiveFile {
+    pub fn validate(&self, ctx: &Context) -> Res<CollectiveSpec> {
+        let p = |key: &str| ctx.path(key);
+        let op = self.op.ok_or_else(|| {
+            ScenarioError::at(
+                p("op"),
+                "missing: expected one of \"all_reduce\", \"all_gather\", \"reduce_scatter\", \"all_to_all\"",
+            )
+        })?;
+        let choices = algorithms(op);
+        let algorithm = self.algorithm.unwrap_or(choices[0]);
+        if !choices.contains(&algorithm) {
+            let names: Vec<&str> = choices.iter().map(|a| a.name()).collect();
+            return Err(ScenarioError::at(
+                p("algorithm"),
+                format!(
+                    "expected one of {} for op = \"{}\", found {:?}",
+                    quoted_list(&names),
+                    op.name(),
+                    algorithm.name()
+                ),
+            ));
+        }
+        let (groups, shuffle) = self.groups(ctx)?;
+        let size_bytes = match self.size {
+            None => {
+                return Err(ScenarioError::at(
+                    p("size"),
+                    "missing: expected the collective's size like \"64MiB\"",
+                ))
+            }
+            Some(s) => s.0,
+        };
+        let max_ranks = groups.iter().map(Vec::len).max().unwrap_or(0) as u64;
+        if size_bytes < max_ranks {
+            return Err(ScenarioError::at(
+                p("size"),
+                format!(
+                    "expected at least one byte per rank ({max_ranks} B), found {size_bytes} B"
+                ),
+            ));
+        }
+        if algorithm == CollectiveAlgorithm::HalvingDoubling && op != CollectiveOp::AllReduce {
+            if let Some(g) = groups.iter().position(|g| !g.len().is_power_of_two()) {
+                return Err(ScenarioError::at(
+                    p("algorithm"),
+                    format!(
+                        "halving_doubling {} needs a power-of-two group; group {g} has {} ranks (use ring)",
+                        op.name(),
+                        groups[g].len()
+                    ),
+                ));
+            }
+        }
+        let iterations = count(
+            &p("iterations"),
+            Some(self.iterations.unwrap_or(1)),
+            1,
+            1_000_000,
+            "a number of iterations",
+        )?;
+        let chunk_bytes = match (self.chunk_size, algorithm) {
+            (Some(_), a) if a != CollectiveAlgorithm::Tree => {
+                return Err(ScenarioError::at(
+                    p("chunk_size"),
+                    "only algorithm = \"tree\" is pipelined in chunks",
+                ))
+            }
+            (Some(c), _) if c.0 == 0 => {
+                return Err(ScenarioError::at(
+                    p("chunk_size"),
+                    "expected a positive size",
+                ))
+            }
+            (Some(c), _) => c.0,
+            (None, _) => super::DEFAULT_TREE_CHUNK,
+        };
+        let compute_gap_ps = self.compute_gap.map(|d| d.0).unwrap_or(0);
+        within_time_range(
+            &p("compute_gap"),
+            compute_gap_ps,
+            iterations - 1,
+            "iterations",
+        )?;
+        let spec = CollectiveSpec {
+            op,
+            algorithm,
+            groups,
+            shuffle,
+            size_bytes,
+            iterations,
+            compute_gap_ps,
+            start_ps: start_of(self.start),
+            chunk_bytes,
+            chunk_interval_ps: super::chunk_interval(
+                chunk_bytes,
+                ctx.mtu_bytes,
+                ctx.header_bytes,
+                ctx.host_rate_bps,
+            ),
+        };
+        let flows = super::flows_per_iteration(&spec) as f64 * iterations as f64;
+        if flows > MAX_WORKLOAD_FLOWS {
+            return Err(ScenarioError::at(
+                p(if iterations > 1 { "iterations" } else { "size" }),
+                format!(
+                    "this would generate {flows:.3e} flows (at most {MAX_WORKLOAD_FLOWS:.0e}): fewer \
+                     iterations{}",
+                    if algorithm == CollectiveAlgorithm::Tree {
+                        " or a larger chunk_size"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// The groups in rank order (before a shuffle, which keeps their sizes), and the placement to
+    /// shuffle when `rank_order = "shuffled"`.
+    fn groups(&self, ctx: &Context) -> Res<(Vec<Vec<u32>>, Option<RankPlacement>)> {
+        let p = |key: &str| ctx.path(key);
+        if let Some(list) = &self.groups {
+            for (key, set) in [
+                ("hosts", self.hosts.is_some()),
+                ("group_size", self.group_size.is_some()),
+                ("group_layout", self.group_layout.is_some()),
+                ("rank_order", self.rank_order.is_some()),
+            ] {
+                if set {
+                    return Err(ScenarioError::at(
+                        p(key),
+                        "explicit groups give every group's hosts in rank order: leave out this key",
+                    ));
+                }
+            }
+            if list.is_empty() {
+                return Err(ScenarioError::at(
+                    p("groups"),
+                    "expected at least one group",
+                ));
+            }
+            let mut groups = Vec::with_capacity(list.len());
+            for (g, hosts) in list.iter().enumerate() {
+                let gp = p(&format!("groups.{g}"));
+                let hosts = host_list(&gp, hosts, ctx.n_hosts)?;
+                if hosts.len() < 2 {
+                    return Err(ScenarioError::at(gp, "a group needs at least two ranks"));
+                }
+                groups.push(hosts);
+            }
+            return Ok((groups, None));
+        }
+        let hosts = hosts_or_all(
+            &p("hosts"),
+            self.hosts.as_deref(),
+            ctx.n_hosts,
+            "a collective",
+        )?;
+        let len = hosts.len();
+        let group_size = match self.group_size {
+            None => {
+                if self.group_layout.is_some() {
+                    return Err(ScenarioError::at(
+                        p("group_layout"),
+                        "a group layout needs group_size",
+                    ));
+                }
+                len
+            }
+            Some(g) => {
+                let g = count(
+                    &p("group_size"),
+                    Some(g),
+                    2,
+                    len as i64,
+                    "a number of ranks per group",
+                )? as usize;
+                if len % g != 0 {
+                    return Err(ScenarioError::at(
+                        p("group_size"),
+                        format!("{len} hosts do not split into groups of {g}"),
+                    ));
+                }
+                g
+            }
+        };
+        let placement = RankPlacement {
+            hosts,
+            group_size: group_size as u32,
+            strided: self.group_layout == Some(GroupLayout::Strided),
+        };
+        let groups = placement.groups(&placement.hosts);
+        let shuffle = (self.rank_order == Some(RankOrder::Shuffled)).then_some(placement);
+        Ok((groups, shuffle))
+    }
+}
