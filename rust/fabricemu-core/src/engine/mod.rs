@@ -1,5 +1,6 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
+mod faults;
 mod forwarding;
 mod nic;
 mod ports;

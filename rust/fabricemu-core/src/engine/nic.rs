@@ -6,7 +6,7 @@ use super::queue::Event;
 use super::world::World;
 use crate::cc::dcqcn::Reaction;
 use crate::cc::Dcqcn;
-use crate::packet::{flags, Packet, PacketId, PacketKind, NIL, NO_VIA};
+use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::topology::{NodeId, PortId};
 use crate::transport::{window, NEVER, NO_BARRIER};
 use crate::units::{serialisation_ps, Time};
@@ -69,25 +69,15 @@ impl World {
                 } else {
                     serialisation_ps(wire as u64, f.rate_bps)
                 };
-            let pkt = Packet {
-                header_key: f.header_fwd,
-                arrive: 0,
-                next: NIL,
-                flow: fid,
+            let pkt = Packet::data(
+                fid,
                 seq,
-                dst: f.dst,
-                wire_bytes: wire,
-                kind: PacketKind::Data,
-                priority: self.data_priority,
-                ingress: u32::MAX,
-                flags: if retx {
-                    flags::ECT | flags::RETX
-                } else {
-                    flags::ECT
-                },
-                via: NO_VIA,
-                ghops: 0,
-            };
+                f.dst,
+                f.header_fwd,
+                wire,
+                self.data_priority,
+                retx,
+            );
             self.stats.data_packets_sent += 1;
             if let Some(spec) = self.dcqcn_spec {
                 if self.dcqcn[fid as usize].on_sent(&spec, wire as u64) {
@@ -291,21 +281,15 @@ impl World {
     /// ACK, NACK or CNP from flow `fid`'s receiver to its sender.
     fn send_control(&mut self, fid: u32, kind: PacketKind) {
         let f = &self.flows[fid as usize];
-        let pkt = Packet {
-            header_key: f.header_rev,
-            arrive: 0,
-            next: NIL,
-            flow: fid,
-            seq: f.expected,
-            dst: f.src,
-            wire_bytes: self.ack_bytes,
+        let pkt = Packet::control(
             kind,
-            priority: self.control_priority,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        };
+            fid,
+            f.expected,
+            f.src,
+            f.header_rev,
+            self.ack_bytes,
+            self.control_priority,
+        );
         let port = self.fabric.host_port(f.dst);
         self.stats.control_packets_sent += 1;
         let id = self.packets.alloc(pkt);

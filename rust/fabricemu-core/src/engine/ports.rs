@@ -3,7 +3,7 @@
 
 use super::queue::Event;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
-use crate::packet::{flags, Packet, PacketId, PacketKind, NIL, NO_VIA};
+use crate::packet::{flags, Packet, PacketId, PacketKind, NO_INGRESS};
 use crate::scenario::Scheduler;
 use crate::switch::buffer::Admission;
 use crate::switch::ecn::mark_probability;
@@ -148,7 +148,7 @@ impl World {
         }
         if let Some(pfc) = &mut self.pfc {
             let in_class = priority - (f & flags::CLASS_UP != 0) as u8;
-            if pfc.is_lossless(in_class) && ingress != u32::MAX {
+            if pfc.is_lossless(in_class) && ingress != NO_INGRESS {
                 let free = self.buffer.free(node);
                 if pfc.on_dequeue(ingress, in_class, w, in_headroom, free) == PfcAction::Resume {
                     self.send_pfc_frame(ingress, in_class, false);
@@ -211,7 +211,7 @@ impl World {
             ..
         } = self.ports[p as usize];
         let kind = self.packets.get(pkt).kind;
-        if matches!(kind, PacketKind::Pause | PacketKind::Resume) {
+        if kind.is_pfc() {
             self.receive_pfc_frame(p, pkt);
         } else if to_host {
             self.host_receive(pkt);
@@ -354,25 +354,13 @@ impl World {
         let back = self.fabric.peer_port[ingress as usize];
         let switch = self.ports[back as usize].node;
         let upstream = self.ports[ingress as usize].node;
-        let frame = Packet {
-            header_key: 0,
-            arrive: 0,
-            next: NIL,
-            flow: u32::MAX,
-            seq: priority as u32,
-            dst: upstream,
-            wire_bytes: PFC_FRAME_BYTES,
-            kind: if pause {
-                PacketKind::Pause
-            } else {
-                PacketKind::Resume
-            },
-            priority: MAC_CONTROL_CLASS,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        };
+        let frame = Packet::pfc(
+            pause,
+            priority,
+            upstream,
+            PFC_FRAME_BYTES,
+            MAC_CONTROL_CLASS,
+        );
         if pause {
             self.stats.pfc_pause_frames += 1;
         } else {
@@ -401,12 +389,14 @@ impl World {
 
     /// A PFC frame reached the upstream end of link `p`'s reverse: pause or resume that port.
     fn receive_pfc_frame(&mut self, p: PortId, pkt: PacketId) {
-        let Packet { kind, seq, .. } = *self.packets.get(pkt);
+        let Packet {
+            kind, pfc_class, ..
+        } = *self.packets.get(pkt);
         self.packets.release(pkt);
         self.stats.packets_delivered += 1;
         let target = self.fabric.peer_port[p as usize];
         let t = target as usize;
-        let bit = 1u8 << seq;
+        let bit = 1u8 << pfc_class;
         let was = self.ports[t].paused;
         if kind == PacketKind::Pause {
             self.ports[t].paused |= bit;

@@ -7,11 +7,11 @@
 
 use std::collections::VecDeque;
 
-use super::forwarding::{resolve_faults, Fault};
+use super::faults::{resolve_faults, Fault};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Dcqcn;
-use crate::packet::{Packet, PacketArena, PacketKind, PacketList, NIL, NO_VIA};
+use crate::packet::{Packet, PacketArena, PacketList};
 use crate::rng::{self, Purpose, Rng};
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
 use crate::scenario::{
@@ -564,21 +564,7 @@ impl World {
 
     fn probe_packet(&self, fid: u32) -> Packet {
         let f = &self.flows[fid as usize];
-        Packet {
-            header_key: f.header_fwd,
-            arrive: 0,
-            next: NIL,
-            flow: fid,
-            seq: 0,
-            dst: f.dst,
-            wire_bytes: 0,
-            kind: PacketKind::Data,
-            priority: self.data_priority,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        }
+        Packet::data(fid, 0, f.dst, f.header_fwd, 0, self.data_priority, false)
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.

@@ -1,0 +1,186 @@
+//! Link faults: a link goes down (what is on it and queued for it is lost) or slows down; routing
+//! notices a down link after a detection delay and recomputes its tables around it.
+
+use super::queue::Event;
+use super::world::World;
+use crate::packet::PacketId;
+use crate::routing::RouteTable;
+use crate::scenario::{FaultKind, FaultSpec, NodeName, ScenarioError};
+use crate::topology::{Fabric, PortId};
+
+/// A fault resolved against the fabric: the two directed ports of its link.
+#[derive(Debug, Clone)]
+pub(super) struct Fault {
+    pub ports: [PortId; 2],
+    pub kind: FaultKind,
+    /// Rates before a degradation.
+    pub saved_rates: [u64; 2],
+}
+
+/// Resolve `[[fault]]` entries: node names to ids, ends to a link.
+pub(super) fn resolve_faults(
+    fabric: &Fabric,
+    specs: &[FaultSpec],
+) -> Result<Vec<Fault>, ScenarioError> {
+    let mut out = Vec::with_capacity(specs.len());
+    for (i, f) in specs.iter().enumerate() {
+        let mut ends = [0u32; 2];
+        for (j, name) in f.ends.iter().enumerate() {
+            let path = format!("fault.{i}.link.{j}");
+            ends[j] = match name {
+                NodeName::Id(id) if *id < fabric.num_nodes => *id,
+                NodeName::Id(id) => {
+                    return Err(ScenarioError::at(
+                        path,
+                        format!(
+                            "node {id} does not exist: the fabric has nodes 0..={}",
+                            fabric.num_nodes - 1
+                        ),
+                    ))
+                }
+                NodeName::Role { role, index } => {
+                    let found = fabric
+                        .role
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| **r == role.as_str())
+                        .nth(*index as usize)
+                        .map(|(n, _)| n as u32);
+                    match found {
+                        Some(n) => n,
+                        None => {
+                            let count = fabric.role.iter().filter(|r| **r == role.as_str()).count();
+                            let mut roles: Vec<&str> = fabric.role.to_vec();
+                            roles.dedup();
+                            return Err(ScenarioError::at(
+                                path,
+                                if count == 0 {
+                                    format!(
+                                        "no node has role {role:?}; this fabric has {}",
+                                        roles.join(", ")
+                                    )
+                                } else {
+                                    format!("{role}:{index} does not exist: there are {count} ({role}:0..={})", count - 1)
+                                },
+                            ));
+                        }
+                    }
+                }
+            };
+        }
+        let port = fabric
+            .ports_of(ends[0])
+            .find(|&p| fabric.peer_node[p as usize] == ends[1]);
+        let Some(p) = port else {
+            return Err(ScenarioError::at(
+                format!("fault.{i}.link"),
+                format!("nodes {} and {} are not linked", ends[0], ends[1]),
+            ));
+        };
+        let q = fabric.peer_port[p as usize];
+        out.push(Fault {
+            ports: [p, q],
+            kind: f.kind,
+            saved_rates: [fabric.rate_bps[p as usize], fabric.rate_bps[q as usize]],
+        });
+    }
+    Ok(out)
+}
+
+impl World {
+    /// Schedule every fault's start, end and detection.
+    pub(super) fn schedule_faults(&mut self, specs: &[FaultSpec]) {
+        for (i, f) in specs.iter().enumerate() {
+            let i = i as u32;
+            self.events.push(f.at_ps, Event::FaultStart(i));
+            if matches!(f.kind, FaultKind::Down) {
+                self.events
+                    .push(f.at_ps + f.detection_ps, Event::FaultDetected(i));
+            }
+            if let Some(u) = f.until_ps {
+                self.events.push(u, Event::FaultEnd(i));
+                if matches!(f.kind, FaultKind::Down) {
+                    self.events
+                        .push(u + f.detection_ps, Event::FaultDetected(i));
+                }
+            }
+        }
+    }
+
+    pub(super) fn fault_start(&mut self, i: u32) {
+        let f = self.faults[i as usize].clone();
+        for &p in &f.ports {
+            match f.kind {
+                FaultKind::Down => self.link_down(p),
+                FaultKind::Degrade { rate_bps } => self.set_rate(p, rate_bps),
+            }
+        }
+    }
+
+    pub(super) fn fault_end(&mut self, i: u32) {
+        let f = self.faults[i as usize].clone();
+        for (k, &p) in f.ports.iter().enumerate() {
+            match f.kind {
+                FaultKind::Down => {
+                    self.ports[p as usize].down = false;
+                    self.kick(p);
+                }
+                FaultKind::Degrade { .. } => self.set_rate(p, f.saved_rates[k]),
+            }
+        }
+    }
+
+    /// Routing learns the link's current state: routes are recomputed around the links known to be
+    /// down (as a routing protocol converges: a spine that lost its link to a leaf stops being a
+    /// next hop toward that leaf everywhere).
+    pub(super) fn fault_detected(&mut self, i: u32) {
+        let mut changed = false;
+        for p in self.faults[i as usize].ports {
+            let down = self.ports[p as usize].down;
+            if self.excluded[p as usize] != down {
+                self.excluded[p as usize] = down;
+                changed = true;
+            }
+        }
+        if changed {
+            self.router.table = RouteTable::build_avoiding(&self.fabric, &self.excluded);
+            self.router.rr.resize(self.router.table.num_groups(), 0);
+        }
+    }
+
+    /// The link leaving `p` fails: what is on the wire and in its queue is lost.
+    fn link_down(&mut self, p: PortId) {
+        self.ports[p as usize].down = true;
+        while let Some(pkt) = self.ports[p as usize].pipe.pop_front(&self.packets) {
+            self.fault_drop(pkt);
+        }
+        let node = self.ports[p as usize].node;
+        let from_host = self.ports[p as usize].from_host;
+        while let Some(pkt) = self.queues[p as usize].pop_strict(&self.packets, 0) {
+            if !from_host {
+                self.release_from_switch(node, pkt);
+            }
+            self.fault_drop(pkt);
+        }
+    }
+
+    pub(super) fn fault_drop(&mut self, pkt: PacketId) {
+        self.stats.link_fault_drops += 1;
+        if self.packets.get(pkt).kind.is_pfc() {
+            self.stats.packets_dropped += 1;
+            self.packets.release(pkt);
+            return;
+        }
+        self.drop_packet(pkt);
+    }
+
+    fn set_rate(&mut self, p: PortId, rate_bps: u64) {
+        let bits_ps = 8 * crate::units::PS_PER_SEC;
+        self.port_rate[p as usize] = rate_bps;
+        self.ports[p as usize].ps_per_byte = if bits_ps.is_multiple_of(rate_bps) {
+            bits_ps / rate_bps
+        } else {
+            0
+        };
+    }
+}
