@@ -59,6 +59,8 @@ pub mod flags {
     /// Dragonfly: the source router chose the packet's path (minimal or an intermediate group);
     /// later routers of the source group do not re-decide (they do under PAR).
     pub const DECIDED: u8 = 32;
+    /// On an ACK: the receiver saw a congestion-experienced packet since its previous ACK.
+    pub const ECE: u8 = 64;
 }
 
 /// `Packet::via` when the packet routes minimally (no intermediate group, or already past it).

@@ -1,11 +1,12 @@
 //! NICs: flows start, are segmented and paced onto the wire round robin; receivers acknowledge,
-//! report gaps (go-back-N or selective) and send CNPs (DCQCN's NP); senders recover losses and run
-//! DCQCN's RP.
+//! report gaps (go-back-N or selective) and run congestion control's receiver hook (DCQCN's NP
+//! sends CNPs); senders recover losses and feed their controller (`cc::Cc`) its events: the flow
+//! starts, packets leave, ACKs (with RTT samples and the ECN echo), CNPs, losses, its timers. The
+//! controller answers with a rate (paced here) and/or a window (honoured here).
 
 use super::queue::Event;
 use super::world::World;
-use crate::cc::dcqcn::Reaction;
-use crate::cc::Dcqcn;
+use crate::cc::{Ack, Reaction};
 use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::topology::{NodeId, PortId};
 use crate::transport::{window, NEVER, NO_BARRIER};
@@ -44,6 +45,14 @@ impl World {
                 ring.rotate_left(1);
                 continue;
             }
+            if f.window_full(self.mtu) {
+                // Its window is full: an ACK that opens it kicks the NIC.
+                if self.nic_fifo {
+                    break;
+                }
+                ring.rotate_left(1);
+                continue;
+            }
             let seq = match f.resend.pop() {
                 Some(seq) => seq,
                 None => {
@@ -55,8 +64,12 @@ impl World {
             if retx {
                 f.retransmits += 1;
                 self.stats.retransmitted_packets += 1;
+                f.rtt_probe = None; // Karn: an ACK after a retransmission times nothing
             } else {
                 f.high_seq = seq + 1;
+                if f.rtt_probe.is_none() {
+                    f.rtt_probe = Some((seq, now));
+                }
             }
             f.packets_sent += 1;
             self.nic_rotate[h as usize] = !self.nic_fifo;
@@ -79,10 +92,9 @@ impl World {
                 retx,
             );
             self.stats.data_packets_sent += 1;
-            if let Some(spec) = self.dcqcn_spec {
-                if self.dcqcn[fid as usize].on_sent(&spec, wire as u64) {
-                    self.rate_changed(fid);
-                }
+            let r = self.cc.on_sent(fid, wire as u64, now);
+            if r != Reaction::default() {
+                self.react(fid, r);
             }
             return Ok(self.packets.alloc(pkt));
         }
@@ -133,10 +145,12 @@ impl World {
         f.rto_armed = true;
         self.stats.flows_started += 1;
         self.events.push_after(self.rto, Event::Retransmit(fid));
-        if let Some(spec) = &self.dcqcn_spec {
-            self.dcqcn[fid as usize] = Dcqcn::new(spec, f.rate_bps, now);
+        let line = f.rate_bps;
+        let r = self.cc.start(fid, line, now);
+        if self.cc.reports_rates() {
             self.record_rate(fid);
         }
+        self.react(fid, r);
         self.activate(fid);
     }
 
@@ -158,6 +172,8 @@ impl World {
         f.resend.clear();
         f.rto_deadline = now + self.rto;
         self.events.push_after(self.rto, Event::Retransmit(fid));
+        let r = self.cc.on_loss(fid, true, now);
+        self.react(fid, r);
         self.activate(fid);
     }
 
@@ -172,7 +188,9 @@ impl World {
         }
         match p.kind {
             PacketKind::Data => self.receive_data(p.flow, p.seq, p.flags),
-            PacketKind::Ack => self.receive_ack(p.flow, p.seq),
+            PacketKind::Ack => {
+                self.receive_ack(p.flow, p.seq, p.flags & flags::ECE != 0);
+            }
             PacketKind::Nack => self.receive_nack(p.flow, p.seq),
             PacketKind::Cnp => self.receive_cnp(p.flow),
             PacketKind::Pause | PacketKind::Resume => {
@@ -184,17 +202,16 @@ impl World {
     fn receive_data(&mut self, fid: u32, seq: u32, pkt_flags: u8) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        if pkt_flags & flags::CE != 0 {
+        let ce = pkt_flags & flags::CE != 0;
+        if ce {
             f.ecn_marks += 1;
-            // NP: at most one CNP per flow per interval.
-            if let Some(spec) = &self.dcqcn_spec {
-                if f.last_cnp == NEVER || now - f.last_cnp >= spec.cnp_interval_ps {
-                    f.last_cnp = now;
-                    f.cnps += 1;
-                    self.stats.cnps_sent += 1;
-                    self.send_control(fid, PacketKind::Cnp);
-                }
-            }
+            f.ce_unechoed = true;
+        }
+        // The receiver's congestion-control hook (DCQCN's NP: a CNP at most once per interval).
+        if self.cc.on_data(fid, ce, now) {
+            f.cnps += 1;
+            self.stats.cnps_sent += 1;
+            self.send_control(fid, PacketKind::Cnp);
         }
         let f = &mut self.flows[fid as usize];
         if seq > f.expected {
@@ -280,8 +297,9 @@ impl World {
 
     /// ACK, NACK or CNP from flow `fid`'s receiver to its sender.
     fn send_control(&mut self, fid: u32, kind: PacketKind) {
-        let f = &self.flows[fid as usize];
-        let pkt = Packet::control(
+        let f = &mut self.flows[fid as usize];
+        let echo = kind == PacketKind::Ack && std::mem::take(&mut f.ce_unechoed);
+        let mut pkt = Packet::control(
             kind,
             fid,
             f.expected,
@@ -290,26 +308,59 @@ impl World {
             self.ack_bytes,
             self.control_priority,
         );
+        if echo {
+            pkt.flags |= flags::ECE;
+        }
         let port = self.fabric.host_port(f.dst);
         self.stats.control_packets_sent += 1;
         let id = self.packets.alloc(pkt);
         self.host_enqueue(port, id);
     }
 
-    fn receive_ack(&mut self, fid: u32, cumulative: u32) {
+    /// A cumulative acknowledgement (an ACK, or a NACK's cumulative part); tells the controller.
+    fn receive_ack(&mut self, fid: u32, cumulative: u32, ecn_echo: bool) {
+        let now = self.now;
         let f = &mut self.flows[fid as usize];
+        let mut newly_acked = 0;
+        let mut rtt = None;
         if cumulative > f.acked {
+            newly_acked = cumulative - f.acked;
             f.acked = cumulative;
-            f.rto_deadline = self.now + self.rto;
+            f.rto_deadline = now + self.rto;
             if f.next_seq < cumulative {
                 f.next_seq = cumulative;
             }
             f.resend.retain(|&s| s >= cumulative);
+            if let Some((seq, sent)) = f.rtt_probe {
+                if seq < cumulative {
+                    rtt = Some(now - sent);
+                    f.rtt_probe = None;
+                }
+            }
+        }
+        let window = f.window_bytes.is_some() && f.in_nic_ring && newly_acked > 0;
+        let r = self.cc.on_ack(
+            fid,
+            &Ack {
+                now,
+                newly_acked,
+                rtt,
+                ecn_echo,
+                int: &[],
+            },
+        );
+        self.react(fid, r);
+        if window {
+            // The window opened: the NIC may send again.
+            let p = self.fabric.host_port(self.flows[fid as usize].src);
+            self.kick(p);
         }
     }
 
     fn receive_nack(&mut self, fid: u32, expected: u32) {
-        self.receive_ack(fid, expected);
+        self.receive_ack(fid, expected, false);
+        let r = self.cc.on_loss(fid, false, self.now);
+        self.react(fid, r);
         let selective = self.selective;
         let f = &mut self.flows[fid as usize];
         if expected >= f.next_seq {
@@ -337,64 +388,44 @@ impl World {
         }
     }
 
-    // ---- DCQCN reaction point ------------------------------------------------------------------
+    // ---- congestion control ------------------------------------------------------------------
 
     fn receive_cnp(&mut self, fid: u32) {
-        let Some(spec) = self.dcqcn_spec else { return };
         if self.flows[fid as usize].sender_done() {
             return;
         }
-        let r = self.dcqcn[fid as usize].on_cnp(&spec, self.now);
+        let r = self.cc.on_cnp(fid, self.now);
         self.react(fid, r);
     }
 
-    pub(super) fn rate_timer(&mut self, fid: u32) {
-        let Some(spec) = self.dcqcn_spec else { return };
-        let d = &mut self.dcqcn[fid as usize];
-        d.timer_pending = false;
-        if self.flows[fid as usize].sender_done() {
-            return;
-        }
-        if d.next_increase > self.now {
-            // A cut restarted the timer after this event was scheduled.
-            let at = d.next_increase;
-            d.timer_pending = true;
-            self.events.push(at, Event::RateTimer(fid));
-            return;
-        }
-        let r = d.on_timer(&spec, self.now);
+    pub(super) fn cc_timer(&mut self, fid: u32, timer: u8) {
+        let done = self.flows[fid as usize].sender_done();
+        let r = self.cc.on_timer(fid, timer, self.now, done);
         self.react(fid, r);
     }
 
-    pub(super) fn rate_decrease_check(&mut self, fid: u32) {
-        let Some(spec) = self.dcqcn_spec else { return };
-        if self.flows[fid as usize].sender_done() {
-            self.dcqcn[fid as usize].check_pending = false;
-            return;
-        }
-        let r = self.dcqcn[fid as usize].on_decrease_check(&spec, self.now);
-        self.react(fid, r);
-    }
-
+    /// Apply a controller's reaction: the new rate, the new window, then the timers it arms.
+    #[inline]
     fn react(&mut self, fid: u32, r: Reaction) {
-        if r.rate_changed {
-            self.rate_changed(fid);
+        if let Some(rate) = r.rate_bps {
+            self.rate_changed(fid, rate);
         }
-        if let Some(t) = r.decrease_check_at {
-            self.events.push(t, Event::RateDecreaseCheck(fid));
-        }
-        if let Some(t) = r.timer_at {
-            let d = &mut self.dcqcn[fid as usize];
-            if !d.timer_pending {
-                d.timer_pending = true;
-                self.events.push(t, Event::RateTimer(fid));
+        if let Some(w) = r.window_bytes {
+            let f = &mut self.flows[fid as usize];
+            let opened = f.window_bytes.is_some_and(|old| w > old);
+            f.window_bytes = Some(w);
+            if opened && f.in_nic_ring {
+                let p = self.fabric.host_port(f.src);
+                self.kick(p);
             }
         }
+        for (timer, at) in r.timers.into_iter().flatten() {
+            self.events.push(at, Event::CcTimer(fid, timer));
+        }
     }
 
-    /// The flow's DCQCN rate changed: pace at it from the next packet on.
-    fn rate_changed(&mut self, fid: u32) {
-        let rc = self.dcqcn[fid as usize].rc;
+    /// The flow's rate changed: pace at it from the next packet on.
+    fn rate_changed(&mut self, fid: u32, rc: u64) {
         let f = &mut self.flows[fid as usize];
         let old = f.rate_bps;
         f.rate_bps = rc;
@@ -430,12 +461,53 @@ impl World {
             return;
         }
         self.rates_last[fid as usize] = self.now;
-        let dspec = self.dcqcn_spec.expect("DCQCN runs");
-        let d = &mut self.dcqcn[fid as usize];
-        let alpha = d.alpha(&dspec, self.now);
-        rates.cols.push(self.now, fid as u64, d.rc, d.rt, alpha);
+        let Some(r) = self.cc.rate_sample(fid, self.now) else {
+            return;
+        };
+        rates
+            .cols
+            .push(self.now, fid as u64, r.rate_bps, r.target_bps, r.alpha);
         if let Err(e) = rates.row_done() {
             self.traces.error.get_or_insert(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::World;
+    use crate::scenario::parse_toml;
+
+    /// One 40-packet flow across a k=4 fat tree; `window`: a congestion window of that many
+    /// MTU-sized packets, set as a controller would.
+    fn fct(window: Option<u64>) -> (u64, u64) {
+        let (_, s) = parse_toml(
+            "[topology]\nkind = \"fat_tree\"\nk = 4\nlink_delay = \"1us\"\n\
+             [transport]\nmtu = \"1KB\"\n\
+             [[workload]]\nkind = \"flows\"\nflows = [{src = 0, dst = 15, size = \"40KB\"}]",
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut w = World::new(&s).unwrap();
+        w.flows[0].window_bytes = window.map(|n| n * w.mtu as u64);
+        while !w.run_events(1 << 16) {}
+        w.check_conservation().unwrap();
+        let f = &w.flows[0];
+        assert!(f.finished());
+        (f.finish - f.start, w.stats.data_packets_sent)
+    }
+
+    #[test]
+    fn the_nic_honours_a_window() {
+        let (free, sent) = fct(None);
+        assert_eq!(sent, 40);
+        // Six links of 1us each way: one round trip is over 12us. A window of one packet sends one
+        // packet per round trip; of four, four.
+        let (one, sent_one) = fct(Some(1));
+        let (four, _) = fct(Some(4));
+        assert_eq!(sent_one, 40, "a window sends nothing twice");
+        assert!(one >= 40 * 12_000_000, "window 1: {one} ps");
+        assert!(four >= 9 * 12_000_000 && four < one / 3, "window 4: {four} ps vs {one}");
+        assert!(free < 2 * 12_000_000, "no window: {free} ps");
     }
 }

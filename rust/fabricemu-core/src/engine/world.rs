@@ -10,13 +10,12 @@ use std::collections::VecDeque;
 use super::faults::{resolve_faults, Fault};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
-use crate::cc::Dcqcn;
+use crate::cc::Cc;
 use crate::packet::{Packet, PacketArena, PacketList};
 use crate::rng::{self, Purpose, Rng};
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
 use crate::scenario::{
-    CongestionControl, DcqcnSpec, EcnSpec, LossRecovery, Scenario, ScenarioError, Scheduler,
-    StopAt, TraceSpec,
+    EcnSpec, LossRecovery, Scenario, ScenarioError, Scheduler, StopAt, TraceSpec,
 };
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
@@ -127,8 +126,8 @@ pub struct World {
 
     // Flows.
     pub flows: Vec<Flow>,
-    pub(super) dcqcn: Vec<Dcqcn>,
-    pub(super) dcqcn_spec: Option<DcqcnSpec>,
+    /// Congestion control: the scheme and every flow's sender and receiver state.
+    pub(super) cc: Cc,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
     pub(super) static_order: Vec<u32>,
     pub(super) next_static: usize,
@@ -264,7 +263,9 @@ impl World {
                 resend: Vec::new(),
                 received_ahead: Vec::new(),
                 reorder_threshold: t.reorder_threshold,
-                last_cnp: NEVER,
+                window_bytes: None,
+                rtt_probe: None,
+                ce_unechoed: false,
                 packets_sent: 0,
                 retransmits: 0,
                 drops: 0,
@@ -279,20 +280,13 @@ impl World {
         if let Some(&first) = static_order.first() {
             events.push(flows[first as usize].start, Event::NextFlowStarts);
         }
-        let dcqcn_spec = match t.cc {
-            CongestionControl::Dcqcn(d) => Some(d),
-            CongestionControl::None => None,
-        };
-        let dcqcn = match &dcqcn_spec {
-            Some(d) => flows.iter().map(|f| Dcqcn::new(d, f.rate_bps, 0)).collect(),
-            None => Vec::new(),
-        };
+        let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
         let trace_spec = s.trace.clone();
         let traces = Traces {
             queues: trace_spec.queues.map(|_| Stream::default()),
             links: trace_spec.links_interval_ps.map(|_| Stream::default()),
             pfc: (trace_spec.pfc && pfc.is_some()).then(Stream::default),
-            rates: (trace_spec.rates.is_some() && dcqcn_spec.is_some()).then(Stream::default),
+            rates: (trace_spec.rates.is_some() && cc.reports_rates()).then(Stream::default),
             error: None,
         };
         if let Some(q) = trace_spec.queues {
@@ -338,8 +332,7 @@ impl World {
             nic_fifo: s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
             synth: super::synthetic::SynthMeter::new(s),
             flows,
-            dcqcn,
-            dcqcn_spec,
+            cc,
             static_order,
             next_static: 0,
             barriers,
@@ -412,8 +405,7 @@ impl World {
                 Event::NextFlowStarts => self.start_static_flows(),
                 Event::FlowStart(f) => self.start_flow(f),
                 Event::Retransmit(f) => self.retransmit_timer(f),
-                Event::RateTimer(f) => self.rate_timer(f),
-                Event::RateDecreaseCheck(f) => self.rate_decrease_check(f),
+                Event::CcTimer(f, k) => self.cc_timer(f, k),
                 Event::SampleQueues => self.sample_queues(),
                 Event::SampleLinks => self.sample_links(),
                 Event::DeadlockCheck => {
@@ -595,6 +587,6 @@ impl World {
 
     /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs.
     pub fn dcqcn_rates(&self, fid: u32) -> Option<(u64, u64)> {
-        self.dcqcn.get(fid as usize).map(|d| (d.rc, d.rt))
+        self.cc.dcqcn_rates(fid)
     }
 }

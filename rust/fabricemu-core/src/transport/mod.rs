@@ -55,8 +55,14 @@ pub struct Flow {
     /// when a report proves to have been reordering).
     pub reorder_threshold: u32,
 
-    /// NP: when this flow's receiver last sent a CNP.
-    pub last_cnp: Time,
+    /// Congestion control's window: at most this many bytes of new data unacknowledged (None:
+    /// no window, the rate alone paces).
+    pub window_bytes: Option<u64>,
+    /// The packet timed for an RTT sample: (sequence, when it was sent). Retransmissions are never
+    /// timed (Karn), and a retransmission cancels the sample.
+    pub rtt_probe: Option<(u32, Time)>,
+    /// Receiver: a congestion-experienced packet arrived since the last ACK (its ECN echo).
+    pub ce_unechoed: bool,
 
     // Counters.
     pub packets_sent: u64,
@@ -86,6 +92,18 @@ impl Flow {
     #[inline]
     pub fn finished(&self) -> bool {
         self.finish != NEVER
+    }
+
+    /// The window (if any) keeps new data back: `mtu`-sized packets in flight fill it.
+    #[inline]
+    pub fn window_full(&self, mtu: u32) -> bool {
+        match self.window_bytes {
+            Some(w) => {
+                self.resend.is_empty()
+                    && self.next_seq.saturating_sub(self.acked) as u64 * mtu as u64 >= w
+            }
+            None => false,
+        }
     }
 
     /// Packets the sender still has to put on the wire.
