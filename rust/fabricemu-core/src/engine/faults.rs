@@ -43,14 +43,19 @@ pub(super) fn resolve_faults(
                         .role
                         .iter()
                         .enumerate()
-                        .filter(|(_, r)| **r == role.as_str())
+                        .filter(|(_, r)| r.as_str() == role.as_str())
                         .nth(*index as usize)
                         .map(|(n, _)| n as u32);
                     match found {
                         Some(n) => n,
                         None => {
-                            let count = fabric.role.iter().filter(|r| **r == role.as_str()).count();
-                            let mut roles: Vec<&str> = fabric.role.to_vec();
+                            let count = fabric
+                                .role
+                                .iter()
+                                .filter(|r| r.as_str() == role.as_str())
+                                .count();
+                            let mut roles: Vec<&str> =
+                                fabric.role.iter().map(|r| r.as_str()).collect();
                             roles.dedup();
                             return Err(ScenarioError::at(
                                 path,

@@ -161,6 +161,7 @@ impl World {
             && (global || diverted_late)
             && pk.priority < 7
             && self
+                .switches
                 .pfc
                 .as_ref()
                 .is_some_and(|pfc| pfc.is_lossless(pk.priority) && pfc.is_lossless(pk.priority + 1))

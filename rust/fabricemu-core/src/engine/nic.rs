@@ -18,12 +18,12 @@ impl World {
     /// choice, so a flow that became active meanwhile is served before it again. `Err(t)`: nothing
     /// to send now; try again at `t` (NEVER: when something changes).
     pub(super) fn nic_next_data(&mut self, h: NodeId, p: PortId) -> Result<PacketId, Time> {
-        if self.ports[p as usize].paused & (1 << self.data_priority) != 0 {
+        if self.ports[p as usize].paused & (1 << self.transport.data_priority) != 0 {
             return Err(NEVER); // PFC: the RESUME will wake the port
         }
         let now = self.now;
-        let ring = &mut self.nic_ring[h as usize];
-        if std::mem::take(&mut self.nic_rotate[h as usize]) {
+        let ring = &mut self.nics.ring[h as usize];
+        if std::mem::take(&mut self.nics.rotate[h as usize]) {
             if let Some(fid) = ring.pop_front() {
                 ring.push_back(fid);
             }
@@ -39,15 +39,15 @@ impl World {
             }
             if f.next_send > now {
                 earliest = earliest.min(f.next_send);
-                if self.nic_fifo {
+                if self.nics.fifo {
                     break; // FIFO: the oldest flow waits for its pacing; no one overtakes it
                 }
                 ring.rotate_left(1);
                 continue;
             }
-            if f.window_full(self.mtu) {
+            if f.window_full(self.transport.mtu) {
                 // Its window is full: an ACK that opens it kicks the NIC.
-                if self.nic_fifo {
+                if self.nics.fifo {
                     break;
                 }
                 ring.rotate_left(1);
@@ -72,8 +72,8 @@ impl World {
                 }
             }
             f.packets_sent += 1;
-            self.nic_rotate[h as usize] = !self.nic_fifo;
-            let wire = f.payload_of(seq, self.mtu) + self.header;
+            self.nics.rotate[h as usize] = !self.nics.fifo;
+            let wire = f.payload_of(seq, self.transport.mtu) + self.transport.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
             let per_byte = self.ports[p as usize].ps_per_byte;
             f.next_send = now
@@ -88,7 +88,7 @@ impl World {
                 f.dst,
                 f.header_fwd,
                 wire,
-                self.data_priority,
+                self.transport.data_priority,
                 retx,
             );
             self.stats.data_packets_sent += 1;
@@ -110,7 +110,7 @@ impl World {
         f.in_nic_ring = true;
         let h = f.src;
         let ready = f.next_send.max(self.now);
-        self.nic_ring[h as usize].push_back(fid);
+        self.nics.ring[h as usize].push_back(fid);
         let p = self.fabric.host_port(h);
         let port = &self.ports[p as usize];
         let at = port.busy_until.max(ready);
@@ -141,10 +141,11 @@ impl World {
         f.start = now;
         f.started = true;
         f.next_send = now;
-        f.rto_deadline = now + self.rto;
+        f.rto_deadline = now + self.transport.rto;
         f.rto_armed = true;
         self.stats.flows_started += 1;
-        self.events.push_after(self.rto, Event::Retransmit(fid));
+        self.events
+            .push_after(self.transport.rto, Event::Retransmit(fid));
         let line = f.rate_bps;
         let r = self.cc.start(fid, line, now);
         if self.cc.reports_rates() {
@@ -170,8 +171,9 @@ impl World {
         self.stats.timeouts += 1;
         f.next_seq = f.acked;
         f.resend.clear();
-        f.rto_deadline = now + self.rto;
-        self.events.push_after(self.rto, Event::Retransmit(fid));
+        f.rto_deadline = now + self.transport.rto;
+        self.events
+            .push_after(self.transport.rto, Event::Retransmit(fid));
         let r = self.cc.on_loss(fid, true, now);
         self.react(fid, r);
         self.activate(fid);
@@ -219,7 +221,7 @@ impl World {
             f.max_reorder = f.max_reorder.max((seq - f.expected) as u64);
             self.stats.out_of_order_packets += 1;
         }
-        if self.selective {
+        if self.transport.selective {
             self.receive_data_selective(fid, seq, pkt_flags);
             return;
         }
@@ -228,7 +230,7 @@ impl World {
             f.expected += 1;
             if f.expected == f.num_packets {
                 self.flow_finished(fid);
-            } else if f.expected.is_multiple_of(self.ack_every) {
+            } else if f.expected.is_multiple_of(self.transport.ack_every) {
                 self.send_control(fid, PacketKind::Ack);
             }
         } else if seq > f.expected {
@@ -269,7 +271,7 @@ impl World {
                 self.flow_finished(fid);
                 return;
             }
-            if run > 0 || f.expected.is_multiple_of(self.ack_every) {
+            if run > 0 || f.expected.is_multiple_of(self.transport.ack_every) {
                 self.send_control(fid, PacketKind::Ack);
             }
         }
@@ -305,8 +307,8 @@ impl World {
             f.expected,
             f.src,
             f.header_rev,
-            self.ack_bytes,
-            self.control_priority,
+            self.transport.ack_bytes,
+            self.transport.control_priority,
         );
         if echo {
             pkt.flags |= flags::ECE;
@@ -326,7 +328,7 @@ impl World {
         if cumulative > f.acked {
             newly_acked = cumulative - f.acked;
             f.acked = cumulative;
-            f.rto_deadline = now + self.rto;
+            f.rto_deadline = now + self.transport.rto;
             if f.next_seq < cumulative {
                 f.next_seq = cumulative;
             }
@@ -361,7 +363,7 @@ impl World {
         self.receive_ack(fid, expected, false);
         let r = self.cc.on_loss(fid, false, self.now);
         self.react(fid, r);
-        let selective = self.selective;
+        let selective = self.transport.selective;
         let f = &mut self.flows[fid as usize];
         if expected >= f.next_seq {
             return;
@@ -489,7 +491,7 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let mut w = World::new(&s).unwrap();
-        w.flows[0].window_bytes = window.map(|n| n * w.mtu as u64);
+        w.flows[0].window_bytes = window.map(|n| n * w.transport.mtu as u64);
         while !w.run_events(1 << 16) {}
         w.check_conservation().unwrap();
         let f = &w.flows[0];
@@ -507,7 +509,10 @@ mod tests {
         let (four, _) = fct(Some(4));
         assert_eq!(sent_one, 40, "a window sends nothing twice");
         assert!(one >= 40 * 12_000_000, "window 1: {one} ps");
-        assert!(four >= 9 * 12_000_000 && four < one / 3, "window 4: {four} ps vs {one}");
+        assert!(
+            four >= 9 * 12_000_000 && four < one / 3,
+            "window 4: {four} ps vs {one}"
+        );
         assert!(free < 2 * 12_000_000, "no window: {free} ps");
     }
 }

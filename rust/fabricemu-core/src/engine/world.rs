@@ -5,26 +5,22 @@
 //! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
 //! (see `transmit` for why not one per link).
 
-use std::collections::VecDeque;
-
 use super::faults::{resolve_faults, Fault};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Cc;
 use crate::packet::{Packet, PacketArena, PacketList};
-use crate::rng::{self, Purpose, Rng};
+use crate::rng::{self, Purpose};
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
-use crate::scenario::{
-    EcnSpec, LossRecovery, Scenario, ScenarioError, Scheduler, StopAt, TraceSpec,
-};
+use crate::scenario::{LossRecovery, Scenario, ScenarioError, Scheduler, StopAt, TraceSpec};
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
-use crate::switch::{PortQueue, SharedBuffer};
+use crate::switch::{PortQueue, SharedBuffer, Switches};
 use crate::topology::{self, Fabric, NodeId, PortId};
 use crate::trace::stream::Stream;
 use crate::trace::tables::{LinkRows, PfcRows, QueueRows, RateRows};
 use crate::transport::ideal::{ideal_fct, Hop};
-use crate::transport::{segment, Flow, NEVER, NO_BARRIER};
+use crate::transport::{segment, Flow, Nics, TransportParams, NEVER, NO_BARRIER};
 use crate::units::Time;
 use crate::workload::{self, Start};
 
@@ -52,16 +48,6 @@ pub(super) struct PortHot {
     pub to_host: bool,
     /// The link is down (a fault): nothing is sent on it.
     pub down: bool,
-}
-
-/// Tiers bottom-up, to tell uplinks from downlinks.
-fn tier_rank(role: &str) -> u8 {
-    match role {
-        "host" => 0,
-        "edge" | "leaf" => 1,
-        "agg" | "spine" => 2,
-        _ => 3,
-    }
 }
 
 /// Flows waiting for a set of other flows to finish.
@@ -96,7 +82,6 @@ pub struct World {
     /// Per port: when the current pause began (NEVER if not paused) and paused time so far.
     pub(super) pause_since: Vec<Time>,
     pub(super) paused_ps: Vec<u64>,
-    pub(super) scheduler: Scheduler,
     /// Current rate of each port (differs from the fabric's while a link is degraded).
     pub(super) port_rate: Vec<u64>,
     /// Ports routing avoids (failed links, once detected).
@@ -104,23 +89,16 @@ pub struct World {
     pub(super) faults: Vec<Fault>,
     /// Candidate ports of a routing decision (reused: no allocation per packet).
     pub(super) scratch: Vec<PortId>,
-    pub(super) dwrr: Vec<DwrrState>,
 
-    // Switches.
-    pub(super) buffer: SharedBuffer,
-    pub(super) pfc: Option<Pfc>,
-    pub(super) ecn: Option<EcnSpec>,
-    pub(super) ecn_rng: Rng,
+    /// Switches: shared buffers, PFC, ECN and the egress scheduler.
+    pub(super) switches: Switches,
     /// The pause cycle seen at the previous deadlock check.
     pub(super) last_cycle: Option<Vec<u32>>,
     pub(super) in_deadlock: bool,
     pub(super) deadlock_check_pending: bool,
 
-    // Per host: active flows served round robin (the front was served last if `nic_rotate`).
-    pub(super) nic_ring: Vec<VecDeque<u32>>,
-    pub(super) nic_rotate: Vec<bool>,
-    /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
-    pub(super) nic_fifo: bool,
+    /// The NICs' arbitration among their active flows.
+    pub(super) nics: Nics,
     /// Synthetic workloads: the measurement window and its counters (None without them).
     pub(super) synth: Option<super::synthetic::SynthMeter>,
 
@@ -133,15 +111,8 @@ pub struct World {
     pub(super) next_static: usize,
     pub(super) barriers: Vec<Barrier>,
 
-    // Transport settings.
-    pub(super) mtu: u32,
-    pub(super) header: u32,
-    pub(super) ack_bytes: u32,
-    pub(super) ack_every: u32,
-    pub(super) rto: Time,
-    pub(super) selective: bool,
-    pub(super) data_priority: u8,
-    pub(super) control_priority: u8,
+    /// Transport settings.
+    pub(super) transport: TransportParams,
 
     pub(super) trace_spec: TraceSpec,
     pub traces: Traces,
@@ -311,39 +282,44 @@ impl World {
             queues: (0..np).map(|_| PortQueue::default()).collect(),
             pause_since: vec![NEVER; np],
             paused_ps: vec![0; np],
-            scheduler: s.switch.scheduler,
             port_rate: fabric.rate_bps.clone(),
             excluded: vec![false; np],
             faults,
             scratch: Vec::with_capacity(64),
-            dwrr: match s.switch.scheduler {
-                Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
-                Scheduler::Strict => Vec::new(),
+            switches: Switches {
+                dwrr: match s.switch.scheduler {
+                    Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
+                    Scheduler::Strict => Vec::new(),
+                },
+                scheduler: s.switch.scheduler,
+                buffer,
+                pfc,
+                ecn: s.switch.ecn,
+                ecn_rng: rng::stream(s.seed, Purpose::Ecn, 0),
             },
-            buffer,
-            pfc,
-            ecn: s.switch.ecn,
-            ecn_rng: rng::stream(s.seed, Purpose::Ecn, 0),
             last_cycle: None,
             in_deadlock: false,
             deadlock_check_pending: false,
-            nic_ring: (0..fabric.num_hosts).map(|_| VecDeque::new()).collect(),
-            nic_rotate: vec![false; fabric.num_hosts as usize],
-            nic_fifo: s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
+            nics: Nics::new(
+                fabric.num_hosts,
+                s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
+            ),
             synth: super::synthetic::SynthMeter::new(s),
             flows,
             cc,
             static_order,
             next_static: 0,
             barriers,
-            mtu: t.mtu_bytes as u32,
-            header: t.header_bytes as u32,
-            ack_bytes: t.ack_bytes as u32,
-            ack_every: t.ack_every,
-            rto: t.rto_ps,
-            selective: t.loss_recovery == LossRecovery::Selective,
-            data_priority: t.data_priority,
-            control_priority: t.control_priority,
+            transport: TransportParams {
+                mtu: t.mtu_bytes as u32,
+                header: t.header_bytes as u32,
+                ack_bytes: t.ack_bytes as u32,
+                ack_every: t.ack_every,
+                rto: t.rto_ps,
+                selective: t.loss_recovery == LossRecovery::Selective,
+                data_priority: t.data_priority,
+                control_priority: t.control_priority,
+            },
             trace_spec,
             traces,
             links_last: vec![(0, 0); np],
@@ -456,8 +432,8 @@ impl World {
             .filter(|&p| {
                 let (a, b) = (self.ports[p].node, self.ports[p].peer_node);
                 !self.fabric.is_host(a)
-                    && tier_rank(self.fabric.role[a as usize])
-                        < tier_rank(self.fabric.role[b as usize])
+                    && self.fabric.role[a as usize].tier_rank()
+                        < self.fabric.role[b as usize].tier_rank()
             })
             .map(|p| {
                 self.ports[p].tx_bytes as f64 * 8.0
@@ -504,7 +480,7 @@ impl World {
                 s.packets_dropped
             ));
         }
-        let shared: u64 = self.buffer.used.iter().sum();
+        let shared: u64 = self.switches.buffer.used.iter().sum();
         let queued_bytes: u64 = (0..self.queues.len())
             .filter(|&p| !self.ports[p].from_host)
             .map(|p| {
@@ -512,7 +488,7 @@ impl World {
                     - self.queues[p].class_bytes[crate::switch::MAC_CONTROL_CLASS as usize] as u64
             })
             .sum();
-        let headroom: u64 = match &self.pfc {
+        let headroom: u64 = match &self.switches.pfc {
             None => 0,
             Some(pfc) => (0..self.ports.len() as u32)
                 .flat_map(|p| (0..8u8).map(move |c| (p, c)))
@@ -556,7 +532,15 @@ impl World {
 
     fn probe_packet(&self, fid: u32) -> Packet {
         let f = &self.flows[fid as usize];
-        Packet::data(fid, 0, f.dst, f.header_fwd, 0, self.data_priority, false)
+        Packet::data(
+            fid,
+            0,
+            f.dst,
+            f.header_fwd,
+            0,
+            self.transport.data_priority,
+            false,
+        )
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.
@@ -566,8 +550,8 @@ impl World {
         ideal_fct(
             &hops,
             f.num_packets,
-            (self.mtu + self.header) as u64,
-            (f.last_payload + self.header) as u64,
+            (self.transport.mtu + self.transport.header) as u64,
+            (f.last_payload + self.transport.header) as u64,
         )
     }
 

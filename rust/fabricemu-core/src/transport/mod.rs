@@ -4,12 +4,50 @@
 
 pub mod ideal;
 
+use std::collections::VecDeque;
+
 use crate::units::Time;
 
 /// No time set.
 pub const NEVER: Time = Time::MAX;
 /// No barrier.
 pub const NO_BARRIER: u32 = u32::MAX;
+
+/// Transport settings every flow shares.
+#[derive(Debug, Clone, Copy)]
+pub struct TransportParams {
+    pub mtu: u32,
+    /// Header bytes of every packet.
+    pub header: u32,
+    /// Wire size of ACK, NACK and CNP packets.
+    pub ack_bytes: u32,
+    pub ack_every: u32,
+    pub rto: Time,
+    /// Selective recovery (false: go-back-N).
+    pub selective: bool,
+    pub data_priority: u8,
+    pub control_priority: u8,
+}
+
+/// The NICs: per host, the active flows served round robin (the front was served last if
+/// `rotate`), or oldest first.
+#[derive(Debug, Clone)]
+pub struct Nics {
+    pub ring: Vec<VecDeque<u32>>,
+    pub rotate: Vec<bool>,
+    /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
+    pub fifo: bool,
+}
+
+impl Nics {
+    pub fn new(hosts: u32, fifo: bool) -> Self {
+        Self {
+            ring: (0..hosts).map(|_| VecDeque::new()).collect(),
+            rotate: vec![false; hosts as usize],
+            fifo,
+        }
+    }
+}
 
 /// Sender and receiver state of one flow.
 #[derive(Debug, Clone)]
