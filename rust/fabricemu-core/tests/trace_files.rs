@@ -56,6 +56,7 @@ fn row(flow_id: u64, finish_ps: Option<u64>, workload: u32) -> FlowRow {
         cnps: flow_id,
         out_of_order_packets: flow_id % 4,
         max_reorder_distance: flow_id % 5,
+        unreachable_drops: 0,
     }
 }
 

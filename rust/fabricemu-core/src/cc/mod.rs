@@ -79,6 +79,9 @@ pub trait Controller {
 
     /// Whether rates.arrow has rows for this scheme.
     const REPORTS_RATES: bool = false;
+    /// Whether the scheme reacts to ACKs (`on_ack`): the NIC then times packets for RTT samples.
+    /// Schemes that do not skip that work per packet.
+    const SEES_ACKS: bool = false;
 
     /// A flow with line rate `line_bps` starting at `now`.
     fn sender(&self, line_bps: u64, now: Time) -> Self::Sender;
@@ -170,6 +173,14 @@ macro_rules! controllers {
             pub fn reports_rates(&self) -> bool {
                 match self {
                     $(Cc::$arm(_) => <$ty as Controller>::REPORTS_RATES,)*
+                }
+            }
+
+            /// Whether `on_ack` does anything (see [`Controller::SEES_ACKS`]).
+            #[inline(always)]
+            pub fn sees_acks(&self) -> bool {
+                match self {
+                    $(Cc::$arm(_) => <$ty as Controller>::SEES_ACKS,)*
                 }
             }
 

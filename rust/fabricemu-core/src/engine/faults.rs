@@ -6,7 +6,8 @@ use super::world::World;
 use crate::packet::PacketId;
 use crate::routing::RouteTable;
 use crate::scenario::{FaultKind, FaultSpec, NodeName, ScenarioError};
-use crate::topology::{Fabric, PortId};
+use crate::topology::{Fabric, NodeId, PortId};
+use crate::transport::NO_BARRIER;
 
 /// A fault resolved against the fabric: the two directed ports of its link.
 #[derive(Debug, Clone)]
@@ -98,21 +99,26 @@ impl World {
         for (i, f) in specs.iter().enumerate() {
             let i = i as u32;
             self.events.push(f.at_ps, Event::FaultStart(i));
+            self.fault_events_left += 1;
             if matches!(f.kind, FaultKind::Down) {
                 self.events
                     .push(f.at_ps + f.detection_ps, Event::FaultDetected(i));
+                self.fault_events_left += 1;
             }
             if let Some(u) = f.until_ps {
                 self.events.push(u, Event::FaultEnd(i));
+                self.fault_events_left += 1;
                 if matches!(f.kind, FaultKind::Down) {
                     self.events
                         .push(u + f.detection_ps, Event::FaultDetected(i));
+                    self.fault_events_left += 1;
                 }
             }
         }
     }
 
     pub(super) fn fault_start(&mut self, i: u32) {
+        self.fault_events_left -= 1;
         let f = self.faults[i as usize].clone();
         for &p in &f.ports {
             match f.kind {
@@ -123,6 +129,7 @@ impl World {
     }
 
     pub(super) fn fault_end(&mut self, i: u32) {
+        self.fault_events_left -= 1;
         let f = self.faults[i as usize].clone();
         for (k, &p) in f.ports.iter().enumerate() {
             match f.kind {
@@ -139,6 +146,7 @@ impl World {
     /// down (as a routing protocol converges: a spine that lost its link to a leaf stops being a
     /// next hop toward that leaf everywhere).
     pub(super) fn fault_detected(&mut self, i: u32) {
+        self.fault_events_left -= 1;
         let mut changed = false;
         for p in self.faults[i as usize].ports {
             let down = self.ports[p as usize].down;
@@ -148,7 +156,10 @@ impl World {
             }
         }
         if changed {
-            self.router.table = RouteTable::build_avoiding(&self.fabric, &self.excluded);
+            let table = RouteTable::build_avoiding(&self.fabric, &self.excluded);
+            let nominal = std::mem::replace(&mut self.router.table, table);
+            // The fault-free table stays for flows' nominal paths (ideal FCT).
+            self.router.nominal.get_or_insert(nominal);
             self.router.rr.resize(self.router.table.num_groups(), 0);
         }
     }
@@ -166,6 +177,63 @@ impl World {
                 self.release_from_switch(node, pkt);
             }
             self.fault_drop(pkt);
+        }
+    }
+
+    /// A switch has no live path to the packet's destination: it drops the packet (a link-fault
+    /// drop, counted as unreachable too, for the run and the packet's flow).
+    pub(super) fn unreachable_drop(&mut self, pkt: PacketId) {
+        self.stats.unreachable_drops += 1;
+        let p = self.packets.get(pkt);
+        if !p.kind.is_pfc() {
+            self.flows[p.flow as usize].unreachable_drops += 1;
+        }
+        self.fault_drop(pkt);
+    }
+
+    /// Whether packets from host `a` can reach host `b` now: `a`'s link is up and routing has a
+    /// live path from its switch on (routing tables hold shortest live paths, so any member of a
+    /// next-hop group leads on).
+    pub(super) fn reachable(&self, a: NodeId, b: NodeId) -> bool {
+        let first = self.fabric.host_port(a);
+        if self.ports[first as usize].down {
+            return false;
+        }
+        let mut node = self.fabric.peer_node[first as usize];
+        for _ in 0..=self.fabric.num_nodes {
+            if self.fabric.is_host(node) {
+                return node == b;
+            }
+            match self.router.table.group(node, b).first() {
+                Some(&p) if !self.ports[p as usize].down => {
+                    node = self.fabric.peer_node[p as usize]
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// Give up on flow `fid` (its destination is cut off for good), and on every flow that waits
+    /// for it to finish (they can never start).
+    pub(super) fn abandon(&mut self, fid: u32) {
+        let mut work = vec![fid];
+        while let Some(fid) = work.pop() {
+            let f = &mut self.flows[fid as usize];
+            if f.abandoned || f.finished() {
+                continue;
+            }
+            f.abandoned = true;
+            f.rto_armed = false;
+            // Nothing more to send: the NIC drops it from its round robin.
+            f.next_seq = f.num_packets;
+            f.resend.clear();
+            self.stats.flows_unreachable += 1;
+            let b = f.completes;
+            if b != NO_BARRIER {
+                let barrier = &mut self.barriers[b as usize];
+                work.extend(barrier.waiting.iter().map(|&(w, _)| w));
+            }
         }
     }
 

@@ -2,8 +2,8 @@
 //! and dragonfly non-minimal routing.
 
 use super::world::World;
-use crate::packet::{flags, Packet, PacketId, NO_VIA};
-use crate::routing::{Flowlet, FlowletChoice};
+use crate::packet::{flags, Packet, PacketId, PacketKind, NO_VIA};
+use crate::routing::{Flowlet, FlowletChoice, RouteTable};
 use crate::scenario::{LoadBalancing, NonMinimal, NonMinimalMode, Pick};
 use crate::topology::{NodeId, PortId, Tier};
 
@@ -133,6 +133,11 @@ impl World {
                 }
                 if via != NO_VIA {
                     self.stats.packets_nonminimal += 1;
+                    if p.kind == PacketKind::Data {
+                        self.stats.data_packets_nonminimal += 1;
+                    } else {
+                        self.stats.control_packets_nonminimal += 1;
+                    }
                     diverted_late = !at_source;
                 }
                 if nm.mode != NonMinimalMode::Par {
@@ -295,9 +300,16 @@ impl World {
         }
     }
 
-    /// The port ECMP would pick, ignoring load and faults (for a flow's nominal path).
-    pub(super) fn ecmp_port(&self, node: NodeId, pkt: &Packet) -> PortId {
-        let group = self.router.table.group(node, pkt.dst);
-        group[self.router.ecmp_index(node, pkt.header_key, group.len())]
+    /// The port ECMP would pick in `table`, ignoring load (for a flow's nominal path); None if
+    /// the table has no path to the packet's destination.
+    pub(super) fn ecmp_port(
+        &self,
+        table: &RouteTable,
+        node: NodeId,
+        pkt: &Packet,
+    ) -> Option<PortId> {
+        let group = table.group(node, pkt.dst);
+        (!group.is_empty())
+            .then(|| group[self.router.ecmp_index(node, pkt.header_key, group.len())])
     }
 }

@@ -67,7 +67,7 @@ impl World {
                 f.rtt_probe = None; // Karn: an ACK after a retransmission times nothing
             } else {
                 f.high_seq = seq + 1;
-                if f.rtt_probe.is_none() {
+                if f.rtt_probe.is_none() && self.cc.sees_acks() {
                     f.rtt_probe = Some((seq, now));
                 }
             }
@@ -158,7 +158,7 @@ impl World {
     pub(super) fn retransmit_timer(&mut self, fid: u32) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        if f.sender_done() {
+        if f.sender_stopped() {
             f.rto_armed = false;
             return;
         }
@@ -166,8 +166,16 @@ impl World {
             self.events.push(f.rto_deadline, Event::Retransmit(fid));
             return;
         }
-        // No acknowledged progress for a whole timeout: go back to the first unacknowledged packet
-        // (a selective receiver ignores what it already holds).
+        // No acknowledged progress for a whole timeout. If the destination is cut off for good
+        // (no path either way, and no fault will end or be noticed later), give up on the flow.
+        let (src, dst) = (f.src, f.dst);
+        if self.fault_events_left == 0 && !(self.reachable(src, dst) && self.reachable(dst, src)) {
+            self.abandon(fid);
+            return;
+        }
+        // Otherwise go back to the first unacknowledged packet (a selective receiver ignores
+        // what it already holds).
+        let f = &mut self.flows[fid as usize];
         self.stats.timeouts += 1;
         f.next_seq = f.acked;
         f.resend.clear();
@@ -341,17 +349,19 @@ impl World {
             }
         }
         let window = f.window_bytes.is_some() && f.in_nic_ring && newly_acked > 0;
-        let r = self.cc.on_ack(
-            fid,
-            &Ack {
-                now,
-                newly_acked,
-                rtt,
-                ecn_echo,
-                int: &[],
-            },
-        );
-        self.react(fid, r);
+        if self.cc.sees_acks() {
+            let r = self.cc.on_ack(
+                fid,
+                &Ack {
+                    now,
+                    newly_acked,
+                    rtt,
+                    ecn_echo,
+                    int: &[],
+                },
+            );
+            self.react(fid, r);
+        }
         if window {
             // The window opened: the NIC may send again.
             let p = self.fabric.host_port(self.flows[fid as usize].src);
@@ -393,7 +403,7 @@ impl World {
     // ---- congestion control ------------------------------------------------------------------
 
     fn receive_cnp(&mut self, fid: u32) {
-        if self.flows[fid as usize].sender_done() {
+        if self.flows[fid as usize].sender_stopped() {
             return;
         }
         let r = self.cc.on_cnp(fid, self.now);
@@ -401,7 +411,7 @@ impl World {
     }
 
     pub(super) fn cc_timer(&mut self, fid: u32, timer: u8) {
-        let done = self.flows[fid as usize].sender_done();
+        let done = self.flows[fid as usize].sender_stopped();
         let r = self.cc.on_timer(fid, timer, self.now, done);
         self.react(fid, r);
     }

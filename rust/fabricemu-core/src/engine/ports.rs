@@ -216,7 +216,7 @@ impl World {
             self.packets.get_mut(pkt).ingress = p;
             match self.route(node, pkt) {
                 Some(out) => self.switch_enqueue(node, out, pkt),
-                None => self.fault_drop(pkt), // every path is known to be down
+                None => self.unreachable_drop(pkt), // every path is known to be down
             }
         }
     }

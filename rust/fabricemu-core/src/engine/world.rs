@@ -87,6 +87,9 @@ pub struct World {
     /// Ports routing avoids (failed links, once detected).
     pub(super) excluded: Vec<bool>,
     pub(super) faults: Vec<Fault>,
+    /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
+    /// may come back.
+    pub(super) fault_events_left: u32,
     /// Candidate ports of a routing decision (reused: no allocation per packet).
     pub(super) scratch: Vec<PortId>,
 
@@ -244,6 +247,8 @@ impl World {
                 cnps: 0,
                 out_of_order: 0,
                 max_reorder: 0,
+                unreachable_drops: 0,
+                abandoned: false,
             });
         }
         static_order.sort_by_key(|&id| (flows[id as usize].start, id));
@@ -285,6 +290,7 @@ impl World {
             port_rate: fabric.rate_bps.clone(),
             excluded: vec![false; np],
             faults,
+            fault_events_left: 0,
             scratch: Vec::with_capacity(64),
             switches: Switches {
                 dwrr: match s.switch.scheduler {
@@ -344,7 +350,8 @@ impl World {
         let stop_at = self.stop;
         for _ in 0..max_events {
             if stop_at == StopAt::AllFlowsDone
-                && self.stats.flows_finished == self.stats.flows_total
+                && self.stats.flows_finished + self.stats.flows_unreachable
+                    == self.stats.flows_total
             {
                 self.finish_run();
                 break;
@@ -516,18 +523,37 @@ impl World {
             .collect()
     }
 
-    /// The egress ports flow `fid`'s data packets take, from its source NIC on.
+    /// The egress ports flow `fid`'s data packets take, from its source NIC on: by the current
+    /// routes, or, when faults cut the flow off, by the fault-free ones (its nominal path).
     pub fn flow_path_ports(&self, fid: u32) -> Vec<PortId> {
+        let current = self.path_in(&self.router.table, fid);
+        match (current, &self.router.nominal) {
+            (Ok(path), _) => path,
+            (Err(_), Some(nominal)) => self.path_in(nominal, fid).unwrap_or_else(|p| p),
+            (Err(partial), None) => partial,
+        }
+    }
+
+    /// The path of flow `fid` by `table`; Err(the ports up to where it ends) if it is cut off.
+    fn path_in(
+        &self,
+        table: &crate::routing::RouteTable,
+        fid: u32,
+    ) -> Result<Vec<PortId>, Vec<PortId>> {
         let f = &self.flows[fid as usize];
         let probe = self.probe_packet(fid);
         let mut ports = vec![self.fabric.host_port(f.src)];
-        loop {
+        for _ in 0..=self.fabric.num_nodes {
             let node = self.fabric.peer_node[*ports.last().expect("non-empty") as usize];
             if self.fabric.is_host(node) {
-                return ports;
+                return Ok(ports);
             }
-            ports.push(self.ecmp_port(node, &probe));
+            match self.ecmp_port(table, node, &probe) {
+                Some(p) => ports.push(p),
+                None => return Err(ports),
+            }
         }
+        Err(ports)
     }
 
     fn probe_packet(&self, fid: u32) -> Packet {

@@ -127,6 +127,8 @@ impl Flowlet {
 
 pub struct Router {
     pub table: RouteTable,
+    /// The fault-free table, kept once faults changed `table` (flows' nominal paths use it).
+    pub nominal: Option<RouteTable>,
     pub mode: LoadBalancing,
     hash: HashFunction,
     /// Per-switch hash seed (indexed by node id; hosts unused; all equal without per-switch seeds).
@@ -168,6 +170,7 @@ impl Router {
         Self {
             rr: vec![0; table.num_groups()],
             table,
+            nominal: None,
             mode: spec.load_balancing,
             hash: spec.hash,
             seeds,

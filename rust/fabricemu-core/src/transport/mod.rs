@@ -110,6 +110,10 @@ pub struct Flow {
     pub cnps: u64,
     pub out_of_order: u64,
     pub max_reorder: u64,
+    /// Its packets (data or control) dropped because no live path led to their destination.
+    pub unreachable_drops: u64,
+    /// Given up on: its destination was cut off for good (or it waited on a flow that was).
+    pub abandoned: bool,
 }
 
 impl Flow {
@@ -125,6 +129,12 @@ impl Flow {
     #[inline]
     pub fn sender_done(&self) -> bool {
         self.acked == self.num_packets
+    }
+
+    /// The sender has nothing more to do: everything acknowledged, or the flow was given up on.
+    #[inline]
+    pub fn sender_stopped(&self) -> bool {
+        self.sender_done() || self.abandoned
     }
 
     #[inline]
