@@ -264,17 +264,30 @@ impl World {
             self.send_control(fid, PacketKind::Ack); // duplicate
             return;
         }
+        let now = self.now;
         if seq == f.expected {
             let overtaken_by = window::count(&f.received_ahead);
-            if f.nacked_at == seq && pkt_flags & flags::RETX == 0 {
-                // The original filled a hole already reported lost: that was reordering. Tolerate
-                // at least as much from now on (as Linux TCP adapts its reordering degree).
+            if overtaken_by > 0 && pkt_flags & flags::RETX == 0 && f.hole_since != NEVER {
+                // The original filled a hole: that was reordering, by `overtaken_by` packets and
+                // for as long as the hole lasted. Tolerate at least as much from now on, in
+                // packets (as Linux TCP adapts its reordering degree) and in time (as RACK's
+                // reordering window); twice as long if the hole had been reported lost (a
+                // spurious retransmission). The window stays under a quarter of the timeout.
+                let spurious = f.nacked_at == seq;
                 f.reorder_threshold = f.reorder_threshold.max(overtaken_by + 1).min(1 << 16);
+                let lasted = (now - f.hole_since) << spurious as u32;
+                f.reorder_window = f.reorder_window.max(lasted).min(self.transport.rto / 4);
             }
             window::shift(&mut f.received_ahead, 1);
             let run = window::leading_ones(&f.received_ahead);
             window::shift(&mut f.received_ahead, run);
             f.expected += 1 + run;
+            // The next hole (if packets wait beyond it) is front from now.
+            f.hole_since = if f.received_ahead.is_empty() {
+                NEVER
+            } else {
+                now
+            };
             if f.expected == f.num_packets {
                 self.flow_finished(fid);
                 return;
@@ -284,9 +297,17 @@ impl World {
             }
         }
         let f = &mut self.flows[fid as usize];
-        if !f.received_ahead.is_empty()
-            && f.nacked_at != f.expected
+        if f.received_ahead.is_empty() {
+            return;
+        }
+        if f.hole_since == NEVER {
+            f.hole_since = now; // a packet overtook the expected one: a hole opens
+        }
+        // Report the hole once enough packets overtook it and it lasted longer than reordering
+        // has been seen to last.
+        if f.nacked_at != f.expected
             && window::count(&f.received_ahead) >= f.reorder_threshold
+            && now - f.hole_since >= f.reorder_window
         {
             f.nacked_at = f.expected;
             self.send_control(fid, PacketKind::Nack);

@@ -237,6 +237,8 @@ impl World {
                 resend: Vec::new(),
                 received_ahead: Vec::new(),
                 reorder_threshold: t.reorder_threshold,
+                reorder_window: 0,
+                hole_since: NEVER,
                 window_bytes: None,
                 rtt_probe: None,
                 ce_unechoed: false,

@@ -92,6 +92,12 @@ pub struct Flow {
     /// Selective recovery, receiver: packets beyond a hole before it is reported (adapts upward
     /// when a report proves to have been reordering).
     pub reorder_threshold: u32,
+    /// Selective recovery, receiver: how long a hole must last before it is reported (0 until a
+    /// report proves to have been reordering; then adapts upward, as RACK's reordering window).
+    pub reorder_window: Time,
+    /// Selective recovery, receiver: since when the current hole at `expected` has been the
+    /// front one (NEVER: no packet waits beyond `expected`).
+    pub hole_since: Time,
 
     /// Congestion control's window: at most this many bytes of new data unacknowledged (None:
     /// no window, the rate alone paces).
