@@ -105,8 +105,8 @@ fn every_column_nulls_and_metadata() {
         types,
         vec![
             UInt64, UInt32, UInt32, UInt64, UInt64, UInt64, UInt64, UInt64, Float64, Utf8, UInt32,
-            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32, Utf8,
-            Boolean
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32,
+            Utf8, Boolean
         ]
     );
     for f in schema.fields() {
