@@ -224,7 +224,7 @@ pub struct PacketArena {
 }
 
 impl PacketArena {
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&mut self, p: Packet) -> PacketId {
         self.live += 1;
         self.created += 1;

@@ -62,6 +62,17 @@ pub struct Reaction {
     pub timers: [Option<(u8, Time)>; 2],
 }
 
+impl Reaction {
+    /// Nothing to do (checked per packet: field by field, cheaper than comparing with default).
+    #[inline(always)]
+    pub fn is_none(&self) -> bool {
+        self.rate_bps.is_none()
+            && self.window_bytes.is_none()
+            && self.timers[0].is_none()
+            && self.timers[1].is_none()
+    }
+}
+
 /// One sample of a flow's rate state, for rates.arrow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateSample {

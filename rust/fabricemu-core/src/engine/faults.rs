@@ -229,6 +229,7 @@ impl World {
             f.next_seq = f.num_packets;
             f.resend.clear();
             self.stats.flows_unreachable += 1;
+            self.flows_settled += 1;
             let b = f.completes;
             if b != NO_BARRIER {
                 let barrier = &mut self.barriers[b as usize];

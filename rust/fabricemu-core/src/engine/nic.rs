@@ -93,7 +93,7 @@ impl World {
             );
             self.stats.data_packets_sent += 1;
             let r = self.cc.on_sent(fid, wire as u64, now);
-            if r != Reaction::default() {
+            if !r.is_none() {
                 self.react(fid, r);
             }
             return Ok(self.packets.alloc(pkt));
@@ -319,6 +319,7 @@ impl World {
         f.finish = self.now;
         f.received_ahead = Vec::new();
         self.stats.flows_finished += 1;
+        self.flows_settled += 1;
         let barrier = f.completes;
         self.send_control(fid, PacketKind::Ack);
         if barrier != NO_BARRIER {
@@ -349,6 +350,7 @@ impl World {
     }
 
     /// A cumulative acknowledgement (an ACK, or a NACK's cumulative part); tells the controller.
+    #[inline]
     fn receive_ack(&mut self, fid: u32, cumulative: u32, ecn_echo: bool) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];

@@ -125,6 +125,8 @@ pub struct World {
     pub(super) rates_last: Vec<Time>,
 
     pub stats: RunStats,
+    /// Flows finished or given up on (`all_flows_done` stops when all are).
+    pub(super) flows_settled: u64,
     pub(super) finished: bool,
 }
 
@@ -333,6 +335,7 @@ impl World {
             links_last: vec![(0, 0); np],
             rates_last: vec![NEVER; num_flows],
             stats,
+            flows_settled: 0,
             finished: false,
             fabric,
         };
@@ -351,10 +354,7 @@ impl World {
         }
         let stop_at = self.stop;
         for _ in 0..max_events {
-            if stop_at == StopAt::AllFlowsDone
-                && self.stats.flows_finished + self.stats.flows_unreachable
-                    == self.stats.flows_total
-            {
+            if stop_at == StopAt::AllFlowsDone && self.flows_settled == self.stats.flows_total {
                 self.finish_run();
                 break;
             }
