@@ -6,10 +6,19 @@
 use crate::units::Time;
 
 /// Index of a packet in the arena.
-pub type PacketId = u32;
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PacketId(u32);
 
-/// No packet (end of a list).
-pub const NIL: PacketId = PacketId::MAX;
+impl PacketId {
+    /// No packet: the end of a list (a named value, so `next` stays 4 bytes in the 48-byte record).
+    const NIL: PacketId = PacketId(u32::MAX);
+
+    #[inline(always)]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -21,9 +30,17 @@ pub enum PacketKind {
     Nack,
     /// DCQCN congestion notification from the receiver (NP) to the sender (RP).
     Cnp,
-    /// PFC frames: `seq` is the priority paused or resumed.
+    /// PFC frames: `pfc_class` is the priority paused or resumed.
     Pause,
     Resume,
+}
+
+impl PacketKind {
+    /// A PFC frame (handled per link, not by a host or a router).
+    #[inline(always)]
+    pub fn is_pfc(self) -> bool {
+        matches!(self, PacketKind::Pause | PacketKind::Resume)
+    }
 }
 
 /// `Packet::flags` bits.
@@ -42,10 +59,16 @@ pub mod flags {
     /// Dragonfly: the source router chose the packet's path (minimal or an intermediate group);
     /// later routers of the source group do not re-decide (they do under PAR).
     pub const DECIDED: u8 = 32;
+    /// On an ACK: the receiver saw a congestion-experienced packet since its previous ACK.
+    pub const ECE: u8 = 64;
 }
 
 /// `Packet::via` when the packet routes minimally (no intermediate group, or already past it).
 pub const NO_VIA: u16 = u16::MAX;
+/// `Packet::ingress` before the packet reached a switch (at its NIC).
+pub const NO_INGRESS: u32 = u32::MAX;
+/// `Packet::flow` of a PFC frame (it belongs to no flow).
+pub const NO_FLOW: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Packet {
@@ -54,31 +77,140 @@ pub struct Packet {
     /// On a link: when the packet reaches the far end.
     pub arrive: Time,
     /// The next packet in the FIFO this packet is in.
-    pub next: PacketId,
+    next: PacketId,
+    /// The flow (`NO_FLOW` for a PFC frame).
     pub flow: u32,
-    /// Data: packet index within the flow. Ack/Nack: the next expected index.
+    /// Data: packet index within the flow. Ack/Nack/Cnp: the next expected index. PFC: 0.
     pub seq: u32,
-    /// Destination host (routing looks only at this and `header_key`).
+    /// Destination node (routing looks only at this and `header_key`).
     pub dst: u32,
     /// Bytes on the wire, headers included.
     pub wire_bytes: u32,
     pub kind: PacketKind,
     /// Priority class (0..8, higher is served first).
     pub priority: u8,
-    /// At a switch: the link it arrived over (the upstream's egress port), for PFC accounting.
+    /// At a switch: the link it arrived over (the upstream's egress port), for PFC accounting;
+    /// `NO_INGRESS` before the first switch.
     pub ingress: u32,
     pub flags: u8,
     /// Non-minimal dragonfly routing: the intermediate group still to reach, or `NO_VIA`.
     pub via: u16,
     /// Global (inter-group) links crossed so far.
     pub ghops: u8,
+    /// PFC frames: the priority class paused or resumed (0 for other packets).
+    pub pfc_class: u8,
 }
 
 impl Packet {
+    /// A packet of `kind` fresh from a NIC: on no list, at no switch yet, minimally routed.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kind: PacketKind,
+        flow: u32,
+        seq: u32,
+        dst: u32,
+        header_key: u64,
+        wire_bytes: u32,
+        priority: u8,
+        flags: u8,
+    ) -> Self {
+        Packet {
+            header_key,
+            arrive: 0,
+            next: PacketId::NIL,
+            flow,
+            seq,
+            dst,
+            wire_bytes,
+            kind,
+            priority,
+            ingress: NO_INGRESS,
+            flags,
+            via: NO_VIA,
+            ghops: 0,
+            pfc_class: 0,
+        }
+    }
+
+    /// Data packet `seq` of `flow`, ECN-capable; `retx` marks a retransmission.
+    #[inline(always)]
+    pub fn data(
+        flow: u32,
+        seq: u32,
+        dst: u32,
+        header_key: u64,
+        wire_bytes: u32,
+        priority: u8,
+        retx: bool,
+    ) -> Self {
+        let f = if retx {
+            flags::ECT | flags::RETX
+        } else {
+            flags::ECT
+        };
+        Self::new(
+            PacketKind::Data,
+            flow,
+            seq,
+            dst,
+            header_key,
+            wire_bytes,
+            priority,
+            f,
+        )
+    }
+
+    /// A receiver's ACK, NACK or CNP for `flow`, carrying the next expected packet index.
+    #[inline(always)]
+    pub fn control(
+        kind: PacketKind,
+        flow: u32,
+        expected: u32,
+        dst: u32,
+        header_key: u64,
+        wire_bytes: u32,
+        priority: u8,
+    ) -> Self {
+        debug_assert!(matches!(
+            kind,
+            PacketKind::Ack | PacketKind::Nack | PacketKind::Cnp
+        ));
+        Self::new(
+            kind, flow, expected, dst, header_key, wire_bytes, priority, 0,
+        )
+    }
+
+    /// A PFC PAUSE (or RESUME) of `class`, sent to the upstream node `dst` in the MAC control
+    /// class `priority`.
+    #[inline(always)]
+    pub fn pfc(pause: bool, class: u8, dst: u32, wire_bytes: u32, priority: u8) -> Self {
+        let kind = if pause {
+            PacketKind::Pause
+        } else {
+            PacketKind::Resume
+        };
+        let mut p = Self::new(kind, NO_FLOW, 0, dst, 0, wire_bytes, priority, 0);
+        p.pfc_class = class;
+        p
+    }
+
     /// The class the packet arrived in at its current switch (PFC counts it there).
     #[inline(always)]
     pub fn ingress_class(&self) -> u8 {
         self.priority - ((self.flags & flags::CLASS_UP) != 0) as u8
+    }
+
+    /// The link the packet arrived over at its current switch, if it is at a switch.
+    #[inline(always)]
+    pub fn ingress_port(&self) -> Option<u32> {
+        (self.ingress != NO_INGRESS).then_some(self.ingress)
+    }
+
+    /// The packet after this one in its FIFO.
+    #[inline(always)]
+    pub fn next_in_list(&self) -> Option<PacketId> {
+        (self.next != PacketId::NIL).then_some(self.next)
     }
 }
 
@@ -92,18 +224,18 @@ pub struct PacketArena {
 }
 
 impl PacketArena {
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&mut self, p: Packet) -> PacketId {
         self.live += 1;
         self.created += 1;
         match self.free.pop() {
             Some(id) => {
-                self.slots[id as usize] = p;
+                self.slots[id.index()] = p;
                 id
             }
             None => {
                 self.slots.push(p);
-                (self.slots.len() - 1) as PacketId
+                PacketId((self.slots.len() - 1) as u32)
             }
         }
     }
@@ -116,12 +248,12 @@ impl PacketArena {
 
     #[inline]
     pub fn get(&self, id: PacketId) -> &Packet {
-        &self.slots[id as usize]
+        &self.slots[id.index()]
     }
 
     #[inline]
     pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        &mut self.slots[id as usize]
+        &mut self.slots[id.index()]
     }
 
     /// Packets created and not yet released (in queues, on links).
@@ -155,24 +287,24 @@ impl Default for PacketList {
 
 impl PacketList {
     pub const EMPTY: PacketList = PacketList {
-        head: NIL,
-        tail: NIL,
+        head: PacketId::NIL,
+        tail: PacketId::NIL,
     };
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.head == NIL
+        self.head == PacketId::NIL
     }
 
     #[inline]
     pub fn front(&self) -> Option<PacketId> {
-        (self.head != NIL).then_some(self.head)
+        (self.head != PacketId::NIL).then_some(self.head)
     }
 
     #[inline]
     pub fn push_back(&mut self, arena: &mut PacketArena, id: PacketId) {
-        arena.get_mut(id).next = NIL;
-        if self.tail == NIL {
+        arena.get_mut(id).next = PacketId::NIL;
+        if self.tail == PacketId::NIL {
             self.head = id;
         } else {
             arena.get_mut(self.tail).next = id;
@@ -182,13 +314,13 @@ impl PacketList {
 
     #[inline]
     pub fn pop_front(&mut self, arena: &PacketArena) -> Option<PacketId> {
-        if self.head == NIL {
+        if self.head == PacketId::NIL {
             return None;
         }
         let id = self.head;
         self.head = arena.get(id).next;
-        if self.head == NIL {
-            self.tail = NIL;
+        if self.head == PacketId::NIL {
+            self.tail = PacketId::NIL;
         }
         Some(id)
     }
@@ -197,7 +329,7 @@ impl PacketList {
     pub fn len(&self, arena: &PacketArena) -> usize {
         let mut n = 0;
         let mut at = self.head;
-        while at != NIL {
+        while at != PacketId::NIL {
             n += 1;
             at = arena.get(at).next;
         }
@@ -210,27 +342,34 @@ mod tests {
     use super::*;
 
     fn pkt(seq: u32) -> Packet {
-        Packet {
-            header_key: 0,
-            arrive: 0,
-            next: NIL,
-            flow: 0,
-            seq,
-            dst: 0,
-            wire_bytes: 1,
-            kind: PacketKind::Data,
-            priority: 0,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        }
+        Packet::data(0, seq, 0, 0, 1, 0, false)
     }
 
     #[test]
     fn a_packet_record_stays_48_bytes() {
         // Queued packets are touched once per hop; the dragonfly fields live in former padding.
         assert_eq!(std::mem::size_of::<Packet>(), 48);
+    }
+
+    #[test]
+    fn constructors_fill_their_own_fields() {
+        let d = Packet::data(3, 9, 5, 77, 4158, 3, true);
+        assert_eq!((d.kind, d.flow, d.seq, d.dst), (PacketKind::Data, 3, 9, 5));
+        assert_eq!(d.flags, flags::ECT | flags::RETX);
+        assert_eq!(d.ingress_port(), None);
+        assert_eq!(d.next_in_list(), None);
+        let c = Packet::control(PacketKind::Nack, 3, 4, 1, 78, 64, 7);
+        assert_eq!(
+            (c.kind, c.seq, c.flags, c.priority),
+            (PacketKind::Nack, 4, 0, 7)
+        );
+        let p = Packet::pfc(true, 5, 2, 64, 8);
+        assert_eq!(
+            (p.kind, p.pfc_class, p.seq, p.flow),
+            (PacketKind::Pause, 5, 0, NO_FLOW)
+        );
+        assert!(p.kind.is_pfc());
+        assert_eq!(Packet::pfc(false, 5, 2, 64, 8).kind, PacketKind::Resume);
     }
 
     #[test]

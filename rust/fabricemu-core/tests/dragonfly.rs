@@ -152,9 +152,26 @@ fn valiant_paths_cross_at_most_two_global_links() {
         ));
         assert_eq!(st.flows_finished, st.flows_total, "{lb}");
         assert_eq!(st.max_global_hops, most, "{lb}");
+        // Data and control packets are counted apart; the total is their sum.
+        assert_eq!(
+            st.packets_nonminimal,
+            st.data_packets_nonminimal + st.control_packets_nonminimal,
+            "{lb}"
+        );
+        assert!(st.data_packets_nonminimal <= st.data_packets_sent, "{lb}");
+        assert!(
+            st.control_packets_nonminimal <= st.control_packets_sent,
+            "{lb}"
+        );
         if lb == "valiant" {
-            // Every packet between groups goes via a third group.
+            // Every packet between groups goes via a third group: most data packets (8 of 9
+            // groups are elsewhere; pairs within a group stay minimal), and their ACKs too.
             assert!(st.packets_nonminimal > st.packet_hops / 10, "{st:?}");
+            assert!(
+                st.data_packets_nonminimal * 2 > st.data_packets_sent,
+                "{st:?}"
+            );
+            assert!(st.control_packets_nonminimal > 0, "{st:?}");
         }
         if lb == "min" {
             assert_eq!(st.packets_nonminimal, 0);

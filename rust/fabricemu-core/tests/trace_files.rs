@@ -52,6 +52,7 @@ fn row(flow_id: u64, finish_ps: Option<u64>, workload: u32) -> FlowRow {
         cnps: flow_id,
         out_of_order_packets: flow_id % 4,
         max_reorder_distance: flow_id % 5,
+        unreachable_drops: 0,
     }
 }
 
@@ -100,8 +101,8 @@ fn every_column_nulls_and_metadata() {
         types,
         vec![
             UInt64, UInt32, UInt32, UInt64, UInt64, UInt64, UInt64, UInt64, Float64, Utf8, UInt32,
-            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32, Utf8,
-            Boolean
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32,
+            Utf8, Boolean
         ]
     );
     for f in schema.fields() {

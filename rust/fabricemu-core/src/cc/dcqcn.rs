@@ -15,11 +15,127 @@
 //!   never goes below the minimum rate.
 //!
 //! Rates are integer bits per second; alpha is a float (it only scales rates).
+//!
+//! The notification point (NP, the receiver NIC) sends a CNP for a marked packet at most once per
+//! `cnp_interval` per flow. [`DcqcnCc`] puts both behind the [`Controller`] interface.
 
+use super::{Controller, RateSample, Reaction as CcReaction};
 use crate::scenario::DcqcnSpec;
 use crate::units::Time;
 
-/// What a call changed, for the engine to act on.
+/// DCQCN's timer numbers in [`CcReaction::timers`].
+pub const TIMER_INCREASE: u8 = 0;
+pub const TIMER_DECREASE_CHECK: u8 = 1;
+
+/// DCQCN as a [`Controller`]: the RP per flow at the sender, the NP per flow at the receiver.
+#[derive(Debug, Clone, Copy)]
+pub struct DcqcnCc(pub DcqcnSpec);
+
+/// The NP's state of one flow: when it last sent a CNP.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Notifier {
+    last_cnp: Option<Time>,
+}
+
+impl DcqcnCc {
+    /// The engine's reaction to an RP step: the new rate, a decrease check to schedule, and the
+    /// increase timer to (re)start unless it is pending.
+    #[inline]
+    fn reaction(s: &mut Dcqcn, r: Reaction) -> CcReaction {
+        let increase = match r.timer_at {
+            Some(t) if !s.timer_pending => {
+                s.timer_pending = true;
+                Some((TIMER_INCREASE, t))
+            }
+            _ => None,
+        };
+        CcReaction {
+            rate_bps: r.rate_changed.then_some(s.rc),
+            window_bytes: None,
+            timers: [
+                r.decrease_check_at.map(|t| (TIMER_DECREASE_CHECK, t)),
+                increase,
+            ],
+        }
+    }
+}
+
+impl Controller for DcqcnCc {
+    type Sender = Dcqcn;
+    type Receiver = Notifier;
+    const REPORTS_RATES: bool = true;
+
+    fn sender(&self, line_bps: u64, now: Time) -> Dcqcn {
+        Dcqcn::new(&self.0, line_bps, now)
+    }
+
+    fn receiver(&self) -> Notifier {
+        Notifier::default()
+    }
+
+    #[inline(always)]
+    fn on_sent(&self, s: &mut Dcqcn, bytes: u64, _now: Time) -> CcReaction {
+        CcReaction {
+            rate_bps: s.on_sent(&self.0, bytes).then_some(s.rc),
+            ..CcReaction::default()
+        }
+    }
+
+    fn on_cnp(&self, s: &mut Dcqcn, now: Time) -> CcReaction {
+        let r = s.on_cnp(&self.0, now);
+        Self::reaction(s, r)
+    }
+
+    fn on_timer(&self, s: &mut Dcqcn, timer: u8, now: Time, sender_done: bool) -> CcReaction {
+        if timer == TIMER_DECREASE_CHECK {
+            if sender_done {
+                s.check_pending = false;
+                return CcReaction::default();
+            }
+            let r = s.on_decrease_check(&self.0, now);
+            return Self::reaction(s, r);
+        }
+        s.timer_pending = false;
+        if sender_done {
+            return CcReaction::default();
+        }
+        if s.next_increase > now {
+            // A cut restarted the timer after this one was armed: fire at the new time.
+            s.timer_pending = true;
+            return CcReaction {
+                timers: [None, Some((TIMER_INCREASE, s.next_increase))],
+                ..CcReaction::default()
+            };
+        }
+        let r = s.on_timer(&self.0, now);
+        Self::reaction(s, r)
+    }
+
+    #[inline(always)]
+    fn on_data(&self, n: &mut Notifier, ce: bool, now: Time) -> bool {
+        if !ce {
+            return false;
+        }
+        match n.last_cnp {
+            Some(t) if now - t < self.0.cnp_interval_ps => false,
+            _ => {
+                n.last_cnp = Some(now);
+                true
+            }
+        }
+    }
+
+    fn rate_sample(&self, s: &mut Dcqcn, now: Time) -> Option<RateSample> {
+        let alpha = s.alpha(&self.0, now);
+        Some(RateSample {
+            rate_bps: s.rc,
+            target_bps: s.rt,
+            alpha,
+        })
+    }
+}
+
+/// What a call of the RP changed (the [`DcqcnCc`] turns it into the controller's reaction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Reaction {
     /// The sending rate changed.

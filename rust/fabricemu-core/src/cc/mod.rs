@@ -1,8 +1,285 @@
-//! Congestion control of RDMA senders. A scheme sets each flow's sending rate; the NIC paces the
-//! flow's packets at that rate. DCQCN is the first; others implement the same calls.
+//! Congestion control: one interface, dispatched through an `enum` (no `dyn` on the hot path).
+//!
+//! A controller is a type implementing [`Controller`]: its parameters, a per-flow sender state
+//! (the reaction point) and a per-flow receiver state (the notification point). It sees the events
+//! of its flows (the flow starts, a data packet leaves, an ACK arrives with an RTT sample, the ECN
+//! echo and any INT records, a CNP, a loss, one of its timers fires; at the receiver, a data
+//! packet arrives) and answers with a [`Reaction`]: a new sending rate and/or window, and timers
+//! to arm. The NIC paces each flow at its rate and keeps at most its window in flight.
+//!
+//! Adding a controller: one file with the type and its `Controller` impl, and one line in the
+//! `controllers!` list below (the scenario's `transport.cc` builds it in [`Cc::new`]).
 
 pub mod config;
 pub mod dcqcn;
 pub mod dcqcn_config;
 
 pub use dcqcn::Dcqcn;
+
+use crate::scenario::CongestionControl;
+use crate::units::Time;
+
+/// One hop's in-band telemetry, as a switch would stamp it on a data packet and the receiver
+/// would echo it on the ACK (HPCC style). No switch fills these yet; controllers that need them
+/// receive them through [`Ack::int`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IntRecord {
+    /// The switch and its egress port.
+    pub node: u32,
+    pub port: u32,
+    /// When the packet left the port.
+    pub time_ps: Time,
+    /// Bytes queued at the port (the packet's class) when it left.
+    pub queue_bytes: u64,
+    /// Bytes the port had sent so far.
+    pub tx_bytes: u64,
+    /// The port's rate.
+    pub rate_bps: u64,
+}
+
+/// What an ACK tells the sender's controller.
+#[derive(Debug, Clone, Copy)]
+pub struct Ack<'a> {
+    pub now: Time,
+    /// Packets newly acknowledged by it (0 for a duplicate).
+    pub newly_acked: u32,
+    /// Round-trip time of the flow's timed packet, when this ACK covers it (one sample per round
+    /// trip at most; retransmitted packets are never timed).
+    pub rtt: Option<Time>,
+    /// The receiver saw a congestion-experienced mark since its previous ACK.
+    pub ecn_echo: bool,
+    /// In-band telemetry of the acknowledged packet's path (empty when no switch records it).
+    pub int: &'a [IntRecord],
+}
+
+/// A controller's answer to an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reaction {
+    /// Pace the flow at this rate from its next packet on.
+    pub rate_bps: Option<u64>,
+    /// Keep at most this many bytes in flight (unacknowledged) from now on.
+    pub window_bytes: Option<u64>,
+    /// Timers to arm, in this order: (the controller's timer number, when). A controller arms a
+    /// timer only when it is not pending already.
+    pub timers: [Option<(u8, Time)>; 2],
+}
+
+impl Reaction {
+    /// Nothing to do (checked per packet: field by field, cheaper than comparing with default).
+    #[inline(always)]
+    pub fn is_none(&self) -> bool {
+        self.rate_bps.is_none()
+            && self.window_bytes.is_none()
+            && self.timers[0].is_none()
+            && self.timers[1].is_none()
+    }
+}
+
+/// One sample of a flow's rate state, for rates.arrow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateSample {
+    pub rate_bps: u64,
+    pub target_bps: u64,
+    pub alpha: f64,
+}
+
+/// A congestion-control scheme: parameters (`self`) and per-flow state.
+pub trait Controller {
+    /// Per-flow sender state (the reaction point).
+    type Sender: Clone + std::fmt::Debug;
+    /// Per-flow receiver state (the notification point).
+    type Receiver: Clone + std::fmt::Debug;
+
+    /// Whether rates.arrow has rows for this scheme.
+    const REPORTS_RATES: bool = false;
+    /// Whether the scheme reacts to ACKs (`on_ack`): the NIC then times packets for RTT samples.
+    /// Schemes that do not skip that work per packet.
+    const SEES_ACKS: bool = false;
+
+    /// A flow with line rate `line_bps` starting at `now`.
+    fn sender(&self, line_bps: u64, now: Time) -> Self::Sender;
+    fn receiver(&self) -> Self::Receiver;
+
+    /// The flow starts sending (its state was just made by `sender`).
+    fn on_start(&self, _s: &mut Self::Sender, _now: Time) -> Reaction {
+        Reaction::default()
+    }
+    /// A data packet of `bytes` left the NIC.
+    #[inline(always)]
+    fn on_sent(&self, _s: &mut Self::Sender, _bytes: u64, _now: Time) -> Reaction {
+        Reaction::default()
+    }
+    fn on_ack(&self, _s: &mut Self::Sender, _ack: &Ack<'_>) -> Reaction {
+        Reaction::default()
+    }
+    fn on_cnp(&self, _s: &mut Self::Sender, _now: Time) -> Reaction {
+        Reaction::default()
+    }
+    /// The receiver reported a loss (NACK), or the retransmission timer expired (`timeout`).
+    fn on_loss(&self, _s: &mut Self::Sender, _timeout: bool, _now: Time) -> Reaction {
+        Reaction::default()
+    }
+    /// Timer `timer` (a number the controller chose in a `Reaction`) fired. `sender_done`: the
+    /// flow has nothing left to send (the timer should lapse).
+    fn on_timer(
+        &self,
+        _s: &mut Self::Sender,
+        _timer: u8,
+        _now: Time,
+        _sender_done: bool,
+    ) -> Reaction {
+        Reaction::default()
+    }
+    /// Receiver: a data packet arrived (`ce`: marked). True: send a CNP to the sender.
+    #[inline(always)]
+    fn on_data(&self, _r: &mut Self::Receiver, _ce: bool, _now: Time) -> bool {
+        false
+    }
+    /// The flow's rate state, for rates.arrow (schemes with `REPORTS_RATES`).
+    fn rate_sample(&self, _s: &mut Self::Sender, _now: Time) -> Option<RateSample> {
+        None
+    }
+}
+
+/// No congestion control: every flow sends at line rate.
+#[derive(Debug, Clone, Copy)]
+pub struct NoCc;
+
+impl Controller for NoCc {
+    type Sender = ();
+    type Receiver = ();
+
+    fn sender(&self, _line_bps: u64, _now: Time) {}
+    fn receiver(&self) {}
+}
+
+/// A controller with the state of every flow.
+#[derive(Debug, Clone)]
+pub struct Flows<C: Controller> {
+    pub ctrl: C,
+    pub senders: Vec<C::Sender>,
+    pub receivers: Vec<C::Receiver>,
+}
+
+impl<C: Controller> Flows<C> {
+    fn new(ctrl: C, line_rates: impl Iterator<Item = u64>) -> Self {
+        let senders: Vec<_> = line_rates.map(|r| ctrl.sender(r, 0)).collect();
+        let receivers = (0..senders.len()).map(|_| ctrl.receiver()).collect();
+        Self {
+            ctrl,
+            senders,
+            receivers,
+        }
+    }
+}
+
+macro_rules! controllers {
+    ($($(#[$doc:meta])* $arm:ident => $ty:ty,)*) => {
+        /// The congestion control of a run: the scheme, with every flow's state.
+        #[derive(Debug, Clone)]
+        pub enum Cc {
+            $($(#[$doc])* $arm(Flows<$ty>),)*
+        }
+
+        impl Cc {
+            /// Whether rates.arrow has rows.
+            pub fn reports_rates(&self) -> bool {
+                match self {
+                    $(Cc::$arm(_) => <$ty as Controller>::REPORTS_RATES,)*
+                }
+            }
+
+            /// Whether `on_ack` does anything (see [`Controller::SEES_ACKS`]).
+            #[inline(always)]
+            pub fn sees_acks(&self) -> bool {
+                match self {
+                    $(Cc::$arm(_) => <$ty as Controller>::SEES_ACKS,)*
+                }
+            }
+
+            /// Flow `fid` starts at `now` with line rate `line_bps`: fresh state.
+            pub fn start(&mut self, fid: u32, line_bps: u64, now: Time) -> Reaction {
+                match self {
+                    $(Cc::$arm(f) => {
+                        let s = &mut f.senders[fid as usize];
+                        *s = f.ctrl.sender(line_bps, now);
+                        f.ctrl.on_start(s, now)
+                    })*
+                }
+            }
+
+            #[inline(always)]
+            pub fn on_sent(&mut self, fid: u32, bytes: u64, now: Time) -> Reaction {
+                match self {
+                    $(Cc::$arm(f) => f.ctrl.on_sent(&mut f.senders[fid as usize], bytes, now),)*
+                }
+            }
+
+            pub fn on_ack(&mut self, fid: u32, ack: &Ack<'_>) -> Reaction {
+                match self {
+                    $(Cc::$arm(f) => f.ctrl.on_ack(&mut f.senders[fid as usize], ack),)*
+                }
+            }
+
+            pub fn on_cnp(&mut self, fid: u32, now: Time) -> Reaction {
+                match self {
+                    $(Cc::$arm(f) => f.ctrl.on_cnp(&mut f.senders[fid as usize], now),)*
+                }
+            }
+
+            pub fn on_loss(&mut self, fid: u32, timeout: bool, now: Time) -> Reaction {
+                match self {
+                    $(Cc::$arm(f) => {
+                        f.ctrl.on_loss(&mut f.senders[fid as usize], timeout, now)
+                    })*
+                }
+            }
+
+            pub fn on_timer(&mut self, fid: u32, timer: u8, now: Time, done: bool) -> Reaction {
+                match self {
+                    $(Cc::$arm(f) => {
+                        f.ctrl.on_timer(&mut f.senders[fid as usize], timer, now, done)
+                    })*
+                }
+            }
+
+            #[inline(always)]
+            pub fn on_data(&mut self, fid: u32, ce: bool, now: Time) -> bool {
+                match self {
+                    $(Cc::$arm(f) => f.ctrl.on_data(&mut f.receivers[fid as usize], ce, now),)*
+                }
+            }
+
+            pub fn rate_sample(&mut self, fid: u32, now: Time) -> Option<RateSample> {
+                match self {
+                    $(Cc::$arm(f) => f.ctrl.rate_sample(&mut f.senders[fid as usize], now),)*
+                }
+            }
+        }
+    };
+}
+
+controllers! {
+    /// `cc = "none"`.
+    None => NoCc,
+    /// `cc = "dcqcn"`.
+    Dcqcn => dcqcn::DcqcnCc,
+}
+
+impl Cc {
+    /// The scheme `transport.cc` names, for flows with these line rates.
+    pub fn new(spec: &CongestionControl, line_rates: impl Iterator<Item = u64>) -> Self {
+        match spec {
+            CongestionControl::None => Cc::None(Flows::new(NoCc, line_rates)),
+            CongestionControl::Dcqcn(d) => Cc::Dcqcn(Flows::new(dcqcn::DcqcnCc(*d), line_rates)),
+        }
+    }
+
+    /// DCQCN's current and target rate of flow `fid`, if DCQCN runs.
+    pub fn dcqcn_rates(&self, fid: u32) -> Option<(u64, u64)> {
+        match self {
+            Cc::Dcqcn(f) => f.senders.get(fid as usize).map(|d| (d.rc, d.rt)),
+            _ => None,
+        }
+    }
+}

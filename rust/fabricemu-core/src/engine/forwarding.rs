@@ -1,22 +1,11 @@
-//! Forwarding decisions at switches (the load-balancing schemes, which need queue depths and time)
-//! and link faults (a link goes down or slows down, switches notice after a detection delay).
+//! Forwarding decisions at switches: the load-balancing schemes, which need queue depths and time,
+//! and dragonfly non-minimal routing.
 
-use super::queue::Event;
 use super::world::World;
 use crate::packet::{flags, Packet, PacketId, PacketKind, NO_VIA};
-use crate::routing::RouteTable;
-use crate::scenario::{FaultKind, FaultSpec, LoadBalancing, NonMinimal, NonMinimalMode, Pick};
+use crate::routing::{Flowlet, FlowletChoice, RouteTable};
+use crate::scenario::{LoadBalancing, NonMinimal, NonMinimalMode, Pick};
 use crate::topology::{NodeId, PortId, Tier};
-use crate::transport::NEVER;
-
-/// A fault resolved against the fabric: the two directed ports of its link.
-#[derive(Debug, Clone)]
-pub(super) struct Fault {
-    pub ports: [PortId; 2],
-    pub kind: FaultKind,
-    /// Rates before a degradation.
-    pub saved_rates: [u64; 2],
-}
 
 impl World {
     /// The egress port of switch `node` for `pkt`, or None if every candidate is known to be down.
@@ -57,11 +46,18 @@ impl World {
             LoadBalancing::Spray(pick) => self.pick(pick, gid),
             LoadBalancing::Flowlet { gap_ps, pick } => {
                 let slot = self.router.flowlet_slot(node, self.fabric.num_hosts, key);
-                let (last, port) = *self.router.flowlet(slot);
-                let keep =
-                    last != NEVER && self.now - last <= gap_ps && self.scratch.contains(&port);
-                let port = if keep { port } else { self.pick(pick, gid) };
-                *self.router.flowlet(slot) = (self.now, port);
+                let entry = *self.router.flowlet(slot);
+                let kept = entry
+                    .port()
+                    .filter(|p| self.now - entry.last <= gap_ps && self.scratch.contains(p));
+                let port = match kept {
+                    Some(p) => p,
+                    None => self.pick(pick, gid),
+                };
+                *self.router.flowlet(slot) = Flowlet {
+                    last: self.now,
+                    choice: FlowletChoice::Port(port),
+                };
                 port
             }
             LoadBalancing::Adaptive {
@@ -70,19 +66,22 @@ impl World {
                 bias_bytes,
             } => {
                 let slot = self.router.flowlet_slot(node, self.fabric.num_hosts, key);
-                let (last, prev) = *self.router.flowlet(slot);
-                let have_prev = last != NEVER && self.scratch.contains(&prev);
-                let port = if have_prev && !per_packet && self.now - last <= gap_ps {
-                    prev
-                } else {
-                    let best = self.pick(Pick::LeastLoaded, gid);
-                    if have_prev && self.load(prev) <= self.load(best) + bias_bytes {
-                        prev
-                    } else {
-                        best
+                let entry = *self.router.flowlet(slot);
+                let prev = entry.port().filter(|p| self.scratch.contains(p));
+                let port = match prev {
+                    Some(prev) if !per_packet && self.now - entry.last <= gap_ps => prev,
+                    _ => {
+                        let best = self.pick(Pick::LeastLoaded, gid);
+                        match prev {
+                            Some(prev) if self.load(prev) <= self.load(best) + bias_bytes => prev,
+                            _ => best,
+                        }
                     }
                 };
-                *self.router.flowlet(slot) = (self.now, port);
+                *self.router.flowlet(slot) = Flowlet {
+                    last: self.now,
+                    choice: FlowletChoice::Port(port),
+                };
                 port
             }
         })
@@ -117,8 +116,8 @@ impl World {
                         .flowlet_slot(node, self.fabric.num_hosts, p.header_key)
                 });
                 let kept = slot.and_then(|s| {
-                    let (last, v) = *self.router.flowlet(s);
-                    (last != NEVER && self.now - last <= nm.gap_ps).then_some(v as u16)
+                    let entry = *self.router.flowlet(s);
+                    entry.via().filter(|_| self.now - entry.last <= nm.gap_ps)
                 });
                 via = match (kept, nm.mode) {
                     (Some(v), _) => v,
@@ -127,10 +126,18 @@ impl World {
                     _ => NO_VIA,
                 };
                 if let Some(s) = slot {
-                    *self.router.flowlet(s) = (self.now, via as PortId);
+                    *self.router.flowlet(s) = Flowlet {
+                        last: self.now,
+                        choice: FlowletChoice::Via(via),
+                    };
                 }
                 if via != NO_VIA {
                     self.stats.packets_nonminimal += 1;
+                    if p.kind == PacketKind::Data {
+                        self.stats.data_packets_nonminimal += 1;
+                    } else {
+                        self.stats.control_packets_nonminimal += 1;
+                    }
                     diverted_late = !at_source;
                 }
                 if nm.mode != NonMinimalMode::Par {
@@ -159,6 +166,7 @@ impl World {
             && (global || diverted_late)
             && pk.priority < 7
             && self
+                .switches
                 .pfc
                 .as_ref()
                 .is_some_and(|pfc| pfc.is_lossless(pk.priority) && pfc.is_lossless(pk.priority + 1))
@@ -292,111 +300,16 @@ impl World {
         }
     }
 
-    /// The port ECMP would pick, ignoring load and faults (for a flow's nominal path).
-    pub(super) fn ecmp_port(&self, node: NodeId, pkt: &Packet) -> PortId {
-        let group = self.router.table.group(node, pkt.dst);
-        group[self.router.ecmp_index(node, pkt.header_key, group.len())]
-    }
-
-    // ---- faults ------------------------------------------------------------------------------
-
-    /// Schedule every fault's start, end and detection.
-    pub(super) fn schedule_faults(&mut self, specs: &[FaultSpec]) {
-        for (i, f) in specs.iter().enumerate() {
-            let i = i as u32;
-            self.events.push(f.at_ps, Event::FaultStart(i));
-            if matches!(f.kind, FaultKind::Down) {
-                self.events.push(
-                    f.at_ps.saturating_add(f.detection_ps),
-                    Event::FaultDetected(i),
-                );
-            }
-            if let Some(u) = f.until_ps {
-                self.events.push(u, Event::FaultEnd(i));
-                if matches!(f.kind, FaultKind::Down) {
-                    self.events
-                        .push(u.saturating_add(f.detection_ps), Event::FaultDetected(i));
-                }
-            }
-        }
-    }
-
-    pub(super) fn fault_start(&mut self, i: u32) {
-        let f = self.faults[i as usize].clone();
-        for &p in &f.ports {
-            match f.kind {
-                FaultKind::Down => self.link_down(p),
-                FaultKind::Degrade { rate_bps } => self.set_rate(p, rate_bps),
-            }
-        }
-    }
-
-    pub(super) fn fault_end(&mut self, i: u32) {
-        let f = self.faults[i as usize].clone();
-        for (k, &p) in f.ports.iter().enumerate() {
-            match f.kind {
-                FaultKind::Down => {
-                    self.ports[p as usize].down = false;
-                    self.kick(p);
-                }
-                FaultKind::Degrade { .. } => self.set_rate(p, f.saved_rates[k]),
-            }
-        }
-    }
-
-    /// Routing learns the link's current state: routes are recomputed around the links known to be
-    /// down (as a routing protocol converges: a spine that lost its link to a leaf stops being a
-    /// next hop toward that leaf everywhere).
-    pub(super) fn fault_detected(&mut self, i: u32) {
-        let mut changed = false;
-        for p in self.faults[i as usize].ports {
-            let down = self.ports[p as usize].down;
-            if self.excluded[p as usize] != down {
-                self.excluded[p as usize] = down;
-                changed = true;
-            }
-        }
-        if changed {
-            self.router.table = RouteTable::build_avoiding(&self.fabric, &self.excluded);
-            self.router.rr.resize(self.router.table.num_groups(), 0);
-        }
-    }
-
-    /// The link leaving `p` fails: what is on the wire and in its queue is lost.
-    fn link_down(&mut self, p: PortId) {
-        self.ports[p as usize].down = true;
-        while let Some(pkt) = self.ports[p as usize].pipe.pop_front(&self.packets) {
-            self.fault_drop(pkt);
-        }
-        let node = self.ports[p as usize].node;
-        let from_host = self.ports[p as usize].from_host;
-        while let Some(pkt) = self.queues[p as usize].pop_strict(&self.packets, 0) {
-            if !from_host {
-                self.release_from_switch(node, pkt);
-            }
-            self.fault_drop(pkt);
-        }
-    }
-
-    pub(super) fn fault_drop(&mut self, pkt: PacketId) {
-        self.stats.link_fault_drops += 1;
-        if self.packets.get(pkt).kind == PacketKind::Pause
-            || self.packets.get(pkt).kind == PacketKind::Resume
-        {
-            self.stats.packets_dropped += 1;
-            self.packets.release(pkt);
-            return;
-        }
-        self.drop_packet(pkt);
-    }
-
-    fn set_rate(&mut self, p: PortId, rate_bps: u64) {
-        let bits_ps = 8 * crate::units::PS_PER_SEC;
-        self.port_rate[p as usize] = rate_bps;
-        self.ports[p as usize].ps_per_byte = if bits_ps.is_multiple_of(rate_bps) {
-            bits_ps / rate_bps
-        } else {
-            0
-        };
+    /// The port ECMP would pick in `table`, ignoring load (for a flow's nominal path); None if
+    /// the table has no path to the packet's destination.
+    pub(super) fn ecmp_port(
+        &self,
+        table: &RouteTable,
+        node: NodeId,
+        pkt: &Packet,
+    ) -> Option<PortId> {
+        let group = table.group(node, pkt.dst);
+        (!group.is_empty())
+            .then(|| group[self.router.ecmp_index(node, pkt.header_key, group.len())])
     }
 }

@@ -1,5 +1,6 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
+mod faults;
 mod forwarding;
 mod nic;
 mod ports;
@@ -52,8 +53,19 @@ pub struct RunStats {
     pub out_of_order_packets: u64,
     /// Packets lost to link faults (on the wire, queued at, or routed to a failed link).
     pub link_fault_drops: u64,
-    /// Dragonflies: packets sent via an intermediate group (Valiant, or chosen by UGAL / PAR).
+    /// Of `link_fault_drops`, packets a switch dropped because no live path led to their
+    /// destination any more (routing knew every path to be down).
+    pub unreachable_drops: u64,
+    /// Flows given up on: their destination was cut off for good (no fault ends or is noticed
+    /// later) when their retransmission timer expired; and flows that waited on those.
+    pub flows_unreachable: u64,
+    /// Dragonflies: packets sent via an intermediate group (Valiant, or chosen by UGAL / PAR), data
+    /// and control (ACK, NACK, CNP) alike: the sum of the next two.
     pub packets_nonminimal: u64,
+    /// Of `packets_nonminimal`, the data packets (compare with `data_packets_sent`).
+    pub data_packets_nonminimal: u64,
+    /// Of `packets_nonminimal`, the control packets (ACK, NACK, CNP).
+    pub control_packets_nonminimal: u64,
     /// Dragonflies: the most global links one packet crossed.
     pub max_global_hops: u64,
     /// Utilisation of the uplinks (switch to a higher tier) over the run: min, mean, max, and the
@@ -134,7 +146,8 @@ impl Simulation {
         }
     }
 
-    /// One row per flow that started (and, if the scenario asks, those that have not).
+    /// One row per flow that finished or was given up on (its destination cut off), and, if the
+    /// scenario asks, every other flow.
     pub fn flow_rows(&self) -> Vec<FlowRow> {
         let w = &self.world;
         w.flows
@@ -157,13 +170,14 @@ impl Simulation {
                 cnps: f.cnps,
                 out_of_order_packets: f.out_of_order,
                 max_reorder_distance: f.max_reorder,
+                unreachable_drops: f.unreachable_drops,
             })
             .collect()
     }
 
     /// Whether flow `f` has a row in [`Simulation::flow_rows`].
     fn keeps_row(&self, f: &crate::transport::Flow) -> bool {
-        f.finished() || self.scenario.trace.unfinished_flows
+        f.finished() || (f.abandoned && f.started) || self.scenario.trace.unfinished_flows
     }
 
     /// The workloads' plan: every flow as its workload made it (in flow-id order), the collectives,

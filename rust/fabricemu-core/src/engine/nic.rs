@@ -1,12 +1,13 @@
 //! NICs: flows start, are segmented and paced onto the wire round robin; receivers acknowledge,
-//! report gaps (go-back-N or selective) and send CNPs (DCQCN's NP); senders recover losses and run
-//! DCQCN's RP.
+//! report gaps (go-back-N or selective) and run congestion control's receiver hook (DCQCN's NP
+//! sends CNPs); senders recover losses and feed their controller (`cc::Cc`) its events: the flow
+//! starts, packets leave, ACKs (with RTT samples and the ECN echo), CNPs, losses, its timers. The
+//! controller answers with a rate (paced here) and/or a window (honoured here).
 
 use super::queue::Event;
 use super::world::World;
-use crate::cc::dcqcn::Reaction;
-use crate::cc::Dcqcn;
-use crate::packet::{flags, Packet, PacketId, PacketKind, NIL, NO_VIA};
+use crate::cc::{Ack, Reaction};
+use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::topology::{NodeId, PortId};
 use crate::transport::{window, NEVER, NO_BARRIER};
 use crate::units::{serialisation_ps, Time};
@@ -17,12 +18,12 @@ impl World {
     /// choice, so a flow that became active meanwhile is served before it again. `Err(t)`: nothing
     /// to send now; try again at `t` (NEVER: when something changes).
     pub(super) fn nic_next_data(&mut self, h: NodeId, p: PortId) -> Result<PacketId, Time> {
-        if self.ports[p as usize].paused & (1 << self.data_priority) != 0 {
+        if self.ports[p as usize].paused & (1 << self.transport.data_priority) != 0 {
             return Err(NEVER); // PFC: the RESUME will wake the port
         }
         let now = self.now;
-        let ring = &mut self.nic_ring[h as usize];
-        if std::mem::take(&mut self.nic_rotate[h as usize]) {
+        let ring = &mut self.nics.ring[h as usize];
+        if std::mem::take(&mut self.nics.rotate[h as usize]) {
             if let Some(fid) = ring.pop_front() {
                 ring.push_back(fid);
             }
@@ -38,8 +39,16 @@ impl World {
             }
             if f.next_send > now {
                 earliest = earliest.min(f.next_send);
-                if self.nic_fifo {
+                if self.nics.fifo {
                     break; // FIFO: the oldest flow waits for its pacing; no one overtakes it
+                }
+                ring.rotate_left(1);
+                continue;
+            }
+            if f.window_full(self.transport.mtu) {
+                // Its window is full: an ACK that opens it kicks the NIC.
+                if self.nics.fifo {
+                    break;
                 }
                 ring.rotate_left(1);
                 continue;
@@ -55,12 +64,16 @@ impl World {
             if retx {
                 f.retransmits += 1;
                 self.stats.retransmitted_packets += 1;
+                f.rtt_probe = None; // Karn: an ACK after a retransmission times nothing
             } else {
                 f.high_seq = seq + 1;
+                if f.rtt_probe.is_none() && self.cc.sees_acks() {
+                    f.rtt_probe = Some((seq, now));
+                }
             }
             f.packets_sent += 1;
-            self.nic_rotate[h as usize] = !self.nic_fifo;
-            let wire = f.payload_of(seq, self.mtu) + self.header;
+            self.nics.rotate[h as usize] = !self.nics.fifo;
+            let wire = f.payload_of(seq, self.transport.mtu) + self.transport.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
             let per_byte = self.ports[p as usize].ps_per_byte;
             f.next_send = now
@@ -69,30 +82,19 @@ impl World {
                 } else {
                     serialisation_ps(wire as u64, f.rate_bps)
                 };
-            let pkt = Packet {
-                header_key: f.header_fwd,
-                arrive: 0,
-                next: NIL,
-                flow: fid,
+            let pkt = Packet::data(
+                fid,
                 seq,
-                dst: f.dst,
-                wire_bytes: wire,
-                kind: PacketKind::Data,
-                priority: self.data_priority,
-                ingress: u32::MAX,
-                flags: if retx {
-                    flags::ECT | flags::RETX
-                } else {
-                    flags::ECT
-                },
-                via: NO_VIA,
-                ghops: 0,
-            };
+                f.dst,
+                f.header_fwd,
+                wire,
+                self.transport.data_priority,
+                retx,
+            );
             self.stats.data_packets_sent += 1;
-            if let Some(spec) = self.dcqcn_spec {
-                if self.dcqcn[fid as usize].on_sent(&spec, wire as u64) {
-                    self.rate_changed(fid);
-                }
+            let r = self.cc.on_sent(fid, wire as u64, now);
+            if !r.is_none() {
+                self.react(fid, r);
             }
             return Ok(self.packets.alloc(pkt));
         }
@@ -108,7 +110,7 @@ impl World {
         f.in_nic_ring = true;
         let h = f.src;
         let ready = f.next_send.max(self.now);
-        self.nic_ring[h as usize].push_back(fid);
+        self.nics.ring[h as usize].push_back(fid);
         let p = self.fabric.host_port(h);
         let port = &self.ports[p as usize];
         let at = port.busy_until.max(ready);
@@ -139,21 +141,24 @@ impl World {
         f.start = now;
         f.started = true;
         f.next_send = now;
-        f.rto_deadline = now.saturating_add(self.rto);
+        f.rto_deadline = now.saturating_add(self.transport.rto);
         f.rto_armed = true;
         self.stats.flows_started += 1;
-        self.events.push_after(self.rto, Event::Retransmit(fid));
-        if let Some(spec) = &self.dcqcn_spec {
-            self.dcqcn[fid as usize] = Dcqcn::new(spec, f.rate_bps, now);
+        self.events
+            .push_after(self.transport.rto, Event::Retransmit(fid));
+        let line = f.rate_bps;
+        let r = self.cc.start(fid, line, now);
+        if self.cc.reports_rates() {
             self.record_rate(fid);
         }
+        self.react(fid, r);
         self.activate(fid);
     }
 
     pub(super) fn retransmit_timer(&mut self, fid: u32) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        if f.sender_done() {
+        if f.sender_stopped() {
             f.rto_armed = false;
             return;
         }
@@ -161,13 +166,24 @@ impl World {
             self.events.push(f.rto_deadline, Event::Retransmit(fid));
             return;
         }
-        // No acknowledged progress for a whole timeout: go back to the first unacknowledged packet
-        // (a selective receiver ignores what it already holds).
+        // No acknowledged progress for a whole timeout. If the destination is cut off for good
+        // (no path either way, and no fault will end or be noticed later), give up on the flow.
+        let (src, dst) = (f.src, f.dst);
+        if self.fault_events_left == 0 && !(self.reachable(src, dst) && self.reachable(dst, src)) {
+            self.abandon(fid);
+            return;
+        }
+        // Otherwise go back to the first unacknowledged packet (a selective receiver ignores
+        // what it already holds).
+        let f = &mut self.flows[fid as usize];
         self.stats.timeouts += 1;
         f.next_seq = f.acked;
         f.resend.clear();
-        f.rto_deadline = now.saturating_add(self.rto);
-        self.events.push_after(self.rto, Event::Retransmit(fid));
+        f.rto_deadline = now.saturating_add(self.transport.rto);
+        self.events
+            .push_after(self.transport.rto, Event::Retransmit(fid));
+        let r = self.cc.on_loss(fid, true, now);
+        self.react(fid, r);
         self.activate(fid);
     }
 
@@ -182,7 +198,9 @@ impl World {
         }
         match p.kind {
             PacketKind::Data => self.receive_data(p.flow, p.seq, p.flags),
-            PacketKind::Ack => self.receive_ack(p.flow, p.seq),
+            PacketKind::Ack => {
+                self.receive_ack(p.flow, p.seq, p.flags & flags::ECE != 0);
+            }
             PacketKind::Nack => self.receive_nack(p.flow, p.seq),
             PacketKind::Cnp => self.receive_cnp(p.flow),
             PacketKind::Pause | PacketKind::Resume => {
@@ -194,17 +212,16 @@ impl World {
     fn receive_data(&mut self, fid: u32, seq: u32, pkt_flags: u8) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        if pkt_flags & flags::CE != 0 {
+        let ce = pkt_flags & flags::CE != 0;
+        if ce {
             f.ecn_marks += 1;
-            // NP: at most one CNP per flow per interval.
-            if let Some(spec) = &self.dcqcn_spec {
-                if f.last_cnp == NEVER || now - f.last_cnp >= spec.cnp_interval_ps {
-                    f.last_cnp = now;
-                    f.cnps += 1;
-                    self.stats.cnps_sent += 1;
-                    self.send_control(fid, PacketKind::Cnp);
-                }
-            }
+            f.ce_unechoed = true;
+        }
+        // The receiver's congestion-control hook (DCQCN's NP: a CNP at most once per interval).
+        if self.cc.on_data(fid, ce, now) {
+            f.cnps += 1;
+            self.stats.cnps_sent += 1;
+            self.send_control(fid, PacketKind::Cnp);
         }
         let f = &mut self.flows[fid as usize];
         if seq > f.expected {
@@ -212,7 +229,7 @@ impl World {
             f.max_reorder = f.max_reorder.max((seq - f.expected) as u64);
             self.stats.out_of_order_packets += 1;
         }
-        if self.selective {
+        if self.transport.selective {
             self.receive_data_selective(fid, seq, pkt_flags);
             return;
         }
@@ -221,7 +238,7 @@ impl World {
             f.expected += 1;
             if f.expected == f.num_packets {
                 self.flow_finished(fid);
-            } else if f.expected.is_multiple_of(self.ack_every) {
+            } else if f.expected.is_multiple_of(self.transport.ack_every) {
                 self.send_control(fid, PacketKind::Ack);
             }
         } else if seq > f.expected {
@@ -247,29 +264,50 @@ impl World {
             self.send_control(fid, PacketKind::Ack); // duplicate
             return;
         }
+        let now = self.now;
         if seq == f.expected {
             let overtaken_by = window::count(&f.received_ahead);
-            if f.nacked_at == seq && pkt_flags & flags::RETX == 0 {
-                // The original filled a hole already reported lost: that was reordering. Tolerate
-                // at least as much from now on (as Linux TCP adapts its reordering degree).
+            if overtaken_by > 0 && pkt_flags & flags::RETX == 0 && f.hole_since != NEVER {
+                // The original filled a hole: that was reordering, by `overtaken_by` packets and
+                // for as long as the hole lasted. Tolerate at least as much from now on, in
+                // packets (as Linux TCP adapts its reordering degree) and in time (as RACK's
+                // reordering window); twice as long if the hole had been reported lost (a
+                // spurious retransmission). The window stays under a quarter of the timeout.
+                let spurious = f.nacked_at == seq;
                 f.reorder_threshold = f.reorder_threshold.max(overtaken_by + 1).min(1 << 16);
+                let lasted = (now - f.hole_since) << spurious as u32;
+                f.reorder_window = f.reorder_window.max(lasted).min(self.transport.rto / 4);
             }
             window::shift(&mut f.received_ahead, 1);
             let run = window::leading_ones(&f.received_ahead);
             window::shift(&mut f.received_ahead, run);
             f.expected += 1 + run;
+            // The next hole (if packets wait beyond it) is front from now.
+            f.hole_since = if f.received_ahead.is_empty() {
+                NEVER
+            } else {
+                now
+            };
             if f.expected == f.num_packets {
                 self.flow_finished(fid);
                 return;
             }
-            if run > 0 || f.expected.is_multiple_of(self.ack_every) {
+            if run > 0 || f.expected.is_multiple_of(self.transport.ack_every) {
                 self.send_control(fid, PacketKind::Ack);
             }
         }
         let f = &mut self.flows[fid as usize];
-        if !f.received_ahead.is_empty()
-            && f.nacked_at != f.expected
+        if f.received_ahead.is_empty() {
+            return;
+        }
+        if f.hole_since == NEVER {
+            f.hole_since = now; // a packet overtook the expected one: a hole opens
+        }
+        // Report the hole once enough packets overtook it and it lasted longer than reordering
+        // has been seen to last.
+        if f.nacked_at != f.expected
             && window::count(&f.received_ahead) >= f.reorder_threshold
+            && now - f.hole_since >= f.reorder_window
         {
             f.nacked_at = f.expected;
             self.send_control(fid, PacketKind::Nack);
@@ -281,6 +319,7 @@ impl World {
         f.finish = self.now;
         f.received_ahead = Vec::new();
         self.stats.flows_finished += 1;
+        self.flows_settled += 1;
         let barrier = f.completes;
         self.send_control(fid, PacketKind::Ack);
         if barrier != NO_BARRIER {
@@ -290,43 +329,74 @@ impl World {
 
     /// ACK, NACK or CNP from flow `fid`'s receiver to its sender.
     fn send_control(&mut self, fid: u32, kind: PacketKind) {
-        let f = &self.flows[fid as usize];
-        let pkt = Packet {
-            header_key: f.header_rev,
-            arrive: 0,
-            next: NIL,
-            flow: fid,
-            seq: f.expected,
-            dst: f.src,
-            wire_bytes: self.ack_bytes,
+        let f = &mut self.flows[fid as usize];
+        let echo = kind == PacketKind::Ack && std::mem::take(&mut f.ce_unechoed);
+        let mut pkt = Packet::control(
             kind,
-            priority: self.control_priority,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        };
+            fid,
+            f.expected,
+            f.src,
+            f.header_rev,
+            self.transport.ack_bytes,
+            self.transport.control_priority,
+        );
+        if echo {
+            pkt.flags |= flags::ECE;
+        }
         let port = self.fabric.host_port(f.dst);
         self.stats.control_packets_sent += 1;
         let id = self.packets.alloc(pkt);
         self.host_enqueue(port, id);
     }
 
-    fn receive_ack(&mut self, fid: u32, cumulative: u32) {
+    /// A cumulative acknowledgement (an ACK, or a NACK's cumulative part); tells the controller.
+    #[inline]
+    fn receive_ack(&mut self, fid: u32, cumulative: u32, ecn_echo: bool) {
+        let now = self.now;
         let f = &mut self.flows[fid as usize];
+        let mut newly_acked = 0;
+        let mut rtt = None;
         if cumulative > f.acked {
+            newly_acked = cumulative - f.acked;
             f.acked = cumulative;
-            f.rto_deadline = self.now.saturating_add(self.rto);
+            f.rto_deadline = now.saturating_add(self.transport.rto);
             if f.next_seq < cumulative {
                 f.next_seq = cumulative;
             }
             f.resend.retain(|&s| s >= cumulative);
+            if let Some((seq, sent)) = f.rtt_probe {
+                if seq < cumulative {
+                    rtt = Some(now - sent);
+                    f.rtt_probe = None;
+                }
+            }
+        }
+        let window = f.window_bytes.is_some() && f.in_nic_ring && newly_acked > 0;
+        if self.cc.sees_acks() {
+            let r = self.cc.on_ack(
+                fid,
+                &Ack {
+                    now,
+                    newly_acked,
+                    rtt,
+                    ecn_echo,
+                    int: &[],
+                },
+            );
+            self.react(fid, r);
+        }
+        if window {
+            // The window opened: the NIC may send again.
+            let p = self.fabric.host_port(self.flows[fid as usize].src);
+            self.kick(p);
         }
     }
 
     fn receive_nack(&mut self, fid: u32, expected: u32) {
-        self.receive_ack(fid, expected);
-        let selective = self.selective;
+        self.receive_ack(fid, expected, false);
+        let r = self.cc.on_loss(fid, false, self.now);
+        self.react(fid, r);
+        let selective = self.transport.selective;
         let f = &mut self.flows[fid as usize];
         if expected >= f.next_seq {
             return;
@@ -354,64 +424,44 @@ impl World {
         }
     }
 
-    // ---- DCQCN reaction point ------------------------------------------------------------------
+    // ---- congestion control ------------------------------------------------------------------
 
     fn receive_cnp(&mut self, fid: u32) {
-        let Some(spec) = self.dcqcn_spec else { return };
-        if self.flows[fid as usize].sender_done() {
+        if self.flows[fid as usize].sender_stopped() {
             return;
         }
-        let r = self.dcqcn[fid as usize].on_cnp(&spec, self.now);
+        let r = self.cc.on_cnp(fid, self.now);
         self.react(fid, r);
     }
 
-    pub(super) fn rate_timer(&mut self, fid: u32) {
-        let Some(spec) = self.dcqcn_spec else { return };
-        let d = &mut self.dcqcn[fid as usize];
-        d.timer_pending = false;
-        if self.flows[fid as usize].sender_done() {
-            return;
-        }
-        if d.next_increase > self.now {
-            // A cut restarted the timer after this event was scheduled.
-            let at = d.next_increase;
-            d.timer_pending = true;
-            self.events.push(at, Event::RateTimer(fid));
-            return;
-        }
-        let r = d.on_timer(&spec, self.now);
+    pub(super) fn cc_timer(&mut self, fid: u32, timer: u8) {
+        let done = self.flows[fid as usize].sender_stopped();
+        let r = self.cc.on_timer(fid, timer, self.now, done);
         self.react(fid, r);
     }
 
-    pub(super) fn rate_decrease_check(&mut self, fid: u32) {
-        let Some(spec) = self.dcqcn_spec else { return };
-        if self.flows[fid as usize].sender_done() {
-            self.dcqcn[fid as usize].check_pending = false;
-            return;
-        }
-        let r = self.dcqcn[fid as usize].on_decrease_check(&spec, self.now);
-        self.react(fid, r);
-    }
-
+    /// Apply a controller's reaction: the new rate, the new window, then the timers it arms.
+    #[inline]
     fn react(&mut self, fid: u32, r: Reaction) {
-        if r.rate_changed {
-            self.rate_changed(fid);
+        if let Some(rate) = r.rate_bps {
+            self.rate_changed(fid, rate);
         }
-        if let Some(t) = r.decrease_check_at {
-            self.events.push(t, Event::RateDecreaseCheck(fid));
-        }
-        if let Some(t) = r.timer_at {
-            let d = &mut self.dcqcn[fid as usize];
-            if !d.timer_pending {
-                d.timer_pending = true;
-                self.events.push(t, Event::RateTimer(fid));
+        if let Some(w) = r.window_bytes {
+            let f = &mut self.flows[fid as usize];
+            let opened = f.window_bytes.is_some_and(|old| w > old);
+            f.window_bytes = Some(w);
+            if opened && f.in_nic_ring {
+                let p = self.fabric.host_port(f.src);
+                self.kick(p);
             }
         }
+        for (timer, at) in r.timers.into_iter().flatten() {
+            self.events.push(at, Event::CcTimer(fid, timer));
+        }
     }
 
-    /// The flow's DCQCN rate changed: pace at it from the next packet on.
-    fn rate_changed(&mut self, fid: u32) {
-        let rc = self.dcqcn[fid as usize].rc;
+    /// The flow's rate changed: pace at it from the next packet on.
+    fn rate_changed(&mut self, fid: u32, rc: u64) {
         let f = &mut self.flows[fid as usize];
         let old = f.rate_bps;
         f.rate_bps = rc;
@@ -447,12 +497,64 @@ impl World {
             return;
         }
         self.rates_last[fid as usize] = self.now;
-        let dspec = self.dcqcn_spec.expect("DCQCN runs");
-        let d = &mut self.dcqcn[fid as usize];
-        let alpha = d.alpha(&dspec, self.now);
-        rates.cols.push(self.now, fid as u64, d.rc, d.rt, alpha);
+        let Some(r) = self.cc.rate_sample(fid, self.now) else {
+            return;
+        };
+        rates
+            .cols
+            .push(self.now, fid as u64, r.rate_bps, r.target_bps, r.alpha);
         if let Err(e) = rates.row_done() {
             self.traces.error.get_or_insert(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::World;
+    use crate::scenario::parse_toml;
+
+    /// One 40-packet flow across a k=4 fat tree; `window`: a congestion window of that many
+    /// MTU-sized packets, set as a controller would.
+    fn fct(window: Option<u64>) -> (u64, u64) {
+        let (_, s) = parse_toml(
+            "[topology]\nkind = \"fat_tree\"\nk = 4\nlink_delay = \"1us\"\n\
+             [transport]\nmtu = \"1KB\"\n\
+             [[workload]]\nkind = \"flows\"\nflows = [{src = 0, dst = 15, size = \"40KB\"}]",
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let b = crate::scenario::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        let mut w = World::new(
+            &b.scenario,
+            b.fabric,
+            &b.plan,
+            &b.faults,
+            b.pfc,
+            &b.reserved_headroom,
+        );
+        w.flows[0].window_bytes = window.map(|n| n * w.transport.mtu as u64);
+        while !w.run_events(1 << 16) {}
+        w.check_conservation().unwrap();
+        let f = &w.flows[0];
+        assert!(f.finished());
+        (f.finish - f.start, w.stats.data_packets_sent)
+    }
+
+    #[test]
+    fn the_nic_honours_a_window() {
+        let (free, sent) = fct(None);
+        assert_eq!(sent, 40);
+        // Six links of 1us each way: one round trip is over 12us. A window of one packet sends one
+        // packet per round trip; of four, four.
+        let (one, sent_one) = fct(Some(1));
+        let (four, _) = fct(Some(4));
+        assert_eq!(sent_one, 40, "a window sends nothing twice");
+        assert!(one >= 40 * 12_000_000, "window 1: {one} ps");
+        assert!(
+            four >= 9 * 12_000_000 && four < one / 3,
+            "window 4: {four} ps vs {one}"
+        );
+        assert!(free < 2 * 12_000_000, "no window: {free} ps");
     }
 }

@@ -3,10 +3,9 @@
 
 use super::queue::Event;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
-use crate::packet::{flags, Packet, PacketId, PacketKind, NIL, NO_VIA};
+use crate::packet::{flags, Packet, PacketId, PacketKind, NO_INGRESS};
 use crate::scenario::Scheduler;
 use crate::switch::buffer::Admission;
-use crate::switch::ecn::mark_probability;
 use crate::switch::pfc::{PfcAction, PFC_FRAME_BYTES};
 use crate::switch::MAC_CONTROL_CLASS;
 use crate::topology::PortId;
@@ -53,14 +52,14 @@ impl World {
             self.wake_port(p, busy_until);
             return;
         }
-        let popped = match self.scheduler {
+        let popped = match self.switches.scheduler {
             Scheduler::Strict => self.queues[p as usize].pop_strict(&self.packets, paused),
             Scheduler::Dwrr(weights) => self.queues[p as usize].pop_dwrr(
                 &self.packets,
                 paused,
-                &mut self.dwrr[p as usize],
+                &mut self.switches.dwrr[p as usize],
                 &weights,
-                self.mtu + self.header,
+                self.transport.mtu + self.transport.header,
             ),
         };
         let pkt = match popped {
@@ -95,7 +94,7 @@ impl World {
         if self.queues[p as usize].has_sendable(port.paused) {
             return true;
         }
-        port.from_host && !self.nic_ring[port.node as usize].is_empty()
+        port.from_host && !self.nics.ring[port.node as usize].is_empty()
     }
 
     /// A packet leaves a switch's buffer (it starts its transmission): release its bytes, let PFC
@@ -113,7 +112,7 @@ impl World {
             return; // PFC frames are not in the packet buffer
         }
         self.release_from_switch(node, pkt);
-        if let Some(ecn) = &self.ecn {
+        if let Some(ecn) = &self.switches.ecn {
             if ecn.on_dequeue
                 && kind == PacketKind::Data
                 && ecn.priorities & (1 << priority) != 0
@@ -144,12 +143,12 @@ impl World {
         let w = wire_bytes as u64;
         let in_headroom = f & flags::HEADROOM != 0;
         if !in_headroom {
-            self.buffer.used[node as usize] -= w;
+            self.switches.buffer.used[node as usize] -= w;
         }
-        if let Some(pfc) = &mut self.pfc {
+        if let Some(pfc) = &mut self.switches.pfc {
             let in_class = priority - (f & flags::CLASS_UP != 0) as u8;
-            if pfc.is_lossless(in_class) && ingress != u32::MAX {
-                let free = self.buffer.free(node);
+            if pfc.is_lossless(in_class) && ingress != NO_INGRESS {
+                let free = self.switches.buffer.free(node);
                 if pfc.on_dequeue(ingress, in_class, w, in_headroom, free) == PfcAction::Resume {
                     self.send_pfc_frame(ingress, in_class, false);
                 }
@@ -162,9 +161,7 @@ impl World {
         if self.packets.get(pkt).flags & flags::CE != 0 {
             return; // already marked upstream
         }
-        let ecn = self.ecn.as_ref().expect("ECN configured");
-        let prob = mark_probability(ecn, depth);
-        if prob > 0.0 && (prob >= 1.0 || self.ecn_rng.unit() < prob) {
+        if self.switches.ecn_marks(depth) {
             self.packets.get_mut(pkt).flags |= flags::CE;
             self.stats.ecn_marks += 1;
         }
@@ -214,7 +211,7 @@ impl World {
             ..
         } = self.ports[p as usize];
         let kind = self.packets.get(pkt).kind;
-        if matches!(kind, PacketKind::Pause | PacketKind::Resume) {
+        if kind.is_pfc() {
             self.receive_pfc_frame(p, pkt);
         } else if to_host {
             self.host_receive(pkt);
@@ -222,7 +219,7 @@ impl World {
             self.packets.get_mut(pkt).ingress = p;
             match self.route(node, pkt) {
                 Some(out) => self.switch_enqueue(node, out, pkt),
-                None => self.fault_drop(pkt), // every path is known to be down
+                None => self.unreachable_drop(pkt), // every path is known to be down
             }
         }
     }
@@ -283,22 +280,25 @@ impl World {
         // it up one for its egress queue).
         let in_class = priority - (f & flags::CLASS_UP != 0) as u8;
         let lossless = self
+            .switches
             .pfc
             .as_ref()
             .is_some_and(|pfc| pfc.is_lossless(in_class));
         let q = &self.queues[p as usize];
         let admission = if lossless {
-            let pfc = self.pfc.as_ref().expect("lossless implies PFC");
-            self.buffer.admit_lossless(
+            let pfc = self.switches.pfc.as_ref().expect("lossless implies PFC");
+            self.switches.buffer.admit_lossless(
                 node,
                 w,
                 pfc.headroom_used(ingress, in_class),
                 pfc.headroom_of(ingress),
             )
-        } else if self
-            .buffer
-            .admit_lossy(node, q.bytes, q.class_bytes[priority as usize] as u64, w)
-        {
+        } else if self.switches.buffer.admit_lossy(
+            node,
+            q.bytes,
+            q.class_bytes[priority as usize] as u64,
+            w,
+        ) {
             Admission::Shared
         } else {
             Admission::Dropped
@@ -311,19 +311,19 @@ impl World {
                 self.drop_packet(pkt);
                 return;
             }
-            Admission::Shared => self.buffer.used[node as usize] += w,
+            Admission::Shared => self.switches.buffer.used[node as usize] += w,
             Admission::Headroom => self.packets.get_mut(pkt).flags |= flags::HEADROOM,
         }
         if lossless {
-            let free = self.buffer.free(node);
-            let pfc = self.pfc.as_mut().expect("lossless implies PFC");
+            let free = self.switches.buffer.free(node);
+            let pfc = self.switches.pfc.as_mut().expect("lossless implies PFC");
             if pfc.on_enqueue(ingress, in_class, w, admission == Admission::Headroom, free)
                 == PfcAction::Pause
             {
                 self.send_pfc_frame(ingress, in_class, true);
             }
         }
-        if let Some(ecn) = &self.ecn {
+        if let Some(ecn) = &self.switches.ecn {
             if !ecn.on_dequeue
                 && kind == PacketKind::Data
                 && ecn.priorities & (1 << priority) != 0
@@ -357,25 +357,13 @@ impl World {
         let back = self.fabric.peer_port[ingress as usize];
         let switch = self.ports[back as usize].node;
         let upstream = self.ports[ingress as usize].node;
-        let frame = Packet {
-            header_key: 0,
-            arrive: 0,
-            next: NIL,
-            flow: u32::MAX,
-            seq: priority as u32,
-            dst: upstream,
-            wire_bytes: PFC_FRAME_BYTES,
-            kind: if pause {
-                PacketKind::Pause
-            } else {
-                PacketKind::Resume
-            },
-            priority: MAC_CONTROL_CLASS,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        };
+        let frame = Packet::pfc(
+            pause,
+            priority,
+            upstream,
+            PFC_FRAME_BYTES,
+            MAC_CONTROL_CLASS,
+        );
         if pause {
             self.stats.pfc_pause_frames += 1;
         } else {
@@ -404,12 +392,14 @@ impl World {
 
     /// A PFC frame reached the upstream end of link `p`'s reverse: pause or resume that port.
     fn receive_pfc_frame(&mut self, p: PortId, pkt: PacketId) {
-        let Packet { kind, seq, .. } = *self.packets.get(pkt);
+        let Packet {
+            kind, pfc_class, ..
+        } = *self.packets.get(pkt);
         self.packets.release(pkt);
         self.stats.packets_delivered += 1;
         let target = self.fabric.peer_port[p as usize];
         let t = target as usize;
-        let bit = 1u8 << seq;
+        let bit = 1u8 << pfc_class;
         let was = self.ports[t].paused;
         if kind == PacketKind::Pause {
             self.ports[t].paused |= bit;

@@ -24,10 +24,9 @@ pub enum Event {
     FlowStart(u32),
     /// A flow's retransmission timer.
     Retransmit(u32),
-    /// A flow's DCQCN rate-increase timer.
-    RateTimer(u32),
-    /// A flow's gated DCQCN rate decrease.
-    RateDecreaseCheck(u32),
+    /// One of a flow's congestion-control timers (the controller numbers them; DCQCN: the
+    /// rate-increase timer and the gated rate decrease).
+    CcTimer(u32, u8),
     /// Periodic samples for queues.arrow and links.arrow.
     SampleQueues,
     SampleLinks,

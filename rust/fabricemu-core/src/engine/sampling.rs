@@ -6,7 +6,6 @@ use std::path::Path;
 
 use super::queue::Event;
 use super::world::{World, DEADLOCK_CHECK_PS};
-use crate::packet::NIL;
 use crate::scenario::StopAt;
 use crate::switch::{pfc, NUM_PRIORITIES};
 
@@ -131,7 +130,7 @@ impl World {
                     if from < self.ports.len() && self.ports[from].paused & (1 << in_class) != 0 {
                         edges.push(((from * NUM_PRIORITIES + in_class) as u32, to));
                     }
-                    next = (pk.next != NIL).then_some(pk.next);
+                    next = pk.next_in_list();
                 }
             }
         }

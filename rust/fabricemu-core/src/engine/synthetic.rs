@@ -55,7 +55,7 @@ impl World {
         }
         let first = if p.seq == f.expected {
             true
-        } else if p.seq > f.expected && self.selective {
+        } else if p.seq > f.expected && self.transport.selective {
             !window::get(&f.received_ahead, p.seq - f.expected)
         } else {
             false
@@ -122,7 +122,7 @@ impl Simulation {
         let w = &self.world;
         let m = w.synth.as_ref()?;
         let window_ps = m.to.saturating_sub(m.from);
-        let header = w.header as u64;
+        let header = w.transport.header as u64;
         let mut offered = 0u64;
         let mut generated = 0u64;
         let mut latencies: Vec<u64> = Vec::new();

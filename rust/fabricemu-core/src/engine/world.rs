@@ -5,27 +5,23 @@
 //! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
 //! (see `transmit` for why not one per link).
 
-use std::collections::VecDeque;
-
-use super::forwarding::Fault;
+use super::faults::Fault;
 use super::queue::{Event, EventQueue};
 use super::RunStats;
-use crate::cc::Dcqcn;
-use crate::packet::{Packet, PacketArena, PacketKind, PacketList, NIL, NO_VIA};
-use crate::rng::{Rng, RngStream};
+use crate::cc::Cc;
+use crate::packet::{Packet, PacketArena, PacketList};
+use crate::rng::RngStream;
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
-use crate::scenario::{
-    CongestionControl, DcqcnSpec, EcnSpec, LossRecovery, Scenario, Scheduler, StopAt, TraceSpec,
-};
+use crate::scenario::{LossRecovery, Scenario, Scheduler, StopAt, TraceSpec};
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
-use crate::switch::{PortQueue, SharedBuffer};
+use crate::switch::{PortQueue, SharedBuffer, Switches};
 use crate::topology::faults::LinkFault;
 use crate::topology::{Fabric, NodeId, PortId};
 use crate::trace::stream::Stream;
 use crate::trace::tables::{LinkRows, PfcRows, QueueRows, RateRows};
 use crate::transport::ideal::{ideal_fct, Hop};
-use crate::transport::{segment, Flow, NEVER, NO_BARRIER};
+use crate::transport::{segment, Flow, Nics, TransportParams, NEVER, NO_BARRIER};
 use crate::units::Time;
 use crate::workload::{FlowPlan, Start};
 
@@ -53,16 +49,6 @@ pub(super) struct PortHot {
     pub to_host: bool,
     /// The link is down (a fault): nothing is sent on it.
     pub down: bool,
-}
-
-/// Tiers bottom-up, to tell uplinks from downlinks.
-fn tier_rank(role: &str) -> u8 {
-    match role {
-        "host" => 0,
-        "edge" | "leaf" => 1,
-        "agg" | "spine" => 2,
-        _ => 3,
-    }
 }
 
 /// Flows waiting for a set of other flows to finish.
@@ -97,52 +83,40 @@ pub struct World {
     /// Per port: when the current pause began (NEVER if not paused) and paused time so far.
     pub(super) pause_since: Vec<Time>,
     pub(super) paused_ps: Vec<u64>,
-    pub(super) scheduler: Scheduler,
     /// Current rate of each port (differs from the fabric's while a link is degraded).
     pub(super) port_rate: Vec<u64>,
     /// Ports routing avoids (failed links, once detected).
     pub(super) excluded: Vec<bool>,
     pub(super) faults: Vec<Fault>,
+    /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
+    /// may come back.
+    pub(super) fault_events_left: u32,
     /// Candidate ports of a routing decision (reused: no allocation per packet).
     pub(super) scratch: Vec<PortId>,
-    pub(super) dwrr: Vec<DwrrState>,
 
-    // Switches.
-    pub(super) buffer: SharedBuffer,
-    pub(super) pfc: Option<Pfc>,
-    pub(super) ecn: Option<EcnSpec>,
-    pub(super) ecn_rng: Rng,
+    /// Switches: shared buffers, PFC, ECN and the egress scheduler.
+    pub(super) switches: Switches,
     /// The pause cycle seen at the previous deadlock check.
     pub(super) last_cycle: Option<Vec<u32>>,
     pub(super) in_deadlock: bool,
     pub(super) deadlock_check_pending: bool,
 
-    // Per host: active flows served round robin (the front was served last if `nic_rotate`).
-    pub(super) nic_ring: Vec<VecDeque<u32>>,
-    pub(super) nic_rotate: Vec<bool>,
-    /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
-    pub(super) nic_fifo: bool,
+    /// The NICs' arbitration among their active flows.
+    pub(super) nics: Nics,
     /// Synthetic workloads: the measurement window and its counters (None without them).
     pub(super) synth: Option<super::synthetic::SynthMeter>,
 
     // Flows.
     pub flows: Vec<Flow>,
-    pub(super) dcqcn: Vec<Dcqcn>,
-    pub(super) dcqcn_spec: Option<DcqcnSpec>,
+    /// Congestion control: the scheme and every flow's sender and receiver state.
+    pub(super) cc: Cc,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
     pub(super) static_order: Vec<u32>,
     pub(super) next_static: usize,
     pub(super) barriers: Vec<Barrier>,
 
-    // Transport settings.
-    pub(super) mtu: u32,
-    pub(super) header: u32,
-    pub(super) ack_bytes: u32,
-    pub(super) ack_every: u32,
-    pub(super) rto: Time,
-    pub(super) selective: bool,
-    pub(super) data_priority: u8,
-    pub(super) control_priority: u8,
+    /// Transport settings.
+    pub(super) transport: TransportParams,
 
     pub(super) trace_spec: TraceSpec,
     pub traces: Traces,
@@ -152,6 +126,8 @@ pub struct World {
     pub(super) rates_last: Vec<Time>,
 
     pub stats: RunStats,
+    /// Flows finished or given up on (`all_flows_done` stops when all are).
+    pub(super) flows_settled: u64,
     pub(super) finished: bool,
 }
 
@@ -263,7 +239,11 @@ impl World {
                 resend: Vec::new(),
                 received_ahead: Vec::new(),
                 reorder_threshold: t.reorder_threshold,
-                last_cnp: NEVER,
+                reorder_window: 0,
+                hole_since: NEVER,
+                window_bytes: None,
+                rtt_probe: None,
+                ce_unechoed: false,
                 packets_sent: 0,
                 retransmits: 0,
                 drops: 0,
@@ -271,6 +251,8 @@ impl World {
                 cnps: 0,
                 out_of_order: 0,
                 max_reorder: 0,
+                unreachable_drops: 0,
+                abandoned: false,
             });
         }
         static_order.sort_by_key(|&id| (flows[id as usize].start, id));
@@ -278,20 +260,13 @@ impl World {
         if let Some(&first) = static_order.first() {
             events.push(flows[first as usize].start, Event::NextFlowStarts);
         }
-        let dcqcn_spec = match t.cc {
-            CongestionControl::Dcqcn(d) => Some(d),
-            CongestionControl::None => None,
-        };
-        let dcqcn = match &dcqcn_spec {
-            Some(d) => flows.iter().map(|f| Dcqcn::new(d, f.rate_bps, 0)).collect(),
-            None => Vec::new(),
-        };
+        let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
         let trace_spec = s.trace.clone();
         let traces = Traces {
             queues: trace_spec.queues.map(|_| Stream::default()),
             links: trace_spec.links_interval_ps.map(|_| Stream::default()),
             pfc: (trace_spec.pfc && pfc.is_some()).then(Stream::default),
-            rates: (trace_spec.rates.is_some() && dcqcn_spec.is_some()).then(Stream::default),
+            rates: (trace_spec.rates.is_some() && cc.reports_rates()).then(Stream::default),
             error: None,
         };
         if let Some(q) = trace_spec.queues {
@@ -323,45 +298,51 @@ impl World {
             queues: (0..np).map(|_| PortQueue::default()).collect(),
             pause_since: vec![NEVER; np],
             paused_ps: vec![0; np],
-            scheduler: s.switch.scheduler,
             port_rate: fabric.rate_bps.clone(),
             excluded: vec![false; np],
             faults,
+            fault_events_left: 0,
             scratch: Vec::with_capacity(64),
-            dwrr: match s.switch.scheduler {
-                Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
-                Scheduler::Strict => Vec::new(),
+            switches: Switches {
+                dwrr: match s.switch.scheduler {
+                    Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
+                    Scheduler::Strict => Vec::new(),
+                },
+                scheduler: s.switch.scheduler,
+                buffer,
+                pfc,
+                ecn: s.switch.ecn,
+                ecn_rng: RngStream::EcnMarking.rng(s.seed),
             },
-            buffer,
-            pfc,
-            ecn: s.switch.ecn,
-            ecn_rng: RngStream::EcnMarking.rng(s.seed),
             last_cycle: None,
             in_deadlock: false,
             deadlock_check_pending: false,
-            nic_ring: (0..fabric.num_hosts).map(|_| VecDeque::new()).collect(),
-            nic_rotate: vec![false; fabric.num_hosts as usize],
-            nic_fifo: s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
+            nics: Nics::new(
+                fabric.num_hosts,
+                s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
+            ),
             synth: super::synthetic::SynthMeter::new(s),
             flows,
-            dcqcn,
-            dcqcn_spec,
+            cc,
             static_order,
             next_static: 0,
             barriers,
-            mtu: t.mtu_bytes as u32,
-            header: t.header_bytes as u32,
-            ack_bytes: t.ack_bytes as u32,
-            ack_every: t.ack_every,
-            rto: t.rto_ps,
-            selective: t.loss_recovery == LossRecovery::Selective,
-            data_priority: t.data_priority,
-            control_priority: t.control_priority,
+            transport: TransportParams {
+                mtu: t.mtu_bytes as u32,
+                header: t.header_bytes as u32,
+                ack_bytes: t.ack_bytes as u32,
+                ack_every: t.ack_every,
+                rto: t.rto_ps,
+                selective: t.loss_recovery == LossRecovery::Selective,
+                data_priority: t.data_priority,
+                control_priority: t.control_priority,
+            },
             trace_spec,
             traces,
             links_last: vec![(0, 0); np],
             rates_last: vec![NEVER; num_flows],
             stats,
+            flows_settled: 0,
             finished: false,
             fabric,
         };
@@ -380,9 +361,7 @@ impl World {
         }
         let stop_at = self.stop;
         for _ in 0..max_events {
-            if stop_at == StopAt::AllFlowsDone
-                && self.stats.flows_finished == self.stats.flows_total
-            {
+            if stop_at == StopAt::AllFlowsDone && self.flows_settled == self.stats.flows_total {
                 self.finish_run();
                 break;
             }
@@ -418,8 +397,7 @@ impl World {
                 Event::NextFlowStarts => self.start_static_flows(),
                 Event::FlowStart(f) => self.start_flow(f),
                 Event::Retransmit(f) => self.retransmit_timer(f),
-                Event::RateTimer(f) => self.rate_timer(f),
-                Event::RateDecreaseCheck(f) => self.rate_decrease_check(f),
+                Event::CcTimer(f, k) => self.cc_timer(f, k),
                 Event::SampleQueues => self.sample_queues(),
                 Event::SampleLinks => self.sample_links(),
                 Event::DeadlockCheck => {
@@ -470,8 +448,8 @@ impl World {
             .filter(|&p| {
                 let (a, b) = (self.ports[p].node, self.ports[p].peer_node);
                 !self.fabric.is_host(a)
-                    && tier_rank(self.fabric.role[a as usize])
-                        < tier_rank(self.fabric.role[b as usize])
+                    && self.fabric.role[a as usize].tier_rank()
+                        < self.fabric.role[b as usize].tier_rank()
             })
             .map(|p| {
                 self.ports[p].tx_bytes as f64 * 8.0
@@ -518,7 +496,7 @@ impl World {
                 s.packets_dropped
             ));
         }
-        let shared: u64 = self.buffer.used.iter().sum();
+        let shared: u64 = self.switches.buffer.used.iter().sum();
         let queued_bytes: u64 = (0..self.queues.len())
             .filter(|&p| !self.ports[p].from_host)
             .map(|p| {
@@ -526,7 +504,7 @@ impl World {
                     - self.queues[p].class_bytes[crate::switch::MAC_CONTROL_CLASS as usize] as u64
             })
             .sum();
-        let headroom: u64 = match &self.pfc {
+        let headroom: u64 = match &self.switches.pfc {
             None => 0,
             Some(pfc) => (0..self.ports.len() as u32)
                 .flat_map(|p| (0..8u8).map(move |c| (p, c)))
@@ -554,37 +532,50 @@ impl World {
             .collect()
     }
 
-    /// The egress ports flow `fid`'s data packets take, from its source NIC on.
+    /// The egress ports flow `fid`'s data packets take, from its source NIC on: by the current
+    /// routes, or, when faults cut the flow off, by the fault-free ones (its nominal path).
     pub fn flow_path_ports(&self, fid: u32) -> Vec<PortId> {
+        let current = self.path_in(&self.router.table, fid);
+        match (current, &self.router.nominal) {
+            (Ok(path), _) => path,
+            (Err(_), Some(nominal)) => self.path_in(nominal, fid).unwrap_or_else(|p| p),
+            (Err(partial), None) => partial,
+        }
+    }
+
+    /// The path of flow `fid` by `table`; Err(the ports up to where it ends) if it is cut off.
+    fn path_in(
+        &self,
+        table: &crate::routing::RouteTable,
+        fid: u32,
+    ) -> Result<Vec<PortId>, Vec<PortId>> {
         let f = &self.flows[fid as usize];
         let probe = self.probe_packet(fid);
         let mut ports = vec![self.fabric.host_port(f.src)];
-        loop {
+        for _ in 0..=self.fabric.num_nodes {
             let node = self.fabric.peer_node[*ports.last().expect("non-empty") as usize];
             if self.fabric.is_host(node) {
-                return ports;
+                return Ok(ports);
             }
-            ports.push(self.ecmp_port(node, &probe));
+            match self.ecmp_port(table, node, &probe) {
+                Some(p) => ports.push(p),
+                None => return Err(ports),
+            }
         }
+        Err(ports)
     }
 
     fn probe_packet(&self, fid: u32) -> Packet {
         let f = &self.flows[fid as usize];
-        Packet {
-            header_key: f.header_fwd,
-            arrive: 0,
-            next: NIL,
-            flow: fid,
-            seq: 0,
-            dst: f.dst,
-            wire_bytes: 0,
-            kind: PacketKind::Data,
-            priority: self.data_priority,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        }
+        Packet::data(
+            fid,
+            0,
+            f.dst,
+            f.header_fwd,
+            0,
+            self.transport.data_priority,
+            false,
+        )
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.
@@ -594,8 +585,8 @@ impl World {
         ideal_fct(
             &hops,
             f.num_packets,
-            (self.mtu + self.header) as u64,
-            (f.last_payload + self.header) as u64,
+            (self.transport.mtu + self.transport.header) as u64,
+            (f.last_payload + self.transport.header) as u64,
         )
     }
 
@@ -615,6 +606,6 @@ impl World {
 
     /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs.
     pub fn dcqcn_rates(&self, fid: u32) -> Option<(u64, u64)> {
-        self.dcqcn.get(fid as usize).map(|d| (d.rc, d.rt))
+        self.cc.dcqcn_rates(fid)
     }
 }

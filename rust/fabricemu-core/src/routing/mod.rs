@@ -85,8 +85,51 @@ pub fn header_key(spec: &RoutingSpec, h: Header) -> u64 {
 }
 
 /// Per-switch egress choice.
+/// What a flowlet table entry remembers: the egress port chosen (flowlet and adaptive load
+/// balancing) or, for dragonfly non-minimal routing per flowlet, the intermediate group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowletChoice {
+    Port(PortId),
+    /// An intermediate group, or `packet::NO_VIA` for the minimal path.
+    Via(u16),
+}
+
+/// One flowlet table slot: when it was last used (`NEVER`: never) and what it chose then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flowlet {
+    pub last: Time,
+    pub choice: FlowletChoice,
+}
+
+impl Flowlet {
+    const UNUSED: Flowlet = Flowlet {
+        last: Time::MAX,
+        choice: FlowletChoice::Port(PortId::MAX),
+    };
+
+    /// The port chosen, if the slot holds one and was used at all.
+    #[inline]
+    pub fn port(&self) -> Option<PortId> {
+        match self.choice {
+            FlowletChoice::Port(p) if self.last != Time::MAX => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The intermediate group chosen, if the slot holds one.
+    #[inline]
+    pub fn via(&self) -> Option<u16> {
+        match self.choice {
+            FlowletChoice::Via(v) if self.last != Time::MAX => Some(v),
+            _ => None,
+        }
+    }
+}
+
 pub struct Router {
     pub table: RouteTable,
+    /// The fault-free table, kept once faults changed `table` (flows' nominal paths use it).
+    pub nominal: Option<RouteTable>,
     pub mode: LoadBalancing,
     hash: HashFunction,
     /// Per-switch hash seed (indexed by node id; hosts unused; all equal without per-switch seeds).
@@ -96,7 +139,7 @@ pub struct Router {
     /// Round-robin position per group.
     pub rr: Vec<u32>,
     /// Flowlet / adaptive state: per switch, `table_size` entries of (last packet time, port).
-    flowlets: Vec<(Time, PortId)>,
+    flowlets: Vec<Flowlet>,
     table_size: u32,
     /// The fabric has dragonfly groups (global links).
     pub dragonfly: bool,
@@ -128,12 +171,13 @@ impl Router {
         Self {
             rr: vec![0; table.num_groups()],
             table,
+            nominal: None,
             mode: spec.load_balancing,
             hash: spec.hash,
             seeds,
             rng: rng::stream(seed, Purpose::Spray, 0),
             flowlets: if uses_flowlets {
-                vec![(Time::MAX, u32::MAX); switches * spec.flowlet_table as usize]
+                vec![Flowlet::UNUSED; switches * spec.flowlet_table as usize]
             } else {
                 Vec::new()
             },
@@ -168,7 +212,7 @@ impl Router {
     }
 
     #[inline]
-    pub fn flowlet(&mut self, slot: usize) -> &mut (Time, PortId) {
+    pub fn flowlet(&mut self, slot: usize) -> &mut Flowlet {
         &mut self.flowlets[slot]
     }
 }

@@ -9,6 +9,31 @@ pub mod pfc;
 pub mod queue;
 
 pub use buffer::SharedBuffer;
+
+use crate::rng::Rng;
+use crate::scenario::{EcnSpec, Scheduler};
+
+/// The switches' part of the World: every switch's shared buffer, PFC state, ECN marking and the
+/// egress scheduler (per-port queues stay with the ports, NICs have them too).
+pub struct Switches {
+    pub buffer: SharedBuffer,
+    pub pfc: Option<pfc::Pfc>,
+    pub ecn: Option<EcnSpec>,
+    pub ecn_rng: Rng,
+    pub scheduler: Scheduler,
+    /// Per port, with the DWRR scheduler.
+    pub dwrr: Vec<queue::DwrrState>,
+}
+
+impl Switches {
+    /// RED: whether a packet seen at queue depth `depth` gets a congestion mark.
+    #[inline]
+    pub fn ecn_marks(&mut self, depth: u64) -> bool {
+        let ecn = self.ecn.as_ref().expect("ECN configured");
+        let prob = ecn::mark_probability(ecn, depth);
+        prob > 0.0 && (prob >= 1.0 || self.ecn_rng.unit() < prob)
+    }
+}
 pub use queue::{PortQueue, MAC_CONTROL_CLASS, NUM_CLASSES};
 
 /// Priority classes per port (802.1p has eight).

@@ -154,24 +154,10 @@ impl Default for DwrrState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Packet, PacketKind, NIL, NO_VIA};
+    use crate::packet::Packet;
 
     fn alloc(arena: &mut PacketArena, seq: u32, wire: u32) -> PacketId {
-        arena.alloc(Packet {
-            header_key: 0,
-            arrive: 0,
-            next: NIL,
-            flow: 0,
-            seq,
-            dst: 0,
-            wire_bytes: wire,
-            kind: PacketKind::Data,
-            priority: 0,
-            ingress: u32::MAX,
-            flags: 0,
-            via: NO_VIA,
-            ghops: 0,
-        })
+        arena.alloc(Packet::data(0, seq, 0, 0, wire, 0, false))
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! - absolute (consecutive): t = j if j < x, else j + 1;
 //! - relative (circulant): t = x + j + 1 (mod g).
 
-use super::{Fabric, FabricBuilder, NodeId, Tier};
+use super::{Fabric, FabricBuilder, NodeId, Role, Tier};
 use crate::config::{Arrangement, LinkSpec};
 
 /// Target group of group `x`'s global port `j`, and the port index of the link at that group.
@@ -63,7 +63,7 @@ pub fn build(
 ) -> Fabric {
     let num_hosts = p * a * g;
     let mut b = FabricBuilder::new(num_hosts);
-    let r0 = b.add_switches(a * g, "router");
+    let r0 = b.add_switches(a * g, Role::Router);
     for r in 0..a * g {
         for i in 0..p {
             b.link(r * p + i, r0 + r, host, Tier::Host);
@@ -96,8 +96,8 @@ pub fn build_plus(
 ) -> Fabric {
     let num_hosts = leaves * hosts_per_leaf * g;
     let mut b = FabricBuilder::new(num_hosts);
-    let leaf0 = b.add_switches(leaves * g, "leaf");
-    let spine0 = b.add_switches(spines * g, "spine");
+    let leaf0 = b.add_switches(leaves * g, Role::Leaf);
+    let spine0 = b.add_switches(spines * g, Role::Spine);
     for l in 0..leaves * g {
         for i in 0..hosts_per_leaf {
             b.link(l * hosts_per_leaf + i, leaf0 + l, host, Tier::Host);

@@ -1,16 +1,16 @@
 //! k-ary fat tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 core
 //! switches, k/2 hosts per edge switch, k^3/4 hosts numbered pod by pod, edge by edge.
 
-use super::{Fabric, FabricBuilder, Tier};
+use super::{Fabric, FabricBuilder, Role, Tier};
 use crate::config::LinkSpec;
 
 pub fn build(k: u32, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) -> Fabric {
     let half = k / 2;
     let num_hosts = k * half * half;
     let mut b = FabricBuilder::new(num_hosts);
-    let edge0 = b.add_switches(k * half, "edge");
-    let agg0 = b.add_switches(k * half, "agg");
-    let core0 = b.add_switches(half * half, "core");
+    let edge0 = b.add_switches(k * half, Role::Edge);
+    let agg0 = b.add_switches(k * half, Role::Agg);
+    let core0 = b.add_switches(half * half, Role::Core);
     for pod in 0..k {
         for e in 0..half {
             let edge = edge0 + pod * half + e;

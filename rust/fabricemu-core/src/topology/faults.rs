@@ -132,9 +132,9 @@ pub struct LinkFault {
 /// The distinct roles of the fabric's nodes, in node order.
 fn roles(fabric: &Fabric) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    for &r in &fabric.role {
-        if !out.contains(&r) {
-            out.push(r);
+    for r in &fabric.role {
+        if !out.contains(&r.as_str()) {
+            out.push(r.as_str());
         }
     }
     out
@@ -155,7 +155,7 @@ fn node_id(fabric: &Fabric, path: String, name: &NodeName) -> Res<u32> {
                 .role
                 .iter()
                 .enumerate()
-                .filter(|(_, r)| **r == role.as_str())
+                .filter(|(_, r)| r.as_str() == role.as_str())
                 .map(|(n, _)| n as u32);
             if let Some(n) = of_role.clone().nth(*index as usize) {
                 return Ok(n);

@@ -29,6 +29,54 @@ pub enum Tier {
     Global,
 }
 
+/// What a node is. Outputs, fault names (`"edge:0"`) and the topology summary print it with
+/// [`Role::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Role {
+    Host,
+    /// Fat tree tiers.
+    Edge,
+    Agg,
+    Core,
+    /// Leaf-spine (and Dragonfly+ groups).
+    Leaf,
+    Spine,
+    /// Dragonfly router.
+    Router,
+}
+
+impl Role {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Role::Host => "host",
+            Role::Edge => "edge",
+            Role::Agg => "agg",
+            Role::Core => "core",
+            Role::Leaf => "leaf",
+            Role::Spine => "spine",
+            Role::Router => "router",
+        }
+    }
+
+    /// Tiers bottom-up (to tell uplinks from downlinks): hosts, then edge / leaf switches, then
+    /// aggregation / spine, then the rest.
+    pub const fn tier_rank(self) -> u8 {
+        match self {
+            Role::Host => 0,
+            Role::Edge | Role::Leaf => 1,
+            Role::Agg | Role::Spine => 2,
+            Role::Core | Role::Router => 3,
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The fabric as flat arrays. Node ids `0..num_hosts` are hosts, the rest switches. Every link is a
 /// pair of ports, one per direction: `peer_port[p]` is the port carrying the reverse direction.
 #[derive(Debug, Clone, Default)]
@@ -47,8 +95,8 @@ pub struct Fabric {
     /// Propagation delay of the link.
     pub delay_ps: Vec<Time>,
     pub tier: Vec<Tier>,
-    /// Human-readable switch role per node ("host", "edge", "agg", "core", "leaf", "spine").
-    pub role: Vec<&'static str>,
+    /// What each node is.
+    pub role: Vec<Role>,
 }
 
 impl Fabric {
@@ -76,7 +124,7 @@ impl Fabric {
 /// Collects links, then lays ports out node by node (each node's ports contiguous, in link order).
 pub(crate) struct FabricBuilder {
     num_hosts: u32,
-    roles: Vec<&'static str>,
+    roles: Vec<Role>,
     links: Vec<(NodeId, NodeId, LinkSpec, Tier)>,
 }
 
@@ -84,13 +132,13 @@ impl FabricBuilder {
     pub fn new(num_hosts: u32) -> Self {
         Self {
             num_hosts,
-            roles: vec!["host"; num_hosts as usize],
+            roles: vec![Role::Host; num_hosts as usize],
             links: Vec::new(),
         }
     }
 
     /// Add `count` switches of a role; returns the first id.
-    pub fn add_switches(&mut self, count: u32, role: &'static str) -> NodeId {
+    pub fn add_switches(&mut self, count: u32, role: Role) -> NodeId {
         let first = self.roles.len() as NodeId;
         self.roles.extend(std::iter::repeat_n(role, count as usize));
         first

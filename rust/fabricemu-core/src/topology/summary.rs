@@ -106,7 +106,7 @@ pub struct RoleCount {
 pub fn size(fabric: &Fabric) -> FabricSize {
     let mut roles: Vec<RoleCount> = Vec::new();
     for n in fabric.num_hosts..fabric.num_nodes {
-        let role = fabric.role[n as usize];
+        let role = fabric.role[n as usize].as_str();
         match roles.iter_mut().find(|r| r.role == role) {
             Some(r) => r.switches += 1,
             None => roles.push(RoleCount {
@@ -229,7 +229,7 @@ fn levels(f: &Fabric) -> Vec<u32> {
 fn roles(f: &Fabric, levels: &[u32]) -> Vec<RoleSummary> {
     let mut out: Vec<RoleSummary> = Vec::new();
     for n in f.num_hosts..f.num_nodes {
-        let role = f.role[n as usize];
+        let role = f.role[n as usize].as_str();
         let (mut down, mut up) = (0u64, 0u64);
         for p in f.ports_of(n) {
             let peer = levels[f.peer_node[p as usize] as usize];

@@ -42,6 +42,9 @@ pub struct FlowRow {
     /// Data packets that arrived ahead of the next expected one, and the largest such gap.
     pub out_of_order_packets: u64,
     pub max_reorder_distance: u64,
+    /// Packets of the flow (data or control) dropped because no live path led to their
+    /// destination (a fault cut it off).
+    pub unreachable_drops: u64,
 }
 
 impl FlowRow {
@@ -76,7 +79,7 @@ pub struct FlowLabels {
 pub const BATCH_ROWS: usize = 1 << 16;
 
 /// The column names of flows.arrow, in order.
-pub const COLUMNS: [&str; 23] = [
+pub const COLUMNS: [&str; 24] = [
     "flow_id",
     "src",
     "dst",
@@ -95,6 +98,7 @@ pub const COLUMNS: [&str; 23] = [
     "cnps",
     "out_of_order_packets",
     "max_reorder_distance",
+    "unreachable_drops",
     "collective",
     "collective_iteration",
     "collective_step",
@@ -125,6 +129,7 @@ pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
         Field::new("cnps", UInt64, false),
         Field::new("out_of_order_packets", UInt64, false),
         Field::new("max_reorder_distance", UInt64, false),
+        Field::new("unreachable_drops", UInt64, false),
         Field::new("collective", UInt32, true),
         Field::new("collective_iteration", UInt32, true),
         Field::new("collective_step", UInt32, true),
@@ -233,6 +238,7 @@ fn batch(
         u64_col(|r| r.cnps),
         u64_col(|r| r.out_of_order_packets),
         u64_col(|r| r.max_reorder_distance),
+        u64_col(|r| r.unreachable_drops),
         opt_u32_col(|l| l.collective),
         opt_u32_col(|l| l.iteration),
         opt_u32_col(|l| l.step),

@@ -5,12 +5,50 @@
 pub mod config;
 pub mod ideal;
 
+use std::collections::VecDeque;
+
 use crate::units::Time;
 
 /// No time set.
 pub const NEVER: Time = Time::MAX;
 /// No barrier.
 pub const NO_BARRIER: u32 = u32::MAX;
+
+/// Transport settings every flow shares.
+#[derive(Debug, Clone, Copy)]
+pub struct TransportParams {
+    pub mtu: u32,
+    /// Header bytes of every packet.
+    pub header: u32,
+    /// Wire size of ACK, NACK and CNP packets.
+    pub ack_bytes: u32,
+    pub ack_every: u32,
+    pub rto: Time,
+    /// Selective recovery (false: go-back-N).
+    pub selective: bool,
+    pub data_priority: u8,
+    pub control_priority: u8,
+}
+
+/// The NICs: per host, the active flows served round robin (the front was served last if
+/// `rotate`), or oldest first.
+#[derive(Debug, Clone)]
+pub struct Nics {
+    pub ring: Vec<VecDeque<u32>>,
+    pub rotate: Vec<bool>,
+    /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
+    pub fifo: bool,
+}
+
+impl Nics {
+    pub fn new(hosts: u32, fifo: bool) -> Self {
+        Self {
+            ring: (0..hosts).map(|_| VecDeque::new()).collect(),
+            rotate: vec![false; hosts as usize],
+            fifo,
+        }
+    }
+}
 
 /// Sender and receiver state of one flow.
 #[derive(Debug, Clone)]
@@ -55,9 +93,21 @@ pub struct Flow {
     /// Selective recovery, receiver: packets beyond a hole before it is reported (adapts upward
     /// when a report proves to have been reordering).
     pub reorder_threshold: u32,
+    /// Selective recovery, receiver: how long a hole must last before it is reported (0 until a
+    /// report proves to have been reordering; then adapts upward, as RACK's reordering window).
+    pub reorder_window: Time,
+    /// Selective recovery, receiver: since when the current hole at `expected` has been the
+    /// front one (NEVER: no packet waits beyond `expected`).
+    pub hole_since: Time,
 
-    /// NP: when this flow's receiver last sent a CNP.
-    pub last_cnp: Time,
+    /// Congestion control's window: at most this many bytes of new data unacknowledged (None:
+    /// no window, the rate alone paces).
+    pub window_bytes: Option<u64>,
+    /// The packet timed for an RTT sample: (sequence, when it was sent). Retransmissions are never
+    /// timed (Karn), and a retransmission cancels the sample.
+    pub rtt_probe: Option<(u32, Time)>,
+    /// Receiver: a congestion-experienced packet arrived since the last ACK (its ECN echo).
+    pub ce_unechoed: bool,
 
     // Counters.
     pub packets_sent: u64,
@@ -67,6 +117,10 @@ pub struct Flow {
     pub cnps: u64,
     pub out_of_order: u64,
     pub max_reorder: u64,
+    /// Its packets (data or control) dropped because no live path led to their destination.
+    pub unreachable_drops: u64,
+    /// Given up on: its destination was cut off for good (or it waited on a flow that was).
+    pub abandoned: bool,
 }
 
 impl Flow {
@@ -84,9 +138,27 @@ impl Flow {
         self.acked == self.num_packets
     }
 
+    /// The sender has nothing more to do: everything acknowledged, or the flow was given up on.
+    #[inline]
+    pub fn sender_stopped(&self) -> bool {
+        self.sender_done() || self.abandoned
+    }
+
     #[inline]
     pub fn finished(&self) -> bool {
         self.finish != NEVER
+    }
+
+    /// The window (if any) keeps new data back: `mtu`-sized packets in flight fill it.
+    #[inline]
+    pub fn window_full(&self, mtu: u32) -> bool {
+        match self.window_bytes {
+            Some(w) => {
+                self.resend.is_empty()
+                    && self.next_seq.saturating_sub(self.acked) as u64 * mtu as u64 >= w
+            }
+            None => false,
+        }
     }
 
     /// Packets the sender still has to put on the wire.

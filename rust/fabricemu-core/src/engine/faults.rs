@@ -1,0 +1,185 @@
+//! Link faults: a link goes down (what is on it and queued for it is lost) or slows down; routing
+//! notices a down link after a detection delay and recomputes its tables around it.
+
+use super::queue::Event;
+use super::world::World;
+use crate::packet::PacketId;
+use crate::routing::RouteTable;
+use crate::scenario::{FaultKind, FaultSpec};
+use crate::topology::{NodeId, PortId};
+use crate::transport::NO_BARRIER;
+
+/// A fault resolved against the fabric: the two directed ports of its link.
+#[derive(Debug, Clone)]
+pub(super) struct Fault {
+    pub ports: [PortId; 2],
+    pub kind: FaultKind,
+    /// Rates before a degradation.
+    pub saved_rates: [u64; 2],
+}
+
+impl World {
+    /// Schedule every fault's start, end and detection.
+    pub(super) fn schedule_faults(&mut self, specs: &[FaultSpec]) {
+        for (i, f) in specs.iter().enumerate() {
+            let i = i as u32;
+            self.events.push(f.at_ps, Event::FaultStart(i));
+            self.fault_events_left += 1;
+            if matches!(f.kind, FaultKind::Down) {
+                self.events
+                    .push(f.at_ps + f.detection_ps, Event::FaultDetected(i));
+                self.fault_events_left += 1;
+            }
+            if let Some(u) = f.until_ps {
+                self.events.push(u, Event::FaultEnd(i));
+                self.fault_events_left += 1;
+                if matches!(f.kind, FaultKind::Down) {
+                    self.events
+                        .push(u + f.detection_ps, Event::FaultDetected(i));
+                    self.fault_events_left += 1;
+                }
+            }
+        }
+    }
+
+    pub(super) fn fault_start(&mut self, i: u32) {
+        self.fault_events_left -= 1;
+        let f = self.faults[i as usize].clone();
+        for &p in &f.ports {
+            match f.kind {
+                FaultKind::Down => self.link_down(p),
+                FaultKind::Degrade { rate_bps } => self.set_rate(p, rate_bps),
+            }
+        }
+    }
+
+    pub(super) fn fault_end(&mut self, i: u32) {
+        self.fault_events_left -= 1;
+        let f = self.faults[i as usize].clone();
+        for (k, &p) in f.ports.iter().enumerate() {
+            match f.kind {
+                FaultKind::Down => {
+                    self.ports[p as usize].down = false;
+                    self.kick(p);
+                }
+                FaultKind::Degrade { .. } => self.set_rate(p, f.saved_rates[k]),
+            }
+        }
+    }
+
+    /// Routing learns the link's current state: routes are recomputed around the links known to be
+    /// down (as a routing protocol converges: a spine that lost its link to a leaf stops being a
+    /// next hop toward that leaf everywhere).
+    pub(super) fn fault_detected(&mut self, i: u32) {
+        self.fault_events_left -= 1;
+        let mut changed = false;
+        for p in self.faults[i as usize].ports {
+            let down = self.ports[p as usize].down;
+            if self.excluded[p as usize] != down {
+                self.excluded[p as usize] = down;
+                changed = true;
+            }
+        }
+        if changed {
+            let table = RouteTable::build_avoiding(&self.fabric, &self.excluded);
+            let nominal = std::mem::replace(&mut self.router.table, table);
+            // The fault-free table stays for flows' nominal paths (ideal FCT).
+            self.router.nominal.get_or_insert(nominal);
+            self.router.rr.resize(self.router.table.num_groups(), 0);
+        }
+    }
+
+    /// The link leaving `p` fails: what is on the wire and in its queue is lost.
+    fn link_down(&mut self, p: PortId) {
+        self.ports[p as usize].down = true;
+        while let Some(pkt) = self.ports[p as usize].pipe.pop_front(&self.packets) {
+            self.fault_drop(pkt);
+        }
+        let node = self.ports[p as usize].node;
+        let from_host = self.ports[p as usize].from_host;
+        while let Some(pkt) = self.queues[p as usize].pop_strict(&self.packets, 0) {
+            if !from_host {
+                self.release_from_switch(node, pkt);
+            }
+            self.fault_drop(pkt);
+        }
+    }
+
+    /// A switch has no live path to the packet's destination: it drops the packet (a link-fault
+    /// drop, counted as unreachable too, for the run and the packet's flow).
+    pub(super) fn unreachable_drop(&mut self, pkt: PacketId) {
+        self.stats.unreachable_drops += 1;
+        let p = self.packets.get(pkt);
+        if !p.kind.is_pfc() {
+            self.flows[p.flow as usize].unreachable_drops += 1;
+        }
+        self.fault_drop(pkt);
+    }
+
+    /// Whether packets from host `a` can reach host `b` now: `a`'s link is up and routing has a
+    /// live path from its switch on (routing tables hold shortest live paths, so any member of a
+    /// next-hop group leads on).
+    pub(super) fn reachable(&self, a: NodeId, b: NodeId) -> bool {
+        let first = self.fabric.host_port(a);
+        if self.ports[first as usize].down {
+            return false;
+        }
+        let mut node = self.fabric.peer_node[first as usize];
+        for _ in 0..=self.fabric.num_nodes {
+            if self.fabric.is_host(node) {
+                return node == b;
+            }
+            match self.router.table.group(node, b).first() {
+                Some(&p) if !self.ports[p as usize].down => {
+                    node = self.fabric.peer_node[p as usize]
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// Give up on flow `fid` (its destination is cut off for good), and on every flow that waits
+    /// for it to finish (they can never start).
+    pub(super) fn abandon(&mut self, fid: u32) {
+        let mut work = vec![fid];
+        while let Some(fid) = work.pop() {
+            let f = &mut self.flows[fid as usize];
+            if f.abandoned || f.finished() {
+                continue;
+            }
+            f.abandoned = true;
+            f.rto_armed = false;
+            // Nothing more to send: the NIC drops it from its round robin.
+            f.next_seq = f.num_packets;
+            f.resend.clear();
+            self.stats.flows_unreachable += 1;
+            self.flows_settled += 1;
+            let b = f.completes;
+            if b != NO_BARRIER {
+                let barrier = &mut self.barriers[b as usize];
+                work.extend(barrier.waiting.iter().map(|&(w, _)| w));
+            }
+        }
+    }
+
+    pub(super) fn fault_drop(&mut self, pkt: PacketId) {
+        self.stats.link_fault_drops += 1;
+        if self.packets.get(pkt).kind.is_pfc() {
+            self.stats.packets_dropped += 1;
+            self.packets.release(pkt);
+            return;
+        }
+        self.drop_packet(pkt);
+    }
+
+    fn set_rate(&mut self, p: PortId, rate_bps: u64) {
+        let bits_ps = 8 * crate::units::PS_PER_SEC;
+        self.port_rate[p as usize] = rate_bps;
+        self.ports[p as usize].ps_per_byte = if bits_ps.is_multiple_of(rate_bps) {
+            bits_ps / rate_bps
+        } else {
+            0
+        };
+    }
+}
