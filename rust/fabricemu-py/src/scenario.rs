@@ -6,7 +6,7 @@ use fabricemu_core::ScenarioError as CoreScenarioError;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
 
-use crate::errors::scenario_error;
+use crate::errors::{guard_input, scenario_error};
 
 /// Validate scenario JSON; the validated spec and the normalised JSON (every default written out).
 pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, String)> {
@@ -20,26 +20,34 @@ pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, Str
 #[pyfunction]
 #[pyo3(signature = (text, source = ""))]
 pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> {
-    let (file, _) = scenario::parse_toml(text, source).map_err(|e| scenario_error(py, &e))?;
-    Ok(scenario::to_json(&file))
+    guard_input(py, "validating the scenario", || {
+        let (file, _) = scenario::parse_toml(text, source).map_err(|e| scenario_error(py, &e))?;
+        Ok(scenario::to_json(&file))
+    })
 }
 
 /// Validate a scenario given as JSON text (a Python dictionary); returns the normalised JSON.
 #[pyfunction]
 pub fn parse_json(py: Python<'_>, text: &str) -> PyResult<String> {
-    Ok(validated(py, text)?.1)
+    guard_input(py, "validating the scenario", || Ok(validated(py, text)?.1))
 }
 
 /// The scenario (JSON text) as TOML text, after validating it.
 #[pyfunction]
 pub fn to_toml(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
-    let (file, _) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
-    Ok(scenario::to_toml(&file))
+    guard_input(py, "validating the scenario", || {
+        let (file, _) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
+        Ok(scenario::to_toml(&file))
+    })
 }
 
 /// TOML text as JSON text, exactly as written (no schema, no defaults): the user's own dictionary.
 #[pyfunction]
 pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    guard_input(py, "reading the TOML text", || toml_value_json(py, text))
+}
+
+fn toml_value_json(py: Python<'_>, text: &str) -> PyResult<String> {
     let value: Value = toml::from_str(text).map_err(|e| {
         let (line, column) = match e.span() {
             Some(span) => line_col(text, span.start),
@@ -60,8 +68,10 @@ pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
 /// A summary of the validated scenario as JSON text: the fabric's size, links and the workloads.
 #[pyfunction]
 pub fn describe(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
-    let (spec, _) = validated(py, scenario_json)?;
-    Ok(summary(&spec).to_string())
+    guard_input(py, "describing the scenario", || {
+        let (spec, _) = validated(py, scenario_json)?;
+        Ok(summary(&spec).to_string())
+    })
 }
 
 fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {

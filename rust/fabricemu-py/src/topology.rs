@@ -5,14 +5,16 @@ use std::panic::catch_unwind;
 use fabricemu_core::topology::{self, summary};
 use pyo3::prelude::*;
 
-use crate::errors::panic_error;
+use crate::errors::{guard, guard_input, panic_error};
 use crate::scenario::validated;
 
 /// Build the fabric of a scenario (JSON text) and return its statistics as JSON text: hosts,
 /// switches, links, per-role and per-tier figures, bisection bandwidth, oversubscription, diameter.
 #[pyfunction]
 pub fn topology_summary(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
-    let (spec, _) = validated(py, scenario_json)?;
+    let (spec, _) = guard_input(py, "validating the scenario", || {
+        validated(py, scenario_json)
+    })?;
     let stats = py
         .detach(|| {
             catch_unwind(|| {
@@ -21,6 +23,8 @@ pub fn topology_summary(py: Python<'_>, scenario_json: &str) -> PyResult<String>
             })
         })
         .map_err(|p| panic_error("building the fabric", p))?;
-    serde_json::to_string(&stats)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    guard("describing the fabric", || {
+        serde_json::to_string(&stats)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    })
 }

@@ -726,10 +726,7 @@ fn poisson(i: usize, w: &WorkloadFile, ctx: &WorkloadContext, start_ps: u64) -> 
                     ),
                 ));
             }
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                ScenarioError::at(p("cdf"), format!("cannot read {cdf_name:?}: {e}"))
-            })?;
-            Cdf::parse(&text)
+            Cdf::read_file(&path)
                 .map_err(|e| ScenarioError::at(p("cdf"), format!("{cdf_name}: {e}")))?
         }
     };
