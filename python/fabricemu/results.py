@@ -88,12 +88,19 @@ def run(
     progress: Optional[ProgressCallback] = None,
     *,
     slice_events: int = 2_000_000,
+    max_memory: Optional[Union[int, str]] = None,
+    max_trace_size: Optional[Union[int, str]] = None,
 ) -> Result:
     """Run a scenario (a :class:`Scenario`, a TOML file path or a dictionary) to its stop condition.
 
     Writes ``flows.arrow`` and ``run.json`` into ``out``; with ``out=None`` into a temporary folder
     that lives as long as the returned :class:`Result`. The engine runs without the GIL; Ctrl-C raises
     ``KeyboardInterrupt`` after writing the partial outputs (``run.json`` has ``interrupted: true``).
+
+    Before anything is allocated, the run's memory and trace volume are estimated: a scenario whose
+    estimate exceeds ``max_memory`` (bytes, or a size such as ``"64GiB"``; default: 80 % of the
+    memory available) or ``max_trace_size`` (default ``"20GiB"``) raises :class:`ScenarioError`
+    stating the estimate and the limit.
 
     >>> import fabricemu
     >>> result = fabricemu.run("scenarios/quickstart.toml")  # doctest: +SKIP
@@ -107,13 +114,32 @@ def run(
     else:
         out_dir = Path(out)
     try:
-        info = _core.run(s.to_json(), os.fspath(out_dir), progress, slice_events)
+        info = _core.run(
+            s.to_json(),
+            os.fspath(out_dir),
+            progress,
+            slice_events,
+            byte_limit(max_memory, "max_memory"),
+            byte_limit(max_trace_size, "max_trace_size"),
+        )
     except KeyboardInterrupt as e:
         if hasattr(e, "add_note"):
             where = "a temporary folder (pass out= to keep it)" if tmp else str(out_dir)
             e.add_note(f"fabricemu: partial outputs were written to {where}")
         raise
     return Result(out_dir, run_info=json.loads(info), _keep=tmp)
+
+
+def byte_limit(value: Optional[Union[int, str]], name: str) -> Optional[int]:
+    """A resource limit given as bytes or a size string (``"64GiB"``); None keeps the default."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f'{name} must be a number of bytes or a size such as "64GiB", not {value!r}')
+    n = _core.parse_size(value) if isinstance(value, str) else value
+    if n <= 0:
+        raise ValueError(f"{name} must be positive, not {value!r}")
+    return int(n)
 
 
 def open_result(path: PathLike) -> Result:

@@ -22,6 +22,7 @@ sweeps must do so under ``if __name__ == "__main__":``, as for any ``multiproces
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import hashlib
 import itertools
 import json
@@ -192,7 +193,12 @@ def _unique_names(points: Sequence[Mapping[str, Any]]) -> List[str]:
 # -- the worker -------------------------------------------------------------------------------------
 
 
-def run_point(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
+def run_point(
+    scenario: Dict[str, Any],
+    out: str,
+    max_memory: Optional[Union[int, str]] = None,
+    max_trace_size: Optional[Union[int, str]] = None,
+) -> Dict[str, Any]:
     """Run one point (what each worker process executes; plain data in and out, so any executor,
     including a Dask cluster, can run it).
 
@@ -204,7 +210,9 @@ def run_point(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
 
     try:
         _clear_run_folder(Path(out))
-        result = run(Scenario.from_dict(scenario), out=out)
+        result = run(
+            Scenario.from_dict(scenario), out=out, max_memory=max_memory, max_trace_size=max_trace_size
+        )
         if result.interrupted:
             return {"metrics": None, "error": "interrupted"}
         return {"metrics": metrics(result), "error": None}
@@ -248,6 +256,8 @@ def sweep(
     *,
     resume: bool = True,
     progress: Optional[Callable[[PointDone], Any]] = None,
+    max_memory: Optional[Union[int, str]] = None,
+    max_trace_size: Optional[Union[int, str]] = None,
 ) -> pa.Table:
     """Run ``base`` (a :class:`Scenario`, a TOML path or a dictionary) at every point of ``grid``
     (see :func:`expand`) and every seed of ``seeds``; one row per run.
@@ -268,6 +278,8 @@ def sweep(
       its row is read from the folder (so re-running an interrupted sweep finishes it). False runs
       every point.
     - ``progress``: called with a :class:`PointDone` as each point finishes.
+    - ``max_memory``, ``max_trace_size``: each run's resource limits, as in :func:`fabricemu.run`
+      (a point over a limit fails with its ScenarioError).
 
     Ctrl-C (or an exception raised by ``progress``) cancels the points not started and stops the
     running ones, writes the table of the points done (the others with error "interrupted") and
@@ -300,6 +312,7 @@ def sweep(
             executor=executor,
             resume=resume,
             progress=progress,
+            point=functools.partial(run_point, max_memory=max_memory, max_trace_size=max_trace_size),
             on_interrupt=lambda rows: (
                 _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
             ),
@@ -333,6 +346,7 @@ def _run_points(
     executor: Optional[cf.Executor],
     resume: bool,
     progress: Optional[Callable[[PointDone], Any]],
+    point: Callable[..., Dict[str, Any]] = run_point,
     on_interrupt: Callable[[List[Optional[Dict[str, Any]]]], Any],
 ) -> List[Optional[Dict[str, Any]]]:
     total = len(points)
@@ -404,7 +418,7 @@ def _run_points(
                 i = waiting.pop()
                 path = out_dir / RUNS_DIR / names[i]
                 try:
-                    future = pool.submit(run_point, _given(scenarios[i]), os.fspath(path))
+                    future = pool.submit(point, _given(scenarios[i]), os.fspath(path))
                 except (RuntimeError, cf.BrokenExecutor) as e:
                     if own and isinstance(e, cf.BrokenExecutor):
                         lost.append(i)
@@ -446,7 +460,7 @@ def _run_points(
             pool = _local_pool(1)
             path = out_dir / RUNS_DIR / names[i]
             try:
-                result = pool.submit(run_point, _given(scenarios[i]), os.fspath(path)).result()
+                result = pool.submit(point, _given(scenarios[i]), os.fspath(path)).result()
             except cf.BrokenExecutor:
                 result = {"error": "the worker process died while running this point"}
             finish(i, row_of(i, result), status_of(result))

@@ -1,5 +1,6 @@
 //! Scenario parsing, validation and conversion: JSON text in, JSON or TOML text out.
 
+use fabricemu_core::budget;
 use fabricemu_core::scenario::{self, LinkSpec, Scenario, StopAt, TopologySpec, WorkloadSpec};
 use fabricemu_core::units::{format_bytes, format_rate, format_time};
 use fabricemu_core::ScenarioError as CoreScenarioError;
@@ -66,11 +67,44 @@ fn toml_value_json(py: Python<'_>, text: &str) -> PyResult<String> {
 }
 
 /// A summary of the validated scenario as JSON text: the fabric's size, links and the workloads.
+///
+/// Describing a workload plans it: a scenario whose run would need more memory than `max_memory`
+/// (bytes; default 80 % of the available memory) is refused first, with the estimate.
 #[pyfunction]
-pub fn describe(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+#[pyo3(signature = (scenario_json, max_memory = None))]
+pub fn describe(py: Python<'_>, scenario_json: &str, max_memory: Option<u64>) -> PyResult<String> {
     guard_input(py, "describing the scenario", || {
         let (spec, _) = validated(py, scenario_json)?;
+        let limits = budget::Limits::new(max_memory, None);
+        let e = budget::estimate(&spec);
+        budget::check_memory(&spec, &e, &limits).map_err(|e| scenario_error(py, &e))?;
         Ok(summary(&spec).to_string())
+    })
+}
+
+/// The resources a run of the scenario (JSON text) is estimated to need, as JSON text (flows,
+/// packets in flight, memory by part, trace bytes by table), after checking them against
+/// `max_memory` and `max_trace_size` (bytes; defaults as in `run`): over either is a
+/// ScenarioError stating the estimate and the limit. Nothing is allocated.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, max_memory = None, max_trace_size = None))]
+pub fn estimate(
+    py: Python<'_>,
+    scenario_json: &str,
+    max_memory: Option<u64>,
+    max_trace_size: Option<u64>,
+) -> PyResult<String> {
+    guard_input(py, "estimating the scenario's resources", || {
+        let (spec, _) = validated(py, scenario_json)?;
+        let limits = budget::Limits::new(max_memory, max_trace_size);
+        let e = budget::check(&spec, &limits).map_err(|e| scenario_error(py, &e))?;
+        let mut v = serde_json::to_value(&e)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        if let Value::Object(m) = &mut v {
+            m.insert("max_memory".into(), json!(limits.memory));
+            m.insert("max_trace_size".into(), json!(limits.trace));
+        }
+        Ok(v.to_string())
     })
 }
 

@@ -803,7 +803,18 @@ fn poisson(i: usize, w: &WorkloadFile, ctx: &WorkloadContext, start_ps: u64) -> 
                     "expected a positive duration",
                 ));
             }
-            Some(start_ps.saturating_add(d.0))
+            // No flow is generated at or after the stop time: it could never start.
+            let end = start_ps.saturating_add(d.0);
+            match ctx.stop {
+                StopAt::Time(t) if t <= start_ps => {
+                    return Err(ScenarioError::at(
+                        p("start"),
+                        "the workload starts after the scenario's stop time",
+                    ))
+                }
+                StopAt::Time(t) => Some(end.min(t)),
+                StopAt::AllFlowsDone => Some(end),
+            }
         }
         (None, StopAt::Time(t)) => {
             if t <= start_ps {

@@ -62,6 +62,9 @@ pub fn expand(
         if t >= end || made >= limit {
             break;
         }
+        if made % 4096 == 4095 && crate::budget::cancelled() {
+            break;
+        }
         let si = s as usize;
         let src = spec.senders[si];
         let dst = match &spec.peers {
