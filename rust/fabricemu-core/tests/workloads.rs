@@ -18,7 +18,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt32Type, UInt64Type};
+use arrow_array::types::{Int64Type, UInt32Type};
 use arrow_array::{Array, RecordBatch};
 use fabricemu_core::scenario::{parse_toml, to_json, Scenario};
 use fabricemu_core::trace::collectives::CollectiveRow;
@@ -908,11 +908,11 @@ fn a_mix_labels_every_flow_and_writes_the_tables() {
     let fin = coll[0]
         .column_by_name("finish_ps")
         .unwrap()
-        .as_primitive::<UInt64Type>();
+        .as_primitive::<Int64Type>();
     let start = coll[0]
         .column_by_name("start_ps")
         .unwrap()
-        .as_primitive::<UInt64Type>();
+        .as_primitive::<Int64Type>();
     assert_eq!(start.value(1), fin.value(0) + 20_000_000);
 
     let run: serde_json::Value =
