@@ -206,6 +206,40 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
     return name, data
 
 
+DURATIONS = ["0ns", "1ns", "500ns", "2us", "10us", "1ms"]
+RATES = ["1Gbps", "10Gbps", "40Gbps", "400Gbps", "100Tbps"]
+SIZES = ["1B", "1500B", "4KiB", "64KiB", "1MB", "32MiB"]
+
+
+@st.composite
+def nudged(draw: Any) -> Tuple[str, Dict[str, Any]]:
+    """A shipped scenario with at most one value changed within its kind (a number scaled, a
+    duration, rate or size replaced by another, a flag flipped, a key removed): mostly valid
+    scenarios, to be run."""
+    name, written, normalised = draw(st.sampled_from(BASES))
+    data = copy.deepcopy(normalised if draw(st.booleans()) else written)
+    if draw(st.integers(min_value=0, max_value=4)) == 0:
+        return name, data
+    path = draw(st.sampled_from(list(_paths(data))))
+    parent = _get(data, path[:-1])
+    key = path[-1]
+    old = parent[key]
+    if isinstance(old, bool):
+        parent[key] = not old
+    elif isinstance(old, (int, float)):
+        parent[key] = type(old)(old * draw(st.sampled_from([0, 2, 3, 10, 0.5])))
+    elif isinstance(old, str) and old[:1].isdigit():
+        if old.endswith("bps"):
+            parent[key] = draw(st.sampled_from(RATES))
+        elif old.endswith("s"):
+            parent[key] = draw(st.sampled_from(DURATIONS))
+        elif old.endswith("B"):
+            parent[key] = draw(st.sampled_from(SIZES))
+    elif isinstance(parent, dict) and draw(st.booleans()):
+        del parent[key]
+    return name, data
+
+
 def _alarm(seconds: float) -> Any:
     def on_alarm(signum: int, frame: Any) -> None:
         raise Hang(f"no result after {seconds} s")
@@ -301,9 +335,19 @@ def test_mutated_scenarios_validate_or_raise_scenario_error(case: Tuple[str, Dic
         raise
 
 
-@settings(FUZZ, max_examples=250)
+@settings(FUZZ, max_examples=150)
 @given(mutated())
-def test_mutated_scenarios_run_with_valid_outputs(
+def test_mutated_scenarios_run_or_raise_scenario_error(
+    tmp_path_factory: Any, case: Tuple[str, Dict[str, Any]]
+) -> None:
+    _name, data = case
+    tmp = tmp_path_factory.mktemp("fuzz")
+    _exercise(data, tmp, run=True)
+
+
+@settings(FUZZ, max_examples=250)
+@given(nudged())
+def test_nudged_scenarios_run_with_valid_outputs(
     tmp_path_factory: Any, case: Tuple[str, Dict[str, Any]]
 ) -> None:
     _name, data = case
@@ -367,7 +411,7 @@ def test_crasher_corpus(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert expect == "ok", f"{path.name} ran but an error was expected"
     _check_outputs(tmp_path / "out", result.run_info)
     if "max-flow-start-ps" in header:
-        starts = result.tables()["flows"].column("start_ps").to_pylist()
+        starts = result.table("flows").column("start_ps").to_pylist()
         assert starts and max(v for v in starts if v is not None) < int(header["max-flow-start-ps"])
 
 
