@@ -504,3 +504,12 @@ def test_ctrl_c_stops_the_build(tmp_path: Path) -> None:
     finally:
         timer.cancel()
     assert not (tmp_path / "out" / "run.json").exists()
+
+
+def test_sweep_points_over_the_memory_limit_fail_with_the_estimate(tmp_path: Path) -> None:
+    base = ROOT / "scenarios" / "quickstart.toml"
+    table = fabricemu.sweep(base, {"seed": [1, 2]}, jobs=1, max_memory="1MiB", out=tmp_path)
+    errors = table.column("error").to_pylist()
+    assert all(e and e.startswith("ScenarioError") and "of memory" in e for e in errors), errors
+    table = fabricemu.sweep(base, {"seed": [1]}, jobs=1, max_memory="64GiB", max_trace_size="1GiB")
+    assert table.column("error").to_pylist() == [None]

@@ -312,7 +312,11 @@ def sweep(
             executor=executor,
             resume=resume,
             progress=progress,
-            point=functools.partial(run_point, max_memory=max_memory, max_trace_size=max_trace_size),
+            point=(
+                None
+                if max_memory is None and max_trace_size is None
+                else functools.partial(run_point, max_memory=max_memory, max_trace_size=max_trace_size)
+            ),
             on_interrupt=lambda rows: (
                 _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
             ),
@@ -346,7 +350,7 @@ def _run_points(
     executor: Optional[cf.Executor],
     resume: bool,
     progress: Optional[Callable[[PointDone], Any]],
-    point: Callable[..., Dict[str, Any]] = run_point,
+    point: Optional[Callable[..., Dict[str, Any]]] = None,
     on_interrupt: Callable[[List[Optional[Dict[str, Any]]]], Any],
 ) -> List[Optional[Dict[str, Any]]]:
     total = len(points)
@@ -418,7 +422,7 @@ def _run_points(
                 i = waiting.pop()
                 path = out_dir / RUNS_DIR / names[i]
                 try:
-                    future = pool.submit(point, _given(scenarios[i]), os.fspath(path))
+                    future = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path))
                 except (RuntimeError, cf.BrokenExecutor) as e:
                     if own and isinstance(e, cf.BrokenExecutor):
                         lost.append(i)
@@ -460,7 +464,7 @@ def _run_points(
             pool = _local_pool(1)
             path = out_dir / RUNS_DIR / names[i]
             try:
-                result = pool.submit(point, _given(scenarios[i]), os.fspath(path)).result()
+                result = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path)).result()
             except cf.BrokenExecutor:
                 result = {"error": "the worker process died while running this point"}
             finish(i, row_of(i, result), status_of(result))
