@@ -205,8 +205,14 @@ fn poisson_pairs_count_stop_time_and_user_csv() {
     // Two senders at 30 % of 100 Gbps, mean 5000 B: 750k flows/s each, ~3000 flows in 2 ms.
     let n = first.len() as f64;
     assert!((n / 3000.0 - 1.0).abs() < 0.1, "{n}");
+    // Three senders at 30 % of 100 Gbps, mean 1.7 MB: about 13 arrivals before the stop time
+    // (2 ms). No flow is generated at or after stop (issue 11 item 6), so the count of 50 is not
+    // reached although the duration (1 s) is longer.
     let second: Vec<_> = plan.flows.iter().filter(|f| f.workload == 1).collect();
-    assert_eq!(second.len(), 50);
+    assert!(!second.is_empty() && second.len() < 50, "{}", second.len());
+    assert!(second
+        .iter()
+        .all(|f| matches!(f.start, Start::At(t) if t < 2_000_000_000)));
     assert!(second
         .iter()
         .all(|f| [1, 2, 4].contains(&f.src) && [1, 2, 4].contains(&f.dst) && f.src != f.dst));
