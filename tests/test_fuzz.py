@@ -31,13 +31,11 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings  # in the test extras: never skipped
+from hypothesis import strategies as st
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-import fabricemu  # noqa: E402
-from fabricemu import Scenario, ScenarioError, SimulationError  # noqa: E402
+import fabricemu
+from fabricemu import Scenario, ScenarioError, SimulationError
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "rust" / "fabricemu-core"
