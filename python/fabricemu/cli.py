@@ -257,6 +257,30 @@ def main() -> None:
     treat_sigterm_as_interrupt()  # SIGTERM stops a run like Ctrl-C (exit code 143)
 
 
+def _size_option(text: Optional[str], option: str) -> Optional[int]:
+    """A --max-memory / --max-trace-size value (``64GiB`` or bytes) as bytes; a bad one exits 2."""
+    if text is None:
+        return None
+    from . import _core
+
+    try:
+        n = int(_core.parse_size(text))
+    except ValueError as e:
+        _die(f"{option}: {e}", EXIT_USAGE)
+    if n <= 0:
+        _die(f"{option}: expected a positive size, found {text!r}", EXIT_USAGE)
+    return n
+
+
+MAX_MEMORY_HELP = (
+    "Refuse a scenario whose run is estimated to need more memory than this, e.g. 64GiB "
+    "(default: 80% of the memory available)."
+)
+MAX_TRACE_HELP = (
+    "Refuse a scenario whose trace files are estimated to exceed this, e.g. 100GiB (default: 20GiB)."
+)
+
+
 @main.command(
     epilog="""\b
 Examples:
@@ -277,7 +301,17 @@ Examples:
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def run(scenario: str, out: Optional[str], sets: Tuple[str, ...], overwrite: bool, quiet: bool) -> None:
+@click.option("--max-memory", default=None, metavar="SIZE", help=MAX_MEMORY_HELP)
+@click.option("--max-trace-size", default=None, metavar="SIZE", help=MAX_TRACE_HELP)
+def run(
+    scenario: str,
+    out: Optional[str],
+    sets: Tuple[str, ...],
+    overwrite: bool,
+    quiet: bool,
+    max_memory: Optional[str],
+    max_trace_size: Optional[str],
+) -> None:
     """Run SCENARIO (a TOML file) and print a summary.
 
     Writes OUT/flows.arrow and OUT/run.json. A bad scenario prints one line naming the key, line and
@@ -292,7 +326,14 @@ def run(scenario: str, out: Optional[str], sets: Tuple[str, ...], overwrite: boo
     out_dir = Path(out) if out else _default_out(scenario, explicit)
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     try:
-        result = run_scenario(s, out=out_dir, progress=progress, overwrite=overwrite)
+        result = run_scenario(
+            s,
+            out=out_dir,
+            progress=progress,
+            overwrite=overwrite,
+            max_memory=_size_option(max_memory, "--max-memory"),
+            max_trace_size=_size_option(max_trace_size, "--max-trace-size"),
+        )
     except KeyboardInterrupt as e:
         progress.close()
         if _interrupted_outputs(out_dir):
@@ -340,11 +381,22 @@ Examples:
 )
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
-def validate(scenario: str, sets: Tuple[str, ...]) -> None:
+@click.option("--max-memory", default=None, metavar="SIZE", help=MAX_MEMORY_HELP)
+@click.option("--max-trace-size", default=None, metavar="SIZE", help=MAX_TRACE_HELP)
+def validate(
+    scenario: str, sets: Tuple[str, ...], max_memory: Optional[str], max_trace_size: Optional[str]
+) -> None:
     """Check SCENARIO without running it: prints "ok: <fabric and workloads>" or the error
-    (one line naming the key, line and column; exit code 2)."""
+    (one line naming the key, line and column; exit code 2). A scenario whose run would need more
+    memory or trace space than the limits is an error too, stating the estimate."""
     s, _ = _load(scenario, sets)
-    click.echo(f"ok: {s.summary_line()}")
+    memory = _size_option(max_memory, "--max-memory")
+    try:
+        s.estimate(memory, _size_option(max_trace_size, "--max-trace-size"))
+        line = s.summary_line(memory)
+    except ScenarioError as e:
+        _die(str(e), EXIT_USAGE)
+    click.echo(f"ok: {line}")
 
 
 # -- sweep ------------------------------------------------------------------------------------------
@@ -506,6 +558,8 @@ Examples:
 @click.option("--rerun", is_flag=True, help="Run every point again, even those OUT already holds.")
 @click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and the final line.")
+@click.option("--max-memory", default=None, metavar="SIZE", help=MAX_MEMORY_HELP + " Per run.")
+@click.option("--max-trace-size", default=None, metavar="SIZE", help=MAX_TRACE_HELP + " Per run.")
 def sweep_command(
     scenario: str,
     grids: Tuple[str, ...],
@@ -517,6 +571,8 @@ def sweep_command(
     rerun: bool,
     overwrite: bool,
     quiet: bool,
+    max_memory: Optional[str],
+    max_trace_size: Optional[str],
 ) -> None:
     """Run SCENARIO at every combination of the --grid values and --seeds, each run in its own
     process, and write OUT/sweep.arrow: one row per run with the parameters (columns named by key
@@ -564,6 +620,8 @@ def sweep_command(
             resume=not rerun,
             progress=progress,
             overwrite=overwrite,
+            max_memory=_size_option(max_memory, "--max-memory"),
+            max_trace_size=_size_option(max_trace_size, "--max-trace-size"),
         )
     except KeyboardInterrupt as e:
         progress.close()

@@ -55,6 +55,8 @@ def run(
     *,
     slice_events: int = 2_000_000,
     overwrite: bool = False,
+    max_memory: Optional[Union[int, str]] = None,
+    max_trace_size: Optional[Union[int, str]] = None,
 ) -> Result:
     """Run a scenario (a :class:`Scenario`, a TOML file path or a dictionary) to its stop condition.
 
@@ -70,16 +72,25 @@ def run(
     outputs are in ``out`` (``run.json`` has ``interrupted: true``). A run that fails leaves ``out``
     as it was.
 
+    Before anything is allocated, the run's memory and trace volume are estimated: a scenario whose
+    estimate exceeds ``max_memory`` (bytes, or a size such as ``"64GiB"``; default: 80 % of the
+    memory available) or ``max_trace_size`` (default ``"20GiB"``) raises :class:`ScenarioError`
+    stating the estimate and the limit.
+
     >>> import fabricemu
     >>> result = fabricemu.run("scenarios/quickstart.toml")  # doctest: +SKIP
     >>> result.summary()["slowdown_p99"]  # doctest: +SKIP
     """
     s = as_scenario(scenario)
+    limits = (
+        byte_limit(max_memory, "max_memory"),
+        byte_limit(max_trace_size, "max_trace_size"),
+    )
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
         with sigterm_as_interrupt():
             try:
-                info = _core.run(s.to_json(), tmp.name, progress, slice_events)
+                info = _core.run(s.to_json(), tmp.name, progress, slice_events, *limits)
             except KeyboardInterrupt as e:
                 _note(e, "a temporary folder (pass out= to keep it)")
                 raise
@@ -87,7 +98,7 @@ def run(
     folder = OutputFolder(out, overwrite=overwrite)
     with sigterm_as_interrupt(), folder as staging:
         try:
-            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events)
+            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events, *limits)
         except BaseException as e:
             # Ctrl-C, SIGTERM or an exception from ``progress``: the core wrote the partial outputs
             # (run.json has interrupted: true); they go into place like a complete run.
@@ -102,6 +113,18 @@ def run(
 def _note(e: BaseException, where: str) -> None:
     if hasattr(e, "add_note"):
         e.add_note(f"fabricemu: partial outputs were written to {where}")
+
+
+def byte_limit(value: Optional[Union[int, str]], name: str) -> Optional[int]:
+    """A resource limit given as bytes or a size string (``"64GiB"``); None keeps the default."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f'{name} must be a number of bytes or a size such as "64GiB", not {value!r}')
+    n = _core.parse_size(value) if isinstance(value, str) else value
+    if n <= 0:
+        raise ValueError(f"{name} must be positive, not {value!r}")
+    return int(n)
 
 
 def open_result(path: PathLike) -> Result:

@@ -131,22 +131,35 @@ class Scenario:
         """The normalised scenario as JSON text (what run.json records)."""
         return self._json
 
-    def describe(self) -> Dict[str, Any]:
-        """Size of the fabric (hosts, switches, links) and of each workload (flows, bytes)."""
-        return dict(json.loads(_core.describe(self._json)))
+    def describe(self, max_memory: Optional[int] = None) -> Dict[str, Any]:
+        """Size of the fabric (hosts, switches, links) and of each workload (flows, bytes).
 
-    def fabric_summary(self) -> Dict[str, Any]:
+        A scenario whose run would need more memory than ``max_memory`` bytes (default: 80 % of
+        the memory available) raises :class:`ScenarioError` with the estimate, before any flow is
+        made."""
+        return dict(json.loads(_core.describe(self._json, max_memory)))
+
+    def estimate(
+        self, max_memory: Optional[int] = None, max_trace_size: Optional[int] = None
+    ) -> Dict[str, Any]:
+        """What a run is estimated to need, without allocating it: ``flows``, ``packets_in_flight``,
+        ``memory`` (and ``flow_memory``, ``fabric_memory``, ``packet_memory``), ``trace_bytes`` (and
+        per table), in bytes, with the limits checked (``max_memory``, ``max_trace_size``). Over a
+        limit raises :class:`ScenarioError` stating the estimate and the limit."""
+        return dict(json.loads(_core.estimate(self._json, max_memory, max_trace_size)))
+
+    def fabric_summary(self, max_memory: Optional[int] = None) -> Dict[str, Any]:
         """The fabric this scenario builds, measured: ``hosts``, ``switches``, ``links``, per-role
         switch figures (``roles``: ports, down/up capacity, oversubscription), per-tier link figures
         (``tiers``), ``bisection_bps`` (maximum flow between the two halves of the hosts, split by
         id), ``bisection_demand_bps``, ``bisection_ratio`` (1 = full bisection),
         ``oversubscription`` and ``diameter_links`` (longest shortest host-to-host path).
         ``fabricemu topo`` prints it."""
-        return dict(json.loads(_core.topology_summary(self._json)))
+        return dict(json.loads(_core.topology_summary(self._json, max_memory)))
 
-    def summary_line(self) -> str:
+    def summary_line(self, max_memory: Optional[int] = None) -> str:
         """One line describing the fabric and the workloads."""
-        return _summary_line(self.describe())
+        return _summary_line(self.describe(max_memory))
 
     @property
     def name(self) -> str:

@@ -22,6 +22,7 @@ sweeps must do so under ``if __name__ == "__main__":``, as for any ``multiproces
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import hashlib
 import itertools
 import json
@@ -226,7 +227,12 @@ def _unique_names(points: Sequence[Mapping[str, Any]]) -> List[str]:
 # -- the worker -------------------------------------------------------------------------------------
 
 
-def run_point(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
+def run_point(
+    scenario: Dict[str, Any],
+    out: str,
+    max_memory: Optional[Union[int, str]] = None,
+    max_trace_size: Optional[Union[int, str]] = None,
+) -> Dict[str, Any]:
     """Run one point (what each worker process executes; plain data in and out, so any executor,
     including a Dask cluster, can run it).
 
@@ -236,7 +242,13 @@ def run_point(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
     ``{"metrics": None, "error": "<ExceptionClass>: <message>"}``.
     """
     try:
-        result = run(Scenario.from_dict(scenario), out=out, overwrite=True)
+        result = run(
+            Scenario.from_dict(scenario),
+            out=out,
+            overwrite=True,
+            max_memory=max_memory,
+            max_trace_size=max_trace_size,
+        )
         if result.interrupted:
             return {"metrics": None, "error": "interrupted"}
         return {"metrics": result.metrics(), "error": None}
@@ -272,6 +284,8 @@ def sweep(
     resume: bool = True,
     progress: Optional[Callable[[PointDone], Any]] = None,
     overwrite: bool = False,
+    max_memory: Optional[Union[int, str]] = None,
+    max_trace_size: Optional[Union[int, str]] = None,
 ) -> pa.Table:
     """Run ``base`` (a :class:`Scenario`, a TOML path or a dictionary) at every point of ``grid``
     (see :func:`expand`) and every seed of ``seeds``; one row per run.
@@ -296,6 +310,8 @@ def sweep(
       sweep.arrow or runs/); otherwise such a folder is refused. ``out`` is locked while the sweep
       runs (a second sweep on it raises :class:`fabricemu.OutputFolderBusy`), and each point's run
       is written as :func:`fabricemu.run` writes one (moved into ``runs/<point>`` whole when done).
+    - ``max_memory``, ``max_trace_size``: each run's resource limits, as in :func:`fabricemu.run`
+      (a point over a limit fails with its ScenarioError).
 
     Ctrl-C, SIGTERM (as :class:`fabricemu.Terminated`) or an exception raised by ``progress``
     cancels the points not started and stops the running ones, writes the table of the points done
@@ -337,6 +353,11 @@ def sweep(
                 executor=executor,
                 resume=resume,
                 progress=progress,
+                point=(
+                    None
+                    if max_memory is None and max_trace_size is None
+                    else functools.partial(run_point, max_memory=max_memory, max_trace_size=max_trace_size)
+                ),
                 on_interrupt=lambda rows: (
                     _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
                 ),
@@ -372,6 +393,7 @@ def _run_points(
     executor: Optional[cf.Executor],
     resume: bool,
     progress: Optional[Callable[[PointDone], Any]],
+    point: Optional[Callable[..., Dict[str, Any]]] = None,
     on_interrupt: Callable[[List[Optional[Dict[str, Any]]]], Any],
 ) -> List[Optional[Dict[str, Any]]]:
     total = len(points)
@@ -443,7 +465,7 @@ def _run_points(
                 i = waiting.pop()
                 path = out_dir / RUNS_DIR / names[i]
                 try:
-                    future = pool.submit(run_point, _given(scenarios[i]), os.fspath(path))
+                    future = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path))
                 except (RuntimeError, cf.BrokenExecutor) as e:
                     if own and isinstance(e, cf.BrokenExecutor):
                         lost.append(i)
@@ -485,7 +507,7 @@ def _run_points(
             pool = _local_pool(1)
             path = out_dir / RUNS_DIR / names[i]
             try:
-                result = pool.submit(run_point, _given(scenarios[i]), os.fspath(path)).result()
+                result = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path)).result()
             except cf.BrokenExecutor:
                 result = {"error": "the worker process died while running this point"}
             finish(i, row_of(i, result), status_of(result))

@@ -3,6 +3,7 @@
 //! Exact integer-picosecond discrete-event engine (see DESIGN.md at the project root). This crate has
 //! no Python dependency; `fabricemu-py` binds it.
 
+pub mod budget;
 pub mod cc;
 pub mod config;
 pub mod engine;

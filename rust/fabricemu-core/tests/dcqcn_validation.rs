@@ -4,18 +4,21 @@
 //! (parameters, fair-share convergence, PFC victim flows); Zhu, Ghobadi, Misra, Padhye, "ECN or
 //! Delay", CoNEXT 2016 (fluid-model fixed point, shared/reference/dcqcn_fluid_fixed_point.csv).
 
-use arrow_array::{Array, UInt32Array, UInt64Array, UInt8Array};
+use arrow_array::{Array, Int64Array, UInt32Array, UInt8Array};
 use fabricemu_core::Simulation;
 
 mod common;
 use common::build;
 
+/// An int64 column (times, bytes, rates) as u64 values.
 fn u64s(a: &dyn Array) -> Vec<u64> {
     a.as_any()
-        .downcast_ref::<UInt64Array>()
+        .downcast_ref::<Int64Array>()
         .unwrap()
         .values()
-        .to_vec()
+        .iter()
+        .map(|&v| v as u64)
+        .collect()
 }
 
 /// N senders and one receiver on one 40G switch: the receiver's link is the bottleneck.

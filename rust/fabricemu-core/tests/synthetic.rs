@@ -436,13 +436,13 @@ fn run_json_and_flows_carry_the_measurement() {
     let (mut measured, mut outside) = (0u64, 0u64);
     for batch in reader {
         use arrow_array::cast::AsArray;
-        use arrow_array::types::UInt64Type;
+        use arrow_array::types::Int64Type;
         let batch = batch.unwrap();
         let m = batch.column_by_name("measured").unwrap().as_boolean();
         let start = batch
             .column_by_name("start_ps")
             .unwrap()
-            .as_primitive::<UInt64Type>();
+            .as_primitive::<Int64Type>();
         for i in 0..batch.num_rows() {
             let inside = start.value(i) >= 10_000_000;
             assert_eq!(m.value(i), inside);

@@ -4,7 +4,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, UInt32Type, UInt64Type};
+use arrow_array::types::{Float64Type, Int64Type, UInt32Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_ipc::reader::FileReader;
 use arrow_schema::DataType;
@@ -42,6 +42,7 @@ fn row(flow_id: u64, finish_ps: Option<u64>, workload: u32) -> FlowRow {
         dst: (flow_id as u32 + 5) % 16,
         size_bytes: 1_000_000 + flow_id,
         start_ps: 1_000 * flow_id,
+        started: true,
         finish_ps,
         ideal_fct_ps: 80_000_000,
         workload,
@@ -100,15 +101,16 @@ fn every_column_nulls_and_metadata() {
     assert_eq!(
         types,
         vec![
-            UInt64, UInt32, UInt32, UInt64, UInt64, UInt64, UInt64, UInt64, Float64, Utf8, UInt32,
-            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32, UInt32, UInt32,
-            Utf8, Boolean
+            Int64, UInt32, UInt32, Int64, Int64, Int64, Int64, Int64, Float64, Utf8, UInt32, Int64,
+            Int64, Int64, Int64, Int64, Int64, Int64, Int64, UInt32, UInt32, UInt32, Utf8, Boolean,
+            Boolean
         ]
     );
     for f in schema.fields() {
         let nullable = matches!(
             f.name().as_str(),
-            "finish_ps"
+            "start_ps"
+                | "finish_ps"
                 | "fct_ps"
                 | "slowdown"
                 | "collective"
@@ -128,11 +130,13 @@ fn every_column_nulls_and_metadata() {
     assert_eq!(batches.len(), 1);
     let b = &batches[0];
     assert_eq!(b.num_rows(), 4);
+    // Times, sizes and counts are int64 (issue 11 item 10).
     let u64s = |name: &str| -> Vec<Option<u64>> {
         b.column_by_name(name)
             .unwrap()
-            .as_primitive::<UInt64Type>()
+            .as_primitive::<Int64Type>()
             .iter()
+            .map(|v| v.map(|v| v as u64))
             .collect()
     };
     let u32s = |name: &str| -> Vec<u32> {
@@ -256,13 +260,13 @@ fn large_tables_are_written_in_bounded_batches() {
         let ids = b
             .column_by_name("flow_id")
             .unwrap()
-            .as_primitive::<UInt64Type>();
+            .as_primitive::<Int64Type>();
         let finish = b
             .column_by_name("finish_ps")
             .unwrap()
-            .as_primitive::<UInt64Type>();
+            .as_primitive::<Int64Type>();
         for j in 0..b.num_rows() {
-            assert_eq!(ids.value(j), next);
+            assert_eq!(ids.value(j) as u64, next);
             assert_eq!(finish.is_null(j), next.is_multiple_of(7));
             next += 1;
         }

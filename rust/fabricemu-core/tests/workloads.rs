@@ -18,7 +18,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt32Type, UInt64Type};
+use arrow_array::types::{Int64Type, UInt32Type};
 use arrow_array::{Array, RecordBatch};
 use fabricemu_core::scenario::{load_toml, parse_toml};
 use fabricemu_core::trace::collectives::CollectiveRow;
@@ -185,8 +185,14 @@ fn poisson_pairs_count_stop_time_and_user_csv() {
     // Two senders at 30 % of 100 Gbps, mean 5000 B: 750k flows/s each, ~3000 flows in 2 ms.
     let n = first.len() as f64;
     assert!((n / 3000.0 - 1.0).abs() < 0.1, "{n}");
+    // Three senders at 30 % of 100 Gbps, mean 1.7 MB: about 13 arrivals before the stop time
+    // (2 ms). No flow is generated at or after stop (issue 11 item 6), so the count of 50 is not
+    // reached although the duration (1 s) is longer.
     let second: Vec<_> = plan.flows.iter().filter(|f| f.workload == 1).collect();
-    assert_eq!(second.len(), 50);
+    assert!(!second.is_empty() && second.len() < 50, "{}", second.len());
+    assert!(second
+        .iter()
+        .all(|f| matches!(f.start, Start::At(t) if t < 2_000_000_000)));
     assert!(second
         .iter()
         .all(|f| [1, 2, 4].contains(&f.src) && [1, 2, 4].contains(&f.dst) && f.src != f.dst));
@@ -879,11 +885,11 @@ fn a_mix_labels_every_flow_and_writes_the_tables() {
     let fin = coll[0]
         .column_by_name("finish_ps")
         .unwrap()
-        .as_primitive::<UInt64Type>();
+        .as_primitive::<Int64Type>();
     let start = coll[0]
         .column_by_name("start_ps")
         .unwrap()
-        .as_primitive::<UInt64Type>();
+        .as_primitive::<Int64Type>();
     assert_eq!(start.value(1), fin.value(0) + 20_000_000);
 
     let run: serde_json::Value =

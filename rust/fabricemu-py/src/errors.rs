@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 use fabricemu_core::ScenarioError as CoreScenarioError;
@@ -39,13 +40,43 @@ pub fn io_error(e: &io::Error, path: &Path) -> PyErr {
     }
 }
 
-/// A Rust panic, caught before it reaches Python.
-pub fn panic_error(what: &str, payload: Box<dyn Any + Send>) -> PyErr {
-    let detail = payload
+/// The panic barrier of every entry point: run `f`, and turn a Rust panic inside it into
+/// `fabricemu.SimulationError` (an internal error, never a `PanicException`, which is a
+/// `BaseException` that `except Exception` misses). `what` says what was being done.
+pub fn guard<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(what, p)))
+}
+
+/// [`guard`] for entry points that read the user's input (a scenario, a unit string, a flow
+/// file): a panic there is raised as `fabricemu.ScenarioError`, since it was the input that the
+/// engine could not take.
+pub fn guard_input<T>(py: Python<'_>, what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let e = CoreScenarioError {
+            source_name: String::new(),
+            path: String::new(),
+            line: None,
+            column: None,
+            message: format!(
+                "internal error while {what}: {} (please report it with the scenario)",
+                panic_text(&p)
+            ),
+        };
+        Err(scenario_error(py, &e))
+    })
+}
+
+fn panic_text(payload: &Box<dyn Any + Send>) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string());
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// A Rust panic, caught before it reaches Python.
+pub fn panic_error(what: &str, payload: Box<dyn Any + Send>) -> PyErr {
+    let detail = panic_text(&payload);
     SimulationError::new_err(format!(
         "internal error in the engine while {what}: {detail} (please report it with the scenario)"
     ))

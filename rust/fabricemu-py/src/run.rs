@@ -2,15 +2,29 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
-use fabricemu_core::{output, Simulation, StepOutcome};
+use fabricemu_core::budget::{self, Limits};
+use fabricemu_core::{
+    output, Scenario, ScenarioError as CoreScenarioError, Simulation, StepOutcome,
+};
 use pyo3::prelude::*;
 
-use crate::errors::{io_error, panic_error, scenario_error};
+use crate::errors::{guard, io_error, panic_error, scenario_error};
 use crate::scenario::validated;
 
+/// How often the caller wakes up to check for Ctrl-C while the fabric is built.
+const BUILD_POLL: Duration = Duration::from_millis(50);
+
 /// Run a scenario (JSON text) and write `flows.arrow` and `run.json` into `out_dir`.
+///
+/// Before anything is allocated, the run's memory and trace volume are estimated and checked
+/// against `max_memory` (bytes; default: 80 % of the available memory) and `max_trace_size`
+/// (bytes; default 20 GiB): a scenario over either is a ScenarioError stating the estimate and
+/// the limit. The fabric is built and the flows generated in a worker thread while this one waits
+/// without the GIL and checks for signals: Ctrl-C then stops the build at once.
 ///
 /// The engine runs `slice_events` events at a time without the GIL. Between slices it checks for
 /// signals and calls `progress(simulated_ps, stop_ps, events, flows_finished, flows_total)` (`stop_ps`
@@ -18,23 +32,43 @@ use crate::scenario::validated;
 /// `KeyboardInterrupt`), the partial outputs are written with `interrupted: true` and the exception
 /// propagates. Returns run.json as JSON text.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, out_dir, progress = None, slice_events = 2_000_000))]
+#[pyo3(signature = (scenario_json, out_dir, progress = None, slice_events = 2_000_000, max_memory = None, max_trace_size = None))]
 pub fn run(
     py: Python<'_>,
     scenario_json: &str,
     out_dir: PathBuf,
     progress: Option<Bound<'_, PyAny>>,
     slice_events: u64,
+    max_memory: Option<u64>,
+    max_trace_size: Option<u64>,
+) -> PyResult<String> {
+    guard("running the scenario", || {
+        run_guarded(
+            py,
+            scenario_json,
+            out_dir,
+            progress,
+            slice_events,
+            Limits::new(max_memory, max_trace_size),
+        )
+    })
+}
+
+fn run_guarded(
+    py: Python<'_>,
+    scenario_json: &str,
+    out_dir: PathBuf,
+    progress: Option<Bound<'_, PyAny>>,
+    slice_events: u64,
+    limits: Limits,
 ) -> PyResult<String> {
     let (spec, normalised) = validated(py, scenario_json)?;
+    budget::check(&spec, &limits).map_err(|e| scenario_error(py, &e))?;
     std::fs::create_dir_all(&out_dir).map_err(|e| io_error(&e, &out_dir))?;
     let slice_events = slice_events.max(1);
 
     let started = Instant::now();
-    let mut sim = py
-        .detach(|| catch_unwind(|| Simulation::build(&spec)))
-        .map_err(|p| panic_error("building the fabric", p))?
-        .map_err(|e| scenario_error(py, &e))?;
+    let mut sim = build(py, &spec)?;
     let stop_ps = sim.stop_time();
     sim.open_traces(&out_dir, &output::metadata(&normalised, spec.seed))
         .map_err(|e| io_error(&e, &out_dir))?;
@@ -71,6 +105,47 @@ pub fn run(
     let wall = started.elapsed().as_secs_f64();
     let info = write(py, &out_dir, &mut sim, &normalised, spec.seed, false, wall)?;
     Ok(info.to_string())
+}
+
+/// Build the fabric and generate the flows in a worker thread; this thread waits without the
+/// GIL in short slices and checks for signals in between. On Ctrl-C (or any exception a signal
+/// handler raises) the worker is told to stop generating flows and the exception propagates at
+/// once; the worker's partial result is dropped when it ends.
+fn build(py: Python<'_>, spec: &Scenario) -> PyResult<Simulation> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let worker_spec = spec.clone();
+    let worker_cancel = Arc::clone(&cancel);
+    std::thread::Builder::new()
+        .name("fabricemu-build".into())
+        .spawn(move || {
+            budget::set_cancel_flag(Some(worker_cancel));
+            let built = catch_unwind(AssertUnwindSafe(|| Simulation::build(&worker_spec)));
+            // The receiver is gone if the caller was interrupted: nothing to report then.
+            let _ = tx.send(built);
+        })
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("cannot start a thread: {e}")))?;
+    let mut rx = Some(rx);
+    loop {
+        let waiting = rx.take().expect("kept between waits");
+        let (got, back) = py.detach(move || (waiting.recv_timeout(BUILD_POLL), waiting));
+        rx = Some(back);
+        match got {
+            Ok(Ok(Ok(sim))) => return Ok(sim),
+            Ok(Ok(Err(e))) => return Err(scenario_error(py, &e)),
+            Ok(Err(p)) => return Err(panic_error("building the fabric", p)),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(interrupt) = py.check_signals() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return Err(interrupt);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let e = CoreScenarioError::at("", "the build thread ended without a result");
+                return Err(panic_error("building the fabric", Box::new(e.to_string())));
+            }
+        }
+    }
 }
 
 fn write(

@@ -1,5 +1,6 @@
 //! Scenario parsing, validation and conversion: JSON text in, JSON or TOML text out.
 
+use fabricemu_core::budget;
 use fabricemu_core::scenario::{self, Scenario, StopAt, WorkloadSpec};
 use fabricemu_core::topology::{summary, Fabric};
 use fabricemu_core::units::{format_bytes, format_time};
@@ -8,7 +9,7 @@ use fabricemu_core::ScenarioError as CoreScenarioError;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
 
-use crate::errors::scenario_error;
+use crate::errors::{guard_input, scenario_error};
 
 /// Validate scenario JSON; the validated spec and the normalised JSON (every default written out).
 pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, String)> {
@@ -24,32 +25,48 @@ pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, Str
 #[pyfunction]
 #[pyo3(signature = (text, source = ""))]
 pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> {
-    let (file, _) = py
-        .detach(|| scenario::load_toml(text, source))
-        .map_err(|e| scenario_error(py, &e))?;
-    Ok(scenario::to_json(&file))
+    guard_input(py, "validating the scenario", || {
+        let (file, spec) =
+            scenario::parse_toml(text, source).map_err(|e| scenario_error(py, &e))?;
+        if affordable(&spec) {
+            // Build too (fault links, replay and CDF files), with errors located in the text.
+            py.detach(|| scenario::load_toml(text, source))
+                .map_err(|e| scenario_error(py, &e))?;
+        }
+        Ok(scenario::to_json(&file))
+    })
 }
 
 /// Validate and build a scenario given as JSON text (a Python dictionary), so that a bad replay
 /// or CDF file or fault link fails here; returns the normalised JSON.
 #[pyfunction]
 pub fn parse_json(py: Python<'_>, text: &str) -> PyResult<String> {
-    let (file, _) = py
-        .detach(|| scenario::load_json(text))
-        .map_err(|e| scenario_error(py, &e))?;
-    Ok(scenario::to_json(&file))
+    guard_input(py, "validating the scenario", || {
+        let (spec, normalised) = validated(py, text)?;
+        if affordable(&spec) {
+            py.detach(|| scenario::build(&spec))
+                .map_err(|e| scenario_error(py, &e))?;
+        }
+        Ok(normalised)
+    })
 }
 
 /// The scenario (JSON text) as TOML text, after validating it.
 #[pyfunction]
 pub fn to_toml(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
-    let (file, _) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
-    Ok(scenario::to_toml(&file))
+    guard_input(py, "validating the scenario", || {
+        let (file, _) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
+        Ok(scenario::to_toml(&file))
+    })
 }
 
 /// TOML text as JSON text, exactly as written (no schema, no defaults): the user's own dictionary.
 #[pyfunction]
 pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    guard_input(py, "reading the TOML text", || toml_value_json(py, text))
+}
+
+fn toml_value_json(py: Python<'_>, text: &str) -> PyResult<String> {
     let value: Value = toml::from_str(text).map_err(|e| {
         let (line, column) = match e.span() {
             Some(span) => line_col(text, span.start),
@@ -69,13 +86,55 @@ pub fn toml_to_json(py: Python<'_>, text: &str) -> PyResult<String> {
 
 /// A summary of the built scenario as JSON text: the fabric's size, links and the workloads (as
 /// they were planned: the scenario is built, so anything that fails before a run fails here).
+///
+/// Describing a workload plans it: a scenario whose run would need more memory than `max_memory`
+/// (bytes; default 80 % of the available memory) is refused first, with the estimate.
 #[pyfunction]
-pub fn describe(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
-    let (spec, normalised) = validated(py, scenario_json)?;
-    let built = py
-        .detach(|| scenario::build(&spec))
-        .map_err(|e| scenario_error(py, &e))?;
-    Ok(summary(&built.scenario, &built.fabric, &built.plan, &normalised)?.to_string())
+#[pyo3(signature = (scenario_json, max_memory = None))]
+pub fn describe(py: Python<'_>, scenario_json: &str, max_memory: Option<u64>) -> PyResult<String> {
+    guard_input(py, "describing the scenario", || {
+        let (spec, normalised) = validated(py, scenario_json)?;
+        let limits = budget::Limits::new(max_memory, None);
+        let e = budget::estimate(&spec);
+        budget::check_memory(&spec, &e, &limits).map_err(|e| scenario_error(py, &e))?;
+        let built = py
+            .detach(|| scenario::build(&spec))
+            .map_err(|e| scenario_error(py, &e))?;
+        Ok(summary(&built.scenario, &built.fabric, &built.plan, &normalised)?.to_string())
+    })
+}
+
+/// Whether building the scenario fits the default memory limit: constructing a Scenario builds it
+/// (so a bad fault link or replay file fails there) only then; a larger one is refused, with its
+/// estimate, by `describe` and `run` under their own `max_memory`.
+fn affordable(spec: &Scenario) -> bool {
+    let e = budget::estimate(spec);
+    budget::check_memory(spec, &e, &budget::Limits::new(None, None)).is_ok()
+}
+/// The resources a run of the scenario (JSON text) is estimated to need, as JSON text (flows,
+/// packets in flight, memory by part, trace bytes by table), after checking them against
+/// `max_memory` and `max_trace_size` (bytes; defaults as in `run`): over either is a
+/// ScenarioError stating the estimate and the limit. Nothing is allocated.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, max_memory = None, max_trace_size = None))]
+pub fn estimate(
+    py: Python<'_>,
+    scenario_json: &str,
+    max_memory: Option<u64>,
+    max_trace_size: Option<u64>,
+) -> PyResult<String> {
+    guard_input(py, "estimating the scenario's resources", || {
+        let (spec, _) = validated(py, scenario_json)?;
+        let limits = budget::Limits::new(max_memory, max_trace_size);
+        let e = budget::check(&spec, &limits).map_err(|e| scenario_error(py, &e))?;
+        let mut v = serde_json::to_value(&e)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        if let Value::Object(m) = &mut v {
+            m.insert("max_memory".into(), json!(limits.memory));
+            m.insert("max_trace_size".into(), json!(limits.trace));
+        }
+        Ok(v.to_string())
+    })
 }
 
 fn line_col(text: &str, at: usize) -> (Option<usize>, Option<usize>) {

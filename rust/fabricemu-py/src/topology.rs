@@ -2,17 +2,32 @@
 
 use std::panic::catch_unwind;
 
+use fabricemu_core::budget;
 use fabricemu_core::topology::{self, summary};
 use pyo3::prelude::*;
 
-use crate::errors::panic_error;
+use crate::errors::{guard, guard_input, panic_error, scenario_error};
 use crate::scenario::validated;
 
 /// Build the fabric of a scenario (JSON text) and return its statistics as JSON text: hosts,
 /// switches, links, per-role and per-tier figures, bisection bandwidth, oversubscription, diameter.
+///
+/// A fabric that would need more memory than `max_memory` (bytes; default 80 % of the available
+/// memory) is refused before it is built.
 #[pyfunction]
-pub fn topology_summary(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
-    let (spec, _) = validated(py, scenario_json)?;
+#[pyo3(signature = (scenario_json, max_memory = None))]
+pub fn topology_summary(
+    py: Python<'_>,
+    scenario_json: &str,
+    max_memory: Option<u64>,
+) -> PyResult<String> {
+    let spec = guard_input(py, "validating the scenario", || {
+        let (spec, _) = validated(py, scenario_json)?;
+        let e = budget::estimate(&spec);
+        budget::check_fabric_memory(&e, &budget::Limits::new(max_memory, None))
+            .map_err(|e| scenario_error(py, &e))?;
+        Ok(spec)
+    })?;
     let stats = py
         .detach(|| {
             catch_unwind(|| {
@@ -21,6 +36,8 @@ pub fn topology_summary(py: Python<'_>, scenario_json: &str) -> PyResult<String>
             })
         })
         .map_err(|p| panic_error("building the fabric", p))?;
-    serde_json::to_string(&stats)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    guard("describing the fabric", || {
+        serde_json::to_string(&stats)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    })
 }

@@ -159,7 +159,13 @@ impl Simulation {
                 src: f.src,
                 dst: f.dst,
                 size_bytes: f.size_bytes,
-                start_ps: if f.started { f.start } else { 0 },
+                // A flow that never started keeps its scheduled start (NEVER = not scheduled).
+                start_ps: if f.start == crate::transport::NEVER {
+                    crate::trace::flows::NOT_SCHEDULED
+                } else {
+                    f.start
+                },
+                started: f.started,
                 finish_ps: f.finished().then_some(f.finish),
                 ideal_fct_ps: w.ideal_fct(id as u32),
                 workload: f.workload,

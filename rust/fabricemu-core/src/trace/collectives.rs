@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    Float64Builder, ListBuilder, StringBuilder, UInt32Builder, UInt64Builder,
+    Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt32Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_ipc::writer::FileWriter;
@@ -96,7 +96,7 @@ pub const COLUMNS: [&str; 18] = [
 ];
 
 pub fn collectives_schema(metadata: &[(String, String)]) -> Schema {
-    use DataType::{Float64, UInt32, UInt64, Utf8};
+    use DataType::{Float64, Int64, UInt32, Utf8};
     let fields = vec![
         Field::new("collective", UInt32, false),
         Field::new("workload", Utf8, false),
@@ -111,13 +111,13 @@ pub fn collectives_schema(metadata: &[(String, String)]) -> Schema {
             false,
         ),
         Field::new("iteration", UInt32, false),
-        Field::new("size_bytes", UInt64, false),
-        Field::new("flows", UInt64, false),
-        Field::new("flow_bytes", UInt64, false),
-        Field::new("flows_finished", UInt64, false),
-        Field::new("start_ps", UInt64, true),
-        Field::new("finish_ps", UInt64, true),
-        Field::new("duration_ps", UInt64, true),
+        Field::new("size_bytes", Int64, false),
+        Field::new("flows", Int64, false),
+        Field::new("flow_bytes", Int64, false),
+        Field::new("flows_finished", Int64, false),
+        Field::new("start_ps", Int64, true),
+        Field::new("finish_ps", Int64, true),
+        Field::new("duration_ps", Int64, true),
         Field::new("algbw_bps", Float64, true),
         Field::new("busbw_bps", Float64, true),
     ];
@@ -137,8 +137,9 @@ fn batch(
         Arc::new(b.finish())
     };
     let u64_col = |f: &dyn Fn(&CollectiveRow) -> Option<u64>| -> ArrayRef {
-        let mut b = UInt64Builder::with_capacity(n);
-        rows.iter().for_each(|r| b.append_option(f(r)));
+        let mut b = Int64Builder::with_capacity(n);
+        rows.iter()
+            .for_each(|r| b.append_option(f(r).map(super::tables::int64)));
         Arc::new(b.finish())
     };
     let f64_col = |f: &dyn Fn(&CollectiveRow) -> Option<f64>| -> ArrayRef {

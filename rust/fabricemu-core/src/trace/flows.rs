@@ -11,13 +11,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, StringBuilder, UInt32Builder, UInt64Builder,
+    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::atomic::AtomicFile;
+use super::tables::int64;
 
 /// What the engine knows of one flow at the end of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +27,11 @@ pub struct FlowRow {
     pub src: u32,
     pub dst: u32,
     pub size_bytes: u64,
+    /// When the flow started, or (if it never did) when it was scheduled to; [`NOT_SCHEDULED`]
+    /// for a flow waiting on others that never finished (written as null).
     pub start_ps: u64,
+    /// Whether the flow started sending before the run stopped.
+    pub started: bool,
     /// When the last byte reached the receiver; `None` if it had not when the run stopped.
     pub finish_ps: Option<u64>,
     /// FCT of the flow alone in the fabric on its path.
@@ -47,7 +52,15 @@ pub struct FlowRow {
     pub unreachable_drops: u64,
 }
 
+/// [`FlowRow::start_ps`] of a flow whose start was never scheduled.
+pub const NOT_SCHEDULED: u64 = u64::MAX;
+
 impl FlowRow {
+    /// The start time, `None` if it was never scheduled.
+    pub fn start(&self) -> Option<u64> {
+        (self.start_ps != NOT_SCHEDULED).then_some(self.start_ps)
+    }
+
     /// Flow completion time, `finish - start`; `None` if unfinished.
     pub fn fct_ps(&self) -> Option<u64> {
         self.finish_ps.map(|f| f.saturating_sub(self.start_ps))
@@ -79,7 +92,7 @@ pub struct FlowLabels {
 pub const BATCH_ROWS: usize = 1 << 16;
 
 /// The column names of flows.arrow, in order.
-pub const COLUMNS: [&str; 24] = [
+pub const COLUMNS: [&str; 25] = [
     "flow_id",
     "src",
     "dst",
@@ -104,37 +117,41 @@ pub const COLUMNS: [&str; 24] = [
     "collective_step",
     "tag",
     "measured",
+    "started",
 ];
 
 /// The schema of flows.arrow with `metadata` as schema-level key/value metadata (a repeated key keeps
 /// its last value).
 pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
-    use DataType::{Boolean, Float64, UInt32, UInt64, Utf8};
+    // Times, sizes and counts are int64 (Arrow's and the PyData tools' convention: differences
+    // cannot wrap); ids are uint32.
+    use DataType::{Boolean, Float64, Int64, UInt32, Utf8};
     let fields = vec![
-        Field::new("flow_id", UInt64, false),
+        Field::new("flow_id", Int64, false),
         Field::new("src", UInt32, false),
         Field::new("dst", UInt32, false),
-        Field::new("size_bytes", UInt64, false),
-        Field::new("start_ps", UInt64, false),
-        Field::new("finish_ps", UInt64, true),
-        Field::new("fct_ps", UInt64, true),
-        Field::new("ideal_fct_ps", UInt64, false),
+        Field::new("size_bytes", Int64, false),
+        Field::new("start_ps", Int64, true),
+        Field::new("finish_ps", Int64, true),
+        Field::new("fct_ps", Int64, true),
+        Field::new("ideal_fct_ps", Int64, false),
         Field::new("slowdown", Float64, true),
         Field::new("workload", Utf8, false),
         Field::new("workload_index", UInt32, false),
-        Field::new("packets_sent", UInt64, false),
-        Field::new("retransmits", UInt64, false),
-        Field::new("drops", UInt64, false),
-        Field::new("ecn_marks", UInt64, false),
-        Field::new("cnps", UInt64, false),
-        Field::new("out_of_order_packets", UInt64, false),
-        Field::new("max_reorder_distance", UInt64, false),
-        Field::new("unreachable_drops", UInt64, false),
+        Field::new("packets_sent", Int64, false),
+        Field::new("retransmits", Int64, false),
+        Field::new("drops", Int64, false),
+        Field::new("ecn_marks", Int64, false),
+        Field::new("cnps", Int64, false),
+        Field::new("out_of_order_packets", Int64, false),
+        Field::new("max_reorder_distance", Int64, false),
+        Field::new("unreachable_drops", Int64, false),
         Field::new("collective", UInt32, true),
         Field::new("collective_iteration", UInt32, true),
         Field::new("collective_step", UInt32, true),
         Field::new("tag", Utf8, true),
         Field::new("measured", Boolean, true),
+        Field::new("started", Boolean, false),
     ];
     let metadata: HashMap<String, String> = metadata.iter().cloned().collect();
     Schema::new_with_metadata(fields, metadata)
@@ -178,9 +195,9 @@ fn batch(
         Arc::new(b.finish())
     };
     let u64_col = |f: fn(&FlowRow) -> u64| -> ArrayRef {
-        let mut b = UInt64Builder::with_capacity(n);
+        let mut b = Int64Builder::with_capacity(n);
         for r in rows {
-            b.append_value(f(r));
+            b.append_value(int64(f(r)));
         }
         Arc::new(b.finish())
     };
@@ -192,9 +209,16 @@ fn batch(
         Arc::new(b.finish())
     };
     let opt_u64_col = |f: fn(&FlowRow) -> Option<u64>| -> ArrayRef {
-        let mut b = UInt64Builder::with_capacity(n);
+        let mut b = Int64Builder::with_capacity(n);
         for r in rows {
-            b.append_option(f(r));
+            b.append_option(f(r).map(int64));
+        }
+        Arc::new(b.finish())
+    };
+    let started: ArrayRef = {
+        let mut b = BooleanBuilder::with_capacity(n);
+        for r in rows {
+            b.append_value(r.started);
         }
         Arc::new(b.finish())
     };
@@ -224,7 +248,7 @@ fn batch(
         u32_col(|r| r.src),
         u32_col(|r| r.dst),
         u64_col(|r| r.size_bytes),
-        u64_col(|r| r.start_ps),
+        opt_u64_col(FlowRow::start),
         opt_u64_col(|r| r.finish_ps),
         opt_u64_col(FlowRow::fct_ps),
         u64_col(|r| r.ideal_fct_ps),
@@ -244,6 +268,7 @@ fn batch(
         opt_u32_col(|l| l.step),
         tag,
         measured,
+        started,
     ];
     RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
 }

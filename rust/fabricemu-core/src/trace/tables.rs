@@ -4,12 +4,19 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    ArrayBuilder, Float64Builder, StringBuilder, UInt32Builder, UInt64Builder, UInt8Builder,
+    ArrayBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt8Builder,
 };
 use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Field};
 
 use super::stream::Columns;
+
+/// A count or time as Arrow's (and the PyData tools') int64: `finish - start` cannot wrap in
+/// DuckDB or polars. The engine's values stay far below 2^63 (validated times); a larger one is
+/// written as i64::MAX.
+pub fn int64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
 
 fn done<B: ArrayBuilder>(b: &mut B) -> ArrayRef {
     b.finish()
@@ -18,14 +25,14 @@ fn done<B: ArrayBuilder>(b: &mut B) -> ArrayRef {
 /// queues.arrow: one row per (switch port, priority) and sample.
 #[derive(Default)]
 pub struct QueueRows {
-    pub time_ps: UInt64Builder,
+    pub time_ps: Int64Builder,
     pub switch: UInt32Builder,
     pub port: UInt32Builder,
     pub priority: UInt8Builder,
-    pub bytes: UInt64Builder,
+    pub bytes: Int64Builder,
     pub packets: UInt32Builder,
     /// Most bytes the queue held since the previous sample.
-    pub max_bytes: UInt64Builder,
+    pub max_bytes: Int64Builder,
 }
 
 impl QueueRows {
@@ -40,13 +47,13 @@ impl QueueRows {
         packets: u32,
         max_bytes: u64,
     ) {
-        self.time_ps.append_value(time_ps);
+        self.time_ps.append_value(int64(time_ps));
         self.switch.append_value(switch);
         self.port.append_value(port);
         self.priority.append_value(priority);
-        self.bytes.append_value(bytes);
+        self.bytes.append_value(int64(bytes));
         self.packets.append_value(packets);
-        self.max_bytes.append_value(max_bytes);
+        self.max_bytes.append_value(int64(max_bytes));
     }
 }
 
@@ -54,13 +61,13 @@ impl Columns for QueueRows {
     const FILE: &'static str = "queues.arrow";
     fn fields() -> Vec<Field> {
         vec![
-            Field::new("time_ps", DataType::UInt64, false),
+            Field::new("time_ps", DataType::Int64, false),
             Field::new("switch", DataType::UInt32, false),
             Field::new("port", DataType::UInt32, false),
             Field::new("priority", DataType::UInt8, false),
-            Field::new("bytes", DataType::UInt64, false),
+            Field::new("bytes", DataType::Int64, false),
             Field::new("packets", DataType::UInt32, false),
-            Field::new("max_bytes", DataType::UInt64, false),
+            Field::new("max_bytes", DataType::Int64, false),
         ]
     }
     fn rows(&self) -> usize {
@@ -83,14 +90,14 @@ impl Columns for QueueRows {
 #[derive(Default)]
 pub struct LinkRows {
     /// End of the interval.
-    pub time_ps: UInt64Builder,
+    pub time_ps: Int64Builder,
     pub link: UInt32Builder,
     pub src: UInt32Builder,
     pub dst: UInt32Builder,
     pub tier: StringBuilder,
-    pub tx_bytes: UInt64Builder,
+    pub tx_bytes: Int64Builder,
     pub utilisation: Float64Builder,
-    pub paused_ps: UInt64Builder,
+    pub paused_ps: Int64Builder,
 }
 
 impl LinkRows {
@@ -106,14 +113,14 @@ impl LinkRows {
         utilisation: f64,
         paused_ps: u64,
     ) {
-        self.time_ps.append_value(time_ps);
+        self.time_ps.append_value(int64(time_ps));
         self.link.append_value(link);
         self.src.append_value(src);
         self.dst.append_value(dst);
         self.tier.append_value(tier);
-        self.tx_bytes.append_value(tx_bytes);
+        self.tx_bytes.append_value(int64(tx_bytes));
         self.utilisation.append_value(utilisation);
-        self.paused_ps.append_value(paused_ps);
+        self.paused_ps.append_value(int64(paused_ps));
     }
 }
 
@@ -121,14 +128,14 @@ impl Columns for LinkRows {
     const FILE: &'static str = "links.arrow";
     fn fields() -> Vec<Field> {
         vec![
-            Field::new("time_ps", DataType::UInt64, false),
+            Field::new("time_ps", DataType::Int64, false),
             Field::new("link", DataType::UInt32, false),
             Field::new("src", DataType::UInt32, false),
             Field::new("dst", DataType::UInt32, false),
             Field::new("tier", DataType::Utf8, false),
-            Field::new("tx_bytes", DataType::UInt64, false),
+            Field::new("tx_bytes", DataType::Int64, false),
             Field::new("utilisation", DataType::Float64, false),
-            Field::new("paused_ps", DataType::UInt64, false),
+            Field::new("paused_ps", DataType::Int64, false),
         ]
     }
     fn rows(&self) -> usize {
@@ -151,7 +158,7 @@ impl Columns for LinkRows {
 /// pfc.arrow: one row per PAUSE or RESUME frame a switch sends.
 #[derive(Default)]
 pub struct PfcRows {
-    pub time_ps: UInt64Builder,
+    pub time_ps: Int64Builder,
     /// The switch that sent the frame, and the port it left on.
     pub switch: UInt32Builder,
     pub port: UInt32Builder,
@@ -174,7 +181,7 @@ impl PfcRows {
         priority: u8,
         pause: bool,
     ) {
-        self.time_ps.append_value(time_ps);
+        self.time_ps.append_value(int64(time_ps));
         self.switch.append_value(switch);
         self.port.append_value(port);
         self.upstream.append_value(upstream);
@@ -189,7 +196,7 @@ impl Columns for PfcRows {
     const FILE: &'static str = "pfc.arrow";
     fn fields() -> Vec<Field> {
         vec![
-            Field::new("time_ps", DataType::UInt64, false),
+            Field::new("time_ps", DataType::Int64, false),
             Field::new("switch", DataType::UInt32, false),
             Field::new("port", DataType::UInt32, false),
             Field::new("upstream", DataType::UInt32, false),
@@ -217,20 +224,20 @@ impl Columns for PfcRows {
 /// rates.arrow: DCQCN rate changes of a flow.
 #[derive(Default)]
 pub struct RateRows {
-    pub time_ps: UInt64Builder,
-    pub flow_id: UInt64Builder,
-    pub rate_bps: UInt64Builder,
-    pub target_bps: UInt64Builder,
+    pub time_ps: Int64Builder,
+    pub flow_id: Int64Builder,
+    pub rate_bps: Int64Builder,
+    pub target_bps: Int64Builder,
     pub alpha: Float64Builder,
 }
 
 impl RateRows {
     #[allow(clippy::too_many_arguments)] // one argument per column
     pub fn push(&mut self, time_ps: u64, flow_id: u64, rate_bps: u64, target_bps: u64, alpha: f64) {
-        self.time_ps.append_value(time_ps);
-        self.flow_id.append_value(flow_id);
-        self.rate_bps.append_value(rate_bps);
-        self.target_bps.append_value(target_bps);
+        self.time_ps.append_value(int64(time_ps));
+        self.flow_id.append_value(int64(flow_id));
+        self.rate_bps.append_value(int64(rate_bps));
+        self.target_bps.append_value(int64(target_bps));
         self.alpha.append_value(alpha);
     }
 }
@@ -239,10 +246,10 @@ impl Columns for RateRows {
     const FILE: &'static str = "rates.arrow";
     fn fields() -> Vec<Field> {
         vec![
-            Field::new("time_ps", DataType::UInt64, false),
-            Field::new("flow_id", DataType::UInt64, false),
-            Field::new("rate_bps", DataType::UInt64, false),
-            Field::new("target_bps", DataType::UInt64, false),
+            Field::new("time_ps", DataType::Int64, false),
+            Field::new("flow_id", DataType::Int64, false),
+            Field::new("rate_bps", DataType::Int64, false),
+            Field::new("target_bps", DataType::Int64, false),
             Field::new("alpha", DataType::Float64, false),
         ]
     }

@@ -74,6 +74,56 @@ impl fmt::Display for CdfError {
 
 impl std::error::Error for CdfError {}
 
+/// The largest input file (CDF or replay CSV) read as text: a flow file of this size already holds
+/// tens of millions of flows.
+pub const MAX_TEXT_FILE_BYTES: u64 = 4 << 30;
+
+/// Read a user's input file as text, without echoing any of it: only a regular file (not a device,
+/// a pipe or a folder), at most [`MAX_TEXT_FILE_BYTES`], valid UTF-8 without NUL or other control
+/// characters (what `/proc/self/environ` or a binary file hold). `what` names the expected format.
+pub fn read_text_file(path: &std::path::Path, what: &str) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("not a regular file (expected {what})"));
+    }
+    if meta.len() > MAX_TEXT_FILE_BYTES {
+        return Err(format!(
+            "the file is {} bytes, more than the {} accepted for {what}",
+            meta.len(),
+            MAX_TEXT_FILE_BYTES
+        ));
+    }
+    let mut bytes = Vec::new();
+    use std::io::Read;
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TEXT_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_TEXT_FILE_BYTES {
+        return Err(format!(
+            "the file is larger than the {MAX_TEXT_FILE_BYTES} bytes accepted for {what}"
+        ));
+    }
+    let binary = || format!("not a text file (it holds binary data; expected {what})");
+    if bytes
+        .iter()
+        .any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'))
+    {
+        return Err(binary());
+    }
+    String::from_utf8(bytes).map_err(|_| binary())
+}
+
+/// A field of an input file for an error message: quoted, at most 40 characters.
+pub fn quote_field(s: &str) -> String {
+    const MAX: usize = 40;
+    if s.chars().count() <= MAX {
+        format!("{s:?}")
+    } else {
+        let head: String = s.chars().take(MAX).collect();
+        format!("{head:?}... ({} characters)", s.chars().count())
+    }
+}
+
 impl Cdf {
     /// A shipped CDF by name (or one of its other names).
     pub fn builtin(name: &str) -> Option<Cdf> {
@@ -91,6 +141,13 @@ impl Cdf {
             .map(|(i, &(s, p))| (i + 1, s, p))
             .collect();
         Self::check(rows, points.len())
+    }
+
+    /// Read and parse a CDF file (see [`read_text_file`] and [`Cdf::parse`]); the error quotes no
+    /// more of the file than one offending field.
+    pub fn read_file(path: &std::path::Path) -> Result<Cdf, String> {
+        let text = read_text_file(path, "a CSV file of size_bytes,cdf lines")?;
+        Cdf::parse(&text).map_err(|e| e.to_string())
     }
 
     /// Parse CSV text: one point per line, `size_bytes,cdf` (comma, tab or spaces between them), an
@@ -120,7 +177,7 @@ impl Cdf {
                     line: line_no,
                     column: None,
                     message: format!(
-                        "expected two values, size_bytes and cdf, found {}: {line:?}",
+                        "expected two values, size_bytes and cdf, found {}",
                         fields.len()
                     ),
                 });
@@ -131,7 +188,7 @@ impl Cdf {
                     _ => Err(CdfError {
                         line: line_no,
                         column: Some(column),
-                        message: format!("expected a number, found {s:?}"),
+                        message: format!("expected a number, found {}", quote_field(s)),
                     }),
                 }
             };
@@ -375,5 +432,30 @@ mod tests {
         assert!(e.message.contains("no points"));
         let e = Cdf::parse("-5,0\n10,1\n").unwrap_err();
         assert_eq!(e.column, Some("size_bytes"));
+    }
+
+    #[test]
+    fn errors_quote_no_more_than_one_short_field() {
+        let secret = "SECRET_TOKEN=abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnop";
+        let e = Cdf::parse(&format!("0,0\n{secret} other words here\n")).unwrap_err();
+        assert!(!e.message.contains("other words"), "{e}");
+        let e = Cdf::parse(&format!("0,0\n1,{secret}\n")).unwrap_err();
+        assert!(!e.to_string().contains("0123456789abcdefghijklmnop"), "{e}");
+        assert!(e.to_string().contains("characters)"), "{e}");
+
+        let dir = std::env::temp_dir().join(format!("fabricemu-cdf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("environ");
+        std::fs::write(&bin, format!("HOME=/root\0{secret}\0")).unwrap();
+        let e = Cdf::read_file(&bin).unwrap_err();
+        assert!(e.contains("binary data") && !e.contains("SECRET"), "{e}");
+        let e = Cdf::read_file(&dir).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        #[cfg(unix)]
+        {
+            let e = Cdf::read_file(std::path::Path::new("/dev/zero")).unwrap_err();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

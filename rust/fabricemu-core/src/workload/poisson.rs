@@ -127,7 +127,18 @@ impl PoissonFile {
                         "expected a positive duration",
                     ));
                 }
-                Some(start_ps.saturating_add(d.0))
+                // No flow is generated at or after the stop time: it could never start.
+                let end = start_ps.saturating_add(d.0);
+                match ctx.stop {
+                    StopAt::Time(t) if t <= start_ps => {
+                        return Err(ScenarioError::at(
+                            p("start"),
+                            "the workload starts after the scenario's stop time",
+                        ))
+                    }
+                    StopAt::Time(t) => Some(end.min(t)),
+                    StopAt::AllFlowsDone => Some(end),
+                }
             }
             (None, StopAt::Time(t)) => {
                 if t <= start_ps {
@@ -258,10 +269,7 @@ pub fn load_cdf(index: usize, spec: &PoissonSpec) -> Res<Arc<Cdf>> {
             ScenarioError::at(path.as_str(), format!("no shipped distribution {name:?}"))
         }),
         CdfSource::File => {
-            let text = std::fs::read_to_string(name).map_err(|e| {
-                ScenarioError::at(path.as_str(), format!("cannot read {name:?}: {e}"))
-            })?;
-            let cdf = Cdf::parse(&text)
+            let cdf = Cdf::read_file(std::path::Path::new(name))
                 .map_err(|e| ScenarioError::at(path.as_str(), format!("{name}: {e}")))?;
             check_volume(index, spec, &cdf)?;
             Ok(Arc::new(cdf))
@@ -308,6 +316,9 @@ pub fn expand(
     let mut last = spec.start_ps;
     while let Some(Reverse((t, s))) = heap.pop() {
         if t >= end || made >= limit {
+            break;
+        }
+        if made % 4096 == 4095 && crate::budget::cancelled() {
             break;
         }
         let si = s as usize;

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
@@ -59,32 +59,140 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, data: &ReplayData, offset_ps: 
 }
 
 /// Read a flow file (Arrow IPC file or stream, else CSV), checking every row against `n_hosts`.
+///
+/// Errors quote at most one offending field, and only of a file of the expected format (a binary
+/// or non-regular file is refused without quoting it). A corrupt Arrow file is an error, never a
+/// panic.
 pub fn read_flow_file(path: &Path, n_hosts: u32) -> Result<ReplayData, String> {
+    const WHAT: &str = "a CSV or Arrow IPC file of flows";
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("not a regular file (expected {WHAT})"));
+    }
     let mut head = [0u8; 8];
     let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let got = file
         .read(&mut head)
         .map_err(|e| format!("cannot read: {e}"))?;
     drop(file);
+    let arrow = |stream: bool| -> Result<ReplayData, String> {
+        let kind = if stream { "stream" } else { "file" };
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+        // The Arrow reader allocates what the file's lengths declare: check them against the
+        // file's size first, so that a corrupt length is an error, not an allocation of terabytes.
+        check_ipc_lengths(&bytes, !stream)
+            .map_err(|e| format!("not a readable Arrow IPC {kind}: {e}"))?;
+        // It validates what it decodes, but a corrupt file must not be able to reach a panic
+        // inside it either: that is an unreadable file too.
+        let cursor = std::io::Cursor::new(bytes);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if stream {
+                let reader = StreamReader::try_new(cursor, None)
+                    .map_err(|e| format!("not a readable Arrow IPC stream: {e}"))?;
+                read_batches(reader, n_hosts)
+            } else {
+                let reader = FileReader::try_new(cursor, None)
+                    .map_err(|e| format!("not a readable Arrow IPC file: {e}"))?;
+                read_batches(reader, n_hosts)
+            }
+        }))
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "not a readable Arrow IPC {kind}: its data is corrupt"
+            ))
+        })
+    };
     let data = if got >= 6 && &head[..6] == b"ARROW1" {
-        let f = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-        let reader = FileReader::try_new(BufReader::new(f), None)
-            .map_err(|e| format!("not a readable Arrow IPC file: {e}"))?;
-        read_batches(reader, n_hosts)?
+        arrow(false)?
     } else if got >= 4 && head[..4] == [0xff, 0xff, 0xff, 0xff] {
-        let f = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-        let reader = StreamReader::try_new(BufReader::new(f), None)
-            .map_err(|e| format!("not a readable Arrow IPC stream: {e}"))?;
-        read_batches(reader, n_hosts)?
+        arrow(true)?
     } else {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read as a CSV text file: {e}"))?;
+        let text = crate::workload::cdf::read_text_file(path, WHAT)?;
         read_csv(&text, n_hosts)?
     };
     if data.flows.is_empty() {
         return Err("no flows in the file".into());
     }
     Ok(data)
+}
+
+/// Check the lengths an Arrow IPC file (`file`) or stream declares (footer, blocks, messages)
+/// against its size.
+fn check_ipc_lengths(bytes: &[u8], file: bool) -> Result<(), String> {
+    let len = bytes.len();
+    if !file {
+        return check_ipc_messages(bytes);
+    }
+    if len < 18 {
+        return Err("too short".into());
+    }
+    let tail: [u8; 10] = bytes[len - 10..].try_into().expect("10 bytes");
+    let footer_len = arrow_ipc::reader::read_footer_length(tail).map_err(|e| e.to_string())?;
+    if footer_len > len - 18 {
+        return Err(format!("footer length {footer_len} exceeds the file"));
+    }
+    let footer_at = len - 10 - footer_len;
+    let footer = arrow_ipc::root_as_footer(&bytes[footer_at..len - 10])
+        .map_err(|e| format!("corrupt footer: {e}"))?;
+    let blocks = footer
+        .recordBatches()
+        .into_iter()
+        .chain(footer.dictionaries());
+    for list in blocks {
+        for b in list {
+            let (at, meta, body) = (b.offset(), b.metaDataLength(), b.bodyLength());
+            if at < 0
+                || meta < 0
+                || body < 0
+                || at as i128 + meta as i128 + body as i128 > len as i128
+            {
+                return Err(format!(
+                    "a block (offset {at}, {meta} + {body} bytes) lies outside the file ({len} bytes)"
+                ));
+            }
+            check_ipc_messages(&bytes[at as usize..(at + meta as i64) as usize])?;
+        }
+    }
+    check_ipc_messages(&bytes[8..footer_at])
+}
+
+/// Check a sequence of encapsulated IPC messages: each metadata and body length fits.
+fn check_ipc_messages(mut b: &[u8]) -> Result<(), String> {
+    let word = |b: &[u8]| i32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+    loop {
+        if b.len() < 4 {
+            return Ok(());
+        }
+        let mut meta = word(b);
+        b = &b[4..];
+        if meta == -1 {
+            if b.len() < 4 {
+                return Ok(());
+            }
+            meta = word(b);
+            b = &b[4..];
+        }
+        if meta == 0 {
+            return Ok(());
+        }
+        if meta < 0 || meta as usize > b.len() {
+            return Err(format!(
+                "a message's metadata length {meta} exceeds the file"
+            ));
+        }
+        let (head, rest) = b.split_at(meta as usize);
+        let message =
+            arrow_ipc::root_as_message(head).map_err(|e| format!("corrupt message: {e}"))?;
+        let body = message.bodyLength();
+        if body < 0 || body as u64 > rest.len() as u64 {
+            // Inside a file's block the body follows the block's metadata: checked by the caller.
+            if body >= 0 && rest.is_empty() {
+                return Ok(());
+            }
+            return Err(format!("a message's body length {body} exceeds the file"));
+        }
+        b = &rest[body as usize..];
+    }
 }
 
 /// One value of a row, whatever the file's type for it.
@@ -102,7 +210,7 @@ impl std::fmt::Display for Cell<'_> {
             Cell::Null => write!(f, "null"),
             Cell::Int(v) => write!(f, "{v}"),
             Cell::Float(v) => write!(f, "{v}"),
-            Cell::Text(s) => write!(f, "{s:?}"),
+            Cell::Text(s) => write!(f, "{}", crate::workload::cdf::quote_field(s)),
         }
     }
 }
@@ -135,11 +243,23 @@ enum StartUnit {
 
 fn layout(names: &[String]) -> Result<Layout, String> {
     let find = |name: &str| names.iter().position(|n| n.trim() == name);
+    // The file's column names, if they look like column names (short words): a file of another
+    // format is not quoted.
     let listing = || {
+        let plausible = names.len() <= 64
+            && names.iter().all(|n| {
+                let n = n.trim();
+                n.len() <= 64
+                    && n.chars().all(|c| {
+                        c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '(' | ')')
+                    })
+            });
         if names.is_empty() {
             "none".to_string()
-        } else {
+        } else if plausible {
             names.join(", ")
+        } else {
+            format!("{} names that do not look like column names", names.len())
         }
     };
     let need = |name: &str| -> Result<usize, String> {
@@ -202,7 +322,12 @@ fn host(cell: Cell<'_>, n_hosts: u32) -> Result<u32, String> {
 
 fn size(cell: Cell<'_>, unit: SizeUnit) -> Result<u64, String> {
     let v = match (cell, unit) {
-        (Cell::Text(s), SizeUnit::WithUnit) => parse_bytes(s).map_err(|e| e.to_string())?,
+        (Cell::Text(s), SizeUnit::WithUnit) => parse_bytes(s).map_err(|_| {
+            format!(
+                "expected a size like \"1500B\", \"4KiB\" or \"1MB\" (or a number of bytes), found {}",
+                crate::workload::cdf::quote_field(s)
+            )
+        })?,
         _ => match integer(cell) {
             Some(v) if (0..=u64::MAX as i128).contains(&v) => v as u64,
             _ => return Err(format!("expected a whole number of bytes, found {cell}")),
@@ -221,7 +346,12 @@ fn start(cell: Cell<'_>, unit: StartUnit) -> Result<u64, String> {
         StartUnit::Us => ("us", 1e6),
         StartUnit::WithUnit => {
             return match cell {
-                Cell::Text(s) => parse_time(s).map_err(|e| e.to_string()),
+                Cell::Text(s) => parse_time(s).map_err(|_| {
+                    format!(
+                        "expected a duration like \"1.5us\" or \"0ns\", found {}",
+                        crate::workload::cdf::quote_field(s)
+                    )
+                }),
                 _ => Err(format!(
                     "expected a duration with a unit like \"1.5us\", found {cell} (a column named \
                      start_ps, start_ns or start_us holds plain numbers)"
@@ -357,7 +487,7 @@ where
                 if !supported(t) {
                     return Err(format!(
                         "column {}: unsupported type {t} (expected integers, floats or text)",
-                        names[i]
+                        crate::workload::cdf::quote_field(&names[i])
                     ));
                 }
             }
@@ -549,5 +679,77 @@ mod tests {
         assert!(bad("src,dst,size,start\n0,1,5,7\n").contains("column start: expected a duration"));
         assert!(bad("src,dest,size,start\n").contains("no column \"dst\""));
         assert!(bad("").contains("header"));
+    }
+
+    fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("fabricemu-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    #[test]
+    fn errors_echo_no_file_contents() {
+        let secret = "AWS_SECRET=abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnop";
+        // An environment block: binary (NUL-separated), refused without a word of it.
+        let p = temp(
+            "environ",
+            format!("HOME=/root\0{secret}\0PATH=/bin\0").as_bytes(),
+        );
+        let e = read_flow_file(&p, 4).unwrap_err();
+        assert!(e.contains("binary data") && !e.contains("SECRET"), "{e}");
+        // A text file of another format: its "header" is not listed.
+        let p = temp("env.txt", format!("{secret}\nHOME=/root\n").as_bytes());
+        let e = read_flow_file(&p, 4).unwrap_err();
+        assert!(!e.contains("SECRET") && !e.contains("HOME"), "{e}");
+        // A bad field of a real flow file is quoted, but at most 40 characters of it.
+        let p = temp(
+            "long.csv",
+            format!("src,dst,size,start_ps\n0,1,{secret},0\n").as_bytes(),
+        );
+        let e = read_flow_file(&p, 4).unwrap_err();
+        assert!(e.starts_with("line 2, column size:"), "{e}");
+        assert!(!e.contains("0123456789abcdefghijklmnop"), "{e}");
+        #[cfg(unix)]
+        {
+            let e = read_flow_file(Path::new("/dev/zero"), 4).unwrap_err();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+    }
+
+    #[test]
+    fn corrupt_arrow_files_are_errors() {
+        use arrow_array::UInt64Array;
+        use std::sync::Arc;
+        let col = |v: Vec<u64>| Arc::new(UInt64Array::from(v)) as arrow_array::ArrayRef;
+        let batch = RecordBatch::try_from_iter([
+            ("src", col(vec![0, 1, 2])),
+            ("dst", col(vec![1, 2, 3])),
+            ("size_bytes", col(vec![10, 20, 30])),
+            ("start_ps", col(vec![0, 5, 7])),
+        ])
+        .unwrap();
+        let mut bytes = Vec::new();
+        {
+            let mut w =
+                arrow_ipc::writer::FileWriter::try_new(&mut bytes, &batch.schema()).unwrap();
+            w.write(&batch).unwrap();
+            w.finish().unwrap();
+        }
+        let good = temp("good.arrow", &bytes);
+        assert_eq!(read_flow_file(&good, 4).unwrap().flows.len(), 3);
+        // Truncated at every length, and with every byte garbled in turn: an error or a valid
+        // read, never a panic.
+        for cut in (6..bytes.len()).step_by(7) {
+            let p = temp("cut.arrow", &bytes[..cut]);
+            assert!(read_flow_file(&p, 4).is_err(), "cut at {cut}");
+        }
+        for i in 8..bytes.len() {
+            let mut g = bytes.clone();
+            g[i] ^= 0xa5;
+            let p = temp("garbled.arrow", &g);
+            let _ = read_flow_file(&p, 4);
+        }
     }
 }

@@ -391,6 +391,9 @@ pub fn expand(
         plan.flows
             .push(FlowInit::at(src, dst, spec.size_bytes, t, workload));
         messages += 1;
+        if messages.is_multiple_of(4096) && crate::budget::cancelled() {
+            break;
+        }
         if let Some(next) = next_arrival(src, Some(t), &mut arrivals) {
             heap.push(Reverse((next, src)));
         }
