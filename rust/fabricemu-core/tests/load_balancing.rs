@@ -244,7 +244,7 @@ fn a_degraded_link_slows_its_flow() {
 #[test]
 fn fault_errors_name_the_key() {
     let bad = |fault: &str| {
-        let toml = format!("[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n[[fault]]\n{fault}");
+        let toml = format!("[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n[[fault]]\n{fault}");
         let (_, spec) = parse_toml(&toml, "t.toml").unwrap();
         Simulation::build(&spec).err().unwrap()
     };

@@ -484,7 +484,7 @@ fn times_are_bounded() {
         6,
         "expected a duration of at most 1000000s",
     );
-    let e = err(&base_with("seed = 3", "seed = 3\nstop = \"18446744us\""));
+    let e = err(&base_with("seed = 3", "seed = 3\nstop = \"2000000s\""));
     check(&e, "stop", 3, 8, "at most 1000000s");
 }
 
@@ -590,7 +590,7 @@ fn enum_values_list_the_accepted_ones() {
         "transport.cc",
         20,
         6,
-        r#"expected "none" or "dcqcn", found "dcqnc""#,
+        r#"expected one of "none", "dcqcn", found "dcqnc""#,
     );
     let e = err(&base_with("kind = \"incast\"", "kind = \"incasst\""));
     check(

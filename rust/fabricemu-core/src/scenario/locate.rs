@@ -20,8 +20,8 @@ pub fn deserialize_toml(text: &str) -> Result<ScenarioFile, ScenarioError> {
         if message.starts_with("duplicate key") {
             // Name the key (toml's span covers it).
             if let Some(key) = e.span().and_then(|s| text.get(s)) {
-                let key = key.trim();
-                if !key.is_empty() && !message.contains(key) {
+                let key = key.split('=').next().unwrap_or("").trim();
+                if !key.is_empty() && !message.contains(&format!("`{key}`")) {
                     message =
                         format!("duplicate key `{key}`: each key may be given once per table");
                 }
@@ -154,6 +154,11 @@ fn clean_message(message: &str) -> String {
     // `a`, `b`" said as "expected one of "a", "b", found "x"".
     if let Some(rest) = msg.strip_prefix("unknown variant `") {
         if let Some((found, expected)) = rest.split_once("`, expected ") {
+            // serde says "`a` or `b`" for two: list them all the same way.
+            let expected = match expected.split_once("` or `") {
+                Some((a, b)) => format!("one of {a}`, `{b}"),
+                None => expected.to_string(),
+            };
             let expected = expected.replace('`', "\"");
             return format!("expected {expected}, found \"{found}\"");
         }
