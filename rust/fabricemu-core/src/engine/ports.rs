@@ -127,19 +127,24 @@ impl World {
     }
 
     /// A packet's bytes leave switch `node`'s buffer (sent or lost): from the shared pool or the
-    /// headroom, and from its PFC ingress counter (which may resume the upstream).
+    /// headroom, and from its PFC ingress counter (which may resume the upstream). The HEADROOM
+    /// mark says where the bytes are at *this* switch: it goes with them, so that the next switch
+    /// (which may admit the packet to its shared pool, or send it straight through) does not
+    /// release it from a headroom that never counted it.
     #[inline]
     pub(super) fn release_from_switch(&mut self, node: u32, pkt: PacketId) {
-        let &Packet {
+        let packet = self.packets.get_mut(pkt);
+        let &mut Packet {
             wire_bytes,
             priority,
             ingress,
             flags: f,
             ..
-        } = self.packets.get(pkt);
+        } = packet;
         if priority == MAC_CONTROL_CLASS {
             return;
         }
+        packet.flags &= !flags::HEADROOM;
         let w = wire_bytes as u64;
         let in_headroom = f & flags::HEADROOM != 0;
         if !in_headroom {
@@ -276,6 +281,10 @@ impl World {
             self.transmit(p, pkt);
             return;
         }
+        debug_assert!(
+            f & flags::HEADROOM == 0,
+            "a packet arrives at a switch still marked in a headroom"
+        );
         // PFC counts the packet in the class it arrived in (a dragonfly hop class may have moved
         // it up one for its egress queue).
         let in_class = priority - (f & flags::CLASS_UP != 0) as u8;

@@ -9,13 +9,13 @@ use super::faults::Fault;
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Cc;
-use crate::packet::{Packet, PacketArena, PacketList};
+use crate::packet::{flags, Packet, PacketArena, PacketList};
 use crate::rng::RngStream;
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
 use crate::scenario::{LossRecovery, Scenario, Scheduler, StopAt, TraceSpec};
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
-use crate::switch::{PortQueue, SharedBuffer, Switches};
+use crate::switch::{PortQueue, SharedBuffer, Switches, NUM_PRIORITIES};
 use crate::topology::faults::LinkFault;
 use crate::topology::{Fabric, NodeId, PortId};
 use crate::trace::stream::Stream;
@@ -496,6 +496,7 @@ impl World {
                 s.packets_dropped
             ));
         }
+        self.check_switch_accounting()?;
         let shared: u64 = self.switches.buffer.used.iter().sum();
         let queued_bytes: u64 = (0..self.queues.len())
             .filter(|&p| !self.ports[p].from_host)
@@ -515,6 +516,84 @@ impl World {
             return Err(format!(
                 "buffer accounting: shared {shared} + headroom {headroom} != queued {queued_bytes}"
             ));
+        }
+        Ok(())
+    }
+
+    /// Every switch's counters hold exactly what its queues hold: its shared pool the bytes of
+    /// the packets not in a headroom; each PFC (ingress link, class) counter the bytes of the
+    /// lossless packets that arrived over that link in that class, and its headroom counter those
+    /// of them admitted into the headroom. A class its switch paused still holds bytes (else it
+    /// would never be resumed). Totals alone would miss bytes released against another counter.
+    fn check_switch_accounting(&self) -> Result<(), String> {
+        let np = self.ports.len();
+        let mut shared = vec![0u64; self.switches.buffer.used.len()];
+        let mut ingress = vec![0u64; np * NUM_PRIORITIES];
+        let mut headroom = vec![0u64; np * NUM_PRIORITIES];
+        let pfc = self.switches.pfc.as_ref();
+        for (q, port) in self.ports.iter().enumerate() {
+            if port.from_host {
+                continue; // a NIC's queue is not a switch buffer
+            }
+            for c in 0..NUM_PRIORITIES {
+                let mut next = self.queues[q].class_list(c).front();
+                while let Some(id) = next {
+                    let pk = self.packets.get(id);
+                    next = pk.next_in_list();
+                    let w = pk.wire_bytes as u64;
+                    let in_headroom = pk.flags & flags::HEADROOM != 0;
+                    if !in_headroom {
+                        shared[port.node as usize] += w;
+                    }
+                    let class = pk.ingress_class();
+                    let counted = match (pfc, pk.ingress_port()) {
+                        (Some(pfc), Some(from)) if pfc.is_lossless(class) => {
+                            let i = from as usize * NUM_PRIORITIES + class as usize;
+                            ingress[i] += w;
+                            if in_headroom {
+                                headroom[i] += w;
+                            }
+                            true
+                        }
+                        _ => false,
+                    };
+                    if in_headroom && !counted {
+                        return Err(format!(
+                            "packet of class {class} queued at port {q} is marked in a headroom \
+                             but no PFC (ingress, class) counts it"
+                        ));
+                    }
+                }
+            }
+        }
+        for (node, (&used, &held)) in self.switches.buffer.used.iter().zip(&shared).enumerate() {
+            if used != held {
+                return Err(format!(
+                    "switch {node}: shared buffer counts {used} bytes, its queues hold {held}"
+                ));
+            }
+        }
+        let Some(pfc) = pfc else {
+            return Ok(());
+        };
+        for p in 0..np as u32 {
+            for c in 0..NUM_PRIORITIES as u8 {
+                let i = p as usize * NUM_PRIORITIES + c as usize;
+                let (counted, room) = (pfc.ingress_bytes(p, c), pfc.headroom_used(p, c));
+                if counted != ingress[i] || room != headroom[i] {
+                    return Err(format!(
+                        "PFC (ingress link {p}, class {c}): counts {counted} bytes ({room} in \
+                         headroom), the queued packets hold {} ({} in headroom)",
+                        ingress[i], headroom[i]
+                    ));
+                }
+                if pfc.paused_by_us(p, c) && counted == 0 {
+                    return Err(format!(
+                        "PFC (ingress link {p}, class {c}): paused with nothing queued (no \
+                         dequeue will resume it)"
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -151,6 +151,12 @@ impl Pfc {
     pub fn ingress_bytes(&self, p: u32, priority: u8) -> u64 {
         self.ingress_bytes[p as usize * NUM_PRIORITIES + priority as usize]
     }
+
+    /// Whether the downstream switch of link `p` has paused `priority` on it (its last frame for
+    /// that class was a PAUSE).
+    pub fn paused_by_us(&self, p: u32, priority: u8) -> bool {
+        self.paused_by_us[p as usize] & (1 << priority) != 0
+    }
 }
 
 /// Headroom for one (ingress port, priority): the bytes that can still arrive after the PAUSE is
