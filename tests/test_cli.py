@@ -53,6 +53,22 @@ def test_run_prints_summary_and_writes_outputs(cli, tmp_path):
     assert f"{table.num_rows}/{table.num_rows} flows finished" in text
 
 
+def test_run_prints_build_warnings(cli, tmp_path):
+    # PFC's default headroom (a round trip and a few packets per ingress link) cannot fit in a 20KB
+    # buffer: allowed, but the run says so (and run.json carries it).
+    scenario = tmp_path / "w.toml"
+    scenario.write_text(
+        '[topology]\nkind = "fat_tree"\nk = 4\n[switch]\nbuffer = "20KB"\npfc = { enabled = true }\n'
+        '[[workload]]\nkind = "flows"\nflows = [{src = 0, dst = 5, size = "10KB"}]\n'
+    )
+    out = tmp_path / "out"
+    proc = cli("run", str(scenario), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((out / "run.json").read_text())
+    assert len(info["warnings"]) == 1
+    assert f"warning: {info['warnings'][0]}" in proc.stdout
+
+
 def test_run_default_output_folder(cli, tmp_path):
     proc = cli("run", QUICKSTART, "--quiet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -154,9 +154,18 @@ def test_valiant_bound_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert round(ns["valiant_uniform_bound"](2, 4, 9), 4) == 0.5547
 
 
+def test_architecture_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "architecture.md", tmp_path, with_required=False)
+    assert ns["need"]["flows"] == 16
+    assert ns["fabric"]["hosts"] == 16 and ns["fabric"]["switches"] == 20
+    assert "would need about" in ns["refused"] and "more than the limit of 1.0 GiB" in ns["refused"]
+
+
 #: The pages of docs/ and the test that runs every code block of each.
 PAGE_TESTS = {
     "analysis.md": "test_analysis_page_runs",
+    "architecture.md": "test_architecture_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying

@@ -133,6 +133,8 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
     if result is not None:
         _print_fabric(result)
         _print_workloads(result)
+        for warning in result.run_info.get("warnings", []):
+            click.echo(f"  warning: {warning}")
     click.echo(f"  output: {out}/flows.arrow, {out}/run.json")
 
 
@@ -180,11 +182,14 @@ def _print_fabric(result: Any) -> None:
         parts.append(f"PFC DEADLOCKS {st['pfc_deadlocks']}")
     if st.get("max_global_hops"):
         parts.append(
-            f"non-minimal packets {_fmt.count(st.get('packets_nonminimal', 0))}   "
+            f"non-minimal data packets {_fmt.count(st.get('data_packets_nonminimal', 0))} "
+            f"(control {_fmt.count(st.get('control_packets_nonminimal', 0))})   "
             f"most global hops {st['max_global_hops']}"
         )
     if st.get("link_fault_drops"):
         parts.append(f"lost to link faults {_fmt.count(st['link_fault_drops'])}")
+    if st.get("flows_unreachable"):
+        parts.append(f"flows cut off by faults {_fmt.count(st['flows_unreachable'])}")
     if st.get("timeouts"):
         parts.append(f"timeouts {_fmt.count(st['timeouts'])}")
     if parts:
