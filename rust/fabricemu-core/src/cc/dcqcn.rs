@@ -20,7 +20,7 @@
 //! `cnp_interval` per flow. [`DcqcnCc`] puts both behind the [`Controller`] interface.
 
 use super::{Controller, RateSample, Reaction as CcReaction};
-use crate::scenario::DcqcnSpec;
+use crate::config::DcqcnSpec;
 use crate::units::Time;
 
 /// DCQCN's timer numbers in [`CcReaction::timers`].

@@ -16,7 +16,7 @@ pub mod dcqcn_config;
 
 pub use dcqcn::Dcqcn;
 
-use crate::scenario::CongestionControl;
+use crate::config::CongestionControl;
 use crate::units::Time;
 
 /// One hop's in-band telemetry, as a switch would stamp it on a data packet and the receiver

@@ -11,8 +11,8 @@ mod table;
 
 pub use table::RouteTable;
 
+use crate::config::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
 use crate::rng::{self, mix64, Purpose, Rng};
-use crate::scenario::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
 use crate::topology::{Fabric, NodeId, PortId};
 use crate::units::Time;
 

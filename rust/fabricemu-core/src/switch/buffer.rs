@@ -6,7 +6,7 @@
 //! then into the headroom reserved for their (ingress port, priority); a lossless drop means the
 //! headroom was too small.
 
-use crate::scenario::SwitchSpec;
+use crate::config::SwitchSpec;
 
 /// Where an admitted packet's bytes are counted (released from the same place).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

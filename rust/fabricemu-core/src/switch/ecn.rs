@@ -1,7 +1,7 @@
 //! RED/ECN marking (the DCQCN paper's CP): probability 0 below Kmin, rising linearly to Pmax at
 //! Kmax, 1 above Kmax, on the egress queue depth of the packet's priority.
 
-use crate::scenario::EcnSpec;
+use crate::config::EcnSpec;
 
 /// Marking probability at queue depth `queue_bytes`.
 #[inline]

@@ -10,8 +10,8 @@ pub mod queue;
 
 pub use buffer::SharedBuffer;
 
+use crate::config::{EcnSpec, Scheduler};
 use crate::rng::Rng;
-use crate::scenario::{EcnSpec, Scheduler};
 
 /// The switches' part of the World: every switch's shared buffer, PFC state, ECN marking and the
 /// egress scheduler (per-port queues stay with the ports, NICs have them too).

@@ -5,7 +5,7 @@
 //! Ingress ports are named by the upstream's egress port id `p` (the link the bytes came over),
 //! which is also the port a PAUSE stops.
 
-use crate::scenario::{PfcSpec, PfcThreshold};
+use crate::config::{PfcSpec, PfcThreshold};
 use crate::topology::Fabric;
 
 use super::NUM_PRIORITIES;
