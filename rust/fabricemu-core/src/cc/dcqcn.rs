@@ -350,22 +350,9 @@ mod tests {
 
     const US: u64 = 1_000_000;
 
+    /// The paper's published parameters (the ones `variant = "paper"` applies).
     fn paper() -> DcqcnSpec {
-        DcqcnSpec {
-            mellanox: false,
-            g: 1.0 / 256.0,
-            alpha_init: 1.0,
-            cnp_interval_ps: 50 * US,
-            alpha_interval_ps: 55 * US,
-            rate_timer_ps: 55 * US,
-            byte_counter_bytes: 10_000_000,
-            fast_recovery: 5,
-            rate_ai_bps: 40_000_000,
-            rate_hai_bps: 200_000_000,
-            min_rate_bps: 100_000_000,
-            rate_decrease_interval_ps: 0,
-            clamp_target_rate: true,
-        }
+        crate::cc::dcqcn_config::DcqcnVariant::Paper.defaults(40_000_000_000)
     }
 
     #[test]

@@ -65,7 +65,7 @@ const US: u64 = 1_000_000;
 
 impl DcqcnVariant {
     /// The variant's parameters for NICs of `host_rate_bps`.
-    fn defaults(self, host_rate_bps: u64) -> DcqcnSpec {
+    pub(crate) fn defaults(self, host_rate_bps: u64) -> DcqcnSpec {
         match self {
             // Zhu et al., SIGCOMM 2015 (R_HAI from the author's ns3-rdma config; min rate its
             // code default).
