@@ -155,7 +155,7 @@ impl World {
                 let latency = if fabric.is_host(far) {
                     0
                 } else {
-                    s.switch.latency_ps
+                    fabric.switch_latency(far).unwrap_or(s.switch.latency_ps)
                 };
                 PortHot {
                     busy_until: 0,
@@ -178,7 +178,16 @@ impl World {
             })
             .collect();
         let t = &s.transport;
-        let buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, reserved_headroom);
+        let mut buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, reserved_headroom);
+        if fabric.cluster.is_some() {
+            // Scale-up switches and shared NICs have buffers of their own.
+            for n in fabric.num_hosts..fabric.num_nodes {
+                if let Some(b) = fabric.switch_buffer(n) {
+                    buffer.capacity[n as usize] =
+                        b.saturating_sub(reserved_headroom.get(n as usize).copied().unwrap_or(0));
+                }
+            }
+        }
 
         let mut sport_rng = RngStream::SourcePorts.rng(s.seed);
         let mut label_rng = RngStream::FlowLabels.rng(s.seed);

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::topology::{Fabric, NodeId, PortId, Tier};
+use crate::topology::{Fabric, NodeId, PortId, Role, Tier};
 
 const NONE: u32 = u32::MAX;
 
@@ -124,7 +124,8 @@ fn dragonfly_groups(f: &Fabric) -> (Vec<u32>, u32) {
     let mut count = 0;
     let mut stack = Vec::new();
     for s in f.num_hosts..f.num_nodes {
-        if group[s as usize] != NONE {
+        // A scale-up switch joins only GPUs: it is in no dragonfly group.
+        if group[s as usize] != NONE || f.role[s as usize] == Role::NvSwitch {
             continue;
         }
         group[s as usize] = count;

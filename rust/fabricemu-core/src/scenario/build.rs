@@ -39,7 +39,7 @@ impl Built {
 
 pub fn build(scenario: &Scenario) -> Res<Built> {
     let s = scenario;
-    let fabric = topology::build(&s.topology, &s.switch);
+    let fabric = topology::build_scenario(s);
     let faults = faults::resolve(&fabric, &s.faults)?;
     let max_wire = s.transport.mtu_bytes + s.transport.header_bytes;
     let mut warnings = Vec::new();
@@ -49,7 +49,13 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
             warnings.extend(check_headroom(
                 &s.switch,
                 &reserved,
-                |n| !fabric.is_host(n as u32),
+                |n| {
+                    (!fabric.is_host(n as u32)).then(|| {
+                        fabric
+                            .switch_buffer(n as u32)
+                            .unwrap_or(s.switch.buffer_bytes)
+                    })
+                },
                 max_wire,
             )?);
             (Some(pfc), reserved)
