@@ -145,7 +145,7 @@ impl ClusterFile {
                 "an integer number of NICs per server",
             )?,
         };
-        if gpus % nics != 0 {
+        if !gpus.is_multiple_of(nics) {
             return Err(ScenarioError::at(
                 "cluster.nics_per_server",
                 format!(
@@ -177,7 +177,7 @@ impl ClusterFile {
         let slots = leaves * per_leaf;
         match cabling {
             Cabling::Rail => {
-                if leaves % nics != 0 {
+                if !leaves.is_multiple_of(nics) {
                     return Err(ScenarioError::at(
                         "cluster.cabling",
                         format!(
@@ -190,7 +190,7 @@ impl ClusterFile {
                 }
             }
             Cabling::Tor => {
-                if per_leaf % nics != 0 {
+                if !per_leaf.is_multiple_of(nics) {
                     return Err(ScenarioError::at(
                         "cluster.cabling",
                         format!(
@@ -286,7 +286,7 @@ impl ClusterFile {
                 "an integer number of GPUs per scale-up domain",
             )?,
         };
-        if per_domain % gpus != 0 {
+        if !per_domain.is_multiple_of(gpus) {
             return Err(ScenarioError::at(
                 "cluster.scaleup.gpus",
                 format!(
@@ -296,7 +296,7 @@ impl ClusterFile {
             ));
         }
         let domain_servers = per_domain / gpus;
-        if servers % domain_servers != 0 {
+        if !servers.is_multiple_of(domain_servers) {
             return Err(ScenarioError::at(
                 "cluster.scaleup.gpus",
                 format!(
