@@ -222,7 +222,11 @@ fn shared_nics_are_switches_between_pcie_and_the_rails() {
         let tiers: Vec<Tier> = f.ports_of(nic).map(|p| f.tier[p as usize]).collect();
         assert_eq!(tiers, [Tier::Host, Tier::Host, Tier::Pcie, Tier::Pcie]);
     }
-    let cs = summary::summarize(&f).cluster.unwrap();
+    let sum = summary::summarize(&f);
+    // Each GPU demands its share of its NIC (100G), not its PCIe link.
+    assert_eq!(sum.bisection_demand_bps, 8 * 100_000_000_000);
+    assert_eq!(sum.bisection_bps, sum.bisection_demand_bps);
+    let cs = sum.cluster.unwrap();
     assert!(cs.shared_nics);
     assert_eq!(cs.nics, 8);
     // Two GPUs share a NIC's 2 x 100G: 100G each (less than the 256G PCIe link).

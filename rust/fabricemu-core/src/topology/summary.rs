@@ -7,7 +7,9 @@
 //!   worst one for Clos and dragonfly fabrics). The bisection bandwidth is the maximum flow from the
 //!   first half to the second over the directed links (each direction carries its rate); the
 //!   demand is the smaller half's total host-link rate. `bisection_ratio = bisection / demand` is 1
-//!   for a non-blocking fabric, and `oversubscription` is its inverse.
+//!   for a non-blocking fabric, and `oversubscription` is its inverse. With a `[cluster]` the hosts
+//!   are GPUs and this is the scale-out bisection: scale-up links are left out, and a GPU's demand
+//!   is its scale-out rate (its NIC ports, or its share of a shared NIC's).
 //! - **Levels**: a node's level is its hop distance from the nearest host (hosts 0, edge or leaf 1,
 //!   ...). A switch's downlinks lead to a lower level, its uplinks to a higher one; its
 //!   oversubscription is downlink capacity over uplink capacity.
@@ -199,31 +201,35 @@ pub fn describe(fabric: &Fabric, topology: &Value) -> Value {
     Value::Object(out)
 }
 
+/// A GPU's scale-out rate, each direction: its NIC ports on all planes, or its share of a shared
+/// NIC's ports (capped by its PCIe link).
+fn scaleout_bps(f: &Fabric, c: &super::ClusterLayout, gpu: NodeId) -> u64 {
+    let own: u64 = c
+        .nic_ports(gpu)
+        .iter()
+        .map(|&p| f.rate_bps[p as usize])
+        .sum();
+    match c.nic_node(c.server(gpu), c.rail(gpu)) {
+        Some(nic) => {
+            let share = (c.spec.gpus_per_server / c.spec.nics_per_server) as u64;
+            let rails: u64 = f
+                .ports_of(nic)
+                .filter(|&p| f.tier[p as usize] == Tier::Host)
+                .map(|p| f.rate_bps[p as usize])
+                .sum();
+            own.min(rails / share)
+        }
+        None => own,
+    }
+}
+
 /// The GPU servers of `fabric` (None without a `[cluster]`).
 pub fn cluster_summary(f: &Fabric) -> Option<ClusterSummary> {
     use crate::config::{Cabling, CrossRail};
     let c = f.cluster.as_deref()?;
     let per_gpu = |gpu: NodeId| -> (u64, u64) {
         let up = c.scaleup_port(gpu).map_or(0, |p| f.rate_bps[p as usize]);
-        let out: u64 = c
-            .nic_ports(gpu)
-            .iter()
-            .map(|&p| f.rate_bps[p as usize])
-            .sum();
-        // A shared NIC's ports are shared by its GPUs.
-        let out = match c.nic_node(c.server(gpu), c.rail(gpu)) {
-            Some(nic) => {
-                let share = (c.spec.gpus_per_server / c.spec.nics_per_server) as u64;
-                let rails: u64 = f
-                    .ports_of(nic)
-                    .filter(|&p| f.tier[p as usize] == Tier::Host)
-                    .map(|p| f.rate_bps[p as usize])
-                    .sum();
-                out.min(rails / share)
-            }
-            None => out,
-        };
-        (up, out)
+        (up, scaleout_bps(f, c, gpu))
     };
     let (up, out) = if c.gpus > 0 { per_gpu(0) } else { (0, 0) };
     Some(ClusterSummary {
@@ -468,12 +474,16 @@ fn bisection(f: &Fabric) -> (u64, u64) {
         return (0, 0);
     }
     let half = hosts / 2;
-    // The scale-out bisection: scale-up links (inside GPU servers and racks) are left out.
+    // GPU clusters: the scale-out bisection, each GPU demanding its scale-out rate; scale-up links
+    // (inside servers and racks) are left out.
     let host_rate = |h: NodeId| -> u64 {
-        f.ports_of(h)
-            .filter(|&p| f.tier[p as usize] != Tier::ScaleUp)
-            .map(|p| f.rate_bps[p as usize])
-            .fold(0u64, u64::saturating_add)
+        match f.cluster.as_deref() {
+            Some(c) => scaleout_bps(f, c, h),
+            None => f
+                .ports_of(h)
+                .map(|p| f.rate_bps[p as usize])
+                .fold(0u64, u64::saturating_add),
+        }
     };
     let a: u64 = (0..half).map(host_rate).fold(0, u64::saturating_add);
     let b: u64 = (half..hosts).map(host_rate).fold(0, u64::saturating_add);
