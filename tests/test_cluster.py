@@ -58,7 +58,8 @@ def test_topo_counts_gpus_servers_domains_nics_and_tiers(cli, superpod):
     f = json.loads(js.stdout)
     c = f["cluster"]
     assert (c["gpus"], c["servers"], c["nics"], c["rails"], c["planes"]) == (256, 32, 256, 8, 1)
-    assert (c["scaleup_domains"], c["gpus_per_domain"], c["cabling"], c["cross_rail"]) == (32, 8, "rail", "pxn")
+    assert (c["scaleup_domains"], c["gpus_per_domain"]) == (32, 8)
+    assert (c["cabling"], c["cross_rail"]) == ("rail", "pxn")
     assert {t["tier"]: t["links"] for t in f["tiers"]} == {"host": 256, "fabric": 32, "scaleup": 256}
 
 
@@ -89,7 +90,8 @@ def test_topo_shared_nics_planes_and_tor(cli, superpod):
     # A NIC: 2 x 512G PCIe down, 2 planes x 400G up.
     nic = next(r for r in f["roles"] if r["role"] == "nic")
     assert nic["oversubscription"] == pytest.approx(1024 / 800)
-    text = cli("topo", str(superpod), "--set", "cluster.nics_per_server=4", "--set", "cluster.planes=2").stdout
+    sets = ("--set", "cluster.nics_per_server=4", "--set", "cluster.planes=2")
+    text = cli("topo", str(superpod), *sets).stdout
     assert "NICs              256 (4 per server, shared by GPUs; 4 rails, 2 planes, rail cabling" in text
     assert "2 planes" in text.splitlines()[0]
 
@@ -113,7 +115,7 @@ def test_workloads_address_gpus_and_a_cluster_runs(tmp_path: Path):
         .replace('size = "1MB"', 'size = "16KiB"')
     )
     assert s.fabric_summary()["hosts"] == 4
-    with pytest.raises(ScenarioError, match="workload.0.receiver"):
+    with pytest.raises(ScenarioError, match=r"workload\.0\.receiver"):
         s.with_({"workload.0": {"kind": "incast", "receiver": 4, "senders": 2, "size": "1KB"}})
     r = fabricemu.run(s, out=tmp_path / "run")
     flows = r.table("flows")
