@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
 
 import pytest
+
+import fabricemu
 
 from conftest import ERROR_CASES, LONG, ROOT, SCENARIOS, broken, read_arrow, wait_for_run_start
 
@@ -112,6 +115,35 @@ def test_run_with_set(cli, tmp_path):
     assert info["scenario"]["topology"]["k"] == 6
     assert info["scenario"]["workload"][1]["size"] == "64KiB"
     assert info["scenario"]["name"] == "k6"
+    assert info["overrides"] == {"topology.k": 6, "workload.1.size": "64KiB", "name": "k6"}
+    assert info["source"] == QUICKSTART
+
+
+def test_run_record_reproduces_the_run(cli, tmp_path):
+    """run.json is a complete record (issue 18.3): when, where, from what, every output with its
+    rows; `fabricemu run OUT/run.json` runs the same scenario again, byte for byte."""
+    first = tmp_path / "first"
+    proc = cli("run", QUICKSTART, "-o", str(first), "--set", "seed=7", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((first / "run.json").read_text())
+    for key in ["started_utc", "finished_utc"]:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", info[key]), info[key]
+    assert info["started_utc"] <= info["finished_utc"]
+    assert info["host"]["hostname"] and info["host"]["cpus"] >= 1 and info["host"]["python"]
+    assert info["version"] == fabricemu.__version__
+    files = {o["file"]: o for o in info["outputs"]}
+    assert set(files) == {p.name for p in first.iterdir()} - {"run.json"}
+    flows = read_arrow(first / "flows.arrow")
+    assert files["flows.arrow"]["rows"] == flows.num_rows == info["stats"]["flows_total"]
+    assert files["flows.arrow"]["bytes"] == (first / "flows.arrow").stat().st_size
+
+    again = tmp_path / "again"
+    proc = cli("run", str(first / "run.json"), "-o", str(again), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert (again / "flows.arrow").read_bytes() == (first / "flows.arrow").read_bytes()
+    replay = json.loads((again / "run.json").read_text())
+    assert replay["scenario"] == info["scenario"] and replay["scenario"]["seed"] == 7
+    assert replay["source"] == str(first / "run.json") and replay["overrides"] == {}
 
 
 def test_validate_ok(cli):
