@@ -45,9 +45,7 @@ def outputs(folder: Path) -> List[Dict[str, Any]]:
         if path.suffix == ".arrow":
             with pa.memory_map(str(path)) as source:
                 reader = pa.ipc.open_file(source)
-                entry["rows"] = sum(
-                    reader.get_batch(i).num_rows for i in range(reader.num_record_batches)
-                )
+                entry["rows"] = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
         files.append(entry)
     return files
 

@@ -252,9 +252,7 @@ class Scenario:
         )
 
 
-def _restore(
-    data: Dict[str, Any], source: Optional[str], overrides: Dict[str, Any]
-) -> Scenario:
+def _restore(data: Dict[str, Any], source: Optional[str], overrides: Dict[str, Any]) -> Scenario:
     """Unpickling: validate the dictionary again, keep where it came from."""
     return Scenario._make(data, _core.parse_json(_dumps(data)), source, overrides)
 
