@@ -9,7 +9,7 @@ use super::faults::Fault;
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Cc;
-use crate::packet::{flags, Packet, PacketArena, PacketList};
+use crate::packet::{flags, PacketArena, PacketList};
 use crate::rng::RngStream;
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
 use crate::scenario::{LossRecovery, Scenario, Scheduler, StopAt, TraceSpec};
@@ -91,8 +91,6 @@ pub struct World {
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
     /// may come back.
     pub(super) fault_events_left: u32,
-    /// Candidate ports of a routing decision (reused: no allocation per packet).
-    pub(super) scratch: Vec<PortId>,
 
     /// Switches: shared buffers, PFC, ECN and the egress scheduler.
     pub(super) switches: Switches,
@@ -302,7 +300,6 @@ impl World {
             excluded: vec![false; np],
             faults,
             fault_events_left: 0,
-            scratch: Vec::with_capacity(64),
             switches: Switches {
                 dwrr: match s.switch.scheduler {
                     Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
@@ -422,6 +419,11 @@ impl World {
     /// Counters, with the in-flight and pause figures taken now.
     pub fn stats(&self) -> RunStats {
         let mut s = self.stats.clone();
+        let r = self.router.stats;
+        s.packets_nonminimal = r.packets_nonminimal;
+        s.data_packets_nonminimal = r.data_packets_nonminimal;
+        s.control_packets_nonminimal = r.control_packets_nonminimal;
+        s.max_global_hops = r.max_global_hops;
         s.simulated_ps = self.now;
         s.packets_created = self.packets.created();
         s.packets_in_flight = self.packets.live();
@@ -629,32 +631,18 @@ impl World {
         fid: u32,
     ) -> Result<Vec<PortId>, Vec<PortId>> {
         let f = &self.flows[fid as usize];
-        let probe = self.probe_packet(fid);
         let mut ports = vec![self.fabric.host_port(f.src)];
         for _ in 0..=self.fabric.num_nodes {
             let node = self.fabric.peer_node[*ports.last().expect("non-empty") as usize];
             if self.fabric.is_host(node) {
                 return Ok(ports);
             }
-            match self.ecmp_port(table, node, &probe) {
+            match self.router.ecmp_port(table, node, f.dst, f.header_fwd) {
                 Some(p) => ports.push(p),
                 None => return Err(ports),
             }
         }
         Err(ports)
-    }
-
-    fn probe_packet(&self, fid: u32) -> Packet {
-        let f = &self.flows[fid as usize];
-        Packet::data(
-            fid,
-            0,
-            f.dst,
-            f.header_fwd,
-            0,
-            self.transport.data_priority,
-            false,
-        )
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.
