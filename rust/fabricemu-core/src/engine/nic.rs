@@ -479,33 +479,10 @@ impl World {
     }
 
     fn record_rate(&mut self, fid: u32) {
-        let Some(rates) = &mut self.traces.rates else {
-            return;
-        };
-        let spec = self
-            .trace_spec
-            .rates
-            .as_ref()
-            .expect("rates trace configured");
-        if let Some(only) = &spec.flows {
-            if only.binary_search(&fid).is_err() {
-                return;
-            }
-        }
-        let last = self.rates_last[fid as usize];
-        if spec.interval_ps > 0 && last != NEVER && self.now - last < spec.interval_ps {
-            return;
-        }
-        self.rates_last[fid as usize] = self.now;
-        let Some(r) = self.cc.rate_sample(fid, self.now) else {
-            return;
-        };
-        rates
-            .cols
-            .push(self.now, fid as u64, r.rate_bps, r.target_bps, r.alpha);
-        if let Err(e) = rates.row_done() {
-            self.traces.error.get_or_insert(e);
-        }
+        let now = self.now;
+        let cc = &mut self.cc;
+        self.tracer
+            .rate_changed(fid, now, || cc.rate_sample(fid, now));
     }
 }
 

@@ -12,14 +12,13 @@ use crate::cc::Cc;
 use crate::packet::{flags, PacketArena, PacketList};
 use crate::rng::RngStream;
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
-use crate::scenario::{LossRecovery, Scenario, Scheduler, StopAt, TraceSpec};
+use crate::scenario::{LossRecovery, Scenario, Scheduler, StopAt};
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
 use crate::switch::{PortQueue, SharedBuffer, Switches, NUM_PRIORITIES};
 use crate::topology::faults::LinkFault;
 use crate::topology::{Fabric, NodeId, PortId};
-use crate::trace::stream::Stream;
-use crate::trace::tables::{LinkRows, PfcRows, QueueRows, RateRows};
+use crate::trace::Tracer;
 use crate::transport::ideal::{ideal_fct, Hop};
 use crate::transport::{segment, Flow, Nics, TransportParams, NEVER, NO_BARRIER};
 use crate::units::Time;
@@ -56,17 +55,6 @@ pub(super) struct PortHot {
 pub(super) struct Barrier {
     pub remaining: u32,
     pub waiting: Vec<(u32, Time)>,
-}
-
-/// Optional trace tables being written.
-#[derive(Default)]
-pub struct Traces {
-    pub queues: Option<Stream<QueueRows>>,
-    pub links: Option<Stream<LinkRows>>,
-    pub pfc: Option<Stream<PfcRows>>,
-    pub rates: Option<Stream<RateRows>>,
-    /// The first error writing a trace (reported when the run's outputs are written).
-    pub error: Option<std::io::Error>,
 }
 
 pub struct World {
@@ -116,12 +104,8 @@ pub struct World {
     /// Transport settings.
     pub(super) transport: TransportParams,
 
-    pub(super) trace_spec: TraceSpec,
-    pub traces: Traces,
-    /// Per port, at the previous links sample: tx bytes and paused time.
-    pub(super) links_last: Vec<(u64, u64)>,
-    /// Per flow: when its last rates row was written.
-    pub(super) rates_last: Vec<Time>,
+    /// Tracing: the streamed trace tables and what sampling remembers between rows.
+    pub tracer: Tracer,
 
     pub stats: RunStats,
     /// Flows finished or given up on (`all_flows_done` stops when all are).
@@ -259,25 +243,23 @@ impl World {
             events.push(flows[first as usize].start, Event::NextFlowStarts);
         }
         let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
-        let trace_spec = s.trace.clone();
-        let traces = Traces {
-            queues: trace_spec.queues.map(|_| Stream::default()),
-            links: trace_spec.links_interval_ps.map(|_| Stream::default()),
-            pfc: (trace_spec.pfc && pfc.is_some()).then(Stream::default),
-            rates: (trace_spec.rates.is_some() && cc.reports_rates()).then(Stream::default),
-            error: None,
-        };
-        if let Some(q) = trace_spec.queues {
-            events.push(q.interval_ps, Event::SampleQueues);
+        let tracer = Tracer::new(
+            s.trace.clone(),
+            pfc.is_some(),
+            cc.reports_rates(),
+            np,
+            flows.len(),
+        );
+        if let Some(i) = tracer.queues_interval() {
+            events.push(i, Event::SampleQueues);
         }
-        if let Some(i) = trace_spec.links_interval_ps {
+        if let Some(i) = tracer.links_interval() {
             events.push(i, Event::SampleLinks);
         }
         let stats = RunStats {
             flows_total: flows.len() as u64,
             ..RunStats::default()
         };
-        let num_flows = flows.len();
         let faults = faults
             .iter()
             .map(|f| Fault {
@@ -334,10 +316,7 @@ impl World {
                 data_priority: t.data_priority,
                 control_priority: t.control_priority,
             },
-            trace_spec,
-            traces,
-            links_last: vec![(0, 0); np],
-            rates_last: vec![NEVER; num_flows],
+            tracer,
             stats,
             flows_settled: 0,
             finished: false,
@@ -462,12 +441,7 @@ impl World {
 
     /// Time port `p` has been paused so far (any priority).
     pub(super) fn paused_time(&self, p: usize) -> u64 {
-        let ongoing = if self.pause_since[p] == NEVER {
-            0
-        } else {
-            self.now - self.pause_since[p]
-        };
-        self.paused_ps[p] + ongoing
+        super::sampling::paused_time(self.pause_since[p], self.paused_ps[p], self.now)
     }
 
     /// Every live packet is in exactly one queue or on one link: count them there and compare with
