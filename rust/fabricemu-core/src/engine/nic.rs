@@ -169,7 +169,7 @@ impl World {
         // No acknowledged progress for a whole timeout. If the destination is cut off for good
         // (no path either way, and no fault will end or be noticed later), give up on the flow.
         let (src, dst) = (f.src, f.dst);
-        if self.fault_events_left == 0 && !(self.reachable(src, dst) && self.reachable(dst, src)) {
+        if self.faults.settled() && !(self.reachable(src, dst) && self.reachable(dst, src)) {
             self.abandon(fid);
             return;
         }

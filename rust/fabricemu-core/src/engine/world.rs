@@ -5,7 +5,7 @@
 //! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
 //! (see `transmit` for why not one per link).
 
-use super::faults::Fault;
+use super::faults::{Fault, Faults};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Cc;
@@ -73,12 +73,8 @@ pub struct World {
     pub(super) paused_ps: Vec<u64>,
     /// Current rate of each port (differs from the fabric's while a link is degraded).
     pub(super) port_rate: Vec<u64>,
-    /// Ports routing avoids (failed links, once detected).
-    pub(super) excluded: Vec<bool>,
-    pub(super) faults: Vec<Fault>,
-    /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
-    /// may come back.
-    pub(super) fault_events_left: u32,
+    /// Link faults: the scenario's, the ports routing avoids, the fault events still to come.
+    pub(super) faults: Faults,
 
     /// Switches: shared buffers, PFC, ECN and the egress scheduler.
     pub(super) switches: Switches,
@@ -279,9 +275,7 @@ impl World {
             pause_since: vec![NEVER; np],
             paused_ps: vec![0; np],
             port_rate: fabric.rate_bps.clone(),
-            excluded: vec![false; np],
-            faults,
-            fault_events_left: 0,
+            faults: Faults::new(faults, np),
             switches: Switches {
                 dwrr: match s.switch.scheduler {
                     Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
