@@ -353,3 +353,107 @@ impl Router {
         (!group.is_empty()).then(|| group[self.ecmp_index(node, key, group.len())])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{HashFunction, RoutingSpec};
+
+    /// Queue depths set by the test, per port.
+    struct Loads(Vec<u64>);
+
+    impl PortLoad for Loads {
+        fn load(&self, p: PortId) -> u64 {
+            self.0[p as usize]
+        }
+    }
+
+    /// A leaf-spine (2 leaves, 4 spines, 2 hosts per leaf), a router with `lb` on it, the leaf
+    /// of host 0 and a packet from host 0 to a host on the other leaf.
+    fn setup(lb: LoadBalancing) -> (Fabric, Router, NodeId, Packet) {
+        let (_, scenario) = crate::scenario::parse_toml(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 4\nhosts_per_leaf = 2\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"",
+            "",
+        )
+        .unwrap();
+        let fabric = crate::topology::build(&scenario.topology, &scenario.switch);
+        let spec = RoutingSpec {
+            load_balancing: lb,
+            hash_fields: 31,
+            hash: HashFunction::Mix,
+            per_switch_seed: true,
+            flowlet_table: 64,
+            hop_classes: false,
+        };
+        let router = Router::new(&fabric, &spec, 7);
+        let leaf = fabric.peer_node[fabric.host_port(0) as usize];
+        let dst = (0..fabric.num_hosts)
+            .find(|&h| fabric.peer_node[fabric.host_port(h) as usize] != leaf)
+            .unwrap();
+        let mut pkt = Packet::data(0, 0, dst, 12345, 1000, 3, false);
+        pkt.ingress = fabric.host_port(0);
+        (fabric, router, leaf, pkt)
+    }
+
+    #[test]
+    fn least_loaded_spray_takes_the_emptiest_uplink_the_loads_lend() {
+        let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Spray(Pick::LeastLoaded));
+        let group = router.table.group(leaf, pkt.dst).to_vec();
+        assert_eq!(group.len(), 4);
+        for &light in &group {
+            let mut loads = Loads(vec![5000; fabric.num_ports() as usize]);
+            loads.0[light as usize] = 100;
+            for t in 0..20 {
+                let c = router
+                    .choose(leaf, &mut pkt, t * 1000, &fabric, &loads)
+                    .unwrap();
+                assert_eq!(
+                    c,
+                    Choice {
+                        port: light,
+                        climb: false
+                    }
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn adaptive_keeps_its_port_within_the_bias_and_leaves_it_beyond() {
+        let lb = LoadBalancing::Adaptive {
+            per_packet: true,
+            gap_ps: 0,
+            bias_bytes: 1000,
+        };
+        let (fabric, mut router, leaf, mut pkt) = setup(lb);
+        let group = router.table.group(leaf, pkt.dst).to_vec();
+        let mut loads = Loads(vec![10_000; fabric.num_ports() as usize]);
+        loads.0[group[1] as usize] = 0;
+        let first = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
+        assert_eq!(first.port, group[1]);
+        // Another port is now lighter, but by less than the bias: the flow stays.
+        loads.0[group[1] as usize] = 900;
+        loads.0[group[2] as usize] = 0;
+        let kept = router.choose(leaf, &mut pkt, 10, &fabric, &loads).unwrap();
+        assert_eq!(kept.port, group[1]);
+        // Beyond the bias it moves.
+        loads.0[group[1] as usize] = 1001;
+        let moved = router.choose(leaf, &mut pkt, 20, &fabric, &loads).unwrap();
+        assert_eq!(moved.port, group[2]);
+    }
+
+    #[test]
+    fn ecmp_ignores_the_loads_and_matches_ecmp_port() {
+        let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Ecmp);
+        let hashed = router
+            .ecmp_port(&router.table, leaf, pkt.dst, pkt.header_key)
+            .unwrap();
+        for heavy in [0u64, 1 << 30] {
+            let mut loads = Loads(vec![0; fabric.num_ports() as usize]);
+            loads.0[hashed as usize] = heavy;
+            let c = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
+            assert_eq!(c.port, hashed);
+        }
+        assert_eq!(router.stats, RouteStats::default());
+    }
+}

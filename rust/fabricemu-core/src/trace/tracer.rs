@@ -260,3 +260,166 @@ impl Tracer {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{QueuesTraceSpec, RatesTraceSpec};
+    use arrow_array::{Array, Float64Array, Int64Array};
+
+    fn spec() -> TraceSpec {
+        TraceSpec {
+            unfinished_flows: false,
+            queues: Some(QueuesTraceSpec {
+                interval_ps: 1_000,
+                hosts: false,
+                empty: false,
+            }),
+            pfc: true,
+            links_interval_ps: Some(1_000_000),
+            rates: Some(RatesTraceSpec {
+                flows: Some(vec![1, 3]),
+                interval_ps: 100,
+            }),
+        }
+    }
+
+    fn sample(fid: u32) -> Option<RateSample> {
+        Some(RateSample {
+            rate_bps: 1000 + fid as u64,
+            target_bps: 2000,
+            alpha: 0.5,
+        })
+    }
+
+    #[test]
+    fn rates_rows_only_for_traced_flows_and_at_most_one_per_interval() {
+        let mut t = Tracer::new(spec(), true, true, 4, 4);
+        let mut asked = 0;
+        let mut change = |t: &mut Tracer, fid: u32, now: Time| {
+            t.rate_changed(fid, now, || {
+                asked += 1;
+                sample(fid)
+            })
+        };
+        change(&mut t, 0, 0); // not traced
+        change(&mut t, 1, 0); // row
+        change(&mut t, 1, 50); // too soon
+        change(&mut t, 3, 60); // row (its own interval)
+        change(&mut t, 1, 100); // row
+        assert_eq!(asked, 3, "the congestion control is read only for a row");
+        let b = t.traces.rates.as_mut().unwrap().batches().unwrap();
+        let times: Vec<i64> = b
+            .iter()
+            .flat_map(|b| {
+                let c = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                c.values().to_vec()
+            })
+            .collect();
+        assert_eq!(times, vec![0, 60, 100]);
+    }
+
+    #[test]
+    fn links_rows_carry_what_happened_since_the_previous_sample() {
+        let mut t = Tracer::new(spec(), false, false, 1, 0);
+        let at = |tx: u64, paused: u64| LinkSample {
+            node: 4,
+            peer_node: 0,
+            tier: Tier::Host,
+            rate_bps: 8_000_000_000, // 1 byte per ns
+            tx_bytes: tx,
+            paused_ps: paused,
+        };
+        assert_eq!(
+            t.sample_links(1_000_000, std::iter::once(at(500, 10))),
+            Some(1_000_000)
+        );
+        assert_eq!(
+            t.sample_links(2_000_000, std::iter::once(at(1500, 30))),
+            Some(1_000_000)
+        );
+        let b = &t.traces.links.as_mut().unwrap().batches().unwrap()[0];
+        let col = |name: &str| b.column(b.schema().index_of(name).unwrap()).clone();
+        let tx = col("tx_bytes");
+        let tx = tx.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(tx.values().to_vec(), vec![500, 1000]);
+        let u = col("utilisation");
+        let u = u.as_any().downcast_ref::<Float64Array>().unwrap();
+        assert!((u.value(0) - 0.5).abs() < 1e-9 && (u.value(1) - 1.0).abs() < 1e-9);
+        let paused = col("paused_ps");
+        let paused = paused.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(paused.values().to_vec(), vec![10, 20]);
+        assert_eq!(paused.len(), 2);
+    }
+
+    #[test]
+    fn queues_rows_skip_nic_ports_and_empty_classes_unless_asked() {
+        use crate::packet::{Packet, PacketArena};
+        let mut arena = PacketArena::default();
+        let mut q = [PortQueue::default(), PortQueue::default()];
+        for (port, class) in [(0usize, 3u8), (1, 3), (1, 3)] {
+            let id = arena.alloc(Packet::data(0, 0, 1, 0, 1000, class, false));
+            q[port].push(&mut arena, id, class, 1000);
+        }
+        let mut t = Tracer::new(spec(), false, false, 2, 0);
+        let from_host = [true, false];
+        let ports = q
+            .iter_mut()
+            .enumerate()
+            .map(|(p, q)| (7 + p as u32, from_host[p], q));
+        assert_eq!(t.sample_queues(42, ports), Some(1_000));
+        let b = &t.traces.queues.as_mut().unwrap().batches().unwrap()[0];
+        assert_eq!(
+            b.num_rows(),
+            1,
+            "the NIC's queue and the empty classes are left out"
+        );
+        let col = |name: &str| {
+            let c = b.column(b.schema().index_of(name).unwrap()).clone();
+            c.as_any().downcast_ref::<Int64Array>().unwrap().value(0)
+        };
+        assert_eq!(
+            (col("time_ps"), col("bytes"), col("max_bytes")),
+            (42, 2000, 2000)
+        );
+    }
+
+    #[test]
+    fn untraced_tables_take_no_rows_and_stop_their_sampler() {
+        let none = TraceSpec {
+            unfinished_flows: false,
+            queues: None,
+            pfc: true,
+            links_interval_ps: None,
+            rates: Some(RatesTraceSpec {
+                flows: None,
+                interval_ps: 0,
+            }),
+        };
+        // PFC traced but off in the switch; rates traced but the scheme reports none.
+        let mut t = Tracer::new(none, false, false, 2, 2);
+        assert!(t.traces.pfc.is_none() && t.traces.rates.is_none());
+        t.pfc_frame(5, 4, 1, 5, 2, 3, true);
+        t.rate_changed(0, 5, || panic!("no rates table: nothing to sample"));
+        let mut q = [PortQueue::default(), PortQueue::default()];
+        let ports = q.iter_mut().map(|q| (4, false, q));
+        assert_eq!(t.sample_queues(5, ports), None);
+        assert_eq!(t.sample_links(5, std::iter::empty()), None);
+    }
+
+    #[test]
+    fn the_first_write_error_is_reported_by_finish_once() {
+        let mut t = Tracer::new(spec(), true, true, 1, 1);
+        let first = io::Error::other("disk full");
+        t.keep_error(Err(first));
+        t.keep_error(Err(io::Error::other("later")));
+        let dir = std::env::temp_dir().join(format!("fabricemu-tracer-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = t.finish(&dir, &[]).unwrap_err();
+        assert_eq!(e.to_string(), "disk full");
+        // Reported once: a later finish writes the tables.
+        t.finish(&dir, &[]).unwrap();
+        assert!(dir.join("queues.arrow").exists() && dir.join("rates.arrow").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
