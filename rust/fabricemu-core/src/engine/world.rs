@@ -1,7 +1,10 @@
 //! The World: every piece of simulation state in flat arrays indexed by port, node, flow or packet
-//! id. The handlers of each event live beside it: `ports.rs` (queues, links, switches, PFC, ECN),
-//! `nic.rs` (sending, receiving, loss recovery, congestion control) and `sampling.rs` (traces and
-//! the deadlock detector). Components schedule only themselves: a port has one pending wake-up
+//! id, grouped into parts owned by their modules (the router, switches, NICs, congestion control,
+//! faults, the tracer) that the World lends to each other. The handlers of each event live beside
+//! it: `ports.rs` (queues, links, switches, PFC, ECN), `forwarding.rs` (dispatch to
+//! `Router::choose`), `nic.rs` (sending, receiving, loss recovery, congestion control),
+//! `faults.rs` and `sampling.rs` (the trace samples, lent to the tracer, and the deadlock
+//! detector). Components schedule only themselves: a port has one pending wake-up
 //! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
 //! (see `transmit` for why not one per link).
 
