@@ -443,9 +443,9 @@ fn hosts_without_a_cluster_are_unchanged() {
 }
 
 #[test]
-fn the_engine_runs_gpu_fabrics_over_their_nics() {
-    // Until paths use the scale-up domain, every GPU sends on its first port (its NIC on plane 0,
-    // or its PCIe link to a shared NIC); every flow arrives and packets are conserved.
+fn the_engine_runs_gpu_fabrics() {
+    // Rail and ToR cabling, planes, shared NICs, a domain of two servers: every flow arrives and
+    // packets are conserved (common::run), the same on every run.
     for cluster in [
         "gpus_per_server = 4",
         "gpus_per_server = 4\ncabling = \"tor\"\nplanes = 2",

@@ -6,7 +6,7 @@ use super::world::World;
 use crate::packet::PacketId;
 use crate::routing::RouteTable;
 use crate::scenario::{FaultKind, FaultSpec};
-use crate::topology::{NodeId, PortId};
+use crate::topology::PortId;
 use crate::transport::NO_BARRIER;
 
 /// A fault resolved against the fabric: the two directed ports of its link.
@@ -147,24 +147,35 @@ impl World {
         self.fault_drop(pkt);
     }
 
-    /// Whether packets from host `a` can reach host `b` now: `a`'s link is up and routing has a
-    /// live path from its switch on (routing tables hold shortest live paths, so any member of a
-    /// next-hop group leads on).
-    pub(super) fn reachable(&self, a: NodeId, b: NodeId) -> bool {
-        let first = self.fabric.host_port(a);
-        if self.ports[first as usize].down {
-            return false;
-        }
-        let mut node = self.fabric.peer_node[first as usize];
+    /// Whether flow `fid`'s packets (data if `data`, else its control packets back) can reach
+    /// their destination now: its first link is up and routing has a live path on (routing tables
+    /// hold shortest live paths, so any member of a next-hop group leads on; scale-up switches
+    /// and PXN relays forward by the cluster layout).
+    pub(super) fn reachable(&self, fid: u32, data: bool) -> bool {
+        let f = &self.flows[fid as usize];
+        let (mut port, target) = if data {
+            (f.src_port, f.dst)
+        } else {
+            (f.dst_port, f.src)
+        };
         for _ in 0..=self.fabric.num_nodes {
-            if self.fabric.is_host(node) {
-                return node == b;
+            if self.ports[port as usize].down {
+                return false;
             }
-            match self.router.table.group(node, b).first() {
-                Some(&p) if !self.ports[p as usize].down => {
-                    node = self.fabric.peer_node[p as usize]
+            let node = self.fabric.peer_node[port as usize];
+            let next = if self.fabric.is_host(node) {
+                if node == target {
+                    return true;
                 }
-                _ => return false,
+                self.relay_out(fid, data)
+            } else if self.ports[port as usize].to_scaleup {
+                self.scaleup_out(node, target, fid, data)
+            } else {
+                self.router.table.group(node, target).first().copied()
+            };
+            match next {
+                Some(p) => port = p,
+                None => return false,
             }
         }
         false

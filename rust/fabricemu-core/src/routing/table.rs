@@ -23,11 +23,15 @@ fn link_cost(f: &Fabric, p: PortId) -> u32 {
 #[derive(Debug, Clone)]
 pub struct RouteTable {
     num_hosts: u32,
-    /// Per host: the switch it attaches to.
+    /// Components of the switch graph (a GPU cluster's planes; 1 for every host-only fabric), and
+    /// each node's (hosts and scale-up switches: `NONE`; they are not routed by the table).
+    num_comps: u32,
+    node_comp: Vec<u32>,
+    /// Per (host, component), at `host * num_comps + component`: the switch of that component
+    /// the host attaches to (`NONE`: none), the port of that switch leading to the host, and the
+    /// index of that switch among edge switches. With one component, simply per host.
     host_switch: Vec<NodeId>,
-    /// Per host: the port of `host_switch` that leads to it.
     host_downlink: Vec<PortId>,
-    /// Per host: index of its edge switch among edge switches.
     host_edge_index: Vec<u32>,
     num_edges: u32,
     /// `[(switch - num_hosts) * num_edges + edge_index]` -> group id.
@@ -148,6 +152,34 @@ fn dragonfly_groups(f: &Fabric) -> (Vec<u32>, u32) {
     (group, count)
 }
 
+/// Connected components of the switch graph (links between switches; hosts do not forward),
+/// numbered in order of their lowest switch. Scale-up switches are in none (`NONE`): they join
+/// only GPUs and forward by the cluster layout. Every host-only fabric is one component; a GPU
+/// cluster has one per plane (its shared NICs, if any, join the planes into one).
+fn components(f: &Fabric) -> (Vec<u32>, u32) {
+    let mut comp = vec![NONE; f.num_nodes as usize];
+    let mut count = 0;
+    let mut stack = Vec::new();
+    for s in f.num_hosts..f.num_nodes {
+        if comp[s as usize] != NONE || f.role[s as usize] == Role::NvSwitch {
+            continue;
+        }
+        comp[s as usize] = count;
+        stack.push(s);
+        while let Some(u) = stack.pop() {
+            for p in f.ports_of(u) {
+                let v = f.peer_node[p as usize];
+                if !f.is_host(v) && comp[v as usize] == NONE {
+                    comp[v as usize] = count;
+                    stack.push(v);
+                }
+            }
+        }
+        count += 1;
+    }
+    (comp, count.max(1))
+}
+
 impl RouteTable {
     pub fn build(f: &Fabric) -> Self {
         Self::build_avoiding(f, &[])
@@ -159,23 +191,39 @@ impl RouteTable {
         let is_down = |p: u32| down.get(p as usize).copied().unwrap_or(false);
         let n = f.num_nodes as usize;
         let num_switches = n - f.num_hosts as usize;
-        let mut host_switch = Vec::with_capacity(f.num_hosts as usize);
-        let mut host_downlink = Vec::with_capacity(f.num_hosts as usize);
+        // Every attachment of every host (a GPU: one per plane, or its shared NIC; its scale-up
+        // port is left out, the scale-up switch forwards by the cluster layout), per component.
+        let (node_comp, num_comps) = components(f);
+        let c = num_comps as usize;
+        let mut host_switch = vec![NONE; f.num_hosts as usize * c];
+        let mut host_downlink = vec![NONE; f.num_hosts as usize * c];
         let mut edge_index = vec![NONE; n];
         let mut edges = Vec::new();
         for h in 0..f.num_hosts {
-            let p = f.host_port(h);
-            let sw = f.peer_node[p as usize];
-            host_switch.push(sw);
-            host_downlink.push(f.peer_port[p as usize]);
-            if edge_index[sw as usize] == NONE {
-                edge_index[sw as usize] = edges.len() as u32;
-                edges.push(sw);
+            for p in f.ports_of(h) {
+                let sw = f.peer_node[p as usize];
+                let comp = node_comp[sw as usize];
+                let a = h as usize * c + comp as usize;
+                if comp == NONE || host_switch[a] != NONE {
+                    continue;
+                }
+                host_switch[a] = sw;
+                host_downlink[a] = f.peer_port[p as usize];
+                if edge_index[sw as usize] == NONE {
+                    edge_index[sw as usize] = edges.len() as u32;
+                    edges.push(sw);
+                }
             }
         }
         let host_edge_index = host_switch
             .iter()
-            .map(|&s| edge_index[s as usize])
+            .map(|&s| {
+                if s == NONE {
+                    NONE
+                } else {
+                    edge_index[s as usize]
+                }
+            })
             .collect();
         let num_edges = edges.len() as u32;
 
@@ -208,6 +256,8 @@ impl RouteTable {
         }
         Self {
             num_hosts: f.num_hosts,
+            num_comps,
+            node_comp,
             host_switch,
             host_downlink,
             host_edge_index,
@@ -221,15 +271,29 @@ impl RouteTable {
         }
     }
 
+    /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs).
+    #[inline(always)]
+    fn attachment(&self, node: NodeId, dst: NodeId) -> usize {
+        if self.num_comps == 1 {
+            dst as usize
+        } else {
+            dst as usize * self.num_comps as usize + self.node_comp[node as usize] as usize
+        }
+    }
+
     /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
     #[inline(always)]
     pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        let d = dst as usize;
+        let d = self.attachment(node, dst);
         if self.host_switch[d] == node {
             return std::slice::from_ref(&self.host_downlink[d]);
         }
-        let g = self.group_of[(node - self.num_hosts) as usize * self.num_edges as usize
-            + self.host_edge_index[d] as usize];
+        let edge = self.host_edge_index[d];
+        if edge == NONE {
+            return &[]; // dst does not attach to this component
+        }
+        let g = self.group_of
+            [(node - self.num_hosts) as usize * self.num_edges as usize + edge as usize];
         if g == NONE {
             return &[]; // unreachable (a partition after link failures)
         }
@@ -240,8 +304,8 @@ impl RouteTable {
     /// The group id of (`node`, `dst`) (groups are unique to a switch), or None on the last hop.
     #[inline]
     pub fn group_id(&self, node: NodeId, dst: NodeId) -> Option<u32> {
-        let d = dst as usize;
-        if self.host_switch[d] == node {
+        let d = self.attachment(node, dst);
+        if self.host_switch[d] == node || self.host_edge_index[d] == NONE {
             return None;
         }
         Some(

@@ -113,7 +113,49 @@ impl ClusterLayout {
             .map(|n| n + server * self.spec.nics_per_server + rail)
     }
 
-    fn is_scaleup_switch(&self, n: NodeId) -> bool {
+    /// The GPU's NIC port for a transfer whose header key is `key`: with several planes, one per
+    /// transfer by a hash of its header (as a multi-plane NIC spreads its queue pairs).
+    #[inline]
+    pub fn nic_port(&self, gpu: NodeId, key: u64) -> PortId {
+        let ports = self.nic_ports(gpu);
+        if ports.len() == 1 {
+            ports[0]
+        } else {
+            ports[(crate::rng::mix64(key ^ 0x706c_616e_6573) % ports.len() as u64) as usize]
+        }
+    }
+
+    /// The GPU of `src`'s server on `dst`'s rail: where a PXN transfer crosses from the scale-up
+    /// domain onto the scale-out rail.
+    pub fn relay(&self, src: NodeId, dst: NodeId) -> NodeId {
+        let per_nic = self.spec.gpus_per_server / self.spec.nics_per_server;
+        self.server_gpus(self.server(src)).start + self.rail(dst) * per_nic
+    }
+
+    /// Path choice at the source GPU of a transfer `src` -> `dst` (header key `key`): its egress
+    /// port, and the relay GPU when it goes by PXN.
+    /// - Same scale-up domain: the scale-up port (scale-up only).
+    /// - Another domain on the same rail, or `cross_rail = "spine"`, or no scale-up domain: the
+    ///   NIC port (through the scale-out fabric, across rails through its spine).
+    /// - Another domain on another rail with `cross_rail = "pxn"`: the scale-up port; the
+    ///   scale-up switch hands the packet to [`Self::relay`], which sends it on its NIC.
+    pub fn first_hop(&self, src: NodeId, dst: NodeId, key: u64) -> (PortId, Option<NodeId>) {
+        let (Some(up), Some(d)) = (self.scaleup_port(src), self.domain(src)) else {
+            return (self.nic_port(src, key), None);
+        };
+        if self.domain(dst) == Some(d) {
+            return (up, None);
+        }
+        if self.spec.cross_rail == crate::config::CrossRail::Pxn && self.rail(src) != self.rail(dst)
+        {
+            (up, Some(self.relay(src, dst)))
+        } else {
+            (self.nic_port(src, key), None)
+        }
+    }
+
+    /// Whether node `n` is a scale-up switch.
+    pub fn is_scaleup_switch(&self, n: NodeId) -> bool {
         self.first_scaleup_switch
             .is_some_and(|s| (s..s + self.domains).contains(&n))
     }
