@@ -184,6 +184,7 @@ def test_gpu_clusters_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     ns = run_blocks(DOCS / "gpu-clusters.md", tmp_path, with_required=False)
     assert ns["c"]["gpus"] == 256
+    assert ns["fct"]["pxn"] < ns["fct"]["spine"]  # two 100G hops instead of four
     f = json.loads((tmp_path / "superpod_unit.json").read_text())
     assert f["cluster"]["servers"] == 32
 
