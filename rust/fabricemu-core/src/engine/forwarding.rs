@@ -108,7 +108,7 @@ impl World {
                 && p.flags & flags::DECIDED == 0
                 && table.num_df_groups() >= 3
             {
-                let at_source = self.ports[p.ingress as usize].from_host;
+                let at_source = self.ports[p.ingress].from_host;
                 let decides = at_source || nm.mode == NonMinimalMode::Par;
                 // Per flowlet: the flow keeps its last choice while its packets stay close.
                 let slot = (nm.per_flowlet && decides).then(|| {
@@ -151,7 +151,7 @@ impl World {
             // None: the intermediate group is cut off.
             self.ecmp_toward(node, via, p.dst, p.header_key)?
         };
-        let global = self.fabric.tier[out as usize] == Tier::Global;
+        let global = self.fabric.tier[out] == Tier::Global;
         let pk = self.packets.get_mut(pkt);
         pk.via = via;
         pk.flags &= !flags::CLASS_UP;
@@ -244,7 +244,7 @@ impl World {
             }
             total += q;
             hops += 1;
-            n = self.fabric.peer_node[out as usize];
+            n = self.fabric.peer_node[out];
             if self.fabric.is_host(n) {
                 return (hops, first, total);
             }
@@ -268,7 +268,7 @@ impl World {
     /// Bytes waiting at egress port `p`.
     #[inline]
     fn load(&self, p: PortId) -> u64 {
-        self.queues[p as usize].bytes
+        self.queues[p].bytes
     }
 
     /// Pick among `self.scratch` (non-empty).

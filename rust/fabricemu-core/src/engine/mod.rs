@@ -151,13 +151,12 @@ impl Simulation {
     pub fn flow_rows(&self) -> Vec<FlowRow> {
         let w = &self.world;
         w.flows
-            .iter()
-            .enumerate()
+            .iter_enumerated()
             .filter(|(_, f)| self.keeps_row(f))
             .map(|(id, f)| FlowRow {
-                flow_id: id as u64,
-                src: f.src,
-                dst: f.dst,
+                flow_id: id.get() as u64,
+                src: f.src.get(),
+                dst: f.dst.get(),
                 size_bytes: f.size_bytes,
                 // A flow that never started keeps its scheduled start (NEVER = not scheduled).
                 start_ps: if f.start == crate::transport::NEVER {
@@ -167,7 +166,7 @@ impl Simulation {
                 },
                 started: f.started,
                 finish_ps: f.finished().then_some(f.finish),
-                ideal_fct_ps: w.ideal_fct(id as u32),
+                ideal_fct_ps: w.ideal_fct(id),
                 workload: f.workload,
                 packets_sent: f.packets_sent,
                 retransmits: f.retransmits,

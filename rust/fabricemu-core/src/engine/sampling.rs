@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::queue::Event;
 use super::world::{World, DEADLOCK_CHECK_PS};
+use crate::ids::{LinkId, PortId};
 use crate::scenario::StopAt;
 use crate::switch::{pfc, NUM_PRIORITIES};
 
@@ -17,7 +18,7 @@ impl World {
         let Some(table) = &mut self.traces.queues else {
             return;
         };
-        for p in 0..self.ports.len() {
+        for p in self.ports.ids() {
             let port = &self.ports[p];
             if port.from_host && !spec.hosts {
                 continue;
@@ -32,7 +33,7 @@ impl World {
                 table.cols.push(
                     self.now,
                     port.node,
-                    p as u32,
+                    p,
                     c as u8,
                     bytes as u64,
                     q.class_packets[c],
@@ -54,7 +55,7 @@ impl World {
         let Some(interval) = self.trace_spec.links_interval_ps else {
             return;
         };
-        for p in 0..self.ports.len() {
+        for p in self.ports.ids() {
             let paused = self.paused_time(p);
             let tx = self.bytes_serialised(p);
             let (last_tx, last_paused) = std::mem::replace(&mut self.links_last[p], (tx, paused));
@@ -68,7 +69,7 @@ impl World {
             };
             table.cols.push(
                 self.now,
-                p as u32,
+                LinkId::of_egress(p),
                 port.node,
                 port.peer_node,
                 tier,
@@ -88,7 +89,7 @@ impl World {
 
     /// Bytes port `p` has put on the wire by now: what it started, less the part of the current
     /// packet still to serialise (so an interval is credited only with its own bytes).
-    fn bytes_serialised(&self, p: usize) -> u64 {
+    fn bytes_serialised(&self, p: PortId) -> u64 {
         let port = &self.ports[p];
         if port.busy_until <= self.now {
             return port.tx_bytes;
@@ -109,7 +110,9 @@ impl World {
         // when the packets a pause holds back are bound elsewhere).
         let mut edges = Vec::new();
         let mut any_paused = false;
-        for (q, port) in self.ports.iter().enumerate() {
+        // Channel (port p, class c) is vertex `p * NUM_PRIORITIES + c` of the wait-for graph.
+        let channel = |p: PortId, c: usize| (p.index() * NUM_PRIORITIES + c) as u32;
+        for (q, port) in self.ports.iter_enumerated() {
             if port.paused == 0 {
                 continue;
             }
@@ -121,14 +124,15 @@ impl World {
                 if port.paused & (1 << c) == 0 || self.queues[q].class_packets[c] == 0 {
                     continue;
                 }
-                let to = (q * NUM_PRIORITIES + c) as u32;
+                let to = channel(q, c);
                 let mut next = self.queues[q].class_list(c).front();
                 while let Some(id) = next {
                     let pk = self.packets.get(id);
-                    let from = pk.ingress as usize;
                     let in_class = pk.ingress_class() as usize;
-                    if from < self.ports.len() && self.ports[from].paused & (1 << in_class) != 0 {
-                        edges.push(((from * NUM_PRIORITIES + in_class) as u32, to));
+                    if let Some(from) = pk.ingress_port() {
+                        if self.ports[from].paused & (1 << in_class) != 0 {
+                            edges.push((channel(from, in_class), to));
+                        }
                     }
                     next = pk.next_in_list();
                 }

@@ -13,7 +13,7 @@ pub use table::RouteTable;
 
 use crate::config::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
 use crate::rng::{self, mix64, Purpose, Rng};
-use crate::topology::{Fabric, NodeId, PortId};
+use crate::topology::{Fabric, IdVec, NodeId, PortId};
 use crate::units::Time;
 
 /// RoCEv2's UDP destination port; the source port carries per-flow entropy.
@@ -22,8 +22,8 @@ pub const ROCE_UDP_PORT: u16 = 4791;
 /// The header fields a flow's packets carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    pub src: u32,
-    pub dst: u32,
+    pub src: NodeId,
+    pub dst: NodeId,
     pub sport: u16,
     pub dport: u16,
     pub flow_label: u32,
@@ -48,8 +48,8 @@ pub fn header_key(spec: &RoutingSpec, h: Header) -> u64 {
     let f = spec.hash_fields;
     let pick = |bit: u8, v: u64| if f & bit != 0 { v } else { 0 };
     let fields = [
-        pick(hash_field::SRC, h.src as u64),
-        pick(hash_field::DST, h.dst as u64),
+        pick(hash_field::SRC, h.src.get() as u64),
+        pick(hash_field::DST, h.dst.get() as u64),
         pick(hash_field::SPORT, h.sport as u64),
         pick(hash_field::DPORT, h.dport as u64),
         pick(hash_field::FLOW_LABEL, h.flow_label as u64),
@@ -102,9 +102,10 @@ pub struct Flowlet {
 }
 
 impl Flowlet {
+    /// Never used: `last` is `Time::MAX` (the accessors then return None; the choice is unread).
     const UNUSED: Flowlet = Flowlet {
         last: Time::MAX,
-        choice: FlowletChoice::Port(PortId::MAX),
+        choice: FlowletChoice::Via(crate::packet::NO_VIA),
     };
 
     /// The port chosen, if the slot holds one and was used at all.
@@ -133,7 +134,7 @@ pub struct Router {
     pub mode: LoadBalancing,
     hash: HashFunction,
     /// Per-switch hash seed (indexed by node id; hosts unused; all equal without per-switch seeds).
-    seeds: Vec<u64>,
+    seeds: IdVec<NodeId, u64>,
     /// Spray and tie-breaking draws.
     pub rng: Rng,
     /// Round-robin position per group.
@@ -154,7 +155,7 @@ impl Router {
             (0..fabric.num_nodes).map(|_| r.next_u64()).collect()
         } else {
             let one = r.next_u64();
-            vec![one; fabric.num_nodes as usize]
+            IdVec::from_elem(one, fabric.num_nodes as usize)
         };
         let table = RouteTable::build(fabric);
         let uses_flowlets = matches!(
@@ -190,7 +191,7 @@ impl Router {
     /// ECMP: the member of `group` that switch `node` hashes `key` to.
     #[inline]
     pub fn ecmp_index(&self, node: NodeId, key: u64, n: usize) -> usize {
-        let seed = self.seeds[node as usize];
+        let seed = self.seeds[node];
         match self.hash {
             HashFunction::Mix => (((mix64(key ^ seed) >> 32) * n as u64) >> 32) as usize,
             HashFunction::Crc32 => {
@@ -206,9 +207,8 @@ impl Router {
     /// The flowlet-table entry of `key` at switch `node`.
     #[inline]
     pub fn flowlet_slot(&self, node: NodeId, num_hosts: u32, key: u64) -> usize {
-        let i = (mix64(key ^ self.seeds[node as usize].rotate_left(17)) % self.table_size as u64)
-            as usize;
-        (node - num_hosts) as usize * self.table_size as usize + i
+        let i = (mix64(key ^ self.seeds[node].rotate_left(17)) % self.table_size as u64) as usize;
+        (node.get() - num_hosts) as usize * self.table_size as usize + i
     }
 
     #[inline]
@@ -235,8 +235,8 @@ mod tests {
     #[test]
     fn hash_fields_select_what_matters() {
         let h = Header {
-            src: 1,
-            dst: 2,
+            src: NodeId::new(1),
+            dst: NodeId::new(2),
             sport: 50000,
             dport: ROCE_UDP_PORT,
             flow_label: 7,
@@ -274,14 +274,14 @@ mod tests {
                 let key = header_key(
                     &spec(f, 31),
                     Header {
-                        src: r.below(1000) as u32,
-                        dst: r.below(1000) as u32,
+                        src: NodeId::new(r.below(1000) as u32),
+                        dst: NodeId::new(r.below(1000) as u32),
                         sport: r.below(65536) as u16,
                         dport: 4791,
                         flow_label: 0,
                     },
                 );
-                counts[router.ecmp_index(fabric.num_hosts, key, 4)] += 1;
+                counts[router.ecmp_index(NodeId::new(fabric.num_hosts), key, 4)] += 1;
             }
             for c in counts {
                 assert!((c as f64 - 10_000.0).abs() < 300.0, "{f:?}: {counts:?}");

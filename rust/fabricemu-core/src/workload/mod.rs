@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use crate::config::{
     CollectiveAlgorithm, CollectiveOp, NamedWorkload, ScenarioError, WorkloadSpec,
 };
+use crate::ids::NodeId;
 use crate::rng::{Rng, RngStream};
 use crate::units::{Bytes, Rate, Time};
 
@@ -48,8 +49,8 @@ pub struct CollectiveTag {
 /// A flow as a workload produced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowInit {
-    pub src: u32,
-    pub dst: u32,
+    pub src: NodeId,
+    pub dst: NodeId,
     pub size_bytes: u64,
     pub start: Start,
     pub workload: u32,
@@ -62,7 +63,7 @@ pub struct FlowInit {
 
 impl FlowInit {
     /// A flow at a fixed time, with no dependencies.
-    pub fn at(src: u32, dst: u32, size_bytes: u64, start: Time, workload: u32) -> Self {
+    pub fn at(src: NodeId, dst: NodeId, size_bytes: u64, start: Time, workload: u32) -> Self {
         FlowInit {
             src,
             dst,

@@ -21,6 +21,7 @@ pub use config::{CollectiveFile, GroupLayout, RankOrder};
 
 use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};
 use crate::config::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
+use crate::ids::NodeId;
 use crate::units::{serialisation_ps, Bytes, Rate, Time};
 
 /// The tree's pipeline chunk when the scenario does not set `chunk_size`.
@@ -186,8 +187,8 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
                     },
                 };
                 plan.flows.push(FlowInit {
-                    src: hosts[t.src as usize],
-                    dst: hosts[t.dst as usize],
+                    src: NodeId::new(hosts[t.src as usize]),
+                    dst: NodeId::new(hosts[t.dst as usize]),
                     size_bytes: t.bytes,
                     start,
                     workload,
