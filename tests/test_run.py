@@ -160,6 +160,28 @@ def test_same_seed_gives_identical_files(tmp_path):
     assert ia == ib
 
 
+def test_run_reuses_the_build_made_at_construction(tmp_path):
+    """Constructing a Scenario builds it (to fail early); its next run uses that build instead of
+    building again, and gives the same files as a run that builds afresh."""
+    from fabricemu import _core
+
+    s = Scenario.load(SCENARIOS / "quickstart.toml")
+    assert _core.kept_build() == s.to_json()
+    kept = fabricemu.run(s, out=tmp_path / "kept")
+    assert _core.kept_build() is None, "the kept build is used once"
+    fresh = fabricemu.run(s, out=tmp_path / "fresh")
+    other = Scenario.from_toml(SMALL)
+    assert _core.kept_build() == other.to_json(), "one slot: the last scenario constructed"
+    after_other = fabricemu.run(s, out=tmp_path / "after_other")
+    assert _core.kept_build() == other.to_json(), "a run of another scenario leaves it alone"
+    arrows = sorted(p.name for p in fresh.out.glob("*.arrow"))
+    assert "flows.arrow" in arrows
+    for name in arrows:
+        want = (fresh.out / name).read_bytes()
+        assert (kept.out / name).read_bytes() == want, name
+        assert (after_other.out / name).read_bytes() == want, name
+
+
 def test_another_seed_changes_ecmp_choices(tmp_path):
     base = Scenario.from_dict(ECMP)
     first = fabricemu.run(base, out=tmp_path / "seed1").flows
@@ -217,6 +239,9 @@ def test_exception_in_progress_leaves_partial_outputs(tmp_path, exc):
     assert partial.run_info["interrupted"] is True
     assert partial.flows.column_names[: len(FLOW_COLUMNS)] == FLOW_COLUMNS
     assert partial.summary()["interrupted"] is True
+    # The record is completed for a partial run too.
+    assert {o["file"] for o in partial.run_info["outputs"]} >= {"flows.arrow"}
+    assert partial.run_info["started_utc"] <= partial.run_info["finished_utc"]
 
 
 def test_output_path_that_is_a_file_raises_oserror(tmp_path):

@@ -7,6 +7,7 @@ __all__ = [
     "__version__",
     "describe",
     "estimate",
+    "kept_build",
     "parse_duration",
     "parse_json",
     "parse_rate",
@@ -28,6 +29,7 @@ def describe(scenario_json: str, max_memory: Optional[int] = None) -> str: ...
 def estimate(
     scenario_json: str, max_memory: Optional[int] = None, max_trace_size: Optional[int] = None
 ) -> str: ...
+def kept_build() -> Optional[str]: ...
 def run(
     scenario_json: str,
     out_dir: Union[str, PathLike[str]],

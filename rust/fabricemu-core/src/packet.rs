@@ -50,8 +50,10 @@ pub mod flags {
     pub const ECE: u8 = 64;
 }
 
-/// `Packet::via` when the packet routes minimally (no intermediate group, or already past it).
-pub const NO_VIA: u16 = u16::MAX;
+/// `Packet::via` when the packet routes minimally (no intermediate group, or already past it): a
+/// named value in the packed record (an `Option<u16>` would grow it), read through
+/// [`Packet::via_group`].
+const NO_VIA: u16 = u16::MAX;
 
 /// The record is touched once per hop: it stays 48 bytes (the ids are `u32` newtypes; the absent
 /// `ingress` and `flow` are named values, not `Option`s, which would grow it).
@@ -81,8 +83,9 @@ pub struct Packet {
     /// `PortId::NONE` before the first switch (read it with [`Packet::ingress_port`]).
     pub ingress: PortId,
     pub flags: u8,
-    /// Non-minimal dragonfly routing: the intermediate group still to reach, or `NO_VIA`.
-    pub via: u16,
+    /// Non-minimal dragonfly routing: the intermediate group still to reach, or `NO_VIA` (see
+    /// [`Packet::via_group`]).
+    via: u16,
     /// Global (inter-group) links crossed so far.
     pub ghops: u8,
     /// PFC frames: the priority class paused or resumed (0 for other packets).
@@ -193,6 +196,20 @@ impl Packet {
     #[inline(always)]
     pub fn ingress_port(&self) -> Option<PortId> {
         (self.ingress != PortId::NONE).then_some(self.ingress)
+    }
+
+    /// Non-minimal dragonfly routing: the intermediate group the packet still has to reach (None:
+    /// it routes minimally).
+    #[inline(always)]
+    pub fn via_group(&self) -> Option<u16> {
+        (self.via != NO_VIA).then_some(self.via)
+    }
+
+    /// Route the packet via dragonfly group `g` from here on (None: minimally).
+    #[inline(always)]
+    pub fn set_via_group(&mut self, g: Option<u16>) {
+        debug_assert!(g != Some(NO_VIA), "group {NO_VIA} is out of range");
+        self.via = g.unwrap_or(NO_VIA);
     }
 
     /// The flow the packet belongs to (None for a PFC frame).
@@ -356,6 +373,12 @@ mod tests {
         assert_eq!(d.flags, flags::ECT | flags::RETX);
         assert_eq!(d.ingress_port(), None);
         assert_eq!(d.next_in_list(), None);
+        assert_eq!(d.via_group(), None);
+        let mut v = d;
+        v.set_via_group(Some(4));
+        assert_eq!(v.via_group(), Some(4));
+        v.set_via_group(None);
+        assert_eq!(v, d);
         let c = Packet::control(
             PacketKind::Nack,
             FlowId::new(3),

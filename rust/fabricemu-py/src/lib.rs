@@ -21,6 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scenario::toml_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::describe, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::kept_build, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(topology::topology_summary, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_duration, m)?)?;

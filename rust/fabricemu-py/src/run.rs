@@ -7,13 +7,14 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use fabricemu_core::budget::{self, Limits};
+use fabricemu_core::scenario::Built;
 use fabricemu_core::{
     output, Scenario, ScenarioError as CoreScenarioError, Simulation, StepOutcome,
 };
 use pyo3::prelude::*;
 
 use crate::errors::{guard, io_error, panic_error, scenario_error};
-use crate::scenario::validated;
+use crate::scenario::{take_built, validated};
 
 /// How often the caller wakes up to check for Ctrl-C while the fabric is built.
 const BUILD_POLL: Duration = Duration::from_millis(50);
@@ -68,7 +69,7 @@ fn run_guarded(
     let slice_events = slice_events.max(1);
 
     let started = Instant::now();
-    let mut sim = build(py, &spec)?;
+    let mut sim = build(py, &spec, take_built(&normalised))?;
     let stop_ps = sim.stop_time();
     sim.open_traces(&out_dir, &output::metadata(&normalised, spec.seed))
         .map_err(|e| io_error(&e, &out_dir))?;
@@ -111,7 +112,10 @@ fn run_guarded(
 /// GIL in short slices and checks for signals in between. On Ctrl-C (or any exception a signal
 /// handler raises) the worker is told to stop generating flows and the exception propagates at
 /// once; the worker's partial result is dropped when it ends.
-fn build(py: Python<'_>, spec: &Scenario) -> PyResult<Simulation> {
+///
+/// `kept` is the build made when the Scenario was constructed (same normalised JSON), if still
+/// held: then only the world is set up from it.
+fn build(py: Python<'_>, spec: &Scenario, kept: Option<Built>) -> PyResult<Simulation> {
     let cancel = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
     let worker_spec = spec.clone();
@@ -120,7 +124,10 @@ fn build(py: Python<'_>, spec: &Scenario) -> PyResult<Simulation> {
         .name("fabricemu-build".into())
         .spawn(move || {
             budget::set_cancel_flag(Some(worker_cancel));
-            let built = catch_unwind(AssertUnwindSafe(|| Simulation::build(&worker_spec)));
+            let built = catch_unwind(AssertUnwindSafe(|| match kept {
+                Some(built) => Ok(Simulation::new(built)),
+                None => Simulation::build(&worker_spec),
+            }));
             // The receiver is gone if the caller was interrupted: nothing to report then.
             let _ = tx.send(built);
         })

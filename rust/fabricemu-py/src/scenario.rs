@@ -1,13 +1,14 @@
 //! Scenario parsing, validation and conversion: JSON text in, JSON or TOML text out.
 
 use fabricemu_core::budget;
-use fabricemu_core::scenario::{self, Scenario, StopAt, WorkloadSpec};
+use fabricemu_core::scenario::{self, Built, Scenario, StopAt, WorkloadSpec};
 use fabricemu_core::topology::{summary, Fabric};
 use fabricemu_core::units::{format_bytes, format_time};
 use fabricemu_core::workload::FlowPlan;
 use fabricemu_core::ScenarioError as CoreScenarioError;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
+use std::sync::Mutex;
 
 use crate::errors::{guard_input, scenario_error};
 
@@ -30,8 +31,12 @@ pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> 
             scenario::parse_toml(text, source).map_err(|e| scenario_error(py, &e))?;
         if affordable(&spec) {
             // Build too (fault links, replay and CDF files), with errors located in the text.
-            py.detach(|| scenario::load_toml(text, source))
+            let (_, built) = py
+                .detach(|| scenario::load_toml(text, source))
                 .map_err(|e| scenario_error(py, &e))?;
+            let normalised = scenario::to_json(&file);
+            keep_built(&normalised, built);
+            return Ok(normalised);
         }
         Ok(scenario::to_json(&file))
     })
@@ -44,8 +49,10 @@ pub fn parse_json(py: Python<'_>, text: &str) -> PyResult<String> {
     guard_input(py, "validating the scenario", || {
         let (spec, normalised) = validated(py, text)?;
         if affordable(&spec) {
-            py.detach(|| scenario::build(&spec))
+            let built = py
+                .detach(|| scenario::build(&spec))
                 .map_err(|e| scenario_error(py, &e))?;
+            keep_built(&normalised, built);
         }
         Ok(normalised)
     })
@@ -102,6 +109,44 @@ pub fn describe(py: Python<'_>, scenario_json: &str, max_memory: Option<u64>) ->
             .map_err(|e| scenario_error(py, &e))?;
         Ok(summary(&built.scenario, &built.fabric, &built.plan, &normalised)?.to_string())
     })
+}
+
+/// The last scenario built when a Scenario was constructed, keyed by its normalised JSON: the
+/// usual `Scenario.load(...).run(...)` (and `fabricemu run`) then runs that build instead of
+/// building the same fabric and flow plan a second time. One slot: a program constructing many
+/// scenarios keeps at most one build alive (a run of any other scenario builds its own).
+static LAST_BUILT: Mutex<Option<(String, Built)>> = Mutex::new(None);
+
+fn keep_built(normalised: &str, built: Built) {
+    let mut slot = LAST_BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    *slot = Some((normalised.to_owned(), built));
+}
+
+/// The build kept for this normalised scenario, if it is the last one built (taken: a second run
+/// of the same Scenario builds again).
+pub fn take_built(normalised: &str) -> Option<Built> {
+    let mut slot = LAST_BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    match slot.take() {
+        Some((key, built)) if key == normalised => Some(built),
+        other => {
+            *slot = other;
+            None
+        }
+    }
+}
+
+/// The normalised JSON of the scenario whose build is kept for its next run (None if none is):
+/// for tests of the reuse.
+#[pyfunction]
+pub fn kept_build() -> Option<String> {
+    let slot = LAST_BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    slot.as_ref().map(|(key, _)| key.clone())
 }
 
 /// Whether building the scenario fits the default memory limit: constructing a Scenario builds it

@@ -3,7 +3,7 @@
 
 use super::queue::Event;
 use super::world::World;
-use crate::ids::{FlowId, LinkId, NodeId, PortId};
+use crate::ids::{FlowId, IdVec, LinkId, NodeId, PortId};
 use crate::packet::PacketId;
 use crate::routing::RouteTable;
 use crate::scenario::{FaultKind, FaultSpec};
@@ -17,33 +17,65 @@ pub(super) struct Fault {
     pub saved_rates: [u64; 2],
 }
 
+/// The faults part of the World: the scenario's faults and what routing knows of them.
+pub(super) struct Faults {
+    list: Vec<Fault>,
+    /// Ports routing avoids (failed links, once detected).
+    excluded: IdVec<PortId, bool>,
+    /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
+    /// may come back.
+    events_left: u32,
+}
+
+impl Faults {
+    /// The resolved faults of a fabric with `num_ports` ports, none scheduled yet.
+    pub fn new(list: Vec<Fault>, num_ports: usize) -> Self {
+        Self {
+            list,
+            excluded: IdVec::from_elem(false, num_ports),
+            events_left: 0,
+        }
+    }
+
+    /// No fault will start, end or be noticed any more: what is cut off now stays so.
+    #[inline]
+    pub fn settled(&self) -> bool {
+        self.events_left == 0
+    }
+
+    /// Fault `i`'s event happened: one fewer to come; the fault.
+    fn event(&mut self, i: u32) -> Fault {
+        self.events_left -= 1;
+        self.list[i as usize].clone()
+    }
+}
+
 impl World {
     /// Schedule every fault's start, end and detection.
     pub(super) fn schedule_faults(&mut self, specs: &[FaultSpec]) {
         for (i, f) in specs.iter().enumerate() {
             let i = i as u32;
             self.events.push(f.at_ps, Event::FaultStart(i));
-            self.fault_events_left += 1;
+            self.faults.events_left += 1;
             if matches!(f.kind, FaultKind::Down) {
                 self.events
                     .push(f.at_ps + f.detection_ps, Event::FaultDetected(i));
-                self.fault_events_left += 1;
+                self.faults.events_left += 1;
             }
             if let Some(u) = f.until_ps {
                 self.events.push(u, Event::FaultEnd(i));
-                self.fault_events_left += 1;
+                self.faults.events_left += 1;
                 if matches!(f.kind, FaultKind::Down) {
                     self.events
                         .push(u + f.detection_ps, Event::FaultDetected(i));
-                    self.fault_events_left += 1;
+                    self.faults.events_left += 1;
                 }
             }
         }
     }
 
     pub(super) fn fault_start(&mut self, i: u32) {
-        self.fault_events_left -= 1;
-        let f = self.faults[i as usize].clone();
+        let f = self.faults.event(i);
         for &l in &f.links {
             match f.kind {
                 FaultKind::Down => self.link_down(l),
@@ -53,8 +85,7 @@ impl World {
     }
 
     pub(super) fn fault_end(&mut self, i: u32) {
-        self.fault_events_left -= 1;
-        let f = self.faults[i as usize].clone();
+        let f = self.faults.event(i);
         for (k, &l) in f.links.iter().enumerate() {
             let p = l.egress();
             match f.kind {
@@ -71,18 +102,18 @@ impl World {
     /// down (as a routing protocol converges: a spine that lost its link to a leaf stops being a
     /// next hop toward that leaf everywhere).
     pub(super) fn fault_detected(&mut self, i: u32) {
-        self.fault_events_left -= 1;
+        let f = self.faults.event(i);
         let mut changed = false;
-        for l in self.faults[i as usize].links {
+        for l in f.links {
             let p = l.egress();
             let down = self.ports[p].down;
-            if self.excluded[p] != down {
-                self.excluded[p] = down;
+            if self.faults.excluded[p] != down {
+                self.faults.excluded[p] = down;
                 changed = true;
             }
         }
         if changed {
-            let table = RouteTable::build_avoiding(&self.fabric, self.excluded.as_slice());
+            let table = RouteTable::build_avoiding(&self.fabric, self.faults.excluded.as_slice());
             let nominal = std::mem::replace(&mut self.router.table, table);
             // The fault-free table stays for flows' nominal paths (ideal FCT).
             self.router.nominal.get_or_insert(nominal);
