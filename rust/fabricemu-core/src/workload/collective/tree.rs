@@ -146,6 +146,7 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                     inputs,
                     step,
                     delay,
+                    phase: 0,
                 });
             }
             // Broadcast, from the root down (reverse post-order visits parents first).
@@ -177,6 +178,7 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                         inputs: inputs.clone(),
                         step,
                         delay: 0,
+                        phase: 0,
                     });
                 }
             }
