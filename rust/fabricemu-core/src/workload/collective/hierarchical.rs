@@ -98,6 +98,7 @@ struct Builder {
 }
 
 impl Builder {
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         src: u32,
@@ -232,11 +233,11 @@ fn scaleup_all_gather(
     if n1 < 2 {
         return;
     }
-    for d in 0..n2 {
-        for l in 0..n1 {
+    for (d, per_domain) in ready.iter().enumerate().take(n2) {
+        for (l, per_block) in per_domain.iter().enumerate().take(n1) {
             let path = round_domain(dom, d, l, n1);
             for (p, &(bytes, _, _)) in pieces[l].iter().enumerate() {
-                b.chain(&path, bytes, &ready[d][l][p], &|_| None, phase, step0);
+                b.chain(&path, bytes, &per_block[p], &|_| None, phase, step0);
             }
         }
     }
@@ -333,8 +334,10 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
                         );
                     }
                     let root = tree.root as usize;
-                    let mut result: Vec<u32> =
-                        tree.children[root].iter().map(|&k| up[k as usize]).collect();
+                    let mut result: Vec<u32> = tree.children[root]
+                        .iter()
+                        .map(|&k| up[k as usize])
+                        .collect();
                     result.extend(own(root));
                     let root_step = tree.children[root]
                         .iter()
@@ -390,6 +393,8 @@ fn post_order(tree: &super::tree::BinaryTree) -> Vec<u32> {
     post
 }
 
+// The chains index their per-rank tables by rank (domain, local index) as they go round.
+#[allow(clippy::needless_range_loop)]
 /// Two-tier all-gather (scale-out, then scale-up) or reduce-scatter (scale-up, then scale-out) of
 /// S bytes (the all-gather output, the reduce-scatter input): rank r's chunk is S/n.
 pub fn gather_or_scatter(op: CollectiveOp, dom: &Domains, size: u64) -> Vec<Transfer> {
@@ -464,15 +469,7 @@ pub fn pxn(dom: &Domains, size: u64) -> Vec<Transfer> {
             for l in 0..n1 {
                 let to = (l + k) % n1;
                 let bytes = (0..n2).map(|o| block(o, to)).sum();
-                let t = b.push(
-                    dom.rank(d, l),
-                    dom.rank(d, to),
-                    bytes,
-                    Vec::new(),
-                    0,
-                    0,
-                    0,
-                );
+                let t = b.push(dom.rank(d, l), dom.rank(d, to), bytes, Vec::new(), 0, 0, 0);
                 per_domain[to].push(t);
             }
         }
@@ -536,7 +533,10 @@ mod tests {
             for &i in &t.inputs {
                 assert!((i as usize) < k, "inputs come first (the graph is acyclic)");
                 let input = &ts[i as usize];
-                assert_eq!(input.dst, t.src, "an input arrived where the transfer starts");
+                assert_eq!(
+                    input.dst, t.src,
+                    "an input arrived where the transfer starts"
+                );
                 s.extend(know[i as usize].iter().copied());
             }
             know.push(s);
@@ -567,7 +567,10 @@ mod tests {
             if t.phase == 1 {
                 let d = domain_of(t.src);
                 for &r in &dom.ranks[d] {
-                    assert!(k.contains(&r), "{t:?} starts before rank {r}'s share arrived");
+                    assert!(
+                        k.contains(&r),
+                        "{t:?} starts before rank {r}'s share arrived"
+                    );
                 }
             }
         }
@@ -620,8 +623,13 @@ mod tests {
 
     #[test]
     fn hierarchical_tree_all_reduce_pipelines_chunks_through_both_tiers() {
-        for (n1, n2, chunk) in [(4, 4, 250), (2, 6, 100), (4, 1, 300), (1, 4, 64), (3, 5, 1 << 20)]
-        {
+        for (n1, n2, chunk) in [
+            (4, 4, 250),
+            (2, 6, 100),
+            (4, 1, 300),
+            (1, 4, 64),
+            (3, 5, 1 << 20),
+        ] {
             let n = n1 * n2;
             let size = (n * 1000) as u64;
             let dom = blocks_of(n1, n2);
@@ -682,7 +690,10 @@ mod tests {
             let size = (n * 100) as u64;
             let dom = blocks_of(n1, n2);
             let ts = pxn(&dom, size);
-            assert_eq!(ts.len() as u64, flows(CollectiveOp::AllToAll, None, &dom, size));
+            assert_eq!(
+                ts.len() as u64,
+                flows(CollectiveOp::AllToAll, None, &dom, size)
+            );
             for t in ts.iter().filter(|t| t.phase == 1) {
                 assert_eq!(t.src as usize % n1, t.dst as usize % n1, "same local index");
             }

@@ -203,7 +203,7 @@ pub fn tier_sizes(
     n: u32,
     ranks_per_domain: Option<u32>,
 ) -> [Option<(f64, u32)>; 2] {
-    let Some(n1) = ranks_per_domain.filter(|&n1| n1 > 0 && n % n1 == 0) else {
+    let Some(n1) = ranks_per_domain.filter(|&n1| n1 > 0 && n.is_multiple_of(n1)) else {
         return [None, None];
     };
     let n2 = n / n1;
@@ -222,10 +222,61 @@ pub fn tier_sizes(
     } else {
         return [None, None];
     };
-    [
-        (up.1 > 1).then_some(up),
-        (out.1 > 1).then_some(out),
-    ]
+    [(up.1 > 1).then_some(up), (out.1 > 1).then_some(out)]
+}
+
+/// One phase's flows on one tier of one collective iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Span {
+    flows: u64,
+    finished: u64,
+    bytes: u64,
+    first_start: Option<Time>,
+    last_finish: Time,
+}
+
+/// The flows of one collective iteration by phase and tier (collectives.arrow's per-tier
+/// columns): tier 0 is scale-up, tier 1 scale-out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TierSpans {
+    spans: [[Span; 2]; MAX_PHASES],
+}
+
+impl TierSpans {
+    /// Count one flow: its tag, payload, start and (if it arrived) finish.
+    pub fn add(&mut self, tag: &CollectiveTag, bytes: u64, start: Time, finish: Option<Time>) {
+        let s =
+            &mut self.spans[(tag.phase as usize).min(MAX_PHASES - 1)][usize::from(!tag.scaleup)];
+        s.flows += 1;
+        s.bytes = s.bytes.saturating_add(bytes);
+        if let Some(f) = finish {
+            s.finished += 1;
+            s.last_finish = s.last_finish.max(f);
+            s.first_start = Some(s.first_start.map_or(start, |t| t.min(start)));
+        }
+    }
+
+    /// Payload bytes per tier.
+    pub fn bytes(&self) -> [u64; 2] {
+        [0, 1].map(|t| self.spans.iter().map(|p| p[t].bytes).sum())
+    }
+
+    /// Per tier: the sum over phases of the first start to last arrival of the tier's flows;
+    /// None when the tier has no flows or some had not arrived.
+    pub fn times(&self) -> [Option<Time>; 2] {
+        [0, 1].map(|t| {
+            let phases = self.spans.iter().map(|p| p[t]).filter(|s| s.flows > 0);
+            let mut total: Option<Time> = None;
+            for s in phases {
+                if s.finished < s.flows {
+                    return None;
+                }
+                let span = s.last_finish - s.first_start.unwrap_or(s.last_finish);
+                total = Some(total.unwrap_or(0) + span);
+            }
+            total
+        })
+    }
 }
 
 pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
@@ -288,11 +339,7 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
                         iteration: it,
                         step: t.step,
                         phase: t.phase,
-                        scaleup: is_scaleup(
-                            spec,
-                            hosts[t.src as usize],
-                            hosts[t.dst as usize],
-                        ),
+                        scaleup: is_scaleup(spec, hosts[t.src as usize], hosts[t.dst as usize]),
                     }),
                     tag: None,
                 });
@@ -441,8 +488,15 @@ mod tests {
             s.groups = vec![(0..16).collect(), (16..32).rev().collect()];
             let mut plan = FlowPlan::default();
             expand(&mut plan, 0, &s);
-            assert_eq!(plan.flows.len() as u64, flows_per_iteration(&s), "{op:?} {alg:?}");
-            assert!(plan.collectives.iter().all(|c| c.ranks_per_domain == Some(4)));
+            assert_eq!(
+                plan.flows.len() as u64,
+                flows_per_iteration(&s),
+                "{op:?} {alg:?}"
+            );
+            assert!(plan
+                .collectives
+                .iter()
+                .all(|c| c.ranks_per_domain == Some(4)));
             let mut tiers = [false; 2];
             for f in &plan.flows {
                 let tag = f.collective.unwrap();
@@ -477,7 +531,10 @@ mod tests {
             [Some((1024.0, 8)), Some((1024.0, 2))]
         );
         assert_eq!(up_out(AllReduce, Ring, Some(1)), [None, Some((1024.0, 16))]);
-        assert_eq!(up_out(AllReduce, Ring, Some(16)), [Some((1024.0, 16)), None]);
+        assert_eq!(
+            up_out(AllReduce, Ring, Some(16)),
+            [Some((1024.0, 16)), None]
+        );
         assert_eq!(up_out(AllReduce, Ring, Some(4)), [None, None]);
         assert_eq!(up_out(AllReduce, HierarchicalRing, None), [None, None]);
     }
