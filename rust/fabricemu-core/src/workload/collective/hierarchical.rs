@@ -43,6 +43,8 @@
 //!   them arrived, (d, l') sends to each (d', l') what its domain has for it (S/n2 bytes). Data
 //!   crosses domains only between ranks of the same local index (the same rail).
 
+use std::collections::HashMap;
+
 use super::Transfer;
 use crate::config::CollectiveOp;
 use crate::units::Time;
@@ -58,16 +60,14 @@ pub struct Domains {
 impl Domains {
     /// From each rank's domain id (ranks 0..n in order).
     pub fn of(domain_ids: &[u32]) -> Domains {
-        let mut ids: Vec<u32> = Vec::new();
+        let mut index: HashMap<u32, usize> = HashMap::new();
         let mut ranks: Vec<Vec<u32>> = Vec::new();
         for (r, &id) in domain_ids.iter().enumerate() {
-            match ids.iter().position(|&x| x == id) {
-                Some(d) => ranks[d].push(r as u32),
-                None => {
-                    ids.push(id);
-                    ranks.push(vec![r as u32]);
-                }
-            }
+            let d = *index.entry(id).or_insert_with(|| {
+                ranks.push(Vec::new());
+                ranks.len() - 1
+            });
+            ranks[d].push(r as u32);
         }
         Domains { ranks }
     }
@@ -494,19 +494,27 @@ pub fn pxn(dom: &Domains, size: u64) -> Vec<Transfer> {
     b.out
 }
 
-/// Flows of one iteration (as built above), from the layout alone.
+/// Flows of one iteration (as built above), from the layout alone (counted without building
+/// anything: a tiny chunk must be refused by the flow guard, not allocated).
 pub fn flows(op: CollectiveOp, tree_chunk: Option<u64>, dom: &Domains, size: u64) -> u64 {
     let (n1, n2) = (dom.n1() as u64, dom.n2() as u64);
     let n = n1 * n2;
     match op {
         CollectiveOp::AllReduce => {
-            let blocks = split_even(size, n1 as usize);
-            let p: u64 = pieces(&blocks, n2 as usize, tree_chunk)
-                .iter()
-                .map(|b| b.len() as u64)
-                .sum();
+            // Pieces per block: n2 sub-blocks (ring) or the chunks of the two halves (tree).
+            let per_block = |b: u64| match tree_chunk {
+                None => n2,
+                Some(chunk) => [b.div_ceil(2), b / 2]
+                    .iter()
+                    .map(|h| h.div_ceil(chunk.max(1)))
+                    .sum(),
+            };
+            let (q, r) = (size / n1, size % n1);
+            let p = per_block(q + 1)
+                .saturating_mul(r)
+                .saturating_add(per_block(q).saturating_mul(n1 - r));
             // Per piece: n1 - 1 hops in each domain twice (scale-up), and 2(n2 - 1) across.
-            2 * p * (n2 * (n1 - 1) + n2 - 1)
+            p.saturating_mul(2 * (n2 * (n1 - 1) + n2 - 1))
         }
         CollectiveOp::AllGather | CollectiveOp::ReduceScatter => n * (n - 1),
         CollectiveOp::AllToAll => n * (n1 - 1) + n * (n2 - 1),
@@ -720,5 +728,20 @@ mod tests {
         everyone_knows_everything(&ts, 6);
         scaleout_waits_for_the_domain(&ts, &dom);
         tier_ok(&ts, &dom, &[0, 2]);
+    }
+
+    #[test]
+    fn a_tiny_chunk_is_counted_not_built() {
+        let dom = blocks_of(4, 2);
+        let huge = flows(CollectiveOp::AllReduce, Some(1), &dom, u64::MAX / 2);
+        assert_eq!(huge, u64::MAX, "saturates: the flow guard refuses it");
+        // Uneven blocks (size not a multiple of n1) are counted exactly.
+        for size in [8u64 * 1000 + 3, 8 * 1000 + 5, 9, 13] {
+            let ts = all_reduce(&dom, size, Some((3, 0)));
+            assert_eq!(
+                ts.len() as u64,
+                flows(CollectiveOp::AllReduce, Some(3), &dom, size)
+            );
+        }
     }
 }
