@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
 
 import pytest
+
+import fabricemu
 
 from conftest import ERROR_CASES, LONG, ROOT, SCENARIOS, broken, read_arrow, wait_for_run_start
 
@@ -112,6 +116,35 @@ def test_run_with_set(cli, tmp_path):
     assert info["scenario"]["topology"]["k"] == 6
     assert info["scenario"]["workload"][1]["size"] == "64KiB"
     assert info["scenario"]["name"] == "k6"
+    assert info["overrides"] == {"topology.k": 6, "workload.1.size": "64KiB", "name": "k6"}
+    assert info["source"] == QUICKSTART
+
+
+def test_run_record_reproduces_the_run(cli, tmp_path):
+    """run.json is a complete record (issue 18.3): when, where, from what, every output with its
+    rows; `fabricemu run OUT/run.json` runs the same scenario again, byte for byte."""
+    first = tmp_path / "first"
+    proc = cli("run", QUICKSTART, "-o", str(first), "--set", "seed=7", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((first / "run.json").read_text())
+    for key in ["started_utc", "finished_utc"]:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", info[key]), info[key]
+    assert info["started_utc"] <= info["finished_utc"]
+    assert info["host"]["hostname"] and info["host"]["cpus"] >= 1 and info["host"]["python"]
+    assert info["version"] == fabricemu.__version__
+    files = {o["file"]: o for o in info["outputs"]}
+    assert set(files) == {p.name for p in first.iterdir()} - {"run.json"}
+    flows = read_arrow(first / "flows.arrow")
+    assert files["flows.arrow"]["rows"] == flows.num_rows == info["stats"]["flows_total"]
+    assert files["flows.arrow"]["bytes"] == (first / "flows.arrow").stat().st_size
+
+    again = tmp_path / "again"
+    proc = cli("run", str(first / "run.json"), "-o", str(again), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert (again / "flows.arrow").read_bytes() == (first / "flows.arrow").read_bytes()
+    replay = json.loads((again / "run.json").read_text())
+    assert replay["scenario"] == info["scenario"] and replay["scenario"]["seed"] == 7
+    assert replay["source"] == str(first / "run.json") and replay["overrides"] == {}
 
 
 def test_validate_ok(cli):
@@ -211,3 +244,97 @@ def test_missing_file(cli, tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "does not exist" in proc.stderr
+
+
+def test_seed_and_trace_shorthands(cli, tmp_path):
+    out = tmp_path / "o"
+    proc = cli(
+        "run", QUICKSTART, "-o", str(out), "--seed", "5", "--trace", "queues=10us,links=20us", "--quiet"
+    )
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((out / "run.json").read_text())
+    assert info["scenario"]["seed"] == 5
+    assert info["scenario"]["trace"]["queues"]["interval"] == "10us"
+    assert info["scenario"]["trace"]["links"]["interval"] == "20us"
+    assert info["overrides"] == {"seed": 5, "trace.queues.interval": "10us", "trace.links.interval": "20us"}
+    assert (out / "queues.arrow").is_file() and (out / "links.arrow").is_file()
+    same = tmp_path / "same"
+    proc = cli("run", QUICKSTART, "-o", str(same), "--set", "seed=5", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    # The same run (flows.arrow's metadata holds the scenario, which differs in its traces).
+    assert read_arrow(same / "flows.arrow").to_pylist() == read_arrow(out / "flows.arrow").to_pylist()
+    for bad, says in [("queues", "needs an interval"), ("Queues=1us", "expected NAME or NAME=INTERVAL")]:
+        proc = cli("validate", QUICKSTART, "--trace", bad)
+        assert_one_line_error(proc, says)
+    proc = cli("validate", QUICKSTART, "--trace", "queues=fast")
+    assert_one_line_error(proc, "--trace queues=fast", "trace.queues.interval")
+
+
+def test_json_is_the_same_flag_everywhere(cli, tmp_path):
+    out = tmp_path / "o"
+    proc = cli("run", QUICKSTART, "-o", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    ran = json.loads(proc.stdout)
+    assert ran["out"] == str(out) and ran["finished"] == ran["flows"] == 32
+    shown = cli("show", str(out), "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == ran
+    proc = cli("validate", QUICKSTART, "--json")
+    assert proc.returncode == 0, proc.stderr
+    valid = json.loads(proc.stdout)
+    assert valid["ok"] is True and valid["summary"].startswith("quickstart: fat_tree k=4")
+    assert valid["estimate"]["flows"] == 32
+    proc = cli("topo", QUICKSTART, "--json")
+    assert json.loads(proc.stdout)["hosts"] == 16
+
+
+def test_show_reprints_a_run_and_a_sweep(cli, tmp_path):
+    out = tmp_path / "run"
+    first = cli("run", QUICKSTART, "-o", str(out))
+    assert first.returncode == 0, first.stderr
+    shown = cli("show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    # The same summary, but for the measured speed (not stored per line) the lines are equal.
+    assert shown.stdout.splitlines()[:3] == first.stdout.splitlines()[:3]
+    assert shown.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]
+    sweep = tmp_path / "sweep"
+    proc = cli(
+        "sweep", QUICKSTART, "--grid", "workload.1.senders=2,4", "-o", str(sweep), "-j", "1", "--quiet"
+    )
+    assert proc.returncode == 0, proc.stderr
+    shown = cli("show", str(sweep))
+    assert shown.returncode == 0, shown.stderr
+    assert "workload.1.senders" in shown.stdout and "2 runs (0 failed)" in shown.stdout
+    assert len(json.loads(cli("show", str(sweep), "--json").stdout)) == 2
+    proc = cli("show", str(tmp_path))
+    assert_one_line_error(proc, "not a run's or a sweep's output folder")
+
+
+def test_report_out_option_and_bench_json_to_stdout(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    run_dir = tmp_path / "run"
+    assert cli("run", QUICKSTART, "-o", str(run_dir), "--quiet").returncode == 0
+    for option in ["-o", "--out", "--output"]:
+        target = tmp_path / f"report{option.strip('-')}.html"
+        proc = cli("report", str(run_dir), option, str(target))
+        assert proc.returncode == 0, proc.stderr
+        assert target.is_file()
+
+
+def test_progress_lines_in_a_batch_log(fabricemu_exe, tmp_path):
+    """Not a terminal: periodic one-line progress with the time left (interval from the env)."""
+    scenario = tmp_path / "long.toml"
+    scenario.write_text(LONG)
+    proc = subprocess.run(
+        [fabricemu_exe, "run", str(scenario), "-o", str(tmp_path / "o"), "--set", 'stop="3ms"'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "FABRICEMU_PROGRESS_INTERVAL": "0"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("progress: ")]
+    assert lines, proc.stderr
+    assert all(" left " in ln and "simulated" in ln for ln in lines)
+    assert "\r" not in proc.stderr

@@ -239,6 +239,9 @@ def test_exception_in_progress_leaves_partial_outputs(tmp_path, exc):
     assert partial.run_info["interrupted"] is True
     assert partial.flows.column_names[: len(FLOW_COLUMNS)] == FLOW_COLUMNS
     assert partial.summary()["interrupted"] is True
+    # The record is completed for a partial run too.
+    assert {o["file"] for o in partial.run_info["outputs"]} >= {"flows.arrow"}
+    assert partial.run_info["started_utc"] <= partial.run_info["finished_utc"]
 
 
 def test_output_path_that_is_a_file_raises_oserror(tmp_path):

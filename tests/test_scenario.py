@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -208,3 +209,30 @@ def test_type_errors():
         Scenario(["not", "a", "dict"])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         fabricemu.run(42)  # type: ignore[arg-type]
+
+
+def test_load_json_scenario_and_run_record(tmp_path):
+    base = Scenario.from_toml(SMALL)
+    as_dict = tmp_path / "s.json"
+    as_dict.write_text(json.dumps(base.to_dict()))
+    assert Scenario.load(as_dict) == base
+    record = tmp_path / "run.json"
+    record.write_text(json.dumps({"version": "0.1.0", "scenario": base.to_dict(normalised=True)}))
+    loaded = Scenario.load(record)
+    assert loaded == base and loaded.source == str(record)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    with pytest.raises(ScenarioError, match="not valid JSON"):
+        Scenario.load(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(ScenarioError, match="is an object, not list"):
+        Scenario.load(bad)
+
+
+def test_overrides_accumulate_and_survive_pickling():
+    s = Scenario.from_toml(SMALL, source="small.toml")
+    assert s.overrides == {}
+    t = s.with_({"topology.k": 6}).with_(seed=3).with_({"topology.k": 8})
+    assert t.overrides == {"topology.k": 8, "seed": 3}
+    u = pickle.loads(pickle.dumps(t))
+    assert u == t and u.overrides == t.overrides and u.source == "small.toml"

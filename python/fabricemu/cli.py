@@ -1,4 +1,8 @@
-"""The ``fabricemu`` command line: run, validate, sweep, report, compare, topo, bench."""
+"""The ``fabricemu`` command line: run, validate, sweep, report, compare, show, topo, bench.
+
+Conventions: ``-o/--out`` is where a command writes (a run's or a sweep's folder, the report's
+file); ``--json`` prints the command's result as JSON on stdout instead of text; every command that
+reads a scenario takes ``--set KEY=VALUE``, ``--seed N`` and ``--trace LIST`` (sweep: ``--seeds``)."""
 
 from __future__ import annotations
 
@@ -41,13 +45,52 @@ SET_HELP = (
 )
 
 
+SEED_HELP = "The seed (the same as --set seed=N)."
+TRACE_HELP = (
+    "Traces to write, e.g. queues=1us,links=10us,pfc,rates: NAME=INTERVAL sets "
+    "[trace] NAME = { interval = INTERVAL }; pfc and rates alone turn the table on "
+    "(rates: every change). Adds to the scenario's [trace] table. Repeatable."
+)
+#: ``--trace NAME`` without an interval: the value it sets.
+TRACE_FLAGS: Dict[str, Any] = {"pfc": True, "rates": {}}
+
+
+def scenario_options(command: Any) -> Any:
+    """The options every command reading a scenario takes: --set, --seed and --trace."""
+    command = click.option("--trace", "traces", multiple=True, metavar="LIST", help=TRACE_HELP)(command)
+    command = click.option("--seed", type=int, default=None, help=SEED_HELP)(command)
+    return click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)(command)
+
+
+def _trace_changes(traces: Sequence[str]) -> Dict[str, Any]:
+    """``--trace queues=1us,pfc`` as dotted changes: ``{"trace.queues.interval": "1us",
+    "trace.pfc": True}``."""
+    changes: Dict[str, Any] = {}
+    for item in traces:
+        for part in filter(None, (p.strip() for p in item.split(","))):
+            name, sep, interval = part.partition("=")
+            name = name.strip()
+            if not re.fullmatch(r"[a-z_]+", name):
+                _die(f"--trace {item!r}: expected NAME or NAME=INTERVAL, e.g. queues=1us", EXIT_USAGE)
+            if sep:
+                changes[f"trace.{name}.interval"] = interval.strip()
+            elif name in TRACE_FLAGS:
+                changes[f"trace.{name}"] = TRACE_FLAGS[name]
+            else:
+                _die(f"--trace {name}: needs an interval, e.g. --trace {name}=1us", EXIT_USAGE)
+    return changes
+
+
 def _die(message: str, code: int) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
 
-def _load(path: str, sets: Sequence[str]) -> Tuple[Scenario, Optional[str]]:
-    """The scenario of ``path`` with the ``--set`` changes; the explicit ``name`` if it has one."""
+def _load(
+    path: str, sets: Sequence[str], seed: Optional[int] = None, traces: Sequence[str] = ()
+) -> Tuple[Scenario, Optional[str]]:
+    """The scenario of ``path`` with the ``--set``, ``--seed`` and ``--trace`` changes; the explicit
+    ``name`` if it has one."""
     try:
         scenario = Scenario.load(path)
     except ScenarioError as e:
@@ -60,11 +103,18 @@ def _load(path: str, sets: Sequence[str]) -> Tuple[Scenario, Optional[str]]:
         if not sep or not key.strip():
             _die(f"--set {item!r}: expected KEY=VALUE, e.g. --set topology.k=8", EXIT_USAGE)
         changes[key.strip()] = parse_value(value.strip())
+    if seed is not None:
+        changes["seed"] = seed
+    changes.update(_trace_changes(traces))
     if changes:
         try:
             scenario = scenario.with_(changes)
         except ScenarioError as e:
-            given = " ".join(f"--set {s}" for s in sets)
+            given = " ".join(
+                [*(f"--set {s}" for s in sets)]
+                + ([f"--seed {seed}"] if seed is not None else [])
+                + [f"--trace {t}" for t in traces]
+            )
             _die(f"{path} with {given}: {e}", EXIT_USAGE)
     explicit = scenario.to_dict(normalised=True).get("name")
     return scenario, explicit
@@ -77,10 +127,20 @@ def _default_out(path: str, explicit_name: Optional[str]) -> Path:
 
 
 class _Progress:
-    """A one-line progress display on stderr, shown once a run has taken more than a second."""
+    """Progress of a run on stderr, once it has taken more than a second: on a terminal a bar
+    redrawn in place; elsewhere (a batch job's log) one line every ``every`` seconds. Both show an
+    estimate of the time left."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, terminal: Optional[bool] = None) -> None:
         self.enabled = enabled
+        self.terminal = sys.stderr.isatty() if terminal is None else terminal
+        # FABRICEMU_PROGRESS_INTERVAL (seconds) sets the log lines' spacing and bounds the delay.
+        try:
+            every = float(os.environ.get("FABRICEMU_PROGRESS_INTERVAL", "10"))
+        except ValueError:
+            every = 10.0
+        self.every = 0.2 if self.terminal else max(every, 0.0)
+        self.delay = min(1.0, self.every)
         self.start = time.monotonic()
         self.last = 0.0
         self.shown = False
@@ -91,24 +151,42 @@ class _Progress:
         if not self.enabled:
             return
         now = time.monotonic()
-        if now - self.start < 1.0 or now - self.last < 0.2:
+        if now - self.start < self.delay or now - self.last < self.every:
             return
         self.last = now
+        elapsed = now - self.start
         fraction = min(simulated_ps / stop_ps, 1.0) if stop_ps else finished / max(total, 1)
+        rate = events / elapsed
+        left = _eta(elapsed, fraction)
+        if not self.terminal:
+            click.echo(
+                f"progress: {fraction * 100:.1f}%  {_fmt.duration_ps(simulated_ps)} simulated  "
+                f"flows {finished}/{total}  {_fmt.rate(rate, ' events/s')}  "
+                f"elapsed {_fmt.seconds(elapsed)}  left {left}",
+                err=True,
+            )
+            return
         width = 28
         filled = int(fraction * width)
         bar = "#" * filled + "-" * (width - filled)
-        rate = events / (now - self.start)
         line = (
             f"\r[{bar}] {fraction * 100:5.1f}%  {_fmt.duration_ps(simulated_ps)} simulated  "
-            f"flows {finished}/{total}  {_fmt.rate(rate, ' events/s')}"
+            f"flows {finished}/{total}  {_fmt.rate(rate, ' events/s')}  left {left}"
         )
-        click.echo(line.ljust(100), err=True, nl=False)
+        click.echo(line.ljust(110), err=True, nl=False)
         self.shown = True
 
     def close(self) -> None:
         if self.shown:
-            click.echo("\r" + " " * 100 + "\r", err=True, nl=False)
+            click.echo("\r" + " " * 110 + "\r", err=True, nl=False)
+
+
+def _eta(elapsed: float, fraction: float) -> str:
+    """Time left at the pace so far ("?" before any progress). With a stop time the fraction is of
+    simulated time; without one, of flows finished (a rough guide: flows do not all cost alike)."""
+    if fraction <= 0.0:
+        return "?"
+    return _fmt.seconds(elapsed * (1.0 - fraction) / fraction)
 
 
 def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = None) -> None:
@@ -247,6 +325,7 @@ Examples:
   fabricemu sweep scenarios/incast.toml --grid workload.0.senders=4,8,15 --seeds 1,2 -o sweeps/incast
   fabricemu report sweeps/incast
   fabricemu compare runs/a runs/b
+  fabricemu show runs/quickstart
   fabricemu topo scenarios/permutation.toml --set topology.k=16
   fabricemu bench --quick
 """,
@@ -277,6 +356,7 @@ def _size_option(text: Optional[str], option: str) -> Optional[int]:
     return n
 
 
+JSON_HELP = "Print the result as JSON (to stdout) instead of text."
 MAX_MEMORY_HELP = (
     "Refuse a scenario whose run is estimated to need more memory than this, e.g. 64GiB "
     "(default: 80% of the memory available)."
@@ -303,33 +383,39 @@ Examples:
     help="Output folder (written whole when the run ends; an earlier run there is replaced). "
     "Default: runs/<name>, the scenario's name or else the file's stem.",
 )
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@scenario_options
 @click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("--max-memory", default=None, metavar="SIZE", help=MAX_MEMORY_HELP)
 @click.option("--max-trace-size", default=None, metavar="SIZE", help=MAX_TRACE_HELP)
 def run(
     scenario: str,
     out: Optional[str],
     sets: Tuple[str, ...],
+    seed: Optional[int],
+    traces: Tuple[str, ...],
     overwrite: bool,
     quiet: bool,
+    as_json: bool,
     max_memory: Optional[str],
     max_trace_size: Optional[str],
 ) -> None:
-    """Run SCENARIO (a TOML file) and print a summary.
+    """Run SCENARIO (a TOML file, or an earlier run's run.json to run it again) and print a summary.
 
-    Writes OUT/flows.arrow and OUT/run.json. A bad scenario prints one line naming the key, line and
-    column, and exits with 2. Ctrl-C stops the run, writes the partial outputs (run.json has
-    "interrupted": true) and exits with 130; SIGTERM does the same and exits with 143. The run is
-    written into a temporary folder beside OUT and moved into place at the end; OUT is locked
-    meanwhile (a second run on it fails with exit code 1).
+    Writes OUT/flows.arrow and OUT/run.json. A run shows its progress on stderr: a bar on a
+    terminal, otherwise (a batch log) a line every 10 seconds (FABRICEMU_PROGRESS_INTERVAL changes
+    it). A bad scenario prints one line naming the key, line and column, and exits with 2. Ctrl-C
+    stops the run, writes the partial outputs (run.json has "interrupted": true) and exits with 130;
+    SIGTERM does the same and exits with 143. The run is written into a temporary folder beside OUT
+    and moved into place at the end; OUT is locked meanwhile (a second run on it fails with exit
+    code 1).
     """
     from .results import run as run_scenario
 
-    s, explicit = _load(scenario, sets)
+    s, explicit = _load(scenario, sets, seed, traces)
     out_dir = Path(out) if out else _default_out(scenario, explicit)
-    progress = _Progress(enabled=not quiet and sys.stderr.isatty())
+    progress = _Progress(enabled=not quiet)
     try:
         result = run_scenario(
             s,
@@ -365,7 +451,9 @@ def run(
         progress.close()
         _die(str(e), EXIT_FAILED)
     progress.close()
-    if not quiet:
+    if as_json:
+        click.echo(json.dumps({"out": str(out_dir), **result.summary()}, indent=2))
+    elif not quiet:
         _print_summary(s.name, result.summary(), out_dir, result)
 
 
@@ -385,22 +473,35 @@ Examples:
 """
 )
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@scenario_options
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("--max-memory", default=None, metavar="SIZE", help=MAX_MEMORY_HELP)
 @click.option("--max-trace-size", default=None, metavar="SIZE", help=MAX_TRACE_HELP)
 def validate(
-    scenario: str, sets: Tuple[str, ...], max_memory: Optional[str], max_trace_size: Optional[str]
+    scenario: str,
+    sets: Tuple[str, ...],
+    seed: Optional[int],
+    traces: Tuple[str, ...],
+    as_json: bool,
+    max_memory: Optional[str],
+    max_trace_size: Optional[str],
 ) -> None:
     """Check SCENARIO without running it: prints "ok: <fabric and workloads>" or the error
     (one line naming the key, line and column; exit code 2). A scenario whose run would need more
     memory or trace space than the limits is an error too, stating the estimate."""
-    s, _ = _load(scenario, sets)
+    s, _ = _load(scenario, sets, seed, traces)
     memory = _size_option(max_memory, "--max-memory")
     try:
-        s.estimate(memory, _size_option(max_trace_size, "--max-trace-size"))
+        estimate = s.estimate(memory, _size_option(max_trace_size, "--max-trace-size"))
         line = s.summary_line(memory)
+        described = s.describe(memory) if as_json else None
     except ScenarioError as e:
         _die(str(e), EXIT_USAGE)
+    if as_json:
+        click.echo(
+            json.dumps({"ok": True, "summary": line, "scenario": described, "estimate": estimate}, indent=2)
+        )
+        return
     click.echo(f"ok: {line}")
 
 
@@ -560,6 +661,7 @@ Examples:
     help="Output folder: OUT/sweep.arrow and each run in OUT/runs/<point>/. Default: sweeps/<name>.",
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option("--trace", "traces", multiple=True, metavar="LIST", help=TRACE_HELP)
 @click.option("--rerun", is_flag=True, help="Run every point again, even those OUT already holds.")
 @click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and the final line.")
@@ -573,6 +675,7 @@ def sweep_command(
     scheduler: Optional[str],
     out: Optional[str],
     sets: Tuple[str, ...],
+    traces: Tuple[str, ...],
     rerun: bool,
     overwrite: bool,
     quiet: bool,
@@ -591,7 +694,7 @@ def sweep_command(
     from .sweep import expand
     from .sweep import sweep as run_sweep
 
-    base, explicit = _load(scenario, sets)
+    base, explicit = _load(scenario, sets, None, traces)
     grid = _parse_grid(grids)
     seed_list = _parse_seeds(seeds) if seeds else None
     try:
@@ -728,11 +831,13 @@ Examples:
 @click.argument("out", type=click.Path(exists=True, file_okay=False))
 @click.option(
     "-o",
+    "--out",
     "--output",
     "output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The HTML file to write. Default: OUT/report.html.",
+    help="The HTML file to write (-o is where every command writes: a run's or sweep's folder, "
+    "the report's file). Default: OUT/report.html.",
 )
 @click.option("--title", default=None, help="The page's title.")
 def report(out: str, output: Optional[str], title: Optional[str]) -> None:
@@ -765,7 +870,7 @@ Examples:
 """
 )
 @click.argument("outs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead.")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def compare(outs: Tuple[str, ...], as_json: bool) -> None:
     """Print the metrics of two or more runs (output folders) side by side; with two, also the
     relative change from the first to the second."""
@@ -801,6 +906,49 @@ def compare(outs: Tuple[str, ...], as_json: bool) -> None:
             click.echo(f"  {name}: {o}")
 
 
+@main.command(
+    epilog="""\b
+Examples:
+  fabricemu show runs/quickstart
+  fabricemu show sweeps/incast
+  fabricemu show runs/quickstart --json
+"""
+)
+@click.argument("out", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+def show(out: str, as_json: bool) -> None:
+    """Print the summary of the run or sweep in OUT again, as `fabricemu run` (or `sweep`) printed
+    it when it ended, from its files alone."""
+    from .results import open_result
+    from .sweep import open_sweep
+
+    folder = Path(out)
+    if (folder / "sweep.arrow").is_file():
+        try:
+            table = open_sweep(folder)
+        except (OSError, ValueError) as e:
+            _die(f"{out}: {e}", EXIT_FAILED)
+        if as_json:
+            click.echo(json.dumps(table.to_pylist(), indent=2, default=str))
+            return
+        _print_sweep(table)
+        failed = sum(1 for e in table.column("error").to_pylist() if e)
+        click.echo(f"{folder / 'sweep.arrow'}: {table.num_rows} runs ({failed} failed)")
+        return
+    if not (folder / "run.json").is_file():
+        _die(f"{out}: not a run's or a sweep's output folder (no run.json or sweep.arrow)", EXIT_USAGE)
+    try:
+        result = open_result(folder)
+        summary = result.summary()
+    except (OSError, ValueError) as e:
+        _die(f"{out}: {e}", EXIT_FAILED)
+    if as_json:
+        click.echo(json.dumps({"out": str(folder), **summary}, indent=2))
+        return
+    name = result.run_info.get("scenario", {}).get("name") or folder.name
+    _print_summary(name, summary, folder, result)
+
+
 def _short(path: str) -> str:
     p = Path(path)
     return p.name or str(p)
@@ -833,13 +981,15 @@ Examples:
 """
 )
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead.")
-def topo(scenario: str, sets: Tuple[str, ...], as_json: bool) -> None:
+@scenario_options
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+def topo(
+    scenario: str, sets: Tuple[str, ...], seed: Optional[int], traces: Tuple[str, ...], as_json: bool
+) -> None:
     """Print the size of SCENARIO's fabric without running it: hosts, switches, links per tier,
     bisection bandwidth (maximum flow between the two halves of the hosts), oversubscription
     (overall and per switch role) and diameter (the longest shortest host-to-host path)."""
-    s, _ = _load(scenario, sets)
+    s, _ = _load(scenario, sets, seed, traces)
     f = s.fabric_summary()
     if as_json:
         click.echo(json.dumps(f, indent=2))
@@ -901,9 +1051,11 @@ Examples:
 @click.option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False, writable=True),
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+    is_flag=False,
+    flag_value="-",
     default=None,
-    help="Also write the figures as JSON to this file.",
+    help="Print the figures as JSON (to stdout) instead of the table; --json FILE: also write them to FILE.",
 )
 def bench(quick: bool, min_time: float, json_path: Optional[str]) -> None:
     """Run the fixed benchmark scenarios, each in its own process, and print per scenario:
@@ -937,6 +1089,9 @@ def bench(quick: bool, min_time: float, json_path: Optional[str]) -> None:
         row = json.loads(proc.stdout.decode().strip().splitlines()[-1])
         row["name"] = b.name
         rows.append(row)
+    if json_path == "-":
+        click.echo(json.dumps(rows, indent=2))
+        return
     _print_bench(rows)
     if json_path:
         Path(json_path).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

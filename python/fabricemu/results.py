@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core, _fmt
+from . import _core, _fmt, _record
 from ._outdir import OutputFolder, sigterm_as_interrupt
 from .errors import MissingTableError
 from .metrics import SYNTHETIC_KEYS, run_metrics, summary_view, synthetic_metrics
@@ -86,28 +86,43 @@ def run(
         byte_limit(max_memory, "max_memory"),
         byte_limit(max_trace_size, "max_trace_size"),
     )
+    started = _record.now_utc()
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
         with sigterm_as_interrupt():
             try:
                 info = _core.run(s.to_json(), tmp.name, progress, slice_events, *limits)
             except KeyboardInterrupt as e:
+                _complete_partial(Path(tmp.name), s, started)
                 _note(e, "a temporary folder (pass out= to keep it)")
                 raise
-        return Result(Path(tmp.name), run_info=json.loads(info), _keep=tmp)
+            record = _record.complete(Path(tmp.name), json.loads(info), s, started)
+        return Result(Path(tmp.name), run_info=record, _keep=tmp)
     folder = OutputFolder(out, overwrite=overwrite)
     with sigterm_as_interrupt(), folder as staging:
         try:
             info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events, *limits)
+            record = _record.complete(Path(staging), json.loads(info), s, started)
         except BaseException as e:
             # Ctrl-C, SIGTERM or an exception from ``progress``: the core wrote the partial outputs
             # (run.json has interrupted: true); they go into place like a complete run.
             if folder.has_outputs():
+                _complete_partial(Path(staging), s, started)
                 folder.commit()
                 _note(e, str(folder.target))
             raise
         folder.commit()
-    return Result(folder.target, run_info=json.loads(info))
+    return Result(folder.target, run_info=record)
+
+
+def _complete_partial(folder: Path, s: Scenario, started: str) -> None:
+    """The record of an interrupted run, when the core wrote its run.json (best effort: the
+    interruption is what propagates)."""
+    try:
+        info = json.loads((folder / _record.RUN_FILE).read_text(encoding="utf-8"))
+        _record.complete(folder, info, s, started)
+    except (OSError, ValueError, pa.ArrowException):
+        pass
 
 
 def _note(e: BaseException, where: str) -> None:

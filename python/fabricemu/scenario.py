@@ -54,7 +54,7 @@ class Scenario:
     8
     """
 
-    __slots__ = ("_data", "_json", "_source")
+    __slots__ = ("_data", "_json", "_overrides", "_source")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         """The same as :meth:`from_dict`."""
@@ -63,6 +63,7 @@ class Scenario:
         self._data: Dict[str, Any] = copy.deepcopy(dict(data))
         self._json: str = _core.parse_json(_dumps(self._data))
         self._source: Optional[str] = None
+        self._overrides: Dict[str, Any] = {}
 
     # -- construction -------------------------------------------------------------------------
 
@@ -84,17 +85,36 @@ class Scenario:
 
     @classmethod
     def load(cls, path: PathLike) -> Scenario:
-        """A scenario from a TOML file."""
+        """A scenario from a TOML file, or from a JSON file: a scenario dictionary, or the
+        ``run.json`` of an earlier run (its ``scenario``, with every default written out and the
+        seed, so the run is reproduced; the overrides it was run with are already applied)."""
         p = Path(path)
         text = p.read_text(encoding="utf-8")
-        return cls.from_toml(text, source=str(path))
+        if p.suffix.lower() != ".json":
+            return cls.from_toml(text, source=str(path))
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise ScenarioError(f"{path}: not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{path}: a JSON scenario is an object, not {type(data).__name__}")
+        if isinstance(data.get("scenario"), dict) and "version" in data:
+            data = data["scenario"]  # a run record (run.json)
+        return cls._make(data, _core.parse_json(_dumps(data)), str(path))
 
     @classmethod
-    def _make(cls, data: Dict[str, Any], normalised: str, source: Optional[str]) -> Scenario:
+    def _make(
+        cls,
+        data: Dict[str, Any],
+        normalised: str,
+        source: Optional[str],
+        overrides: Optional[Dict[str, Any]] = None,
+    ) -> Scenario:
         self = cls.__new__(cls)
         self._data = data
         self._json = normalised
         self._source = source
+        self._overrides = dict(overrides or {})
         return self
 
     # -- derivation ---------------------------------------------------------------------------
@@ -111,8 +131,8 @@ class Scenario:
         updates.update(top_level)
         for key, value in updates.items():
             _set_path(data, key, value)
-        new = Scenario._make(data, _core.parse_json(_dumps(data)), self._source)
-        return new
+        overrides = {**self._overrides, **copy.deepcopy(updates)}
+        return Scenario._make(data, _core.parse_json(_dumps(data)), self._source, overrides)
 
     # -- views --------------------------------------------------------------------------------
 
@@ -175,6 +195,13 @@ class Scenario:
         """The file or source name it was read from, if any."""
         return self._source
 
+    @property
+    def overrides(self) -> Dict[str, Any]:
+        """The changes :meth:`with_` made since the scenario was read (dotted key paths to values,
+        later changes of a key replacing earlier ones): ``fabricemu run --set`` records them in
+        run.json."""
+        return copy.deepcopy(self._overrides)
+
     # -- protocol -----------------------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
@@ -186,7 +213,7 @@ class Scenario:
         return hash(self._json)
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (Scenario.from_dict, (self._data,))
+        return (_restore, (self._data, self._source, self._overrides))
 
     def __repr__(self) -> str:
         return f"<Scenario {self.name!r} seed={self.seed}: {_fabric_and_load(self.describe())}>"
@@ -223,6 +250,11 @@ class Scenario:
             f"<div><b>fabricemu.Scenario</b><table>{body}</table>"
             f"<details><summary>TOML</summary><pre>{toml_text}</pre></details></div>"
         )
+
+
+def _restore(data: Dict[str, Any], source: Optional[str], overrides: Dict[str, Any]) -> Scenario:
+    """Unpickling: validate the dictionary again, keep where it came from."""
+    return Scenario._make(data, _core.parse_json(_dumps(data)), source, overrides)
 
 
 def as_scenario(scenario: Union[Scenario, PathLike, Mapping[str, Any]]) -> Scenario:

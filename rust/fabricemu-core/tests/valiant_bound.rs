@@ -3,9 +3,9 @@
 //! derives it by hand).
 //!
 //! The route: a packet to another group goes minimally to a uniformly random intermediate group
-//! (neither its source's nor its destination's: `random_group` in engine/forwarding.rs), arriving
-//! at the router that owns that global link, then minimally to its destination; a packet within
-//! its group goes minimally. Uniform random traffic: every host sends at rate 1 (a fraction of its
+//! (neither its source's nor its destination's: `Router::random_group` in routing/choose.rs),
+//! arriving at the router that owns that global link, then minimally to its destination; a packet
+//! within its group goes minimally. Uniform random traffic: every host sends at rate 1 (a fraction of its
 //! injection bandwidth) to every other host alike. The bound is 1 / (largest expected load on a
 //! router-to-router channel); host links carry at most 1.
 

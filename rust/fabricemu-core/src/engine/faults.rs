@@ -18,33 +18,65 @@ pub(super) struct Fault {
     pub saved_rates: [u64; 2],
 }
 
+/// The faults part of the World: the scenario's faults and what routing knows of them.
+pub(super) struct Faults {
+    list: Vec<Fault>,
+    /// Ports routing avoids (failed links, once detected).
+    excluded: Vec<bool>,
+    /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
+    /// may come back.
+    events_left: u32,
+}
+
+impl Faults {
+    /// The resolved faults of a fabric with `num_ports` ports, none scheduled yet.
+    pub fn new(list: Vec<Fault>, num_ports: usize) -> Self {
+        Self {
+            list,
+            excluded: vec![false; num_ports],
+            events_left: 0,
+        }
+    }
+
+    /// No fault will start, end or be noticed any more: what is cut off now stays so.
+    #[inline]
+    pub fn settled(&self) -> bool {
+        self.events_left == 0
+    }
+
+    /// Fault `i`'s event happened: one fewer to come; the fault.
+    fn event(&mut self, i: u32) -> Fault {
+        self.events_left -= 1;
+        self.list[i as usize].clone()
+    }
+}
+
 impl World {
     /// Schedule every fault's start, end and detection.
     pub(super) fn schedule_faults(&mut self, specs: &[FaultSpec]) {
         for (i, f) in specs.iter().enumerate() {
             let i = i as u32;
             self.events.push(f.at_ps, Event::FaultStart(i));
-            self.fault_events_left += 1;
+            self.faults.events_left += 1;
             if matches!(f.kind, FaultKind::Down) {
                 self.events
                     .push(f.at_ps + f.detection_ps, Event::FaultDetected(i));
-                self.fault_events_left += 1;
+                self.faults.events_left += 1;
             }
             if let Some(u) = f.until_ps {
                 self.events.push(u, Event::FaultEnd(i));
-                self.fault_events_left += 1;
+                self.faults.events_left += 1;
                 if matches!(f.kind, FaultKind::Down) {
                     self.events
                         .push(u + f.detection_ps, Event::FaultDetected(i));
-                    self.fault_events_left += 1;
+                    self.faults.events_left += 1;
                 }
             }
         }
     }
 
     pub(super) fn fault_start(&mut self, i: u32) {
-        self.fault_events_left -= 1;
-        let f = self.faults[i as usize].clone();
+        let f = self.faults.event(i);
         for &p in &f.ports {
             match f.kind {
                 FaultKind::Down => self.link_down(p),
@@ -54,8 +86,7 @@ impl World {
     }
 
     pub(super) fn fault_end(&mut self, i: u32) {
-        self.fault_events_left -= 1;
-        let f = self.faults[i as usize].clone();
+        let f = self.faults.event(i);
         for (k, &p) in f.ports.iter().enumerate() {
             match f.kind {
                 FaultKind::Down => {
@@ -71,17 +102,17 @@ impl World {
     /// down (as a routing protocol converges: a spine that lost its link to a leaf stops being a
     /// next hop toward that leaf everywhere).
     pub(super) fn fault_detected(&mut self, i: u32) {
-        self.fault_events_left -= 1;
+        let f = self.faults.event(i);
         let mut changed = false;
-        for p in self.faults[i as usize].ports {
+        for p in f.ports {
             let down = self.ports[p as usize].down;
-            if self.excluded[p as usize] != down {
-                self.excluded[p as usize] = down;
+            if self.faults.excluded[p as usize] != down {
+                self.faults.excluded[p as usize] = down;
                 changed = true;
             }
         }
         if changed {
-            let table = RouteTable::build_avoiding(&self.fabric, &self.excluded);
+            let table = RouteTable::build_avoiding(&self.fabric, &self.faults.excluded);
             let nominal = std::mem::replace(&mut self.router.table, table);
             // The fault-free table stays for flows' nominal paths (ideal FCT).
             self.router.nominal.get_or_insert(nominal);

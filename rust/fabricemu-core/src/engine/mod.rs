@@ -328,8 +328,8 @@ impl Simulation {
     }
 
     /// The trace tables (rows kept in memory when `open_traces` was not called).
-    pub fn traces_mut(&mut self) -> &mut world::Traces {
-        &mut self.world.traces
+    pub fn traces_mut(&mut self) -> &mut crate::trace::Traces {
+        &mut self.world.tracer.traces
     }
 
     /// The engine state, for tests and tools that inspect it.

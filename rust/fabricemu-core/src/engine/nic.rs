@@ -169,7 +169,7 @@ impl World {
         // No acknowledged progress for a whole timeout. If the destination is cut off for good
         // (no path either way, and no fault will end or be noticed later), give up on the flow.
         let (src, dst) = (f.src, f.dst);
-        if self.fault_events_left == 0 && !(self.reachable(src, dst) && self.reachable(dst, src)) {
+        if self.faults.settled() && !(self.reachable(src, dst) && self.reachable(dst, src)) {
             self.abandon(fid);
             return;
         }
@@ -479,33 +479,10 @@ impl World {
     }
 
     fn record_rate(&mut self, fid: u32) {
-        let Some(rates) = &mut self.traces.rates else {
-            return;
-        };
-        let spec = self
-            .trace_spec
-            .rates
-            .as_ref()
-            .expect("rates trace configured");
-        if let Some(only) = &spec.flows {
-            if only.binary_search(&fid).is_err() {
-                return;
-            }
-        }
-        let last = self.rates_last[fid as usize];
-        if spec.interval_ps > 0 && last != NEVER && self.now - last < spec.interval_ps {
-            return;
-        }
-        self.rates_last[fid as usize] = self.now;
-        let Some(r) = self.cc.rate_sample(fid, self.now) else {
-            return;
-        };
-        rates
-            .cols
-            .push(self.now, fid as u64, r.rate_bps, r.target_bps, r.alpha);
-        if let Err(e) = rates.row_done() {
-            self.traces.error.get_or_insert(e);
-        }
+        let now = self.now;
+        let cc = &mut self.cc;
+        self.tracer
+            .rate_changed(fid, now, || cc.rate_sample(fid, now));
     }
 }
 

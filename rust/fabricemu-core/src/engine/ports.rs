@@ -378,13 +378,8 @@ impl World {
         } else {
             self.stats.pfc_resume_frames += 1;
         }
-        if let Some(t) = &mut self.traces.pfc {
-            t.cols
-                .push(self.now, switch, back, upstream, ingress, priority, pause);
-            if let Err(e) = t.row_done() {
-                self.traces.error.get_or_insert(e);
-            }
-        }
+        self.tracer
+            .pfc_frame(self.now, switch, back, upstream, ingress, priority, pause);
         let id = self.packets.alloc(frame);
         if self.port_idle(back) {
             self.transmit(back, id);

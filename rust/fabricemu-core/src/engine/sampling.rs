@@ -1,102 +1,49 @@
-//! Periodic observation: queue depths and link counters for the trace tables, and the PFC deadlock
-//! detector. Samples are events like any other, so they see the fabric at exact times.
+//! Periodic observation: the samples of the trace tables and the PFC deadlock detector. Samples
+//! are events like any other, so they see the fabric at exact times. What a sample writes is the
+//! tracing part's (`trace::Tracer`); the World lends it the figures (queues, link counters).
 
 use std::io;
 use std::path::Path;
 
 use super::queue::Event;
-use super::world::{World, DEADLOCK_CHECK_PS};
+use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
 use crate::scenario::StopAt;
 use crate::switch::{pfc, NUM_PRIORITIES};
+use crate::trace::LinkSample;
+use crate::transport::NEVER;
+use crate::units::Time;
 
 impl World {
     pub(super) fn sample_queues(&mut self) {
-        let Some(spec) = self.trace_spec.queues else {
-            return;
-        };
-        let Some(table) = &mut self.traces.queues else {
-            return;
-        };
-        for p in 0..self.ports.len() {
-            let port = &self.ports[p];
-            if port.from_host && !spec.hosts {
-                continue;
+        let ports = self
+            .ports
+            .iter()
+            .zip(self.queues.iter_mut())
+            .map(|(port, q)| (port.node, port.from_host, q));
+        if let Some(interval) = self.tracer.sample_queues(self.now, ports) {
+            if !self.finished {
+                self.events.push_after(interval, Event::SampleQueues);
             }
-            let q = &mut self.queues[p];
-            for c in 0..NUM_PRIORITIES {
-                let bytes = q.class_bytes[c];
-                let max = q.take_max(c);
-                if bytes == 0 && max == 0 && !spec.empty {
-                    continue;
-                }
-                table.cols.push(
-                    self.now,
-                    port.node,
-                    p as u32,
-                    c as u8,
-                    bytes as u64,
-                    q.class_packets[c],
-                    max as u64,
-                );
-                if let Err(e) = table.row_done() {
-                    self.traces.error.get_or_insert(e);
-                    return;
-                }
-            }
-        }
-        if !self.finished {
-            self.events
-                .push_after(spec.interval_ps, Event::SampleQueues);
         }
     }
 
     pub(super) fn sample_links(&mut self) {
-        let Some(interval) = self.trace_spec.links_interval_ps else {
-            return;
-        };
-        for p in 0..self.ports.len() {
-            let paused = self.paused_time(p);
-            let tx = self.bytes_serialised(p);
-            let (last_tx, last_paused) = std::mem::replace(&mut self.links_last[p], (tx, paused));
-            let bytes = tx - last_tx;
-            let rate = self.fabric.rate_bps[p];
-            let utilisation = (bytes as f64 * 8.0) / (rate as f64 * interval as f64 * 1e-12);
-            let tier = crate::topology::summary::tier_name(self.fabric.tier[p]);
-            let port = &self.ports[p];
-            let Some(table) = &mut self.traces.links else {
-                return;
-            };
-            table.cols.push(
-                self.now,
-                p as u32,
-                port.node,
-                port.peer_node,
-                tier,
-                bytes,
-                utilisation,
-                paused - last_paused,
-            );
-            if let Err(e) = table.row_done() {
-                self.traces.error.get_or_insert(e);
-                return;
+        let now = self.now;
+        let (fabric, rates) = (&self.fabric, &self.port_rate);
+        let (pause_since, paused_ps) = (&self.pause_since, &self.paused_ps);
+        let ports = self.ports.iter().enumerate().map(|(p, port)| LinkSample {
+            node: port.node,
+            peer_node: port.peer_node,
+            tier: fabric.tier[p],
+            rate_bps: fabric.rate_bps[p],
+            tx_bytes: bytes_serialised(port, rates[p], now),
+            paused_ps: paused_time(pause_since[p], paused_ps[p], now),
+        });
+        if let Some(interval) = self.tracer.sample_links(now, ports) {
+            if !self.finished {
+                self.events.push_after(interval, Event::SampleLinks);
             }
         }
-        if !self.finished {
-            self.events.push_after(interval, Event::SampleLinks);
-        }
-    }
-
-    /// Bytes port `p` has put on the wire by now: what it started, less the part of the current
-    /// packet still to serialise (so an interval is credited only with its own bytes).
-    fn bytes_serialised(&self, p: usize) -> u64 {
-        let port = &self.ports[p];
-        if port.busy_until <= self.now {
-            return port.tx_bytes;
-        }
-        let left_ps = (port.busy_until - self.now) as u128;
-        let left_bytes =
-            (left_ps * self.port_rate[p] as u128 / (8 * crate::units::PS_PER_SEC as u128)) as u64;
-        port.tx_bytes - left_bytes
     }
 
     /// Edges u -> v where switch u's port toward switch v is paused while holding packets of a
@@ -165,40 +112,34 @@ impl World {
 
     /// Stream the trace tables into `dir` from now on (under temporary names until `finish_traces`).
     pub fn open_traces(&mut self, dir: &Path, metadata: &[(String, String)]) -> io::Result<()> {
-        let t = &mut self.traces;
-        if let Some(s) = &mut t.queues {
-            s.open(dir, metadata)?;
-        }
-        if let Some(s) = &mut t.links {
-            s.open(dir, metadata)?;
-        }
-        if let Some(s) = &mut t.pfc {
-            s.open(dir, metadata)?;
-        }
-        if let Some(s) = &mut t.rates {
-            s.open(dir, metadata)?;
-        }
-        Ok(())
+        self.tracer.open(dir, metadata)
     }
 
     /// Write the rest of every trace table and move the files into place.
     pub fn finish_traces(&mut self, dir: &Path, metadata: &[(String, String)]) -> io::Result<()> {
-        if let Some(e) = self.traces.error.take() {
-            return Err(e);
-        }
-        let t = &mut self.traces;
-        if let Some(s) = &mut t.queues {
-            s.finish(dir, metadata)?;
-        }
-        if let Some(s) = &mut t.links {
-            s.finish(dir, metadata)?;
-        }
-        if let Some(s) = &mut t.pfc {
-            s.finish(dir, metadata)?;
-        }
-        if let Some(s) = &mut t.rates {
-            s.finish(dir, metadata)?;
-        }
-        Ok(())
+        self.tracer.finish(dir, metadata)
     }
+}
+
+/// Time a port has been paused by `now`: `paused_ps` so far plus the pause going on since
+/// `pause_since` (NEVER: none).
+pub(super) fn paused_time(pause_since: Time, paused_ps: u64, now: Time) -> u64 {
+    let ongoing = if pause_since == NEVER {
+        0
+    } else {
+        now - pause_since
+    };
+    paused_ps + ongoing
+}
+
+/// Bytes a port (sending at `rate_bps`) has put on the wire by `now`: what it started, less the
+/// part of the current packet still to serialise (so an interval is credited only with its own
+/// bytes).
+fn bytes_serialised(port: &PortHot, rate_bps: u64, now: Time) -> u64 {
+    if port.busy_until <= now {
+        return port.tx_bytes;
+    }
+    let left_ps = (port.busy_until - now) as u128;
+    let left_bytes = (left_ps * rate_bps as u128 / (8 * crate::units::PS_PER_SEC as u128)) as u64;
+    port.tx_bytes - left_bytes
 }

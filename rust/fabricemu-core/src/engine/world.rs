@@ -1,25 +1,27 @@
 //! The World: every piece of simulation state in flat arrays indexed by port, node, flow or packet
-//! id. The handlers of each event live beside it: `ports.rs` (queues, links, switches, PFC, ECN),
-//! `nic.rs` (sending, receiving, loss recovery, congestion control) and `sampling.rs` (traces and
-//! the deadlock detector). Components schedule only themselves: a port has one pending wake-up
+//! id, grouped into parts owned by their modules (the router, switches, NICs, congestion control,
+//! faults, the tracer) that the World lends to each other. The handlers of each event live beside
+//! it: `ports.rs` (queues, links, switches, PFC, ECN), `forwarding.rs` (dispatch to
+//! `Router::choose`), `nic.rs` (sending, receiving, loss recovery, congestion control),
+//! `faults.rs` and `sampling.rs` (the trace samples, lent to the tracer, and the deadlock
+//! detector). Components schedule only themselves: a port has one pending wake-up
 //! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
 //! (see `transmit` for why not one per link).
 
-use super::faults::Fault;
+use super::faults::{Fault, Faults};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Cc;
-use crate::packet::{flags, Packet, PacketArena, PacketList};
+use crate::packet::{flags, PacketArena, PacketList};
 use crate::rng::RngStream;
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
-use crate::scenario::{LossRecovery, Scenario, Scheduler, StopAt, TraceSpec};
+use crate::scenario::{LossRecovery, Scenario, Scheduler, StopAt};
 use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
 use crate::switch::{PortQueue, SharedBuffer, Switches, NUM_PRIORITIES};
 use crate::topology::faults::LinkFault;
 use crate::topology::{Fabric, NodeId, PortId};
-use crate::trace::stream::Stream;
-use crate::trace::tables::{LinkRows, PfcRows, QueueRows, RateRows};
+use crate::trace::Tracer;
 use crate::transport::ideal::{ideal_fct, Hop};
 use crate::transport::{segment, Flow, Nics, TransportParams, NEVER, NO_BARRIER};
 use crate::units::Time;
@@ -58,17 +60,6 @@ pub(super) struct Barrier {
     pub waiting: Vec<(u32, Time)>,
 }
 
-/// Optional trace tables being written.
-#[derive(Default)]
-pub struct Traces {
-    pub queues: Option<Stream<QueueRows>>,
-    pub links: Option<Stream<LinkRows>>,
-    pub pfc: Option<Stream<PfcRows>>,
-    pub rates: Option<Stream<RateRows>>,
-    /// The first error writing a trace (reported when the run's outputs are written).
-    pub error: Option<std::io::Error>,
-}
-
 pub struct World {
     pub fabric: Fabric,
     pub(super) router: Router,
@@ -85,14 +76,8 @@ pub struct World {
     pub(super) paused_ps: Vec<u64>,
     /// Current rate of each port (differs from the fabric's while a link is degraded).
     pub(super) port_rate: Vec<u64>,
-    /// Ports routing avoids (failed links, once detected).
-    pub(super) excluded: Vec<bool>,
-    pub(super) faults: Vec<Fault>,
-    /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
-    /// may come back.
-    pub(super) fault_events_left: u32,
-    /// Candidate ports of a routing decision (reused: no allocation per packet).
-    pub(super) scratch: Vec<PortId>,
+    /// Link faults: the scenario's, the ports routing avoids, the fault events still to come.
+    pub(super) faults: Faults,
 
     /// Switches: shared buffers, PFC, ECN and the egress scheduler.
     pub(super) switches: Switches,
@@ -118,12 +103,8 @@ pub struct World {
     /// Transport settings.
     pub(super) transport: TransportParams,
 
-    pub(super) trace_spec: TraceSpec,
-    pub traces: Traces,
-    /// Per port, at the previous links sample: tx bytes and paused time.
-    pub(super) links_last: Vec<(u64, u64)>,
-    /// Per flow: when its last rates row was written.
-    pub(super) rates_last: Vec<Time>,
+    /// Tracing: the streamed trace tables and what sampling remembers between rows.
+    pub tracer: Tracer,
 
     pub stats: RunStats,
     /// Flows finished or given up on (`all_flows_done` stops when all are).
@@ -261,25 +242,23 @@ impl World {
             events.push(flows[first as usize].start, Event::NextFlowStarts);
         }
         let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
-        let trace_spec = s.trace.clone();
-        let traces = Traces {
-            queues: trace_spec.queues.map(|_| Stream::default()),
-            links: trace_spec.links_interval_ps.map(|_| Stream::default()),
-            pfc: (trace_spec.pfc && pfc.is_some()).then(Stream::default),
-            rates: (trace_spec.rates.is_some() && cc.reports_rates()).then(Stream::default),
-            error: None,
-        };
-        if let Some(q) = trace_spec.queues {
-            events.push(q.interval_ps, Event::SampleQueues);
+        let tracer = Tracer::new(
+            s.trace.clone(),
+            pfc.is_some(),
+            cc.reports_rates(),
+            np,
+            flows.len(),
+        );
+        if let Some(i) = tracer.queues_interval() {
+            events.push(i, Event::SampleQueues);
         }
-        if let Some(i) = trace_spec.links_interval_ps {
+        if let Some(i) = tracer.links_interval() {
             events.push(i, Event::SampleLinks);
         }
         let stats = RunStats {
             flows_total: flows.len() as u64,
             ..RunStats::default()
         };
-        let num_flows = flows.len();
         let faults = faults
             .iter()
             .map(|f| Fault {
@@ -299,10 +278,7 @@ impl World {
             pause_since: vec![NEVER; np],
             paused_ps: vec![0; np],
             port_rate: fabric.rate_bps.clone(),
-            excluded: vec![false; np],
-            faults,
-            fault_events_left: 0,
-            scratch: Vec::with_capacity(64),
+            faults: Faults::new(faults, np),
             switches: Switches {
                 dwrr: match s.switch.scheduler {
                     Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
@@ -337,10 +313,7 @@ impl World {
                 data_priority: t.data_priority,
                 control_priority: t.control_priority,
             },
-            trace_spec,
-            traces,
-            links_last: vec![(0, 0); np],
-            rates_last: vec![NEVER; num_flows],
+            tracer,
             stats,
             flows_settled: 0,
             finished: false,
@@ -422,6 +395,11 @@ impl World {
     /// Counters, with the in-flight and pause figures taken now.
     pub fn stats(&self) -> RunStats {
         let mut s = self.stats.clone();
+        let r = self.router.stats;
+        s.packets_nonminimal = r.packets_nonminimal;
+        s.data_packets_nonminimal = r.data_packets_nonminimal;
+        s.control_packets_nonminimal = r.control_packets_nonminimal;
+        s.max_global_hops = r.max_global_hops;
         s.simulated_ps = self.now;
         s.packets_created = self.packets.created();
         s.packets_in_flight = self.packets.live();
@@ -460,12 +438,7 @@ impl World {
 
     /// Time port `p` has been paused so far (any priority).
     pub(super) fn paused_time(&self, p: usize) -> u64 {
-        let ongoing = if self.pause_since[p] == NEVER {
-            0
-        } else {
-            self.now - self.pause_since[p]
-        };
-        self.paused_ps[p] + ongoing
+        super::sampling::paused_time(self.pause_since[p], self.paused_ps[p], self.now)
     }
 
     /// Every live packet is in exactly one queue or on one link: count them there and compare with
@@ -629,32 +602,18 @@ impl World {
         fid: u32,
     ) -> Result<Vec<PortId>, Vec<PortId>> {
         let f = &self.flows[fid as usize];
-        let probe = self.probe_packet(fid);
         let mut ports = vec![self.fabric.host_port(f.src)];
         for _ in 0..=self.fabric.num_nodes {
             let node = self.fabric.peer_node[*ports.last().expect("non-empty") as usize];
             if self.fabric.is_host(node) {
                 return Ok(ports);
             }
-            match self.ecmp_port(table, node, &probe) {
+            match self.router.ecmp_port(table, node, f.dst, f.header_fwd) {
                 Some(p) => ports.push(p),
                 None => return Err(ports),
             }
         }
         Err(ports)
-    }
-
-    fn probe_packet(&self, fid: u32) -> Packet {
-        let f = &self.flows[fid as usize];
-        Packet::data(
-            fid,
-            0,
-            f.dst,
-            f.header_fwd,
-            0,
-            self.transport.data_priority,
-            false,
-        )
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.

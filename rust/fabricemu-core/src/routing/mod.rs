@@ -1,14 +1,18 @@
-//! Path choice. The route table holds, for every switch and destination edge switch, the group of
-//! egress ports on shortest paths (ECMP group). How a switch picks a member is the load-balancing
-//! scheme: `ecmp` hashes the packet's header with the switch's seed (as ASICs do, so flows collide);
-//! `spray` picks per packet; `flowlet` re-picks after an idle gap; `adaptive` prefers the shortest
-//! local queue. The engine (`engine/ports.rs`) supplies queue depths and time; this module holds the
-//! hashing and the per-switch state.
+//! Path choice: the router part of the World. The route table holds, for every switch and
+//! destination edge switch, the group of egress ports on shortest paths (ECMP group). How a switch
+//! picks a member is the load-balancing scheme: `ecmp` hashes the packet's header with the switch's
+//! seed (as ASICs do, so flows collide); `spray` picks per packet; `flowlet` re-picks after an idle
+//! gap; `adaptive` prefers the shortest local queue; dragonflies add non-minimal routing (Valiant,
+//! UGAL, PAR). [`Router`] owns the tables, hashing and per-switch state, and decides per packet in
+//! [`Router::choose`] (`choose.rs`); the engine (`engine/forwarding.rs`) only dispatches to it,
+//! lending the fabric, the time and the queue depths ([`PortLoad`]).
 
+mod choose;
 pub mod config;
 mod crc32;
 mod table;
 
+pub use choose::{Choice, PortLoad, RouteStats};
 pub use table::RouteTable;
 
 use crate::config::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
@@ -84,7 +88,6 @@ pub fn header_key(spec: &RoutingSpec, h: Header) -> u64 {
     }
 }
 
-/// Per-switch egress choice.
 /// What a flowlet table entry remembers: the egress port chosen (flowlet and adaptive load
 /// balancing) or, for dragonfly non-minimal routing per flowlet, the intermediate group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +129,7 @@ impl Flowlet {
     }
 }
 
+/// Per-switch egress choice: the route tables and everything load balancing remembers.
 pub struct Router {
     pub table: RouteTable,
     /// The fault-free table, kept once faults changed `table` (flows' nominal paths use it).
@@ -145,6 +149,10 @@ pub struct Router {
     pub dragonfly: bool,
     /// Lossless packets climb a class per global hop (see `RoutingSpec::hop_classes`).
     pub hop_classes: bool,
+    /// Candidate ports of a decision (reused: no allocation per packet).
+    scratch: Vec<PortId>,
+    /// What routing counted (non-minimal packets, global hops).
+    pub stats: RouteStats,
 }
 
 impl Router {
@@ -184,6 +192,8 @@ impl Router {
             table_size: spec.flowlet_table,
             dragonfly,
             hop_classes: spec.hop_classes,
+            scratch: Vec::with_capacity(64),
+            stats: RouteStats::default(),
         }
     }
 

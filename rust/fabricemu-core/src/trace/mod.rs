@@ -1,5 +1,6 @@
 //! Trace tables written as Arrow IPC files (one module per table) and the run's run.json.
 //! Every file is written under a temporary name and renamed when complete ([`atomic`]).
+//! During a run, the streamed tables belong to the World's tracing part, [`Tracer`] (`tracer.rs`).
 
 pub mod atomic;
 pub mod collectives;
@@ -12,3 +13,6 @@ pub use flows::{write_flows, FlowRow};
 pub use run_json::write_run_json;
 pub mod stream;
 pub mod tables;
+pub mod tracer;
+
+pub use tracer::{LinkSample, Tracer, Traces};

@@ -1,0 +1,459 @@
+//! The router's per-packet decision, `Router::choose`: among the shortest paths by the
+//! load-balancing scheme (ECMP, spray, flowlet, adaptive), and on dragonflies minimally or via an
+//! intermediate group (Valiant, UGAL-L/G, PAR). The router owns what it decides with (tables,
+//! hash seeds, flowlet slots, round-robin positions, its random stream, the candidate buffer);
+//! the engine lends what it reads of the rest of the world: the fabric, the time and the bytes
+//! queued at each egress port ([`PortLoad`]).
+
+use super::{Flowlet, FlowletChoice, RouteTable, Router};
+use crate::config::{LoadBalancing, NonMinimal, NonMinimalMode, Pick};
+use crate::packet::{flags, Packet, PacketKind, NO_VIA};
+use crate::topology::{Fabric, NodeId, PortId, Tier};
+use crate::units::Time;
+
+/// Bytes waiting at an egress port: what adaptive, least-loaded and UGAL choices compare.
+pub trait PortLoad {
+    fn load(&self, p: PortId) -> u64;
+}
+
+/// What routing counts (copied into the run statistics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouteStats {
+    /// Dragonflies: packets sent via an intermediate group, data and control alike.
+    pub packets_nonminimal: u64,
+    pub data_packets_nonminimal: u64,
+    pub control_packets_nonminimal: u64,
+    /// Dragonflies: the most global links one packet crossed.
+    pub max_global_hops: u64,
+}
+
+/// A routing decision: the egress port, and whether the packet should climb one lossless class
+/// there (hop classes: a global hop, or PAR's extra local hop in the source group). The engine
+/// climbs it if the switch's PFC makes both classes lossless.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    pub port: PortId,
+    pub climb: bool,
+}
+
+impl Router {
+    /// The egress port of switch `node` for packet `p` (arrived over `p.ingress`) at `now`, or
+    /// None if every candidate is known to be down. Dragonfly routing records its decision in
+    /// the packet (`via`, `ghops`, the `DECIDED` flag; `CLASS_UP` cleared).
+    #[inline]
+    pub fn choose<L: PortLoad + ?Sized>(
+        &mut self,
+        node: NodeId,
+        p: &mut Packet,
+        now: Time,
+        fabric: &Fabric,
+        loads: &L,
+    ) -> Option<Choice> {
+        if self.dragonfly {
+            self.choose_dragonfly(node, p, now, fabric, loads)
+        } else {
+            let port = self.choose_minimal(node, p.dst, p.header_key, now, fabric, loads)?;
+            Some(Choice { port, climb: false })
+        }
+    }
+
+    /// Among the shortest paths to `dst`, by the load-balancing scheme.
+    #[inline]
+    fn choose_minimal<L: PortLoad + ?Sized>(
+        &mut self,
+        node: NodeId,
+        dst: NodeId,
+        key: u64,
+        now: Time,
+        fabric: &Fabric,
+        loads: &L,
+    ) -> Option<PortId> {
+        let group = self.table.group(node, dst);
+        match group.len() {
+            0 => return None, // no live path
+            1 => return Some(group[0]),
+            n if self.mode == LoadBalancing::Ecmp => {
+                return Some(group[self.ecmp_index(node, key, n)]);
+            }
+            _ => {}
+        }
+        self.scratch.clear();
+        self.scratch.extend_from_slice(group);
+        let n = self.scratch.len();
+        let gid = self.table.group_id(node, dst);
+        Some(match self.mode {
+            LoadBalancing::Ecmp | LoadBalancing::NonMinimal(_) => {
+                self.scratch[self.ecmp_index(node, key, n)]
+            }
+            LoadBalancing::Spray(pick) => self.pick(pick, gid, loads),
+            LoadBalancing::Flowlet { gap_ps, pick } => {
+                let slot = self.flowlet_slot(node, fabric.num_hosts, key);
+                let entry = *self.flowlet(slot);
+                let kept = entry
+                    .port()
+                    .filter(|p| now - entry.last <= gap_ps && self.scratch.contains(p));
+                let port = match kept {
+                    Some(p) => p,
+                    None => self.pick(pick, gid, loads),
+                };
+                *self.flowlet(slot) = Flowlet {
+                    last: now,
+                    choice: FlowletChoice::Port(port),
+                };
+                port
+            }
+            LoadBalancing::Adaptive {
+                per_packet,
+                gap_ps,
+                bias_bytes,
+            } => {
+                let slot = self.flowlet_slot(node, fabric.num_hosts, key);
+                let entry = *self.flowlet(slot);
+                let prev = entry.port().filter(|p| self.scratch.contains(p));
+                let port = match prev {
+                    Some(prev) if !per_packet && now - entry.last <= gap_ps => prev,
+                    _ => {
+                        let best = self.pick(Pick::LeastLoaded, gid, loads);
+                        match prev {
+                            Some(prev) if loads.load(prev) <= loads.load(best) + bias_bytes => prev,
+                            _ => best,
+                        }
+                    }
+                };
+                *self.flowlet(slot) = Flowlet {
+                    last: now,
+                    choice: FlowletChoice::Port(port),
+                };
+                port
+            }
+        })
+    }
+
+    /// Dragonfly forwarding: minimal, or via an intermediate group chosen at the source router
+    /// (Valiant, UGAL) or at any router of the source group (PAR); then the hop classes.
+    fn choose_dragonfly<L: PortLoad + ?Sized>(
+        &mut self,
+        node: NodeId,
+        p: &mut Packet,
+        now: Time,
+        fabric: &Fabric,
+        loads: &L,
+    ) -> Option<Choice> {
+        let here = self.table.df_group(node);
+        let mut via = p.via;
+        if via != NO_VIA && here == via as u32 {
+            via = NO_VIA; // reached the intermediate group: minimal from here on
+        }
+        let mut diverted_late = false;
+        if let LoadBalancing::NonMinimal(nm) = self.mode {
+            let dst_group = self.table.df_group(p.dst);
+            // Still undecided in the source group (no global hop yet), bound elsewhere, and
+            // there is a third group to go through.
+            if via == NO_VIA
+                && p.ghops == 0
+                && here != dst_group
+                && p.flags & flags::DECIDED == 0
+                && self.table.num_df_groups() >= 3
+            {
+                let at_source = fabric.is_host(fabric.port_node[p.ingress as usize]);
+                let decides = at_source || nm.mode == NonMinimalMode::Par;
+                // Per flowlet: the flow keeps its last choice while its packets stay close.
+                let slot = (nm.per_flowlet && decides)
+                    .then(|| self.flowlet_slot(node, fabric.num_hosts, p.header_key));
+                let kept = slot.and_then(|s| {
+                    let entry = *self.flowlet(s);
+                    entry.via().filter(|_| now - entry.last <= nm.gap_ps)
+                });
+                via = match (kept, nm.mode) {
+                    (Some(v), _) => v,
+                    (None, NonMinimalMode::Valiant) => self.random_group(here, dst_group),
+                    (None, _) if decides => self.ugal(node, p, nm, here, dst_group, fabric, loads),
+                    _ => NO_VIA,
+                };
+                if let Some(s) = slot {
+                    *self.flowlet(s) = Flowlet {
+                        last: now,
+                        choice: FlowletChoice::Via(via),
+                    };
+                }
+                if via != NO_VIA {
+                    self.stats.packets_nonminimal += 1;
+                    if p.kind == PacketKind::Data {
+                        self.stats.data_packets_nonminimal += 1;
+                    } else {
+                        self.stats.control_packets_nonminimal += 1;
+                    }
+                    diverted_late = !at_source;
+                }
+                if nm.mode != NonMinimalMode::Par {
+                    p.flags |= flags::DECIDED;
+                }
+            }
+        }
+        let out = if via == NO_VIA {
+            self.choose_minimal(node, p.dst, p.header_key, now, fabric, loads)?
+        } else {
+            // None: the intermediate group is cut off.
+            self.ecmp_toward(node, via, p.dst, p.header_key)?
+        };
+        let global = fabric.tier[out as usize] == Tier::Global;
+        p.via = via;
+        p.flags &= !flags::CLASS_UP;
+        if global {
+            p.ghops = p.ghops.saturating_add(1);
+            self.stats.max_global_hops = self.stats.max_global_hops.max(p.ghops as u64);
+        }
+        Some(Choice {
+            port: out,
+            climb: self.hop_classes && (global || diverted_late),
+        })
+    }
+
+    /// A uniformly random dragonfly group other than `a` and `b`.
+    fn random_group(&mut self, a: u32, b: u32) -> u16 {
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        let mut g = self.rng.below(self.table.num_df_groups() as u64 - 2) as u32;
+        if g >= lo {
+            g += 1;
+        }
+        if g >= hi {
+            g += 1;
+        }
+        g as u16
+    }
+
+    /// UGAL: the intermediate group to route through, or `NO_VIA` for the minimal path. Local
+    /// (UGAL-L, PAR): queue at this router's first egress x hops; global (UGAL-G): the bytes
+    /// queued along the whole path plus one packet per hop, as a delay estimate.
+    #[allow(clippy::too_many_arguments)]
+    fn ugal<L: PortLoad + ?Sized>(
+        &mut self,
+        node: NodeId,
+        p: &Packet,
+        nm: NonMinimal,
+        here: u32,
+        dst_g: u32,
+        fabric: &Fabric,
+        loads: &L,
+    ) -> u16 {
+        let global = nm.mode == NonMinimalMode::UgalG;
+        let cost = |r: &Router, via: u16| -> u64 {
+            let (hops, first_q, path_q) = r.walk(node, via, p.dst, p.header_key, fabric, loads);
+            if hops == u32::MAX {
+                u64::MAX / 4
+            } else if global {
+                path_q + hops as u64 * p.wire_bytes as u64
+            } else {
+                first_q * hops as u64
+            }
+        };
+        let min_cost = cost(self, NO_VIA);
+        let mut best = (u64::MAX, NO_VIA);
+        for _ in 0..nm.candidates {
+            let g = self.random_group(here, dst_g);
+            let c = cost(self, g);
+            if c < best.0 {
+                best = (c, g);
+            }
+        }
+        if min_cost <= best.0.saturating_add(nm.threshold_bytes) {
+            NO_VIA
+        } else {
+            best.1
+        }
+    }
+
+    /// Follow the path a packet would take from switch `node` (via group `via`, or minimally)
+    /// to host `dst`, picking as ECMP would: (links, bytes queued at the first egress, bytes
+    /// queued along the path); `u32::MAX` links when it is cut off.
+    fn walk<L: PortLoad + ?Sized>(
+        &self,
+        node: NodeId,
+        via: u16,
+        dst: NodeId,
+        key: u64,
+        fabric: &Fabric,
+        loads: &L,
+    ) -> (u32, u64, u64) {
+        let mut via = via;
+        let (mut n, mut hops, mut first, mut total) = (node, 0u32, 0u64, 0u64);
+        while hops < 16 {
+            if via != NO_VIA && self.table.df_group(n) == via as u32 {
+                via = NO_VIA;
+            }
+            let Some(out) = self.ecmp_toward(n, via, dst, key) else {
+                break;
+            };
+            let q = loads.load(out);
+            if hops == 0 {
+                first = q;
+            }
+            total += q;
+            hops += 1;
+            n = fabric.peer_node[out as usize];
+            if fabric.is_host(n) {
+                return (hops, first, total);
+            }
+        }
+        (u32::MAX, first, total)
+    }
+
+    /// The port ECMP hashes `key` to at switch `node`, toward group `via` or (`NO_VIA`) host
+    /// `dst`; None when no live path leads there.
+    #[inline]
+    fn ecmp_toward(&self, node: NodeId, via: u16, dst: NodeId, key: u64) -> Option<PortId> {
+        let ports = if via == NO_VIA {
+            self.table.group(node, dst)
+        } else {
+            self.table.toward_group(node, via as u32)
+        };
+        (!ports.is_empty()).then(|| ports[self.ecmp_index(node, key, ports.len())])
+    }
+
+    /// Pick among the candidates in `self.scratch` (non-empty).
+    fn pick<L: PortLoad + ?Sized>(&mut self, pick: Pick, group: Option<u32>, loads: &L) -> PortId {
+        let n = self.scratch.len();
+        match pick {
+            Pick::Random => self.scratch[self.rng.below(n as u64) as usize],
+            Pick::RoundRobin => {
+                let g = group.expect("round robin over a group") as usize;
+                let i = self.rr[g] as usize % n;
+                self.rr[g] = self.rr[g].wrapping_add(1);
+                self.scratch[i]
+            }
+            Pick::LeastLoaded => {
+                // Start at a random member so ties (often all empty) spread evenly.
+                let start = self.rng.below(n as u64) as usize;
+                let mut best = self.scratch[start];
+                let mut best_load = loads.load(best);
+                for k in 1..n {
+                    let p = self.scratch[(start + k) % n];
+                    let l = loads.load(p);
+                    if l < best_load {
+                        best = p;
+                        best_load = l;
+                    }
+                }
+                best
+            }
+        }
+    }
+
+    /// The port ECMP would pick in `table` (the current one or another, such as the fault-free
+    /// `nominal`), ignoring load, for a packet to `dst` with header `key` at switch `node`; None
+    /// if the table has no path there.
+    pub fn ecmp_port(
+        &self,
+        table: &RouteTable,
+        node: NodeId,
+        dst: NodeId,
+        key: u64,
+    ) -> Option<PortId> {
+        let group = table.group(node, dst);
+        (!group.is_empty()).then(|| group[self.ecmp_index(node, key, group.len())])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{HashFunction, RoutingSpec};
+
+    /// Queue depths set by the test, per port.
+    struct Loads(Vec<u64>);
+
+    impl PortLoad for Loads {
+        fn load(&self, p: PortId) -> u64 {
+            self.0[p as usize]
+        }
+    }
+
+    /// A leaf-spine (2 leaves, 4 spines, 2 hosts per leaf), a router with `lb` on it, the leaf
+    /// of host 0 and a packet from host 0 to a host on the other leaf.
+    fn setup(lb: LoadBalancing) -> (Fabric, Router, NodeId, Packet) {
+        let (_, scenario) = crate::scenario::parse_toml(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 4\nhosts_per_leaf = 2\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"",
+            "",
+        )
+        .unwrap();
+        let fabric = crate::topology::build(&scenario.topology, &scenario.switch);
+        let spec = RoutingSpec {
+            load_balancing: lb,
+            hash_fields: 31,
+            hash: HashFunction::Mix,
+            per_switch_seed: true,
+            flowlet_table: 64,
+            hop_classes: false,
+        };
+        let router = Router::new(&fabric, &spec, 7);
+        let leaf = fabric.peer_node[fabric.host_port(0) as usize];
+        let dst = (0..fabric.num_hosts)
+            .find(|&h| fabric.peer_node[fabric.host_port(h) as usize] != leaf)
+            .unwrap();
+        let mut pkt = Packet::data(0, 0, dst, 12345, 1000, 3, false);
+        pkt.ingress = fabric.host_port(0);
+        (fabric, router, leaf, pkt)
+    }
+
+    #[test]
+    fn least_loaded_spray_takes_the_emptiest_uplink_the_loads_lend() {
+        let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Spray(Pick::LeastLoaded));
+        let group = router.table.group(leaf, pkt.dst).to_vec();
+        assert_eq!(group.len(), 4);
+        for &light in &group {
+            let mut loads = Loads(vec![5000; fabric.num_ports() as usize]);
+            loads.0[light as usize] = 100;
+            for t in 0..20 {
+                let c = router
+                    .choose(leaf, &mut pkt, t * 1000, &fabric, &loads)
+                    .unwrap();
+                assert_eq!(
+                    c,
+                    Choice {
+                        port: light,
+                        climb: false
+                    }
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn adaptive_keeps_its_port_within_the_bias_and_leaves_it_beyond() {
+        let lb = LoadBalancing::Adaptive {
+            per_packet: true,
+            gap_ps: 0,
+            bias_bytes: 1000,
+        };
+        let (fabric, mut router, leaf, mut pkt) = setup(lb);
+        let group = router.table.group(leaf, pkt.dst).to_vec();
+        let mut loads = Loads(vec![10_000; fabric.num_ports() as usize]);
+        loads.0[group[1] as usize] = 0;
+        let first = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
+        assert_eq!(first.port, group[1]);
+        // Another port is now lighter, but by less than the bias: the flow stays.
+        loads.0[group[1] as usize] = 900;
+        loads.0[group[2] as usize] = 0;
+        let kept = router.choose(leaf, &mut pkt, 10, &fabric, &loads).unwrap();
+        assert_eq!(kept.port, group[1]);
+        // Beyond the bias it moves.
+        loads.0[group[1] as usize] = 1001;
+        let moved = router.choose(leaf, &mut pkt, 20, &fabric, &loads).unwrap();
+        assert_eq!(moved.port, group[2]);
+    }
+
+    #[test]
+    fn ecmp_ignores_the_loads_and_matches_ecmp_port() {
+        let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Ecmp);
+        let hashed = router
+            .ecmp_port(&router.table, leaf, pkt.dst, pkt.header_key)
+            .unwrap();
+        for heavy in [0u64, 1 << 30] {
+            let mut loads = Loads(vec![0; fabric.num_ports() as usize]);
+            loads.0[hashed as usize] = heavy;
+            let c = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
+            assert_eq!(c.port, hashed);
+        }
+        assert_eq!(router.stats, RouteStats::default());
+    }
+}
