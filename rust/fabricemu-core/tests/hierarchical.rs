@@ -7,9 +7,10 @@
 //! scale-out tier per rank (NCCL's hierarchical scheme; the two terms of the issue's formula
 //! 2(n1-1)/n1 x S/B1 + 2(n2-1)/n2 x (S/n1)/B2). Here both tiers share each host's NIC
 //! (B1 = B2 = the host link), so the run takes that time plus per-step latency: within 5 % on a
-//! non-blocking leaf-spine (as many spines as hosts per leaf, all links 100 Gbps) with packet
-//! spraying (ECMP would collide the scale-out flows of one leaf on its uplinks, as the flat strided
-//! ring shows in tests/test_collective_placement.py).
+//! non-blocking leaf-spine, either as many spines as hosts per leaf with packet spraying (+3.5 %;
+//! ECMP would collide the scale-out flows of one leaf on its uplinks, as the flat strided ring
+//! shows in tests/test_collective_placement.py) or one spine with uplinks as fast as a leaf's
+//! hosts together (+2.3 %; no path to choose).
 
 use fabricemu_core::trace::collectives::CollectiveRow;
 use fabricemu_core::trace::flows::{FlowLabels, FlowRow};
@@ -20,15 +21,28 @@ use common::{run, scenario_error};
 const GBPS100: f64 = 100e9;
 
 fn fabric(leaves: u32, per_leaf: u32, lb: &str, workload: &str) -> String {
+    fabric_with(leaves, per_leaf, per_leaf, "100Gbps", lb, workload)
+}
+
+/// A leaf-spine with `spines` spines and uplinks of `uplink` (100 Gbps host links).
+fn fabric_with(
+    leaves: u32,
+    per_leaf: u32,
+    spines: u32,
+    uplink: &str,
+    lb: &str,
+    workload: &str,
+) -> String {
     format!(
         r#"
         seed = 1
         [topology]
         kind = "leaf_spine"
         leaves = {leaves}
-        spines = {per_leaf}
+        spines = {spines}
         hosts_per_leaf = {per_leaf}
         link_rate = "100Gbps"
+        fabric_link_rate = "{uplink}"
         link_delay = "500ns"
         [routing]
         load_balancing = "{lb}"
@@ -104,6 +118,35 @@ fn hierarchical_ring_all_reduce_matches_the_two_tier_formula() {
     }
     let expected_out = (size as f64 / n1 as f64) * 8.0 * 1e12 / out as f64 * 2.0 * 3.0 / 4.0;
     assert!((row.tier_busbw_bps(1).unwrap() / expected_out - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn hierarchical_ring_matches_the_formula_without_path_choices() {
+    // One spine with 400 Gbps uplinks: as non-blocking, and no path for ECMP to choose.
+    let (n1, n2, size) = (4u64, 4u64, 16u64 << 20);
+    let (_, table) = collective_run(&fabric_with(
+        4,
+        4,
+        1,
+        "400Gbps",
+        "ecmp",
+        r#"op = "all_reduce"
+        algorithm = "hierarchical_ring"
+        domain_size = 4
+        size = "16MiB""#,
+    ));
+    let row = &table[0];
+    let steps = (2 * (n1 - 1) + 2 * (n2 - 1)) as f64;
+    let analytic = analytic_ps(n1 as f64, n2 as f64, size as f64, steps);
+    let duration = row.duration_ps().unwrap() as f64;
+    eprintln!(
+        "one spine: duration / analytic = {:.4}",
+        duration / analytic
+    );
+    assert!(
+        (duration / analytic - 1.0).abs() < 0.05,
+        "duration {duration} vs analytic {analytic}"
+    );
 }
 
 #[test]
