@@ -148,6 +148,9 @@ UNIT_STRINGS = [
     "dcqcn",
     "fat_tree",
     "dragonfly",
+    "hierarchical_ring",
+    "hierarchical_tree",
+    "pxn",
 ]
 
 SCALARS = st.one_of(
