@@ -501,7 +501,7 @@ mod tests {
             let mut tiers = [false; 2];
             for f in &plan.flows {
                 let tag = f.collective.unwrap();
-                assert_eq!(tag.scaleup, f.src / 4 == f.dst / 4);
+                assert_eq!(tag.scaleup, f.src.get() / 4 == f.dst.get() / 4);
                 tiers[usize::from(tag.scaleup)] = true;
                 if alg.is_hierarchical() {
                     // Scale-up phases: 0 and 2 (all-reduce), 1 (all-gather), 0 (the others).
