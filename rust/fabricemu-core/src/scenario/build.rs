@@ -6,6 +6,7 @@
 
 use crate::config::check::Res;
 use crate::config::spec::Scenario;
+use crate::ids::{IdVec, NodeId};
 use crate::switch::config::check_headroom;
 use crate::switch::pfc::Pfc;
 use crate::topology::faults::{self, LinkFault};
@@ -23,7 +24,7 @@ pub struct Built {
     pub faults: Vec<LinkFault>,
     /// PFC state (when enabled) and the headroom each node reserves out of its buffer.
     pub pfc: Option<Pfc>,
-    pub reserved_headroom: Vec<u64>,
+    pub reserved_headroom: IdVec<NodeId, u64>,
     /// Settings that are allowed but probably not meant (each "key.path: message"); run.json
     /// carries them as `warnings`.
     pub warnings: Vec<String>,
@@ -50,17 +51,14 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
                 &s.switch,
                 &reserved,
                 |n| {
-                    (!fabric.is_host(n as u32)).then(|| {
-                        fabric
-                            .switch_buffer(n as u32)
-                            .unwrap_or(s.switch.buffer_bytes)
-                    })
+                    (!fabric.is_host(n))
+                        .then(|| fabric.switch_buffer(n).unwrap_or(s.switch.buffer_bytes))
                 },
                 max_wire,
             )?);
             (Some(pfc), reserved)
         }
-        None => (None, Vec::new()),
+        None => (None, IdVec::new()),
     };
     let plan = workload::plan(&s.workloads, s.seed)?;
     Ok(Built {

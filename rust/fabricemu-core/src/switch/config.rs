@@ -1,5 +1,6 @@
 //! `[switch]`: buffers, scheduler, ECN marking and PFC, and their checks, producing a [`SwitchSpec`].
 
+use crate::ids::{IdVec, NodeId};
 use serde::{Deserialize, Serialize};
 
 use crate::config::check::{fraction, positive_size, priority_mask, Res};
@@ -288,8 +289,8 @@ impl PfcFile {
 /// (sized per link, which the user did not choose) is a warning, returned for run.json.
 pub fn check_headroom(
     spec: &SwitchSpec,
-    reserved: &[u64],
-    buffer_of: impl Fn(usize) -> Option<u64>,
+    reserved: &IdVec<NodeId, u64>,
+    buffer_of: impl Fn(NodeId) -> Option<u64>,
     packet_bytes: u64,
 ) -> Res<Option<String>> {
     let Some(pfc) = &spec.pfc else {
@@ -297,8 +298,7 @@ pub fn check_headroom(
     };
     // The switch whose headroom leaves the least shared buffer (`buffer_of`: None for hosts).
     let tightest = reserved
-        .iter()
-        .enumerate()
+        .iter_enumerated()
         .filter_map(|(n, &r)| buffer_of(n).map(|b| (r, b)))
         .max_by_key(|&(r, b)| r.saturating_add(packet_bytes).saturating_sub(b));
     let Some((worst, buffer)) = tightest else {

@@ -12,11 +12,8 @@ pub mod summary;
 pub use cluster::ClusterLayout;
 
 use crate::config::{ClusterSpec, LinkSpec, SwitchSpec, TopologySpec};
+pub use crate::ids::{IdRange, IdVec, LinkId, NodeId, PortId};
 use crate::units::{Rate, Time};
-
-pub type NodeId = u32;
-/// An egress port, which is also the id of the unidirectional link leaving it.
-pub type PortId = u32;
 
 /// Which tier a link belongs to (for reporting and per-tier settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,20 +97,21 @@ impl std::fmt::Display for Role {
 pub struct Fabric {
     pub num_hosts: u32,
     pub num_nodes: u32,
-    /// Ports of node n are `port_start[n]..port_start[n + 1]`.
-    pub port_start: Vec<PortId>,
+    /// Ports of node n are `port_start[n]..port_start[n + 1]` (`num_nodes + 1` entries: the
+    /// last, past every node, is the number of ports; use [`Fabric::ports_of`]).
+    pub port_start: IdVec<NodeId, PortId>,
     /// Per port: the node that transmits on it.
-    pub port_node: Vec<NodeId>,
+    pub port_node: IdVec<PortId, NodeId>,
     /// Per port: the node at the far end.
-    pub peer_node: Vec<NodeId>,
+    pub peer_node: IdVec<PortId, NodeId>,
     /// Per port: the reverse-direction port (the ingress port at the far end).
-    pub peer_port: Vec<PortId>,
-    pub rate_bps: Vec<Rate>,
+    pub peer_port: IdVec<PortId, PortId>,
+    pub rate_bps: IdVec<PortId, Rate>,
     /// Propagation delay of the link.
-    pub delay_ps: Vec<Time>,
-    pub tier: Vec<Tier>,
+    pub delay_ps: IdVec<PortId, Time>,
+    pub tier: IdVec<PortId, Tier>,
     /// What each node is.
-    pub role: Vec<Role>,
+    pub role: IdVec<NodeId, Role>,
     /// GPU servers (`[cluster]`): which GPU is where, and its ports (cold data; None without).
     pub cluster: Option<Box<ClusterLayout>>,
 }
@@ -123,21 +121,54 @@ impl Fabric {
         self.port_node.len() as u32
     }
 
+    /// Every port (every link, named by its egress port).
     #[inline]
-    pub fn is_host(&self, n: NodeId) -> bool {
-        n < self.num_hosts
+    pub fn ports(&self) -> IdRange<PortId> {
+        self.port_node.ids()
+    }
+
+    /// Every node: hosts, then switches.
+    #[inline]
+    pub fn nodes(&self) -> IdRange<NodeId> {
+        IdRange::from_indices(0, self.num_nodes as usize)
+    }
+
+    /// The hosts.
+    #[inline]
+    pub fn hosts(&self) -> IdRange<NodeId> {
+        IdRange::from_indices(0, self.num_hosts as usize)
+    }
+
+    /// The switches.
+    #[inline]
+    pub fn switches(&self) -> IdRange<NodeId> {
+        IdRange::from_indices(self.num_hosts as usize, self.num_nodes as usize)
     }
 
     #[inline]
-    pub fn ports_of(&self, n: NodeId) -> std::ops::Range<PortId> {
-        self.port_start[n as usize]..self.port_start[n as usize + 1]
+    pub fn is_host(&self, n: NodeId) -> bool {
+        n.get() < self.num_hosts
+    }
+
+    /// The ports of node `n`, contiguous.
+    #[inline]
+    pub fn ports_of(&self, n: NodeId) -> IdRange<PortId> {
+        let starts = self.port_start.as_slice();
+        IdRange::from_indices(starts[n.index()].index(), starts[n.index() + 1].index())
     }
 
     /// The port a host transmits on (hosts have one NIC port; a GPU's first port is its NIC port on
     /// plane 0, or its PCIe link to a shared NIC).
     #[inline]
     pub fn host_port(&self, h: NodeId) -> PortId {
-        self.port_start[h as usize]
+        self.port_start[h]
+    }
+
+    /// The switch's position among switches (`node - num_hosts`), for arrays kept per switch.
+    #[inline(always)]
+    pub fn switch_index(&self, n: NodeId) -> usize {
+        debug_assert!(!self.is_host(n));
+        (n.get() - self.num_hosts) as usize
     }
 
     /// Forwarding latency of switch `n` if it differs from `[switch].latency` (scale-up switches
@@ -160,13 +191,14 @@ type LinkEntry = (NodeId, NodeId, LinkSpec, Tier);
 /// attaches to and the link spec, in host order); whoever drives the builder then attaches the
 /// endpoints to the slots ([`FabricBuilder::attach`]): hosts one per slot, or a cluster's NICs.
 /// Attachment links come first in every node's port list, then the switch links, in the order
-/// they were added.
+/// they were added. The builders number nodes arithmetically (`edge0 + pod * half + e`), so the
+/// builder takes node numbers and makes them `NodeId`s: it is where the fabric's ids are assigned.
 pub(crate) struct FabricBuilder {
     num_hosts: u32,
-    roles: Vec<Role>,
+    roles: IdVec<NodeId, Role>,
     attached: Vec<LinkEntry>,
     links: Vec<LinkEntry>,
-    slots: Vec<(NodeId, LinkSpec)>,
+    slots: Vec<(u32, LinkSpec)>,
 }
 
 impl FabricBuilder {
@@ -174,74 +206,81 @@ impl FabricBuilder {
     pub fn new(num_hosts: u32, role: Role) -> Self {
         Self {
             num_hosts,
-            roles: vec![role; num_hosts as usize],
+            roles: IdVec::from_elem(role, num_hosts as usize),
             attached: Vec::new(),
             links: Vec::new(),
             slots: Vec::new(),
         }
     }
 
-    /// A host slot on switch `sw`: where the next host (or NIC) attaches, over a `spec` link.
-    pub fn slot(&mut self, sw: NodeId, spec: LinkSpec) {
+    /// A host slot on switch number `sw`: where the next host (or NIC) attaches, over a `spec`
+    /// link.
+    pub fn slot(&mut self, sw: u32, spec: LinkSpec) {
         self.slots.push((sw, spec));
     }
 
     /// The slots added since the last call, in order.
-    pub fn take_slots(&mut self) -> Vec<(NodeId, LinkSpec)> {
+    pub fn take_slots(&mut self) -> Vec<(u32, LinkSpec)> {
         std::mem::take(&mut self.slots)
     }
 
-    /// An attachment link (ahead of every switch link in its nodes' port lists).
-    pub fn attach(&mut self, a: NodeId, b: NodeId, spec: LinkSpec, tier: Tier) {
-        self.attached.push((a, b, spec, tier));
+    /// An attachment link between nodes numbered `a` and `b` (ahead of every switch link in
+    /// their port lists).
+    pub fn attach(&mut self, a: u32, b: u32, spec: LinkSpec, tier: Tier) {
+        self.attached
+            .push((NodeId::new(a), NodeId::new(b), spec, tier));
     }
 
-    /// Add `count` switches of a role; returns the first id.
-    pub fn add_switches(&mut self, count: u32, role: Role) -> NodeId {
-        let first = self.roles.len() as NodeId;
+    /// Add `count` switches of a role; returns the first one's number.
+    pub fn add_switches(&mut self, count: u32, role: Role) -> u32 {
+        let first = self.roles.len() as u32;
         self.roles.extend(std::iter::repeat_n(role, count as usize));
         first
     }
 
-    /// A bidirectional link: two ports, one at each end.
-    pub fn link(&mut self, a: NodeId, b: NodeId, spec: LinkSpec, tier: Tier) {
-        self.links.push((a, b, spec, tier));
+    /// A bidirectional link between nodes numbered `a` and `b`: two ports, one at each end.
+    pub fn link(&mut self, a: u32, b: u32, spec: LinkSpec, tier: Tier) {
+        self.links
+            .push((NodeId::new(a), NodeId::new(b), spec, tier));
     }
 
     pub fn build(self) -> Fabric {
         let n = self.roles.len();
-        let mut degree = vec![0u32; n + 1];
+        let mut degree: IdVec<NodeId, u32> = IdVec::from_elem(0, n);
         let links: Vec<LinkEntry> = self.attached.into_iter().chain(self.links).collect();
         for &(a, b, _, _) in &links {
-            degree[a as usize] += 1;
-            degree[b as usize] += 1;
+            degree[a] += 1;
+            degree[b] += 1;
         }
-        let mut port_start = vec![0u32; n + 1];
-        for i in 0..n {
-            port_start[i + 1] = port_start[i] + degree[i];
+        // One entry past the last node: the number of ports.
+        let mut port_start: IdVec<NodeId, PortId> = IdVec::with_capacity(n + 1);
+        let mut total = 0u32;
+        for &d in &degree {
+            port_start.push(PortId::new(total));
+            total += d;
         }
-        let total = port_start[n] as usize;
+        port_start.push(PortId::new(total));
+        let total = total as usize;
         let mut next = port_start.clone();
         let mut f = Fabric {
             num_hosts: self.num_hosts,
             num_nodes: n as u32,
             port_start,
-            port_node: vec![0; total],
-            peer_node: vec![0; total],
-            peer_port: vec![0; total],
-            rate_bps: vec![0; total],
-            delay_ps: vec![0; total],
-            tier: vec![Tier::Host; total],
+            port_node: IdVec::from_elem(NodeId::new(0), total),
+            peer_node: IdVec::from_elem(NodeId::new(0), total),
+            peer_port: IdVec::from_elem(PortId::new(0), total),
+            rate_bps: IdVec::from_elem(0, total),
+            delay_ps: IdVec::from_elem(0, total),
+            tier: IdVec::from_elem(Tier::Host, total),
             role: self.roles,
             cluster: None,
         };
         for &(a, b, spec, tier) in &links {
-            let pa = next[a as usize];
-            next[a as usize] += 1;
-            let pb = next[b as usize];
-            next[b as usize] += 1;
+            let pa = next[a];
+            next[a] = PortId::new(pa.get() + 1);
+            let pb = next[b];
+            next[b] = PortId::new(pb.get() + 1);
             for (p, from, to, peer) in [(pa, a, b, pb), (pb, b, a, pa)] {
-                let p = p as usize;
                 f.port_node[p] = from;
                 f.peer_node[p] = to;
                 f.peer_port[p] = peer;
@@ -277,7 +316,7 @@ fn hosts_only(num_hosts: u32, lay_out: impl FnOnce(&mut FabricBuilder)) -> Fabri
     let mut b = FabricBuilder::new(num_hosts, Role::Host);
     lay_out(&mut b);
     for (h, (sw, spec)) in b.take_slots().into_iter().enumerate() {
-        b.attach(h as NodeId, sw, spec, Tier::Host);
+        b.attach(h as u32, sw, spec, Tier::Host);
     }
     b.build()
 }

@@ -7,13 +7,11 @@ pub mod ideal;
 
 use std::collections::VecDeque;
 
-use crate::topology::PortId;
+use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::units::Time;
 
 /// No time set.
 pub const NEVER: Time = Time::MAX;
-/// No barrier.
-pub const NO_BARRIER: u32 = u32::MAX;
 
 /// Transport settings every flow shares.
 #[derive(Debug, Clone, Copy)]
@@ -35,11 +33,11 @@ pub struct TransportParams {
 /// `rotate`), or oldest first.
 #[derive(Debug, Clone)]
 pub struct Nics {
-    /// Per host egress port (ports `0..` of the hosts, which come first; a host-only fabric's host
-    /// h has port h): its flows' round robin. A GPU sends each flow on one of its ports (NIC,
-    /// scale-up), so each port arbitrates among its own flows.
-    pub ring: Vec<VecDeque<u32>>,
-    pub rotate: Vec<bool>,
+    /// Per host egress port (the hosts' ports come first; a host-only fabric's host h has port
+    /// h): its flows' round robin. A GPU sends each flow on one of its ports (NIC, scale-up), so
+    /// each port arbitrates among its own flows.
+    pub ring: IdVec<PortId, VecDeque<FlowId>>,
+    pub rotate: IdVec<PortId, bool>,
     /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
     pub fifo: bool,
 }
@@ -49,7 +47,7 @@ impl Nics {
     pub fn new(host_ports: u32, fifo: bool) -> Self {
         Self {
             ring: (0..host_ports).map(|_| VecDeque::new()).collect(),
-            rotate: vec![false; host_ports as usize],
+            rotate: IdVec::from_elem(false, host_ports as usize),
             fifo,
         }
     }
@@ -58,8 +56,8 @@ impl Nics {
 /// Sender and receiver state of one flow.
 #[derive(Debug, Clone)]
 pub struct Flow {
-    pub src: u32,
-    pub dst: u32,
+    pub src: NodeId,
+    pub dst: NodeId,
     /// The port the source sends data on, and the one the receiver sends its ACKs, NACKs and
     /// CNPs on (a host's only port; a GPU's NIC or scale-up port, see `topology::cluster`).
     pub src_port: PortId,
@@ -73,8 +71,8 @@ pub struct Flow {
     pub header_fwd: u64,
     pub header_rev: u64,
     pub workload: u32,
-    /// Barrier this flow counts toward when it finishes.
-    pub completes: u32,
+    /// Barrier this flow counts toward when it finishes, if any.
+    pub completes: Option<u32>,
 
     // Sender.
     pub next_seq: u32,
@@ -88,8 +86,8 @@ pub struct Flow {
 
     // Receiver.
     pub expected: u32,
-    /// `expected` value a NACK was last sent for (one NACK per gap).
-    pub nacked_at: u32,
+    /// `expected` value a NACK was last sent for (one NACK per gap; None: none yet).
+    pub nacked_at: Option<u32>,
     pub finish: Time,
 
     /// Pacing: the current sending rate and when the next packet may start.

@@ -27,9 +27,7 @@
 
 pub mod config;
 
-use std::ops::Range;
-
-use super::{Fabric, FabricBuilder, NodeId, PortId, Role, Tier};
+use super::{Fabric, FabricBuilder, IdRange, NodeId, PortId, Role, Tier};
 use crate::config::{ClusterSpec, LinkSpec, TopologySpec};
 use crate::units::{Bytes, Time};
 
@@ -60,28 +58,30 @@ pub struct ClusterLayout {
 impl ClusterLayout {
     #[inline]
     pub fn server(&self, gpu: NodeId) -> u32 {
-        gpu / self.spec.gpus_per_server
+        gpu.get() / self.spec.gpus_per_server
     }
 
     /// The GPU's rail: the index of its NIC in its server.
     #[inline]
     pub fn rail(&self, gpu: NodeId) -> u32 {
         let per_nic = self.spec.gpus_per_server / self.spec.nics_per_server;
-        (gpu % self.spec.gpus_per_server) / per_nic
+        (gpu.get() % self.spec.gpus_per_server) / per_nic
     }
 
     /// The GPU's scale-up domain (None without scale-up).
     #[inline]
     pub fn domain(&self, gpu: NodeId) -> Option<u32> {
-        (self.gpus_per_domain > 0).then(|| gpu / self.gpus_per_domain)
+        (self.gpus_per_domain > 0).then(|| gpu.get() / self.gpus_per_domain)
     }
 
-    pub fn domain_gpus(&self, domain: u32) -> Range<NodeId> {
-        domain * self.gpus_per_domain..(domain + 1) * self.gpus_per_domain
+    pub fn domain_gpus(&self, domain: u32) -> IdRange<NodeId> {
+        let d = self.gpus_per_domain as usize;
+        IdRange::from_indices(domain as usize * d, (domain as usize + 1) * d)
     }
 
     pub fn domain_switch(&self, domain: u32) -> Option<NodeId> {
-        self.first_scaleup_switch.map(|s| s + domain)
+        self.first_scaleup_switch
+            .map(|s| NodeId::new(s.get() + domain))
     }
 
     pub fn rack(&self, server: u32) -> u32 {
@@ -92,25 +92,25 @@ impl ClusterLayout {
         self.servers.div_ceil(self.spec.servers_per_rack)
     }
 
-    pub fn server_gpus(&self, server: u32) -> Range<NodeId> {
-        let g = self.spec.gpus_per_server;
-        server * g..(server + 1) * g
+    pub fn server_gpus(&self, server: u32) -> IdRange<NodeId> {
+        let g = self.spec.gpus_per_server as usize;
+        IdRange::from_indices(server as usize * g, (server as usize + 1) * g)
     }
 
     /// The GPU's ports toward its NIC(s).
     pub fn nic_ports(&self, gpu: NodeId) -> &[PortId] {
         let n = self.nic_ports_per_gpu as usize;
-        &self.nic_ports[gpu as usize * n..(gpu as usize + 1) * n]
+        &self.nic_ports[gpu.index() * n..(gpu.index() + 1) * n]
     }
 
     pub fn scaleup_port(&self, gpu: NodeId) -> Option<PortId> {
-        self.scaleup_ports.get(gpu as usize).copied()
+        self.scaleup_ports.get(gpu.index()).copied()
     }
 
     /// The shared NIC node of (server, rail), when GPUs share NICs.
     pub fn nic_node(&self, server: u32, rail: u32) -> Option<NodeId> {
         self.first_nic
-            .map(|n| n + server * self.spec.nics_per_server + rail)
+            .map(|n| NodeId::new(n.get() + server * self.spec.nics_per_server + rail))
     }
 
     /// The GPU's NIC port for a transfer whose header key is `key`: with several planes, one per
@@ -129,7 +129,7 @@ impl ClusterLayout {
     /// domain onto the scale-out rail.
     pub fn relay(&self, src: NodeId, dst: NodeId) -> NodeId {
         let per_nic = self.spec.gpus_per_server / self.spec.nics_per_server;
-        self.server_gpus(self.server(src)).start + self.rail(dst) * per_nic
+        NodeId::new(self.server(src) * self.spec.gpus_per_server + self.rail(dst) * per_nic)
     }
 
     /// Path choice at the source GPU of a transfer `src` -> `dst` (header key `key`): its egress
@@ -157,12 +157,13 @@ impl ClusterLayout {
     /// Whether node `n` is a scale-up switch.
     pub fn is_scaleup_switch(&self, n: NodeId) -> bool {
         self.first_scaleup_switch
-            .is_some_and(|s| (s..s + self.domains).contains(&n))
+            .is_some_and(|s| (s.get()..s.get() + self.domains).contains(&n.get()))
     }
 
     fn is_nic(&self, n: NodeId) -> bool {
-        self.first_nic
-            .is_some_and(|s| (s..s + self.servers * self.spec.nics_per_server).contains(&n))
+        self.first_nic.is_some_and(|s| {
+            (s.get()..s.get() + self.servers * self.spec.nics_per_server).contains(&n.get())
+        })
     }
 
     pub fn switch_latency(&self, n: NodeId) -> Option<Time> {
@@ -268,9 +269,9 @@ pub fn build(topology: &TopologySpec, c: &ClusterSpec) -> Fabric {
     let nic_ports_per_gpu = if shared { 1 } else { c.planes };
     let mut nic_ports = Vec::with_capacity((gpus * nic_ports_per_gpu) as usize);
     let mut scaleup_ports = Vec::new();
-    for gpu in 0..gpus {
+    for gpu in f.hosts() {
         for p in f.ports_of(gpu) {
-            match f.tier[p as usize] {
+            match f.tier[p] {
                 Tier::ScaleUp => scaleup_ports.push(p),
                 _ => nic_ports.push(p),
             }
@@ -284,8 +285,8 @@ pub fn build(topology: &TopologySpec, c: &ClusterSpec) -> Fabric {
         domains,
         gpus_per_domain: per_domain,
         slots_per_leaf: per_leaf,
-        first_nic,
-        first_scaleup_switch,
+        first_nic: first_nic.map(NodeId::new),
+        first_scaleup_switch: first_scaleup_switch.map(NodeId::new),
         nic_ports,
         nic_ports_per_gpu,
         scaleup_ports,
