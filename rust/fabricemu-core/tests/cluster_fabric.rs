@@ -193,7 +193,7 @@ fn planes_copy_the_topology_and_each_nic_has_a_port_on_each() {
             assert_eq!(slot, slot0, "same slot on every plane");
         }
         assert_eq!(f.ports_of(gpu).len(), 4, "3 planes + scale-up");
-        assert_eq!(c.scaleup_port(gpu), f.ports_of(gpu).last());
+        assert_eq!(c.scaleup_port(gpu), f.ports_of(gpu).next_back());
     }
     let cs = summary::summarize(&f).cluster.unwrap();
     assert_eq!(cs.planes, 3);
