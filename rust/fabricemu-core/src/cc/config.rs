@@ -7,6 +7,9 @@ use crate::config::check::Res;
 use crate::config::{CongestionControl, ScenarioError};
 
 use super::dcqcn_config::DcqcnFile;
+use super::dctcp_config::DctcpFile;
+use super::hpcc_config::HpccFile;
+use super::swift_config::SwiftFile;
 
 /// `transport.cc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,28 +18,71 @@ pub enum CcName {
     /// Send at line rate.
     None,
     Dcqcn,
+    Dctcp,
+    Swift,
+    Hpcc,
 }
 
-/// The controller named by `cc`, from its parameter table (`[transport.dcqcn]` for DCQCN); a
-/// table of another controller is an error.
+impl CcName {
+    fn key(self) -> &'static str {
+        match self {
+            CcName::None => "none",
+            CcName::Dcqcn => "dcqcn",
+            CcName::Dctcp => "dctcp",
+            CcName::Swift => "swift",
+            CcName::Hpcc => "hpcc",
+        }
+    }
+}
+
+/// The parameter tables of `[transport]`, one per controller (at most the chosen one is set).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CcTables<'a> {
+    pub dcqcn: Option<&'a DcqcnFile>,
+    pub dctcp: Option<&'a DctcpFile>,
+    pub swift: Option<&'a SwiftFile>,
+    pub hpcc: Option<&'a HpccFile>,
+}
+
+/// The controller named by `cc`, from its parameter table (`[transport.dcqcn]` for DCQCN, ...); a
+/// table of another controller is an error. `mtu` and `header`: payload and header bytes of a
+/// full data packet.
 pub fn validate(
     cc: CcName,
-    dcqcn: Option<&DcqcnFile>,
+    tables: CcTables<'_>,
     host_rate_bps: u64,
+    mtu: u64,
+    header: u64,
 ) -> Res<CongestionControl> {
-    match cc {
-        CcName::None => {
-            if dcqcn.is_some() {
-                return Err(ScenarioError::at(
-                    "transport.dcqcn",
-                    "DCQCN parameters need cc = \"dcqcn\"",
-                ));
-            }
-            Ok(CongestionControl::None)
+    let present = [
+        (CcName::Dcqcn, tables.dcqcn.is_some()),
+        (CcName::Dctcp, tables.dctcp.is_some()),
+        (CcName::Swift, tables.swift.is_some()),
+        (CcName::Hpcc, tables.hpcc.is_some()),
+    ];
+    for (name, set) in present {
+        if set && name != cc {
+            let msg = match name {
+                CcName::Dcqcn => "DCQCN parameters need cc = \"dcqcn\"".to_string(),
+                other => format!(
+                    "{} parameters need cc = \"{}\"",
+                    other.key().to_uppercase(),
+                    other.key()
+                ),
+            };
+            return Err(ScenarioError::at(
+                format!("transport.{}", name.key()),
+                msg,
+            ));
         }
-        CcName::Dcqcn => Ok(CongestionControl::Dcqcn(DcqcnFile::validate(
-            dcqcn,
-            host_rate_bps,
-        )?)),
     }
+    Ok(match cc {
+        CcName::None => CongestionControl::None,
+        CcName::Dcqcn => CongestionControl::Dcqcn(DcqcnFile::validate(tables.dcqcn, host_rate_bps)?),
+        CcName::Dctcp => CongestionControl::Dctcp(DctcpFile::validate(tables.dctcp, mtu)?),
+        CcName::Swift => {
+            CongestionControl::Swift(SwiftFile::validate(tables.swift, mtu, mtu + header)?)
+        }
+        CcName::Hpcc => CongestionControl::Hpcc(HpccFile::validate(tables.hpcc, host_rate_bps)?),
+    })
 }
