@@ -227,8 +227,9 @@ mod tests {
         let w_ai = 40e6 * 10e-6 / 8.0;
         let expect = 125_000.0 * 0.95 / 2.0 + w_ai;
         assert!((s.w - expect).abs() < 1e-6, "W {} vs {expect}", s.w);
-        assert_eq!(r.window_bytes, Some(expect as u64));
-        assert_eq!(r.rate_bps, Some((expect * 8.0 / 10e-6) as u64));
+        assert!((r.window_bytes.unwrap() as f64 - expect).abs() <= 1.0);
+        let rate = expect * 8.0 / 10e-6;
+        assert!((r.rate_bps.unwrap() as f64 - rate).abs() <= 1e3, "{:?}", r.rate_bps);
         // The reference moved (this ACK passed the last update point): Wc = W.
         assert!((s.wc - s.w).abs() < 1e-9);
     }

@@ -218,14 +218,14 @@ mod tests {
         // Delay twice the target: cut by beta x 1/2 = 0.4 (above max_mdf's floor of 0.5 x).
         let w1 = s.cwnd;
         let target = c.target(w1, 3);
-        c.on_ack(&mut s, &ack(30 * US, Some(2 * target)));
+        c.on_ack(&mut s, &ack(100 * US, Some(2 * target)));
         assert!((s.cwnd - w1 * 0.6).abs() < 1e-6, "{} vs {}", s.cwnd, w1 * 0.6);
         // Within one RTT of that cut: no second cut.
         let w2 = s.cwnd;
-        c.on_ack(&mut s, &ack(31 * US, None));
+        c.on_ack(&mut s, &ack(101 * US, None));
         assert_eq!(s.cwnd, w2);
         // Far above target: at most max_mdf per RTT, down to below one packet, then paced.
-        let mut t = 31 * US;
+        let mut t = 101 * US;
         for _ in 0..20 {
             t += 1000 * US;
             c.on_ack(&mut s, &ack(t, Some(1000 * US)));
