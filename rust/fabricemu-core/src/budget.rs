@@ -16,8 +16,8 @@ use crate::units::PS_PER_SEC;
 /// built and again when the outputs are written), its row and labels in flows.arrow, the Arrow
 /// columns, and the per-flow side arrays (start order, rate trace, congestion control).
 fn bytes_per_flow(s: &Scenario) -> u64 {
-    use std::mem::size_of;
     use crate::scenario::CongestionControl as C;
+    use std::mem::size_of;
     let cc = match s.transport.cc {
         C::None => 0,
         C::Dcqcn(_) => size_of::<crate::cc::dcqcn::Dcqcn>(),

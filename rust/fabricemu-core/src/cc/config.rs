@@ -70,15 +70,14 @@ pub fn validate(
                     other.key()
                 ),
             };
-            return Err(ScenarioError::at(
-                format!("transport.{}", name.key()),
-                msg,
-            ));
+            return Err(ScenarioError::at(format!("transport.{}", name.key()), msg));
         }
     }
     Ok(match cc {
         CcName::None => CongestionControl::None,
-        CcName::Dcqcn => CongestionControl::Dcqcn(DcqcnFile::validate(tables.dcqcn, host_rate_bps)?),
+        CcName::Dcqcn => {
+            CongestionControl::Dcqcn(DcqcnFile::validate(tables.dcqcn, host_rate_bps)?)
+        }
         CcName::Dctcp => CongestionControl::Dctcp(DctcpFile::validate(tables.dctcp, mtu)?),
         CcName::Swift => {
             CongestionControl::Swift(SwiftFile::validate(tables.swift, mtu, mtu + header)?)

@@ -225,6 +225,10 @@ mod tests {
             c.on_ack(&mut s, &ack(end + i - 1, end + 200, true));
             cuts += (s.cwnd < before) as u32;
         }
-        assert!(cuts <= 1 && s.cwnd >= w * 0.75 - 1.0, "cwnd {} from {w}", s.cwnd);
+        assert!(
+            cuts <= 1 && s.cwnd >= w * 0.75 - 1.0,
+            "cwnd {} from {w}",
+            s.cwnd
+        );
     }
 }

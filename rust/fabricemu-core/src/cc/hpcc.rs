@@ -72,8 +72,8 @@ impl HpccCc {
             {
                 let tau = r.time_ps - p.time_ps;
                 let b = r.rate_bps as f64;
-                let tx_rate = r.tx_bytes.saturating_sub(p.tx_bytes) as f64 * 8.0
-                    / (tau as f64 * 1e-12);
+                let tx_rate =
+                    r.tx_bytes.saturating_sub(p.tx_bytes) as f64 * 8.0 / (tau as f64 * 1e-12);
                 let q = r.queue_bytes.min(p.queue_bytes) as f64 * 8.0;
                 let u = q / (b * t_s) + tx_rate / b;
                 if best.is_none_or(|(bu, _)| u > bu) {
@@ -229,7 +229,11 @@ mod tests {
         assert!((s.w - expect).abs() < 1e-6, "W {} vs {expect}", s.w);
         assert!((r.window_bytes.unwrap() as f64 - expect).abs() <= 1.0);
         let rate = expect * 8.0 / 10e-6;
-        assert!((r.rate_bps.unwrap() as f64 - rate).abs() <= 1e3, "{:?}", r.rate_bps);
+        assert!(
+            (r.rate_bps.unwrap() as f64 - rate).abs() <= 1e3,
+            "{:?}",
+            r.rate_bps
+        );
         // The reference moved (this ACK passed the last update point): Wc = W.
         assert!((s.wc - s.w).abs() < 1e-9);
     }

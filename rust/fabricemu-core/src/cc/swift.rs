@@ -219,7 +219,12 @@ mod tests {
         let w1 = s.cwnd;
         let target = c.target(w1, 3);
         c.on_ack(&mut s, &ack(100 * US, Some(2 * target)));
-        assert!((s.cwnd - w1 * 0.6).abs() < 1e-6, "{} vs {}", s.cwnd, w1 * 0.6);
+        assert!(
+            (s.cwnd - w1 * 0.6).abs() < 1e-6,
+            "{} vs {}",
+            s.cwnd,
+            w1 * 0.6
+        );
         // Within one RTT of that cut: no second cut.
         let w2 = s.cwnd;
         c.on_ack(&mut s, &ack(101 * US, None));

@@ -176,7 +176,8 @@ impl World {
         let mut rtt: Time = 0;
         for (i, h) in hops.iter().enumerate() {
             // The data packet carries the records of the switches before this hop.
-            let data_here = data + self.int.as_ref().map_or(0, |s| s.bytes_per_hop as u64) * i as u64;
+            let data_here =
+                data + self.int.as_ref().map_or(0, |s| s.bytes_per_hop as u64) * i as u64;
             rtt += 2 * h.delay_ps
                 + serialisation_ps(data_here, h.rate_bps)
                 + serialisation_ps(ack + int_bytes, h.rate_bps);

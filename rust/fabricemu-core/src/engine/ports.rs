@@ -2,8 +2,8 @@
 //! switch's admission (shared buffer, PFC headroom), ECN marking and PAUSE/RESUME frames.
 
 use super::queue::Event;
-use crate::cc::IntRecord;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
+use crate::cc::IntRecord;
 use crate::packet::{flags, Packet, PacketId, PacketKind, NO_INGRESS};
 use crate::scenario::Scheduler;
 use crate::switch::buffer::Admission;

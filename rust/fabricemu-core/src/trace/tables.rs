@@ -246,7 +246,8 @@ impl RateRows {
         self.alpha.append_option(r.alpha);
         self.window_bytes.append_option(r.window_bytes.map(int64));
         self.delay_ps.append_option(r.delay_ps.map(int64));
-        self.target_delay_ps.append_option(r.target_delay_ps.map(int64));
+        self.target_delay_ps
+            .append_option(r.target_delay_ps.map(int64));
         self.utilisation.append_option(r.utilisation);
     }
 }
