@@ -85,3 +85,69 @@ pub fn validate(
         CcName::Hpcc => CongestionControl::Hpcc(HpccFile::validate(tables.hpcc, host_rate_bps)?),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::CongestionControl;
+    use crate::scenario::parse_toml;
+
+    /// The rest of a valid scenario, after the lines under test.
+    const TAIL: &str = "[topology]\nkind = \"fat_tree\"\nk = 4\n\
+        [[workload]]\nkind = \"incast\"\nreceiver = 0\nsenders = 2\nsize = \"1KB\"\n";
+
+    fn parse(text: &str) -> Result<crate::scenario::Scenario, crate::config::ScenarioError> {
+        parse_toml(&format!("{text}{TAIL}"), "s.toml").map(|(_, s)| s)
+    }
+
+    fn err(text: &str) -> String {
+        match parse(text) {
+            Ok(_) => panic!("expected an error for {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_table_of_another_controller_is_an_error_at_its_key() {
+        let e = err("[transport]\ncc = \"dcqcn\"\n[transport.hpcc]\neta = 0.9\n");
+        assert!(
+            e.starts_with("s.toml:3:") && e.contains("transport.hpcc"),
+            "{e}"
+        );
+        assert!(e.contains("HPCC parameters need cc = \"hpcc\""), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_their_key_and_line() {
+        let e = err("[transport]\ncc = \"swift\"\nswift = { beta = 1.5 }\n");
+        assert!(
+            e.starts_with("s.toml:3:") && e.contains("transport.swift.beta"),
+            "{e}"
+        );
+        let e = err("[transport]\ncc = \"hpcc\"\n[transport.hpcc]\neta = 0\n");
+        assert!(e.contains("transport.hpcc.eta"), "{e}");
+        let e = err("[transport]\ncc = \"dctcp\"\ndctcp = { min_window = \"0B\" }\n");
+        assert!(e.contains("transport.dctcp.min_window"), "{e}");
+    }
+
+    #[test]
+    fn dctcp_k_sets_step_marking_at_the_switches() {
+        let s = parse("[transport]\ncc = \"dctcp\"\ndctcp = { k = \"300KB\" }\n").unwrap();
+        let ecn = s.switch.ecn.expect("k turns ECN on");
+        assert_eq!(
+            (ecn.kmin_bytes, ecn.kmax_bytes, ecn.pmax),
+            (300_000, 300_000, 1.0)
+        );
+        let s = parse(
+            "[switch]\necn = { kmin = \"5KB\", mark = \"enqueue\" }\n\
+             [transport]\ncc = \"dctcp\"\ndctcp = { k = \"60KB\" }\n",
+        )
+        .unwrap();
+        let ecn = s.switch.ecn.unwrap();
+        assert_eq!((ecn.kmin_bytes, ecn.kmax_bytes), (60_000, 60_000));
+        assert!(!ecn.on_dequeue, "the table's other settings stay");
+        match s.transport.cc {
+            CongestionControl::Dctcp(d) => assert_eq!(d.g, 1.0 / 16.0),
+            other => panic!("{other:?}"),
+        }
+    }
+}
