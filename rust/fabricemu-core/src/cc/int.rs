@@ -82,6 +82,32 @@ impl IntStore {
         &mut self.slots[idx]
     }
 
+    /// The receiver takes the records of the data packet in slot `idx` for its ACK (only the
+    /// records used are copied).
+    #[inline]
+    pub fn take_echo(&mut self, idx: usize) {
+        match self.slots.get(idx) {
+            Some(s) => {
+                let n = s.len as usize;
+                self.echo.hops[..n].copy_from_slice(&s.hops[..n]);
+                self.echo.len = s.len;
+            }
+            None => self.echo.len = 0,
+        }
+    }
+
+    /// The ACK in slot `idx` carries the echoed records (`echo`), or none.
+    #[inline]
+    pub fn set_slot(&mut self, idx: usize, echo: bool) {
+        let n = if echo { self.echo.len as usize } else { 0 };
+        if idx >= self.slots.len() {
+            self.slots.resize(idx + 1, IntStack::EMPTY);
+        }
+        let slot = &mut self.slots[idx];
+        slot.hops[..n].copy_from_slice(&self.echo.hops[..n]);
+        slot.len = n as u8;
+    }
+
     /// The stack of packet slot `idx` (empty if that slot never carried INT).
     #[inline]
     pub fn slot(&self, idx: usize) -> &IntStack {

@@ -6,7 +6,7 @@
 
 use super::queue::Event;
 use super::world::World;
-use crate::cc::{Ack, FlowPath, IntStack, Reaction};
+use crate::cc::{Ack, FlowPath, IntRecord, Reaction, MAX_INT_HOPS};
 use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::topology::{NodeId, PortId};
 use crate::transport::{window, NEVER, NO_BARRIER};
@@ -233,7 +233,7 @@ impl World {
             PacketKind::Data => {
                 if let Some(int) = &mut self.int {
                     // Its ACK echoes the records (the slot is free but untouched until reused).
-                    int.echo = *int.slot(pkt.index());
+                    int.take_echo(pkt.index());
                 }
                 self.receive_data(p.flow, p.seq, p.flags)
             }
@@ -241,8 +241,13 @@ impl World {
                 let ece = p.flags & flags::ECE != 0;
                 match &self.int {
                     Some(int) => {
-                        let stack: IntStack = *int.slot(pkt.index());
-                        self.receive_ack(p.flow, p.seq, ece, stack.records());
+                        // A copy of the records used (the ACK may make the NIC send a data
+                        // packet, which resets its own slot in the store).
+                        let mut buf = [IntRecord::default(); MAX_INT_HOPS];
+                        let recs = int.slot(pkt.index()).records();
+                        buf[..recs.len()].copy_from_slice(recs);
+                        let n = recs.len();
+                        self.receive_ack(p.flow, p.seq, ece, &buf[..n]);
                     }
                     None => self.receive_ack(p.flow, p.seq, ece, &[]),
                 }
@@ -398,25 +403,14 @@ impl World {
         }
         let id = self.packets.alloc(pkt);
         if let Some(int) = &mut self.int {
-            let echo = if kind == PacketKind::Ack {
-                int.echo
-            } else {
-                IntStack::EMPTY
-            };
-            *int.slot_mut(id.index()) = echo;
+            int.set_slot(id.index(), kind == PacketKind::Ack);
         }
         self.host_enqueue(port, id);
     }
 
     /// A cumulative acknowledgement (an ACK, or a NACK's cumulative part); tells the controller.
     #[inline]
-    fn receive_ack(
-        &mut self,
-        fid: u32,
-        cumulative: u32,
-        ecn_echo: bool,
-        int: &[crate::cc::IntRecord],
-    ) {
+    fn receive_ack(&mut self, fid: u32, cumulative: u32, ecn_echo: bool, int: &[IntRecord]) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         let mut newly_acked = 0;
