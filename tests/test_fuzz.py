@@ -146,6 +146,9 @@ UNIT_STRINGS = [
     "ecmp",
     "spray",
     "dcqcn",
+    "dctcp",
+    "swift",
+    "hpcc",
     "fat_tree",
     "dragonfly",
 ]
