@@ -151,6 +151,9 @@ UNIT_STRINGS = [
     "hpcc",
     "fat_tree",
     "dragonfly",
+    "hierarchical_ring",
+    "hierarchical_tree",
+    "pxn",
 ]
 
 SCALARS = st.one_of(

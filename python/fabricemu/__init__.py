@@ -9,13 +9,67 @@
 >>> fabricemu.analysis.slowdown_by_size(result)  # doctest: +SKIP
 """
 
-from . import analysis
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from ._core import __version__
 from .errors import MissingTableError, OutputFolderBusy, ScenarioError, SimulationError, Terminated
-from .results import Result, run
-from .results import open_result as open  # noqa: A004 - fabricemu.open(path) reads an output folder
 from .scenario import Scenario
-from .sweep import PointDone, open_sweep, sweep
+
+if TYPE_CHECKING:
+    from . import analysis
+    from .results import Result, run
+    from .results import open_result as open  # noqa: A004 - fabricemu.open(path) reads an output folder
+    from .sweep import PointDone, open_sweep, sweep
+
+#: Names whose modules import pyarrow and numpy, loaded on first use: a command that only
+#: validates or describes a scenario (and `import fabricemu.cli`) starts without them.
+_LAZY = {
+    "analysis": ("fabricemu.analysis", None),
+    "Result": ("fabricemu.results", "Result"),
+    "run": ("fabricemu.results", "run"),
+    "open": ("fabricemu.results", "open_result"),
+    "PointDone": ("fabricemu.sweep", "PointDone"),
+    "open_sweep": ("fabricemu.sweep", "open_sweep"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'fabricemu' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> "list[str]":
+    return sorted({*globals(), *_LAZY, "sweep"})
+
+
+class _Package(types.ModuleType):
+    """The package's module type: ``fabricemu.sweep`` stays the function when the submodule of the
+    same name is first imported lazily (the import system then binds the submodule on the package;
+    eager imports used to rebind the function after it)."""
+
+    @property
+    def sweep(self) -> Any:
+        from .sweep import sweep
+
+        return sweep
+
+    @sweep.setter
+    def sweep(self, _module: Any) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "MissingTableError",

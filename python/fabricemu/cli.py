@@ -339,6 +339,10 @@ def main() -> None:
     sweep.arrow (one row per run) and each run under runs/.
     """
     treat_sigterm_as_interrupt()  # SIGTERM stops a run like Ctrl-C (exit code 143)
+    # A simulator process gains nothing from BLAS threads (numpy comes with pyarrow, imported by
+    # the commands that read outputs, after this): one, unless the user chose otherwise.
+    for variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
 
 
 def _size_option(text: Optional[str], option: str) -> Optional[int]:

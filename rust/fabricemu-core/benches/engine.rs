@@ -3,6 +3,7 @@
 //! `fabricemu bench`, which runs larger scenarios end to end).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use fabricemu_core::ids::PortId;
 
 use fabricemu_core::engine::{Event, EventQueue};
 use fabricemu_core::scenario::parse_toml;
@@ -20,7 +21,7 @@ fn event_queue(c: &mut Criterion) {
             || {
                 let mut q = EventQueue::new();
                 for i in 0..PENDING {
-                    q.push_after(1 + i * 97 % 5000, Event::PortFree(i as u32));
+                    q.push_after(1 + i * 97 % 5000, Event::PortFree(PortId::new(i as u32)));
                 }
                 q
             },

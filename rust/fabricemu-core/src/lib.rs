@@ -7,6 +7,7 @@ pub mod budget;
 pub mod cc;
 pub mod config;
 pub mod engine;
+pub mod ids;
 pub mod output;
 pub mod packet;
 pub mod rng;

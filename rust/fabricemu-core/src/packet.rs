@@ -3,22 +3,9 @@
 //! A packet is in at most one FIFO at a time (an egress queue or a link), so FIFOs are lists
 //! threaded through the packets' `next` field: no per-queue buffers, no extra cache misses.
 
+pub use crate::ids::PacketId;
+use crate::ids::{FlowId, Idx, NodeId, PortId};
 use crate::units::Time;
-
-/// Index of a packet in the arena.
-#[repr(transparent)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PacketId(u32);
-
-impl PacketId {
-    /// No packet: the end of a list (a named value, so `next` stays 4 bytes in the 48-byte record).
-    const NIL: PacketId = PacketId(u32::MAX);
-
-    #[inline(always)]
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -63,12 +50,14 @@ pub mod flags {
     pub const ECE: u8 = 64;
 }
 
-/// `Packet::via` when the packet routes minimally (no intermediate group, or already past it).
-pub const NO_VIA: u16 = u16::MAX;
-/// `Packet::ingress` before the packet reached a switch (at its NIC).
-pub const NO_INGRESS: u32 = u32::MAX;
-/// `Packet::flow` of a PFC frame (it belongs to no flow).
-pub const NO_FLOW: u32 = u32::MAX;
+/// `Packet::via` when the packet routes minimally (no intermediate group, or already past it): a
+/// named value in the packed record (an `Option<u16>` would grow it), read through
+/// [`Packet::via_group`].
+const NO_VIA: u16 = u16::MAX;
+
+/// The record is touched once per hop: it stays 48 bytes (the ids are `u32` newtypes; the absent
+/// `ingress` and `flow` are named values, not `Option`s, which would grow it).
+const _: () = assert!(std::mem::size_of::<Packet>() == 48);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Packet {
@@ -78,23 +67,25 @@ pub struct Packet {
     pub arrive: Time,
     /// The next packet in the FIFO this packet is in.
     next: PacketId,
-    /// The flow (`NO_FLOW` for a PFC frame).
-    pub flow: u32,
+    /// The flow (`FlowId::NONE` for a PFC frame; read it with [`Packet::flow_id`] where a PFC
+    /// frame can be met).
+    pub flow: FlowId,
     /// Data: packet index within the flow. Ack/Nack/Cnp: the next expected index. PFC: 0.
     pub seq: u32,
     /// Destination node (routing looks only at this and `header_key`).
-    pub dst: u32,
+    pub dst: NodeId,
     /// Bytes on the wire, headers included.
     pub wire_bytes: u32,
     pub kind: PacketKind,
     /// Priority class (0..8, higher is served first).
     pub priority: u8,
-    /// At a switch: the link it arrived over (the upstream's egress port), for PFC accounting;
-    /// `NO_INGRESS` before the first switch.
-    pub ingress: u32,
+    /// At a switch: the link it arrived over, as the upstream's egress port, for PFC accounting;
+    /// `PortId::NONE` before the first switch (read it with [`Packet::ingress_port`]).
+    pub ingress: PortId,
     pub flags: u8,
-    /// Non-minimal dragonfly routing: the intermediate group still to reach, or `NO_VIA`.
-    pub via: u16,
+    /// Non-minimal dragonfly routing: the intermediate group still to reach, or `NO_VIA` (see
+    /// [`Packet::via_group`]).
+    via: u16,
     /// Global (inter-group) links crossed so far.
     pub ghops: u8,
     /// PFC frames: the priority class paused or resumed (0 for other packets).
@@ -107,9 +98,9 @@ impl Packet {
     #[allow(clippy::too_many_arguments)]
     fn new(
         kind: PacketKind,
-        flow: u32,
+        flow: FlowId,
         seq: u32,
-        dst: u32,
+        dst: NodeId,
         header_key: u64,
         wire_bytes: u32,
         priority: u8,
@@ -125,7 +116,7 @@ impl Packet {
             wire_bytes,
             kind,
             priority,
-            ingress: NO_INGRESS,
+            ingress: PortId::NONE,
             flags,
             via: NO_VIA,
             ghops: 0,
@@ -136,9 +127,9 @@ impl Packet {
     /// Data packet `seq` of `flow`, ECN-capable; `retx` marks a retransmission.
     #[inline(always)]
     pub fn data(
-        flow: u32,
+        flow: FlowId,
         seq: u32,
-        dst: u32,
+        dst: NodeId,
         header_key: u64,
         wire_bytes: u32,
         priority: u8,
@@ -165,9 +156,9 @@ impl Packet {
     #[inline(always)]
     pub fn control(
         kind: PacketKind,
-        flow: u32,
+        flow: FlowId,
         expected: u32,
-        dst: u32,
+        dst: NodeId,
         header_key: u64,
         wire_bytes: u32,
         priority: u8,
@@ -184,13 +175,13 @@ impl Packet {
     /// A PFC PAUSE (or RESUME) of `class`, sent to the upstream node `dst` in the MAC control
     /// class `priority`.
     #[inline(always)]
-    pub fn pfc(pause: bool, class: u8, dst: u32, wire_bytes: u32, priority: u8) -> Self {
+    pub fn pfc(pause: bool, class: u8, dst: NodeId, wire_bytes: u32, priority: u8) -> Self {
         let kind = if pause {
             PacketKind::Pause
         } else {
             PacketKind::Resume
         };
-        let mut p = Self::new(kind, NO_FLOW, 0, dst, 0, wire_bytes, priority, 0);
+        let mut p = Self::new(kind, FlowId::NONE, 0, dst, 0, wire_bytes, priority, 0);
         p.pfc_class = class;
         p
     }
@@ -203,8 +194,28 @@ impl Packet {
 
     /// The link the packet arrived over at its current switch, if it is at a switch.
     #[inline(always)]
-    pub fn ingress_port(&self) -> Option<u32> {
-        (self.ingress != NO_INGRESS).then_some(self.ingress)
+    pub fn ingress_port(&self) -> Option<PortId> {
+        (self.ingress != PortId::NONE).then_some(self.ingress)
+    }
+
+    /// Non-minimal dragonfly routing: the intermediate group the packet still has to reach (None:
+    /// it routes minimally).
+    #[inline(always)]
+    pub fn via_group(&self) -> Option<u16> {
+        (self.via != NO_VIA).then_some(self.via)
+    }
+
+    /// Route the packet via dragonfly group `g` from here on (None: minimally).
+    #[inline(always)]
+    pub fn set_via_group(&mut self, g: Option<u16>) {
+        debug_assert!(g != Some(NO_VIA), "group {NO_VIA} is out of range");
+        self.via = g.unwrap_or(NO_VIA);
+    }
+
+    /// The flow the packet belongs to (None for a PFC frame).
+    #[inline(always)]
+    pub fn flow_id(&self) -> Option<FlowId> {
+        (self.flow != FlowId::NONE).then_some(self.flow)
     }
 
     /// The packet after this one in its FIFO.
@@ -235,7 +246,7 @@ impl PacketArena {
             }
             None => {
                 self.slots.push(p);
-                PacketId((self.slots.len() - 1) as u32)
+                PacketId::from_index(self.slots.len() - 1)
             }
         }
     }
@@ -342,7 +353,7 @@ mod tests {
     use super::*;
 
     fn pkt(seq: u32) -> Packet {
-        Packet::data(0, seq, 0, 0, 1, 0, false)
+        Packet::data(FlowId::new(0), seq, NodeId::new(0), 0, 1, 0, false)
     }
 
     #[test]
@@ -353,23 +364,44 @@ mod tests {
 
     #[test]
     fn constructors_fill_their_own_fields() {
-        let d = Packet::data(3, 9, 5, 77, 4158, 3, true);
-        assert_eq!((d.kind, d.flow, d.seq, d.dst), (PacketKind::Data, 3, 9, 5));
+        let d = Packet::data(FlowId::new(3), 9, NodeId::new(5), 77, 4158, 3, true);
+        assert_eq!(
+            (d.kind, d.flow, d.seq, d.dst),
+            (PacketKind::Data, FlowId::new(3), 9, NodeId::new(5))
+        );
+        assert_eq!(d.flow_id(), Some(FlowId::new(3)));
         assert_eq!(d.flags, flags::ECT | flags::RETX);
         assert_eq!(d.ingress_port(), None);
         assert_eq!(d.next_in_list(), None);
-        let c = Packet::control(PacketKind::Nack, 3, 4, 1, 78, 64, 7);
+        assert_eq!(d.via_group(), None);
+        let mut v = d;
+        v.set_via_group(Some(4));
+        assert_eq!(v.via_group(), Some(4));
+        v.set_via_group(None);
+        assert_eq!(v, d);
+        let c = Packet::control(
+            PacketKind::Nack,
+            FlowId::new(3),
+            4,
+            NodeId::new(1),
+            78,
+            64,
+            7,
+        );
         assert_eq!(
             (c.kind, c.seq, c.flags, c.priority),
             (PacketKind::Nack, 4, 0, 7)
         );
-        let p = Packet::pfc(true, 5, 2, 64, 8);
+        let p = Packet::pfc(true, 5, NodeId::new(2), 64, 8);
         assert_eq!(
-            (p.kind, p.pfc_class, p.seq, p.flow),
-            (PacketKind::Pause, 5, 0, NO_FLOW)
+            (p.kind, p.pfc_class, p.seq, p.flow_id()),
+            (PacketKind::Pause, 5, 0, None)
         );
         assert!(p.kind.is_pfc());
-        assert_eq!(Packet::pfc(false, 5, 2, 64, 8).kind, PacketKind::Resume);
+        assert_eq!(
+            Packet::pfc(false, 5, NodeId::new(2), 64, 8).kind,
+            PacketKind::Resume
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ struct Sample {
 /// time; events are at most a packet time apart while flows run).
 fn sampled(sim: &mut Simulation, every_ps: u64) -> Vec<Sample> {
     let w = sim.world();
-    let bottleneck = w.fabric.peer_port[w.fabric.host_port(0) as usize];
+    let bottleneck = w.fabric.peer_port[w.fabric.host_port(fabricemu_core::ids::NodeId::new(0))];
     let mut out = Vec::new();
     let mut next = 0;
     loop {

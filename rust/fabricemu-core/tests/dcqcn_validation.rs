@@ -5,6 +5,7 @@
 //! Delay", CoNEXT 2016 (fluid-model fixed point, shared/reference/dcqcn_fluid_fixed_point.csv).
 
 use arrow_array::{Array, Int64Array, UInt32Array, UInt8Array};
+use fabricemu_core::ids::NodeId;
 use fabricemu_core::Simulation;
 
 mod common;
@@ -65,7 +66,8 @@ fn measure(n: usize, stop_ms: u64) -> Fairness {
     sim.check_conservation().unwrap();
     let stop_ps = stop_ms * 1_000_000_000;
     let half = stop_ps / 2;
-    let bottleneck = sim.world().fabric.peer_port[sim.world().fabric.host_port(0) as usize];
+    let fabric = &sim.world().fabric;
+    let bottleneck = fabric.peer_port[fabric.host_port(NodeId::new(0))].get();
     let traces = sim.traces_mut();
     // Mean depth of the bottleneck's data queue over the second half (samples every 1 us; absent
     // rows are empty queues).

@@ -34,15 +34,15 @@ fn check_min_paths(topology: &str, hosts: u32, stride: u32) {
     let w = sim.world();
     let mut max_global = 0;
     let mut max_router_hops = 0;
-    for fid in 0..w.flows.len() as u32 {
+    for fid in w.flows.ids() {
         let path = w.flow_path_ports(fid);
         let global = path
             .iter()
-            .filter(|&&p| w.fabric.tier[p as usize] == Tier::Global)
+            .filter(|&&p| w.fabric.tier[p] == Tier::Global)
             .count();
         let router_hops = path
             .iter()
-            .filter(|&&p| w.fabric.tier[p as usize] != Tier::Host)
+            .filter(|&&p| w.fabric.tier[p] != Tier::Host)
             .count();
         max_global = max_global.max(global);
         max_router_hops = max_router_hops.max(router_hops);
@@ -93,11 +93,11 @@ fn dragonfly_plus_minimal_paths_cross_one_global_link() {
     let st = sim.run_to_end();
     assert_eq!(st.flows_finished, st.flows_total);
     let w = sim.world();
-    for fid in 0..w.flows.len() as u32 {
+    for fid in w.flows.ids() {
         let path = w.flow_path_ports(fid);
         let global = path
             .iter()
-            .filter(|&&p| w.fabric.tier[p as usize] == Tier::Global)
+            .filter(|&&p| w.fabric.tier[p] == Tier::Global)
             .count();
         assert!(global <= 1 && path.len() - 2 <= 4, "flow {fid}: {path:?}");
     }

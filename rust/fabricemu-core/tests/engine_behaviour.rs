@@ -1,6 +1,7 @@
 //! Engine behaviour: determinism, packet conservation, drop-tail loss and recovery, incast rounds,
 //! oversubscription and stop times.
 
+use fabricemu_core::ids::FlowId;
 use fabricemu_core::trace::flows::{write_flows_to, FlowRow};
 use fabricemu_core::{Simulation, StepOutcome};
 
@@ -39,7 +40,7 @@ fn same_seed_same_bytes_other_seed_other_paths() {
         );
         let sim = run(&toml);
         (0..64)
-            .map(|f| sim.world().flow_path_ports(f))
+            .map(|f| sim.world().flow_path_ports(FlowId::new(f)))
             .collect::<Vec<_>>()
     };
     let (p1, p2) = (paths("1"), paths("2"));

@@ -4,6 +4,7 @@
 //! Sources: shared/reference/ecmp_collision_expectations.csv (balls-into-bins closed form and
 //! Monte-Carlo max-min throughput of permutation traffic), shared/reference/README.md section 5.
 
+use fabricemu_core::ids::PortId;
 use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::Simulation;
 
@@ -89,14 +90,14 @@ fn used_uplinks_follow_balls_into_bins() {
         let w = sim.world();
         let n = 8.0;
         // Per leaf: the uplinks its cross-leaf flows hash to (the second port of their path).
-        let mut per_leaf: Vec<(u32, std::collections::BTreeSet<u32>)> =
+        let mut per_leaf: Vec<(u32, std::collections::BTreeSet<PortId>)> =
             vec![(0, Default::default()); 8];
-        for (fid, f) in w.flows.iter().enumerate() {
-            if f.src / 8 == f.dst / 8 {
+        for (fid, f) in w.flows.iter_enumerated() {
+            if f.src.get() / 8 == f.dst.get() / 8 {
                 continue; // stays under its leaf
             }
-            let path = w.flow_path_ports(fid as u32);
-            let leaf = &mut per_leaf[(f.src / 8) as usize];
+            let path = w.flow_path_ports(fid);
+            let leaf = &mut per_leaf[f.src.index() / 8];
             leaf.0 += 1;
             leaf.1.insert(path[1]);
         }

@@ -15,6 +15,7 @@
 //!   behind its successors) fails.
 
 use fabricemu_core::engine::SyntheticStats;
+use fabricemu_core::ids::FlowId;
 use fabricemu_core::scenario::{parse_toml, ScenarioError};
 use fabricemu_core::workload::{self, Start};
 use fabricemu_core::Simulation;
@@ -39,7 +40,10 @@ fn start_of(s: Start) -> u64 {
 fn pairs(toml: &str) -> Vec<(u32, u32)> {
     let s = spec(toml);
     let plan = workload::plan(&s.workloads, s.seed).unwrap();
-    plan.flows.iter().map(|f| (f.src, f.dst)).collect()
+    plan.flows
+        .iter()
+        .map(|f| (f.src.get(), f.dst.get()))
+        .collect()
 }
 
 const DRAGONFLY: &str = r#"
@@ -208,9 +212,9 @@ size = "4KiB"
     assert!(st.messages_unfinished < 60, "{st:?}");
     let w = sim.world();
     let (mut sum, mut n) = (0f64, 0u64);
-    for (id, f) in w.flows.iter().enumerate() {
+    for (id, f) in w.flows.iter_enumerated() {
         if f.start >= st.warmup_ps && f.start < st.stop_ps && f.finished() {
-            sum += w.ideal_fct(id as u32) as f64;
+            sum += w.ideal_fct(id) as f64;
             n += 1;
         }
     }
@@ -283,7 +287,7 @@ size = "16KiB"
     let w = sim.world();
     // S: 4 packets of 4096 + 62 bytes at 100 Gbps.
     let s_ps = 4.0 * 4158.0 * 8.0 / 100e9 * 1e12;
-    let ideal = w.ideal_fct(0) as f64;
+    let ideal = w.ideal_fct(FlowId::new(0)) as f64;
     let mut waits: Vec<f64> = Vec::new();
     for f in &w.flows {
         if f.start >= st.warmup_ps && f.finished() {

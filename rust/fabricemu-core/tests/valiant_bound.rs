@@ -13,18 +13,19 @@ mod common;
 
 use std::collections::HashMap;
 
+use fabricemu_core::ids::{IdVec, PortId};
 use fabricemu_core::topology::{self, Fabric, NodeId, Tier};
 
 /// The router of `host`.
 fn router_of(f: &Fabric, host: NodeId) -> NodeId {
-    f.peer_node[f.host_port(host) as usize]
+    f.peer_node[f.host_port(host)]
 }
 
 struct Dragonfly<'f> {
     f: &'f Fabric,
     group: HashMap<NodeId, u32>,
     /// (router, group) -> the router's port of its global link to that group.
-    global_port: HashMap<(NodeId, u32), u32>,
+    global_port: HashMap<(NodeId, u32), PortId>,
     /// (group, group) -> the router of the first group that owns the link to the second.
     owner: HashMap<(u32, u32), NodeId>,
 }
@@ -34,7 +35,7 @@ impl<'f> Dragonfly<'f> {
         // Groups: the connected components of the local (fabric-tier) links between routers.
         let mut group = HashMap::new();
         let mut next = 0;
-        for r in f.num_hosts..f.num_nodes {
+        for r in f.switches() {
             if group.contains_key(&r) {
                 continue;
             }
@@ -42,8 +43,8 @@ impl<'f> Dragonfly<'f> {
             group.insert(r, next);
             while let Some(x) = stack.pop() {
                 for p in f.ports_of(x) {
-                    let y = f.peer_node[p as usize];
-                    if f.tier[p as usize] == Tier::Fabric && !group.contains_key(&y) {
+                    let y = f.peer_node[p];
+                    if f.tier[p] == Tier::Fabric && !group.contains_key(&y) {
                         group.insert(y, next);
                         stack.push(y);
                     }
@@ -53,10 +54,10 @@ impl<'f> Dragonfly<'f> {
         }
         let mut global_port = HashMap::new();
         let mut owner = HashMap::new();
-        for r in f.num_hosts..f.num_nodes {
+        for r in f.switches() {
             for p in f.ports_of(r) {
-                if f.tier[p as usize] == Tier::Global {
-                    let to = group[&f.peer_node[p as usize]];
+                if f.tier[p] == Tier::Global {
+                    let to = group[&f.peer_node[p]];
                     assert!(
                         owner.insert((group[&r], to), r).is_none(),
                         "one global link per pair of groups"
@@ -74,34 +75,34 @@ impl<'f> Dragonfly<'f> {
     }
 
     /// The port from router `a` to router `b` of the same group.
-    fn local(&self, a: NodeId, b: NodeId) -> u32 {
+    fn local(&self, a: NodeId, b: NodeId) -> PortId {
         self.f
             .ports_of(a)
-            .find(|&p| self.f.peer_node[p as usize] == b)
+            .find(|&p| self.f.peer_node[p] == b)
             .expect("routers of a group are fully connected")
     }
 
     /// Add `w` to every channel of the minimal path from router `from` to group `to`; the router
     /// reached in group `to`.
-    fn to_group(&self, from: NodeId, to: u32, w: f64, load: &mut [f64]) -> NodeId {
+    fn to_group(&self, from: NodeId, to: u32, w: f64, load: &mut IdVec<PortId, f64>) -> NodeId {
         let g = self.group[&from];
         if g == to {
             return from;
         }
         let owner = self.owner[&(g, to)];
         if owner != from {
-            load[self.local(from, owner) as usize] += w;
+            load[self.local(from, owner)] += w;
         }
         let p = self.global_port[&(owner, to)];
-        load[p as usize] += w;
-        self.f.peer_node[p as usize]
+        load[p] += w;
+        self.f.peer_node[p]
     }
 
     /// Minimal from router `from` to router `dst`.
-    fn to_router(&self, from: NodeId, dst: NodeId, w: f64, load: &mut [f64]) {
+    fn to_router(&self, from: NodeId, dst: NodeId, w: f64, load: &mut IdVec<PortId, f64>) {
         let at = self.to_group(from, self.group[&dst], w, load);
         if at != dst {
-            load[self.local(at, dst) as usize] += w;
+            load[self.local(at, dst)] += w;
         }
     }
 
@@ -110,11 +111,11 @@ impl<'f> Dragonfly<'f> {
         let f = self.f;
         let n = f.num_hosts;
         let groups = self.group.values().max().unwrap() + 1;
-        let mut load = vec![0.0; f.num_ports() as usize];
+        let mut load = IdVec::from_elem(0.0, f.num_ports() as usize);
         let w = 1.0 / f64::from(n - 1);
-        for s in 0..n {
+        for s in f.hosts() {
             let rs = router_of(f, s);
-            for d in (0..n).filter(|&d| d != s) {
+            for d in f.hosts().filter(|&d| d != s) {
                 let rd = router_of(f, d);
                 let (gs, gd) = (self.group[&rs], self.group[&rd]);
                 if gs == gd {
@@ -128,7 +129,8 @@ impl<'f> Dragonfly<'f> {
                 }
             }
         }
-        let worst = (0..f.num_ports() as usize)
+        let worst = f
+            .ports()
             .filter(|&p| f.tier[p] != Tier::Host)
             .map(|p| load[p])
             .fold(0.0, f64::max);

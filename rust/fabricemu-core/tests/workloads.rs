@@ -106,7 +106,7 @@ fn poisson_offered_load_and_sizes_match_the_target() {
         for f in &plan.flows {
             let Start::At(t) = f.start else { panic!() };
             assert!(t >= start && t < end && t >= last);
-            assert!(f.src != f.dst && f.src < 128 && f.dst < 128);
+            assert!(f.src != f.dst && f.src.get() < 128 && f.dst.get() < 128);
             last = t;
         }
         // Sizes: KS test at alpha = 0.01.
@@ -174,7 +174,10 @@ fn poisson_pairs_count_stop_time_and_user_csv() {
     let first: Vec<_> = plan.flows.iter().filter(|f| f.workload == 0).collect();
     assert!(!first.is_empty());
     for f in &first {
-        assert!(matches!((f.src, f.dst), (0, 5) | (0, 6) | (3, 9)));
+        assert!(matches!(
+            (f.src.get(), f.dst.get()),
+            (0, 5) | (0, 6) | (3, 9)
+        ));
         assert!(f.size_bytes == 1000 || f.size_bytes == 9000);
         let Start::At(t) = f.start else { panic!() };
         assert!(
@@ -193,9 +196,9 @@ fn poisson_pairs_count_stop_time_and_user_csv() {
     assert!(second
         .iter()
         .all(|f| matches!(f.start, Start::At(t) if t < 2_000_000_000)));
-    assert!(second
-        .iter()
-        .all(|f| [1, 2, 4].contains(&f.src) && [1, 2, 4].contains(&f.dst) && f.src != f.dst));
+    assert!(second.iter().all(|f| [1, 2, 4].contains(&f.src.get())
+        && [1, 2, 4].contains(&f.dst.get())
+        && f.src != f.dst));
     fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -174,14 +174,15 @@ impl Controller for HpccCc {
 mod tests {
     use super::*;
     use crate::cc::hpcc_config::HpccFile;
+    use crate::ids::{NodeId, PortId};
 
     const US: u64 = 1_000_000;
     const G100: u64 = 100_000_000_000;
 
     fn hop(t: Time, tx: u64, q: u64) -> IntRecord {
         IntRecord {
-            node: 7,
-            port: 3,
+            node: NodeId::new(7),
+            port: PortId::new(3),
             time_ps: t,
             queue_bytes: q,
             tx_bytes: tx,

@@ -4,6 +4,7 @@
 //! mark (amortised, like the arena), so the hot path allocates nothing per packet.
 
 use super::IntRecord;
+use crate::ids::{NodeId, PortId};
 
 /// At most this many hops are recorded per packet (further hops are not stamped; HPCC's ns-3
 /// model keeps 5). Eight covers a 3-tier fat tree (5 switches) and dragonfly paths with a
@@ -21,8 +22,8 @@ impl IntStack {
     pub const EMPTY: IntStack = IntStack {
         len: 0,
         hops: [IntRecord {
-            node: 0,
-            port: 0,
+            node: NodeId::new(0),
+            port: PortId::new(0),
             time_ps: 0,
             queue_bytes: 0,
             tx_bytes: 0,
@@ -124,12 +125,12 @@ mod tests {
         let mut s = IntStack::EMPTY;
         for i in 0..MAX_INT_HOPS as u32 + 2 {
             let ok = s.push(IntRecord {
-                node: i,
+                node: NodeId::new(i),
                 ..IntRecord::default()
             });
             assert_eq!(ok, (i as usize) < MAX_INT_HOPS);
         }
-        let nodes: Vec<u32> = s.records().iter().map(|r| r.node).collect();
+        let nodes: Vec<u32> = s.records().iter().map(|r| r.node.get()).collect();
         assert_eq!(nodes, (0..MAX_INT_HOPS as u32).collect::<Vec<_>>());
         s.clear();
         assert!(s.records().is_empty());

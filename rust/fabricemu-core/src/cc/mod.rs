@@ -25,6 +25,7 @@ pub use dcqcn::Dcqcn;
 pub use int::{IntStack, IntStore, MAX_INT_HOPS};
 
 use crate::config::CongestionControl;
+use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::units::Time;
 
 /// One hop's in-band telemetry, as a switch would stamp it on a data packet and the receiver
@@ -34,8 +35,8 @@ use crate::units::Time;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IntRecord {
     /// The switch and its egress port.
-    pub node: u32,
-    pub port: u32,
+    pub node: NodeId,
+    pub port: PortId,
     /// When the packet left the port.
     pub time_ps: Time,
     /// Bytes queued at the port (the packet's class) when it left.
@@ -200,13 +201,13 @@ impl Controller for NoCc {
 #[derive(Debug, Clone)]
 pub struct Flows<C: Controller> {
     pub ctrl: C,
-    pub senders: Vec<C::Sender>,
-    pub receivers: Vec<C::Receiver>,
+    pub senders: IdVec<FlowId, C::Sender>,
+    pub receivers: IdVec<FlowId, C::Receiver>,
 }
 
 impl<C: Controller> Flows<C> {
     fn new(ctrl: C, line_rates: impl Iterator<Item = u64>) -> Self {
-        let senders: Vec<_> = line_rates.map(|r| ctrl.sender(r, 0)).collect();
+        let senders: IdVec<FlowId, _> = line_rates.map(|r| ctrl.sender(r, 0)).collect();
         let receivers = (0..senders.len()).map(|_| ctrl.receiver()).collect();
         Self {
             ctrl,
@@ -255,10 +256,16 @@ macro_rules! controllers {
             }
 
             /// Flow `fid` starts at `now` with line rate `line_bps` over `path`: fresh state.
-            pub fn start(&mut self, fid: u32, line_bps: u64, now: Time, path: &FlowPath) -> Reaction {
+            pub fn start(
+                &mut self,
+                fid: FlowId,
+                line_bps: u64,
+                now: Time,
+                path: &FlowPath,
+            ) -> Reaction {
                 match self {
                     $(Cc::$arm(f) => {
-                        let s = &mut f.senders[fid as usize];
+                        let s = &mut f.senders[fid];
                         *s = f.ctrl.sender(line_bps, now);
                         f.ctrl.on_start(s, now, path)
                     })*
@@ -266,50 +273,50 @@ macro_rules! controllers {
             }
 
             #[inline(always)]
-            pub fn on_sent(&mut self, fid: u32, bytes: u64, now: Time) -> Reaction {
+            pub fn on_sent(&mut self, fid: FlowId, bytes: u64, now: Time) -> Reaction {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_sent(&mut f.senders[fid as usize], bytes, now),)*
+                    $(Cc::$arm(f) => f.ctrl.on_sent(&mut f.senders[fid], bytes, now),)*
                 }
             }
 
-            pub fn on_ack(&mut self, fid: u32, ack: &Ack<'_>) -> Reaction {
+            pub fn on_ack(&mut self, fid: FlowId, ack: &Ack<'_>) -> Reaction {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_ack(&mut f.senders[fid as usize], ack),)*
+                    $(Cc::$arm(f) => f.ctrl.on_ack(&mut f.senders[fid], ack),)*
                 }
             }
 
-            pub fn on_cnp(&mut self, fid: u32, now: Time) -> Reaction {
+            pub fn on_cnp(&mut self, fid: FlowId, now: Time) -> Reaction {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_cnp(&mut f.senders[fid as usize], now),)*
+                    $(Cc::$arm(f) => f.ctrl.on_cnp(&mut f.senders[fid], now),)*
                 }
             }
 
-            pub fn on_loss(&mut self, fid: u32, timeout: bool, now: Time) -> Reaction {
+            pub fn on_loss(&mut self, fid: FlowId, timeout: bool, now: Time) -> Reaction {
                 match self {
                     $(Cc::$arm(f) => {
-                        f.ctrl.on_loss(&mut f.senders[fid as usize], timeout, now)
+                        f.ctrl.on_loss(&mut f.senders[fid], timeout, now)
                     })*
                 }
             }
 
-            pub fn on_timer(&mut self, fid: u32, timer: u8, now: Time, done: bool) -> Reaction {
+            pub fn on_timer(&mut self, fid: FlowId, timer: u8, now: Time, done: bool) -> Reaction {
                 match self {
                     $(Cc::$arm(f) => {
-                        f.ctrl.on_timer(&mut f.senders[fid as usize], timer, now, done)
+                        f.ctrl.on_timer(&mut f.senders[fid], timer, now, done)
                     })*
                 }
             }
 
             #[inline(always)]
-            pub fn on_data(&mut self, fid: u32, ce: bool, now: Time) -> bool {
+            pub fn on_data(&mut self, fid: FlowId, ce: bool, now: Time) -> bool {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_data(&mut f.receivers[fid as usize], ce, now),)*
+                    $(Cc::$arm(f) => f.ctrl.on_data(&mut f.receivers[fid], ce, now),)*
                 }
             }
 
-            pub fn rate_sample(&mut self, fid: u32, now: Time) -> Option<RateSample> {
+            pub fn rate_sample(&mut self, fid: FlowId, now: Time) -> Option<RateSample> {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.rate_sample(&mut f.senders[fid as usize], now),)*
+                    $(Cc::$arm(f) => f.ctrl.rate_sample(&mut f.senders[fid], now),)*
                 }
             }
         }
@@ -342,9 +349,9 @@ impl Cc {
     }
 
     /// DCQCN's current and target rate of flow `fid`, if DCQCN runs.
-    pub fn dcqcn_rates(&self, fid: u32) -> Option<(u64, u64)> {
+    pub fn dcqcn_rates(&self, fid: FlowId) -> Option<(u64, u64)> {
         match self {
-            Cc::Dcqcn(f) => f.senders.get(fid as usize).map(|d| (d.rc, d.rt)),
+            Cc::Dcqcn(f) => f.senders.get(fid).map(|d| (d.rc, d.rt)),
             _ => None,
         }
     }

@@ -3,16 +3,15 @@
 
 use super::queue::Event;
 use super::world::World;
+use crate::ids::{FlowId, IdVec, LinkId, NodeId, PortId};
 use crate::packet::PacketId;
 use crate::routing::RouteTable;
 use crate::scenario::{FaultKind, FaultSpec};
-use crate::topology::{NodeId, PortId};
-use crate::transport::NO_BARRIER;
 
-/// A fault resolved against the fabric: the two directed ports of its link.
+/// A fault resolved against the fabric: the two directed links (one per direction) of the cable.
 #[derive(Debug, Clone)]
 pub(super) struct Fault {
-    pub ports: [PortId; 2],
+    pub links: [LinkId; 2],
     pub kind: FaultKind,
     /// Rates before a degradation.
     pub saved_rates: [u64; 2],
@@ -22,7 +21,7 @@ pub(super) struct Fault {
 pub(super) struct Faults {
     list: Vec<Fault>,
     /// Ports routing avoids (failed links, once detected).
-    excluded: Vec<bool>,
+    excluded: IdVec<PortId, bool>,
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
     /// may come back.
     events_left: u32,
@@ -33,7 +32,7 @@ impl Faults {
     pub fn new(list: Vec<Fault>, num_ports: usize) -> Self {
         Self {
             list,
-            excluded: vec![false; num_ports],
+            excluded: IdVec::from_elem(false, num_ports),
             events_left: 0,
         }
     }
@@ -77,20 +76,21 @@ impl World {
 
     pub(super) fn fault_start(&mut self, i: u32) {
         let f = self.faults.event(i);
-        for &p in &f.ports {
+        for &l in &f.links {
             match f.kind {
-                FaultKind::Down => self.link_down(p),
-                FaultKind::Degrade { rate_bps } => self.set_rate(p, rate_bps),
+                FaultKind::Down => self.link_down(l),
+                FaultKind::Degrade { rate_bps } => self.set_rate(l.egress(), rate_bps),
             }
         }
     }
 
     pub(super) fn fault_end(&mut self, i: u32) {
         let f = self.faults.event(i);
-        for (k, &p) in f.ports.iter().enumerate() {
+        for (k, &l) in f.links.iter().enumerate() {
+            let p = l.egress();
             match f.kind {
                 FaultKind::Down => {
-                    self.ports[p as usize].down = false;
+                    self.ports[p].down = false;
                     self.kick(p);
                 }
                 FaultKind::Degrade { .. } => self.set_rate(p, f.saved_rates[k]),
@@ -104,15 +104,16 @@ impl World {
     pub(super) fn fault_detected(&mut self, i: u32) {
         let f = self.faults.event(i);
         let mut changed = false;
-        for p in f.ports {
-            let down = self.ports[p as usize].down;
-            if self.faults.excluded[p as usize] != down {
-                self.faults.excluded[p as usize] = down;
+        for l in f.links {
+            let p = l.egress();
+            let down = self.ports[p].down;
+            if self.faults.excluded[p] != down {
+                self.faults.excluded[p] = down;
                 changed = true;
             }
         }
         if changed {
-            let table = RouteTable::build_avoiding(&self.fabric, &self.faults.excluded);
+            let table = RouteTable::build_avoiding(&self.fabric, self.faults.excluded.as_slice());
             let nominal = std::mem::replace(&mut self.router.table, table);
             // The fault-free table stays for flows' nominal paths (ideal FCT).
             self.router.nominal.get_or_insert(nominal);
@@ -120,15 +121,16 @@ impl World {
         }
     }
 
-    /// The link leaving `p` fails: what is on the wire and in its queue is lost.
-    fn link_down(&mut self, p: PortId) {
-        self.ports[p as usize].down = true;
-        while let Some(pkt) = self.ports[p as usize].pipe.pop_front(&self.packets) {
+    /// Link `l` fails: what is on the wire and queued at its egress port is lost.
+    fn link_down(&mut self, l: LinkId) {
+        let p = l.egress();
+        self.ports[p].down = true;
+        while let Some(pkt) = self.ports[p].pipe.pop_front(&self.packets) {
             self.fault_drop(pkt);
         }
-        let node = self.ports[p as usize].node;
-        let from_host = self.ports[p as usize].from_host;
-        while let Some(pkt) = self.queues[p as usize].pop_strict(&self.packets, 0) {
+        let node = self.ports[p].node;
+        let from_host = self.ports[p].from_host;
+        while let Some(pkt) = self.queues[p].pop_strict(&self.packets, 0) {
             if !from_host {
                 self.release_from_switch(node, pkt);
             }
@@ -140,9 +142,8 @@ impl World {
     /// drop, counted as unreachable too, for the run and the packet's flow).
     pub(super) fn unreachable_drop(&mut self, pkt: PacketId) {
         self.stats.unreachable_drops += 1;
-        let p = self.packets.get(pkt);
-        if !p.kind.is_pfc() {
-            self.flows[p.flow as usize].unreachable_drops += 1;
+        if let Some(f) = self.packets.get(pkt).flow_id() {
+            self.flows[f].unreachable_drops += 1;
         }
         self.fault_drop(pkt);
     }
@@ -152,18 +153,16 @@ impl World {
     /// next-hop group leads on).
     pub(super) fn reachable(&self, a: NodeId, b: NodeId) -> bool {
         let first = self.fabric.host_port(a);
-        if self.ports[first as usize].down {
+        if self.ports[first].down {
             return false;
         }
-        let mut node = self.fabric.peer_node[first as usize];
+        let mut node = self.fabric.peer_node[first];
         for _ in 0..=self.fabric.num_nodes {
             if self.fabric.is_host(node) {
                 return node == b;
             }
             match self.router.table.group(node, b).first() {
-                Some(&p) if !self.ports[p as usize].down => {
-                    node = self.fabric.peer_node[p as usize]
-                }
+                Some(&p) if !self.ports[p].down => node = self.fabric.peer_node[p],
                 _ => return false,
             }
         }
@@ -172,10 +171,10 @@ impl World {
 
     /// Give up on flow `fid` (its destination is cut off for good), and on every flow that waits
     /// for it to finish (they can never start).
-    pub(super) fn abandon(&mut self, fid: u32) {
+    pub(super) fn abandon(&mut self, fid: FlowId) {
         let mut work = vec![fid];
         while let Some(fid) = work.pop() {
-            let f = &mut self.flows[fid as usize];
+            let f = &mut self.flows[fid];
             if f.abandoned || f.finished() {
                 continue;
             }
@@ -186,8 +185,7 @@ impl World {
             f.resend.clear();
             self.stats.flows_unreachable += 1;
             self.flows_settled += 1;
-            let b = f.completes;
-            if b != NO_BARRIER {
+            if let Some(b) = f.completes {
                 let barrier = &mut self.barriers[b as usize];
                 work.extend(barrier.waiting.iter().map(|&(w, _)| w));
             }
@@ -206,8 +204,8 @@ impl World {
 
     fn set_rate(&mut self, p: PortId, rate_bps: u64) {
         let bits_ps = 8 * crate::units::PS_PER_SEC;
-        self.port_rate[p as usize] = rate_bps;
-        self.ports[p as usize].ps_per_byte = if bits_ps.is_multiple_of(rate_bps) {
+        self.port_rate[p] = rate_bps;
+        self.ports[p].ps_per_byte = if bits_ps.is_multiple_of(rate_bps) {
             bits_ps / rate_bps
         } else {
             0

@@ -3,16 +3,16 @@
 //! depths, and applies what belongs to other parts (the hop-class climb needs the switch's PFC).
 
 use super::world::World;
+use crate::ids::{IdVec, NodeId, PortId};
 use crate::packet::{flags, PacketId};
 use crate::routing::PortLoad;
 use crate::switch::PortQueue;
-use crate::topology::{NodeId, PortId};
 
 /// The router reads the bytes waiting at each egress port straight from the queues.
-impl PortLoad for [PortQueue] {
+impl PortLoad for IdVec<PortId, PortQueue> {
     #[inline]
     fn load(&self, p: PortId) -> u64 {
-        self[p as usize].bytes
+        self[p].bytes
     }
 }
 
@@ -23,7 +23,7 @@ impl World {
         let pk = self.packets.get_mut(pkt);
         let choice = self
             .router
-            .choose(node, pk, self.now, &self.fabric, &self.queues[..])?;
+            .choose(node, pk, self.now, &self.fabric, &self.queues)?;
         // Hop classes: up one lossless class per global hop, and when PAR diverts a packet over
         // a local link (its extra hop inside the source group), so no cycle of pauses can close
         // within a class. Never past the classes validation made lossless.

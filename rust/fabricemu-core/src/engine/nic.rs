@@ -7,9 +7,9 @@
 use super::queue::Event;
 use super::world::World;
 use crate::cc::{Ack, FlowPath, IntRecord, Reaction, MAX_INT_HOPS};
+use crate::ids::{FlowId, NodeId, PortId};
 use crate::packet::{flags, Packet, PacketId, PacketKind};
-use crate::topology::{NodeId, PortId};
-use crate::transport::{window, NEVER, NO_BARRIER};
+use crate::transport::{window, NEVER};
 use crate::units::{serialisation_ps, Time};
 
 impl World {
@@ -18,12 +18,12 @@ impl World {
     /// choice, so a flow that became active meanwhile is served before it again. `Err(t)`: nothing
     /// to send now; try again at `t` (NEVER: when something changes).
     pub(super) fn nic_next_data(&mut self, h: NodeId, p: PortId) -> Result<PacketId, Time> {
-        if self.ports[p as usize].paused & (1 << self.transport.data_priority) != 0 {
+        if self.ports[p].paused & (1 << self.transport.data_priority) != 0 {
             return Err(NEVER); // PFC: the RESUME will wake the port
         }
         let now = self.now;
-        let ring = &mut self.nics.ring[h as usize];
-        if std::mem::take(&mut self.nics.rotate[h as usize]) {
+        let ring = &mut self.nics.ring[h];
+        if std::mem::take(&mut self.nics.rotate[h]) {
             if let Some(fid) = ring.pop_front() {
                 ring.push_back(fid);
             }
@@ -31,7 +31,7 @@ impl World {
         let mut earliest = NEVER;
         for _ in 0..ring.len() {
             let fid = *ring.front().expect("non-empty");
-            let f = &mut self.flows[fid as usize];
+            let f = &mut self.flows[fid];
             if !f.has_data_to_send() {
                 f.in_nic_ring = false;
                 ring.pop_front();
@@ -72,12 +72,12 @@ impl World {
                 }
             }
             f.packets_sent += 1;
-            self.nics.rotate[h as usize] = !self.nics.fifo;
+            self.nics.rotate[h] = !self.nics.fifo;
             let wire = f.payload_of(seq, self.transport.mtu) + self.transport.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
-            let per_byte = self.ports[p as usize].ps_per_byte;
+            let per_byte = self.ports[p].ps_per_byte;
             f.next_send = now
-                + if f.rate_bps == self.port_rate[p as usize] && per_byte != 0 {
+                + if f.rate_bps == self.port_rate[p] && per_byte != 0 {
                     wire as u64 * per_byte // at line rate: no division
                 } else {
                     serialisation_ps(wire as u64, f.rate_bps)
@@ -106,21 +106,21 @@ impl World {
     }
 
     /// Put flow `fid` in its NIC's round robin if it has data, and wake the NIC if it is idle.
-    pub(super) fn activate(&mut self, fid: u32) {
-        let f = &mut self.flows[fid as usize];
+    pub(super) fn activate(&mut self, fid: FlowId) {
+        let f = &mut self.flows[fid];
         if f.in_nic_ring || !f.has_data_to_send() {
             return;
         }
         f.in_nic_ring = true;
         let h = f.src;
         let ready = f.next_send.max(self.now);
-        self.nics.ring[h as usize].push_back(fid);
+        self.nics.ring[h].push_back(fid);
         let p = self.fabric.host_port(h);
-        let port = &self.ports[p as usize];
+        let port = &self.ports[p];
         let at = port.busy_until.max(ready);
         if at == self.now && port.wake_at > self.now {
             // Free now (or only waiting for another flow's pacing): send at once.
-            self.ports[p as usize].wake_at = NEVER;
+            self.ports[p].wake_at = NEVER;
             self.start_next(p);
         } else {
             self.wake_port(p, at);
@@ -129,7 +129,7 @@ impl World {
 
     pub(super) fn start_static_flows(&mut self) {
         while let Some(&fid) = self.static_order.get(self.next_static) {
-            let start = self.flows[fid as usize].start;
+            let start = self.flows[fid].start;
             if start > self.now {
                 self.events.push(start, Event::NextFlowStarts);
                 return;
@@ -139,9 +139,9 @@ impl World {
         }
     }
 
-    pub(super) fn start_flow(&mut self, fid: u32) {
+    pub(super) fn start_flow(&mut self, fid: FlowId) {
         let now = self.now;
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         f.start = now;
         f.started = true;
         f.next_send = now;
@@ -167,7 +167,7 @@ impl World {
     /// Flow `fid`'s path as its controller sees it when it starts: the switches on it and its base
     /// RTT (each hop's delay and serialisation of a full data packet, with the INT bytes its
     /// switches add, out; of an ACK, with the echoed records, back over the same hops).
-    fn flow_base_path(&self, fid: u32) -> FlowPath {
+    fn flow_base_path(&self, fid: FlowId) -> FlowPath {
         let hops = self.flow_path(fid);
         let switches = hops.len().saturating_sub(1) as u64;
         let int_bytes = self.int.as_ref().map_or(0, |i| i.bytes_per_hop as u64) * switches;
@@ -188,9 +188,9 @@ impl World {
         }
     }
 
-    pub(super) fn retransmit_timer(&mut self, fid: u32) {
+    pub(super) fn retransmit_timer(&mut self, fid: FlowId) {
         let now = self.now;
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         if f.sender_stopped() {
             f.rto_armed = false;
             return;
@@ -208,7 +208,7 @@ impl World {
         }
         // Otherwise go back to the first unacknowledged packet (a selective receiver ignores
         // what it already holds).
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         self.stats.timeouts += 1;
         f.next_seq = f.acked;
         f.resend.clear();
@@ -260,9 +260,9 @@ impl World {
         }
     }
 
-    fn receive_data(&mut self, fid: u32, seq: u32, pkt_flags: u8) {
+    fn receive_data(&mut self, fid: FlowId, seq: u32, pkt_flags: u8) {
         let now = self.now;
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         let ce = pkt_flags & flags::CE != 0;
         if ce {
             f.ecn_marks += 1;
@@ -274,7 +274,7 @@ impl World {
             self.stats.cnps_sent += 1;
             self.send_control(fid, PacketKind::Cnp);
         }
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         if seq > f.expected {
             f.out_of_order += 1;
             f.max_reorder = f.max_reorder.max((seq - f.expected) as u64);
@@ -284,7 +284,7 @@ impl World {
             self.receive_data_selective(fid, seq, pkt_flags);
             return;
         }
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         if seq == f.expected {
             f.expected += 1;
             if f.expected == f.num_packets {
@@ -294,8 +294,8 @@ impl World {
             }
         } else if seq > f.expected {
             // A gap: go-back-N receivers discard out-of-order packets and NACK once per gap.
-            if f.nacked_at != f.expected {
-                f.nacked_at = f.expected;
+            if f.nacked_at != Some(f.expected) {
+                f.nacked_at = Some(f.expected);
                 self.send_control(fid, PacketKind::Nack);
             }
         } else {
@@ -307,8 +307,8 @@ impl World {
     /// Selective recovery: keep what arrives ahead of the cumulative point; report the hole only
     /// once the flow's reorder threshold of packets beyond it arrived, so reordering alone is not
     /// loss; a hole reported and then filled by its original raises the threshold.
-    fn receive_data_selective(&mut self, fid: u32, seq: u32, pkt_flags: u8) {
-        let f = &mut self.flows[fid as usize];
+    fn receive_data_selective(&mut self, fid: FlowId, seq: u32, pkt_flags: u8) {
+        let f = &mut self.flows[fid];
         if seq < f.expected
             || (seq > f.expected && !window::set(&mut f.received_ahead, seq - f.expected))
         {
@@ -324,7 +324,7 @@ impl World {
                 // packets (as Linux TCP adapts its reordering degree) and in time (as RACK's
                 // reordering window); twice as long if the hole had been reported lost (a
                 // spurious retransmission). The window stays under a quarter of the timeout.
-                let spurious = f.nacked_at == seq;
+                let spurious = f.nacked_at == Some(seq);
                 f.reorder_threshold = f.reorder_threshold.max(overtaken_by + 1).min(1 << 16);
                 let lasted = (now - f.hole_since) << spurious as u32;
                 f.reorder_window = f.reorder_window.max(lasted).min(self.transport.rto / 4);
@@ -347,7 +347,7 @@ impl World {
                 self.send_control(fid, PacketKind::Ack);
             }
         }
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         if f.received_ahead.is_empty() {
             return;
         }
@@ -356,31 +356,31 @@ impl World {
         }
         // Report the hole once enough packets overtook it and it lasted longer than reordering
         // has been seen to last.
-        if f.nacked_at != f.expected
+        if f.nacked_at != Some(f.expected)
             && window::count(&f.received_ahead) >= f.reorder_threshold
             && now - f.hole_since >= f.reorder_window
         {
-            f.nacked_at = f.expected;
+            f.nacked_at = Some(f.expected);
             self.send_control(fid, PacketKind::Nack);
         }
     }
 
-    fn flow_finished(&mut self, fid: u32) {
-        let f = &mut self.flows[fid as usize];
+    fn flow_finished(&mut self, fid: FlowId) {
+        let f = &mut self.flows[fid];
         f.finish = self.now;
         f.received_ahead = Vec::new();
         self.stats.flows_finished += 1;
         self.flows_settled += 1;
         let barrier = f.completes;
         self.send_control(fid, PacketKind::Ack);
-        if barrier != NO_BARRIER {
+        if let Some(barrier) = barrier {
             self.barrier_arrive(barrier);
         }
     }
 
     /// ACK, NACK or CNP from flow `fid`'s receiver to its sender.
-    fn send_control(&mut self, fid: u32, kind: PacketKind) {
-        let f = &mut self.flows[fid as usize];
+    fn send_control(&mut self, fid: FlowId, kind: PacketKind) {
+        let f = &mut self.flows[fid];
         let echo = kind == PacketKind::Ack && std::mem::take(&mut f.ce_unechoed);
         let mut pkt = Packet::control(
             kind,
@@ -410,9 +410,9 @@ impl World {
 
     /// A cumulative acknowledgement (an ACK, or a NACK's cumulative part); tells the controller.
     #[inline]
-    fn receive_ack(&mut self, fid: u32, cumulative: u32, ecn_echo: bool, int: &[IntRecord]) {
+    fn receive_ack(&mut self, fid: FlowId, cumulative: u32, ecn_echo: bool, int: &[IntRecord]) {
         let now = self.now;
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         let mut newly_acked = 0;
         let mut rtt = None;
         if cumulative > f.acked {
@@ -449,17 +449,17 @@ impl World {
         }
         if window {
             // The window opened: the NIC may send again.
-            let p = self.fabric.host_port(self.flows[fid as usize].src);
+            let p = self.fabric.host_port(self.flows[fid].src);
             self.kick(p);
         }
     }
 
-    fn receive_nack(&mut self, fid: u32, expected: u32) {
+    fn receive_nack(&mut self, fid: FlowId, expected: u32) {
         self.receive_ack(fid, expected, false, &[]);
         let r = self.cc.on_loss(fid, false, self.now);
         self.react(fid, r);
         let selective = self.transport.selective;
-        let f = &mut self.flows[fid as usize];
+        let f = &mut self.flows[fid];
         if expected >= f.next_seq {
             return;
         }
@@ -488,28 +488,28 @@ impl World {
 
     // ---- congestion control ------------------------------------------------------------------
 
-    fn receive_cnp(&mut self, fid: u32) {
-        if self.flows[fid as usize].sender_stopped() {
+    fn receive_cnp(&mut self, fid: FlowId) {
+        if self.flows[fid].sender_stopped() {
             return;
         }
         let r = self.cc.on_cnp(fid, self.now);
         self.react(fid, r);
     }
 
-    pub(super) fn cc_timer(&mut self, fid: u32, timer: u8) {
-        let done = self.flows[fid as usize].sender_stopped();
+    pub(super) fn cc_timer(&mut self, fid: FlowId, timer: u8) {
+        let done = self.flows[fid].sender_stopped();
         let r = self.cc.on_timer(fid, timer, self.now, done);
         self.react(fid, r);
     }
 
     /// Apply a controller's reaction: the new rate, the new window, then the timers it arms.
     #[inline]
-    fn react(&mut self, fid: u32, r: Reaction) {
+    fn react(&mut self, fid: FlowId, r: Reaction) {
         if let Some(rate) = r.rate_bps {
             self.rate_changed(fid, rate);
         }
         if let Some(w) = r.window_bytes {
-            let f = &mut self.flows[fid as usize];
+            let f = &mut self.flows[fid];
             let opened = f.window_bytes.is_some_and(|old| w > old);
             let changed = f.window_bytes != Some(w);
             f.window_bytes = Some(w);
@@ -527,8 +527,8 @@ impl World {
     }
 
     /// The flow's rate changed: pace at it from the next packet on.
-    fn rate_changed(&mut self, fid: u32, rc: u64) {
-        let f = &mut self.flows[fid as usize];
+    fn rate_changed(&mut self, fid: FlowId, rc: u64) {
+        let f = &mut self.flows[fid];
         let old = f.rate_bps;
         f.rate_bps = rc;
         if rc > old && f.next_send > self.now {
@@ -537,14 +537,14 @@ impl World {
             f.next_send = self.now + (left as u128 * old as u128 / rc as u128) as Time;
             if f.in_nic_ring {
                 let p = self.fabric.host_port(f.src);
-                let at = f.next_send.max(self.ports[p as usize].busy_until);
+                let at = f.next_send.max(self.ports[p].busy_until);
                 self.wake_port(p, at);
             }
         }
         self.record_rate(fid);
     }
 
-    fn record_rate(&mut self, fid: u32) {
+    fn record_rate(&mut self, fid: FlowId) {
         let now = self.now;
         let cc = &mut self.cc;
         self.tracer
@@ -555,6 +555,7 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::World;
+    use crate::ids::FlowId;
     use crate::scenario::parse_toml;
 
     /// One 40-packet flow across a k=4 fat tree; `window`: a congestion window of that many
@@ -576,10 +577,10 @@ mod tests {
             b.pfc,
             &b.reserved_headroom,
         );
-        w.flows[0].window_bytes = window.map(|n| n * w.transport.mtu as u64);
+        w.flows[FlowId::new(0)].window_bytes = window.map(|n| n * w.transport.mtu as u64);
         while !w.run_events(1 << 16) {}
         w.check_conservation().unwrap();
-        let f = &w.flows[0];
+        let f = &w.flows[FlowId::new(0)];
         assert!(f.finished());
         (f.finish - f.start, w.stats.data_packets_sent)
     }

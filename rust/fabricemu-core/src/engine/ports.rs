@@ -4,12 +4,12 @@
 use super::queue::Event;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
 use crate::cc::IntRecord;
-use crate::packet::{flags, Packet, PacketId, PacketKind, NO_INGRESS};
+use crate::ids::{NodeId, PortId};
+use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::scenario::Scheduler;
 use crate::switch::buffer::Admission;
 use crate::switch::pfc::{PfcAction, PFC_FRAME_BYTES};
 use crate::switch::MAC_CONTROL_CLASS;
-use crate::topology::PortId;
 use crate::transport::NEVER;
 use crate::units::Time;
 
@@ -17,16 +17,16 @@ impl World {
     /// Nothing being sent, no wake-up pending, nothing sendable queued.
     #[inline]
     pub(super) fn port_idle(&self, p: PortId) -> bool {
-        let port = &self.ports[p as usize];
+        let port = &self.ports[p];
         port.wake_at == NEVER
             && port.busy_until <= self.now
-            && !self.queues[p as usize].has_sendable(port.paused)
+            && !self.queues[p].has_sendable(port.paused)
     }
 
     /// Wake port `p` at `t` (moving an existing wake-up earlier, never later).
     #[inline]
     pub(super) fn wake_port(&mut self, p: PortId, t: Time) {
-        let port = &mut self.ports[p as usize];
+        let port = &mut self.ports[p];
         if t < port.wake_at {
             port.wake_at = t;
             if t >= self.now && t - self.now < Time::MAX / 2 {
@@ -44,7 +44,7 @@ impl World {
             busy_until,
             down,
             ..
-        } = self.ports[p as usize];
+        } = self.ports[p];
         if down {
             return; // a failed link sends nothing; its restore restarts the port
         }
@@ -54,11 +54,11 @@ impl World {
             return;
         }
         let popped = match self.switches.scheduler {
-            Scheduler::Strict => self.queues[p as usize].pop_strict(&self.packets, paused),
-            Scheduler::Dwrr(weights) => self.queues[p as usize].pop_dwrr(
+            Scheduler::Strict => self.queues[p].pop_strict(&self.packets, paused),
+            Scheduler::Dwrr(weights) => self.queues[p].pop_dwrr(
                 &self.packets,
                 paused,
-                &mut self.switches.dwrr[p as usize],
+                &mut self.switches.dwrr[p],
                 &weights,
                 self.transport.mtu + self.transport.header,
             ),
@@ -83,7 +83,7 @@ impl World {
         };
         self.transmit(p, pkt);
         if self.port_has_work(p) {
-            let t = self.ports[p as usize].busy_until;
+            let t = self.ports[p].busy_until;
             self.wake_port(p, t);
         }
     }
@@ -91,17 +91,17 @@ impl World {
     /// More to send after the current packet?
     #[inline]
     fn port_has_work(&self, p: PortId) -> bool {
-        let port = &self.ports[p as usize];
-        if self.queues[p as usize].has_sendable(port.paused) {
+        let port = &self.ports[p];
+        if self.queues[p].has_sendable(port.paused) {
             return true;
         }
-        port.from_host && !self.nics.ring[port.node as usize].is_empty()
+        port.from_host && !self.nics.ring[port.node].is_empty()
     }
 
     /// A packet leaves a switch's buffer (it starts its transmission): release its bytes, let PFC
     /// resume the upstream if its ingress queue drained, and mark ECN at dequeue.
     #[inline]
-    fn leave_switch(&mut self, node: u32, p: PortId, pkt: PacketId) {
+    fn leave_switch(&mut self, node: NodeId, p: PortId, pkt: PacketId) {
         let &Packet {
             wire_bytes,
             priority,
@@ -120,8 +120,8 @@ impl World {
                 && f & flags::ECT != 0
             {
                 // The queue the packet leaves, itself included.
-                let depth = self.queues[p as usize].class_bytes[priority as usize] as u64
-                    + wire_bytes as u64;
+                let depth =
+                    self.queues[p].class_bytes[priority as usize] as u64 + wire_bytes as u64;
                 self.maybe_mark(pkt, depth);
             }
         }
@@ -133,12 +133,12 @@ impl World {
     /// (which may admit the packet to its shared pool, or send it straight through) does not
     /// release it from a headroom that never counted it.
     #[inline]
-    pub(super) fn release_from_switch(&mut self, node: u32, pkt: PacketId) {
+    pub(super) fn release_from_switch(&mut self, node: NodeId, pkt: PacketId) {
         let packet = self.packets.get_mut(pkt);
+        let ingress = packet.ingress_port();
         let &mut Packet {
             wire_bytes,
             priority,
-            ingress,
             flags: f,
             ..
         } = packet;
@@ -149,11 +149,11 @@ impl World {
         let w = wire_bytes as u64;
         let in_headroom = f & flags::HEADROOM != 0;
         if !in_headroom {
-            self.switches.buffer.used[node as usize] -= w;
+            self.switches.buffer.used[node] -= w;
         }
         if let Some(pfc) = &mut self.switches.pfc {
             let in_class = priority - (f & flags::CLASS_UP != 0) as u8;
-            if pfc.is_lossless(in_class) && ingress != NO_INGRESS {
+            if let Some(ingress) = ingress.filter(|_| pfc.is_lossless(in_class)) {
                 let free = self.switches.buffer.free(node);
                 if pfc.on_dequeue(ingress, in_class, w, in_headroom, free) == PfcAction::Resume {
                     self.send_pfc_frame(ingress, in_class, false);
@@ -176,7 +176,7 @@ impl World {
     /// Serialise `pkt` on `p` from now; it reaches the far end after serialisation and delay.
     #[inline(always)]
     pub(super) fn transmit(&mut self, p: PortId, pkt: PacketId) {
-        let pu = p as usize;
+        let pu = p;
         let packet = self.packets.get_mut(pkt);
         if let Some(int) = &mut self.int {
             let port = &self.ports[pu];
@@ -222,7 +222,7 @@ impl World {
     }
 
     pub(super) fn link_arrival(&mut self, p: PortId) {
-        let port = &mut self.ports[p as usize];
+        let port = &mut self.ports[p];
         // An arrival event is stale if its packet was lost to a link fault.
         match port.pipe.front() {
             Some(head) if self.packets.get(head).arrive == self.now => {}
@@ -234,7 +234,7 @@ impl World {
             peer_node: node,
             to_host,
             ..
-        } = self.ports[p as usize];
+        } = self.ports[p];
         let kind = self.packets.get(pkt).kind;
         if kind.is_pfc() {
             self.receive_pfc_frame(p, pkt);
@@ -256,18 +256,18 @@ impl World {
             priority,
             ..
         } = self.packets.get(pkt);
-        if self.port_idle(p) && self.ports[p as usize].paused & (1 << priority) == 0 {
+        if self.port_idle(p) && self.ports[p].paused & (1 << priority) == 0 {
             self.transmit(p, pkt);
             return;
         }
-        self.queues[p as usize].push(&mut self.packets, pkt, priority, wire_bytes);
+        self.queues[p].push(&mut self.packets, pkt, priority, wire_bytes);
         self.kick(p);
     }
 
     /// After queueing at `p`, a resume or a restored link: make sure the port will send.
     #[inline]
     pub(super) fn kick(&mut self, p: PortId) {
-        let port = &self.ports[p as usize];
+        let port = &self.ports[p];
         if port.wake_at == NEVER && self.port_has_work(p) {
             let t = port.busy_until.max(self.now);
             if t == self.now {
@@ -280,7 +280,7 @@ impl World {
 
     /// A packet arrived at switch `node` for egress port `p`: admission, PFC, ECN, then queue it or
     /// send it at once.
-    fn switch_enqueue(&mut self, node: u32, p: PortId, pkt: PacketId) {
+    fn switch_enqueue(&mut self, node: NodeId, p: PortId, pkt: PacketId) {
         let &Packet {
             wire_bytes,
             priority,
@@ -290,11 +290,11 @@ impl World {
             ..
         } = self.packets.get(pkt);
         let w = wire_bytes as u64;
-        if self.ports[p as usize].down {
+        if self.ports[p].down {
             self.fault_drop(pkt); // routed into a failed link before routing noticed
             return;
         }
-        let paused = self.ports[p as usize].paused;
+        let paused = self.ports[p].paused;
         // Straight through: nothing queued ahead, port free, class not paused. The packet never
         // occupies the buffer (and a dequeue-time mark would see an empty queue).
         if paused & (1 << priority) == 0 && self.port_idle(p) {
@@ -313,7 +313,7 @@ impl World {
             .pfc
             .as_ref()
             .is_some_and(|pfc| pfc.is_lossless(in_class));
-        let q = &self.queues[p as usize];
+        let q = &self.queues[p];
         let admission = if lossless {
             let pfc = self.switches.pfc.as_ref().expect("lossless implies PFC");
             self.switches.buffer.admit_lossless(
@@ -340,7 +340,7 @@ impl World {
                 self.drop_packet(pkt);
                 return;
             }
-            Admission::Shared => self.switches.buffer.used[node as usize] += w,
+            Admission::Shared => self.switches.buffer.used[node] += w,
             Admission::Headroom => self.packets.get_mut(pkt).flags |= flags::HEADROOM,
         }
         if lossless {
@@ -358,11 +358,11 @@ impl World {
                 && ecn.priorities & (1 << priority) != 0
                 && f & flags::ECT != 0
             {
-                let depth = self.queues[p as usize].class_bytes[priority as usize] as u64 + w;
+                let depth = self.queues[p].class_bytes[priority as usize] as u64 + w;
                 self.maybe_mark(pkt, depth);
             }
         }
-        let q = &mut self.queues[p as usize];
+        let q = &mut self.queues[p];
         q.push(&mut self.packets, pkt, priority, wire_bytes);
         let depth = q.bytes;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(depth);
@@ -372,7 +372,7 @@ impl World {
     pub(super) fn drop_packet(&mut self, pkt: PacketId) {
         let p = *self.packets.get(pkt);
         if p.kind == PacketKind::Data {
-            self.flows[p.flow as usize].drops += 1;
+            self.flows[p.flow].drops += 1;
         }
         self.stats.packets_dropped += 1;
         self.packets.release(pkt);
@@ -383,9 +383,9 @@ impl World {
     /// The switch downstream of link `ingress` pauses (or resumes) `priority` on it: a real frame
     /// sent back over the reverse link, ahead of any queued packet.
     fn send_pfc_frame(&mut self, ingress: PortId, priority: u8, pause: bool) {
-        let back = self.fabric.peer_port[ingress as usize];
-        let switch = self.ports[back as usize].node;
-        let upstream = self.ports[ingress as usize].node;
+        let back = self.fabric.peer_port[ingress];
+        let switch = self.ports[back].node;
+        let upstream = self.ports[ingress].node;
         let frame = Packet::pfc(
             pause,
             priority,
@@ -404,12 +404,7 @@ impl World {
         if self.port_idle(back) {
             self.transmit(back, id);
         } else {
-            self.queues[back as usize].push(
-                &mut self.packets,
-                id,
-                MAC_CONTROL_CLASS,
-                PFC_FRAME_BYTES,
-            );
+            self.queues[back].push(&mut self.packets, id, MAC_CONTROL_CLASS, PFC_FRAME_BYTES);
             self.kick(back);
         }
     }
@@ -421,8 +416,8 @@ impl World {
         } = *self.packets.get(pkt);
         self.packets.release(pkt);
         self.stats.packets_delivered += 1;
-        let target = self.fabric.peer_port[p as usize];
-        let t = target as usize;
+        let target = self.fabric.peer_port[p];
+        let t = target;
         let bit = 1u8 << pfc_class;
         let was = self.ports[t].paused;
         if kind == PacketKind::Pause {

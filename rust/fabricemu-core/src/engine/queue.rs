@@ -9,24 +9,25 @@
 //! each lane's front) finds the earliest. Profiling showed a single binary heap's sift loops were
 //! the engine's largest cost.
 
+use crate::ids::{FlowId, PortId};
 use crate::units::Time;
 
-/// What happens; each names the component it wakes by index.
+/// What happens; each names the component it wakes by id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// An egress port finished serialising its packet and may start the next one.
-    PortFree(u32),
-    /// The head packet of a link reaches the far end.
-    LinkArrival(u32),
+    PortFree(PortId),
+    /// The head packet of the link leaving this egress port reaches the far end.
+    LinkArrival(PortId),
     /// The next statically scheduled flow start (flows are sorted by start time).
     NextFlowStarts,
     /// A flow released by a dependency starts.
-    FlowStart(u32),
+    FlowStart(FlowId),
     /// A flow's retransmission timer.
-    Retransmit(u32),
+    Retransmit(FlowId),
     /// One of a flow's congestion-control timers (the controller numbers them; DCQCN: the
     /// rate-increase timer and the gated rate decrease).
-    CcTimer(u32, u8),
+    CcTimer(FlowId, u8),
     /// Periodic samples for queues.arrow and links.arrow.
     SampleQueues,
     SampleLinks,
@@ -37,6 +38,9 @@ pub enum Event {
     FaultEnd(u32),
     FaultDetected(u32),
 }
+
+/// Events stay 8 bytes with typed ids (the queue moves them on every push and pop).
+const _: () = assert!(std::mem::size_of::<Event>() == 8);
 
 #[derive(Clone, Copy)]
 struct Entry<T: Copy> {
@@ -475,20 +479,20 @@ mod tests {
     #[test]
     fn ties_are_fifo_and_times_ordered() {
         let mut q = EventQueue::new();
-        q.push(5, Event::PortFree(1));
-        q.push_after(3, Event::PortFree(2));
-        q.push(5, Event::PortFree(3));
-        q.push(3, Event::PortFree(4));
-        q.push_after(4, Event::PortFree(5));
+        q.push(5, Event::PortFree(PortId::new(1)));
+        q.push_after(3, Event::PortFree(PortId::new(2)));
+        q.push(5, Event::PortFree(PortId::new(3)));
+        q.push(3, Event::PortFree(PortId::new(4)));
+        q.push_after(4, Event::PortFree(PortId::new(5)));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
-                (3, Event::PortFree(2)),
-                (3, Event::PortFree(4)),
-                (4, Event::PortFree(5)),
-                (5, Event::PortFree(1)),
-                (5, Event::PortFree(3)),
+                (3, Event::PortFree(PortId::new(2))),
+                (3, Event::PortFree(PortId::new(4))),
+                (4, Event::PortFree(PortId::new(5))),
+                (5, Event::PortFree(PortId::new(1))),
+                (5, Event::PortFree(PortId::new(3))),
             ]
         );
     }
@@ -506,30 +510,30 @@ mod tests {
                 0 => now + r.below(100),
                 1 => {
                     let d = [0, 5, 17, 40][r.below(4) as usize];
-                    q.push_after(d, Event::LinkArrival(i));
+                    q.push_after(d, Event::LinkArrival(PortId::new(i)));
                     reference.insert((now + d, i));
                     continue;
                 }
                 2 => {
                     let d = r.below(5000);
-                    q.push_after(d, Event::LinkArrival(i));
+                    q.push_after(d, Event::LinkArrival(PortId::new(i)));
                     reference.insert((now + d, i));
                     continue;
                 }
                 _ => now + r.below(10),
             };
-            q.push(t, Event::LinkArrival(i));
+            q.push(t, Event::LinkArrival(PortId::new(i)));
             reference.insert((t, i)); // i increases with insertion order, as the queue's sequence
             if r.below(2) == 0 {
                 let (t, i) = reference.pop_first().unwrap();
                 assert_eq!(q.peek_time(), Some(t));
-                assert_eq!(q.pop(), Some((t, Event::LinkArrival(i))));
+                assert_eq!(q.pop(), Some((t, Event::LinkArrival(PortId::new(i)))));
                 now = t;
             }
             assert_eq!(q.len(), reference.len());
         }
         while let Some((t, i)) = reference.pop_first() {
-            assert_eq!(q.pop(), Some((t, Event::LinkArrival(i))));
+            assert_eq!(q.pop(), Some((t, Event::LinkArrival(PortId::new(i)))));
         }
         assert!(q.is_empty());
         assert_eq!(q.pop(), None);
@@ -545,18 +549,18 @@ mod tests {
         let mut now = 0;
         for i in 0..400_000u32 {
             let d = 100 * (1 + r.below(40));
-            q.push_after(d, Event::PortFree(i));
+            q.push_after(d, Event::PortFree(PortId::new(i)));
             reference.insert((now + d, i));
             if r.below(3) != 0 {
                 let (t, i) = reference.pop_first().unwrap();
                 assert_eq!(q.peek_time(), Some(t));
-                assert_eq!(q.pop(), Some((t, Event::PortFree(i))));
+                assert_eq!(q.pop(), Some((t, Event::PortFree(PortId::new(i)))));
                 now = t;
             }
         }
         assert!(q.lanes.len() > 8);
         while let Some((t, i)) = reference.pop_first() {
-            assert_eq!(q.pop(), Some((t, Event::PortFree(i))));
+            assert_eq!(q.pop(), Some((t, Event::PortFree(PortId::new(i)))));
         }
         assert_eq!(q.pop(), None);
     }

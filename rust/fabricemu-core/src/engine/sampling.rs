@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::queue::Event;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
+use crate::ids::{LinkId, PortId};
 use crate::scenario::StopAt;
 use crate::switch::{pfc, NUM_PRIORITIES};
 use crate::trace::LinkSample;
@@ -17,9 +18,9 @@ impl World {
     pub(super) fn sample_queues(&mut self) {
         let ports = self
             .ports
-            .iter()
+            .iter_enumerated()
             .zip(self.queues.iter_mut())
-            .map(|(port, q)| (port.node, port.from_host, q));
+            .map(|((p, port), q)| (p, port.node, port.from_host, q));
         if let Some(interval) = self.tracer.sample_queues(self.now, ports) {
             if !self.finished {
                 self.events.push_after(interval, Event::SampleQueues);
@@ -31,7 +32,8 @@ impl World {
         let now = self.now;
         let (fabric, rates) = (&self.fabric, &self.port_rate);
         let (pause_since, paused_ps) = (&self.pause_since, &self.paused_ps);
-        let ports = self.ports.iter().enumerate().map(|(p, port)| LinkSample {
+        let ports = self.ports.iter_enumerated().map(|(p, port)| LinkSample {
+            link: LinkId::of_egress(p),
             node: port.node,
             peer_node: port.peer_node,
             tier: fabric.tier[p],
@@ -56,7 +58,9 @@ impl World {
         // when the packets a pause holds back are bound elsewhere).
         let mut edges = Vec::new();
         let mut any_paused = false;
-        for (q, port) in self.ports.iter().enumerate() {
+        // Channel (port p, class c) is vertex `p * NUM_PRIORITIES + c` of the wait-for graph.
+        let channel = |p: PortId, c: usize| (p.index() * NUM_PRIORITIES + c) as u32;
+        for (q, port) in self.ports.iter_enumerated() {
             if port.paused == 0 {
                 continue;
             }
@@ -68,14 +72,15 @@ impl World {
                 if port.paused & (1 << c) == 0 || self.queues[q].class_packets[c] == 0 {
                     continue;
                 }
-                let to = (q * NUM_PRIORITIES + c) as u32;
+                let to = channel(q, c);
                 let mut next = self.queues[q].class_list(c).front();
                 while let Some(id) = next {
                     let pk = self.packets.get(id);
-                    let from = pk.ingress as usize;
                     let in_class = pk.ingress_class() as usize;
-                    if from < self.ports.len() && self.ports[from].paused & (1 << in_class) != 0 {
-                        edges.push(((from * NUM_PRIORITIES + in_class) as u32, to));
+                    if let Some(from) = pk.ingress_port() {
+                        if self.ports[from].paused & (1 << in_class) != 0 {
+                            edges.push((channel(from, in_class), to));
+                        }
                     }
                     next = pk.next_in_list();
                 }

@@ -49,7 +49,7 @@ impl World {
     pub(super) fn meter_data(&mut self, p: &Packet) {
         let now = self.now;
         let Some(m) = self.synth.as_mut() else { return };
-        let f = &self.flows[p.flow as usize];
+        let f = &self.flows[p.flow];
         if now < m.from || now >= m.to || !m.workloads[f.workload as usize] {
             return;
         }

@@ -12,6 +12,7 @@ use super::faults::{Fault, Faults};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Cc;
+use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::packet::{flags, PacketArena, PacketList};
 use crate::rng::RngStream;
 use crate::routing::{header_key, Header, Router, ROCE_UDP_PORT};
@@ -20,12 +21,15 @@ use crate::switch::pfc::Pfc;
 use crate::switch::queue::DwrrState;
 use crate::switch::{PortQueue, SharedBuffer, Switches, NUM_PRIORITIES};
 use crate::topology::faults::LinkFault;
-use crate::topology::{Fabric, NodeId, PortId};
+use crate::topology::Fabric;
 use crate::trace::Tracer;
 use crate::transport::ideal::{ideal_fct, Hop};
-use crate::transport::{segment, Flow, Nics, TransportParams, NEVER, NO_BARRIER};
+use crate::transport::{segment, Flow, Nics, TransportParams, NEVER};
 use crate::units::Time;
 use crate::workload::{FlowPlan, Start};
+
+/// The per-port hot record stays one cache line with typed ids.
+const _: () = assert!(std::mem::size_of::<PortHot>() <= 64);
 
 /// What the per-packet path reads of a port, in one cache line.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +61,7 @@ pub(super) struct PortHot {
 #[derive(Debug, Default)]
 pub(super) struct Barrier {
     pub remaining: u32,
-    pub waiting: Vec<(u32, Time)>,
+    pub waiting: Vec<(FlowId, Time)>,
 }
 
 pub struct World {
@@ -69,13 +73,13 @@ pub struct World {
     pub(super) stop: StopAt,
 
     // Per port.
-    pub(super) ports: Vec<PortHot>,
-    pub(super) queues: Vec<PortQueue>,
+    pub(super) ports: IdVec<PortId, PortHot>,
+    pub(super) queues: IdVec<PortId, PortQueue>,
     /// Per port: when the current pause began (NEVER if not paused) and paused time so far.
-    pub(super) pause_since: Vec<Time>,
-    pub(super) paused_ps: Vec<u64>,
+    pub(super) pause_since: IdVec<PortId, Time>,
+    pub(super) paused_ps: IdVec<PortId, u64>,
     /// Current rate of each port (differs from the fabric's while a link is degraded).
-    pub(super) port_rate: Vec<u64>,
+    pub(super) port_rate: IdVec<PortId, u64>,
     /// Link faults: the scenario's, the ports routing avoids, the fault events still to come.
     pub(super) faults: Faults,
 
@@ -92,13 +96,13 @@ pub struct World {
     pub(super) synth: Option<super::synthetic::SynthMeter>,
 
     // Flows.
-    pub flows: Vec<Flow>,
+    pub flows: IdVec<FlowId, Flow>,
     /// Congestion control: the scheme and every flow's sender and receiver state.
     pub(super) cc: Cc,
     /// INT records of packets in flight, when the controller uses INT (HPCC); None otherwise.
     pub(super) int: Option<crate::cc::IntStore>,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
-    pub(super) static_order: Vec<u32>,
+    pub(super) static_order: Vec<FlowId>,
     pub(super) next_static: usize,
     pub(super) barriers: Vec<Barrier>,
 
@@ -126,11 +130,12 @@ impl World {
         plan: &FlowPlan,
         faults: &[LinkFault],
         pfc: Option<Pfc>,
-        reserved_headroom: &[u64],
+        reserved_headroom: &IdVec<NodeId, u64>,
     ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
-        let ports: Vec<PortHot> = (0..np)
+        let ports: IdVec<PortId, PortHot> = fabric
+            .ports()
             .map(|p| {
                 let far = fabric.peer_node[p];
                 let rate = fabric.rate_bps[p];
@@ -165,7 +170,7 @@ impl World {
 
         let mut sport_rng = RngStream::SourcePorts.rng(s.seed);
         let mut label_rng = RngStream::FlowLabels.rng(s.seed);
-        let mut flows = Vec::with_capacity(plan.flows.len());
+        let mut flows: IdVec<FlowId, Flow> = IdVec::with_capacity(plan.flows.len());
         let mut barriers: Vec<Barrier> = plan
             .barrier_sizes
             .iter()
@@ -176,6 +181,7 @@ impl World {
             .collect();
         let mut static_order = Vec::new();
         for (id, f) in plan.flows.iter().enumerate() {
+            let id = FlowId::new(id as u32);
             // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
             let sport = 49152 + sport_rng.below(16384) as u16;
             let header = Header {
@@ -188,11 +194,11 @@ impl World {
             let (num_packets, last_payload) = segment(f.size_bytes, t.mtu_bytes);
             let start = match f.start {
                 Start::At(t) => {
-                    static_order.push(id as u32);
+                    static_order.push(id);
                     t
                 }
                 Start::After { barrier, gap } => {
-                    barriers[barrier as usize].waiting.push((id as u32, gap));
+                    barriers[barrier as usize].waiting.push((id, gap));
                     NEVER
                 }
             };
@@ -206,7 +212,7 @@ impl World {
                 header_fwd: header_key(&s.routing, header),
                 header_rev: header_key(&s.routing, header.reversed()),
                 workload: f.workload,
-                completes: f.completes.unwrap_or(NO_BARRIER),
+                completes: f.completes,
                 next_seq: 0,
                 high_seq: 0,
                 acked: 0,
@@ -215,9 +221,9 @@ impl World {
                 rto_armed: false,
                 started: false,
                 expected: 0,
-                nacked_at: u32::MAX,
+                nacked_at: None,
                 finish: NEVER,
-                rate_bps: fabric.rate_bps[fabric.host_port(f.src) as usize],
+                rate_bps: fabric.rate_bps[fabric.host_port(f.src)],
                 next_send: 0,
                 resend: Vec::new(),
                 received_ahead: Vec::new(),
@@ -238,10 +244,10 @@ impl World {
                 abandoned: false,
             });
         }
-        static_order.sort_by_key(|&id| (flows[id as usize].start, id));
+        static_order.sort_by_key(|&id| (flows[id].start, id));
         let mut events = EventQueue::new();
         if let Some(&first) = static_order.first() {
-            events.push(flows[first as usize].start, Event::NextFlowStarts);
+            events.push(flows[first].start, Event::NextFlowStarts);
         }
         let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
         let tracer = Tracer::new(
@@ -264,9 +270,9 @@ impl World {
         let faults = faults
             .iter()
             .map(|f| Fault {
-                ports: f.ports,
+                links: f.links,
                 kind: f.spec.kind,
-                saved_rates: f.ports.map(|p| fabric.rate_bps[p as usize]),
+                saved_rates: f.links.map(|l| fabric.rate_bps[l.egress()]),
             })
             .collect();
         let mut world = World {
@@ -277,14 +283,14 @@ impl World {
             stop: s.stop,
             ports,
             queues: (0..np).map(|_| PortQueue::default()).collect(),
-            pause_since: vec![NEVER; np],
-            paused_ps: vec![0; np],
+            pause_since: IdVec::from_elem(NEVER, np),
+            paused_ps: IdVec::from_elem(0, np),
             port_rate: fabric.rate_bps.clone(),
             faults: Faults::new(faults, np),
             switches: Switches {
                 dwrr: match s.switch.scheduler {
-                    Scheduler::Dwrr(_) => vec![DwrrState::default(); np],
-                    Scheduler::Strict => Vec::new(),
+                    Scheduler::Dwrr(_) => IdVec::from_elem(DwrrState::default(), np),
+                    Scheduler::Strict => IdVec::new(),
                 },
                 scheduler: s.switch.scheduler,
                 buffer,
@@ -364,7 +370,7 @@ impl World {
             match ev {
                 Event::LinkArrival(p) => self.link_arrival(p),
                 Event::PortFree(p) => {
-                    let port = &mut self.ports[p as usize];
+                    let port = &mut self.ports[p];
                     if port.wake_at == t {
                         port.wake_at = NEVER;
                         self.start_next(p);
@@ -406,7 +412,7 @@ impl World {
         s.simulated_ps = self.now;
         s.packets_created = self.packets.created();
         s.packets_in_flight = self.packets.live();
-        s.paused_ps = (0..self.ports.len()).map(|p| self.paused_time(p)).sum();
+        s.paused_ps = self.ports.ids().map(|p| self.paused_time(p)).sum();
         let up = self.uplink_utilisation();
         if !up.is_empty() {
             let n = up.len() as f64;
@@ -425,12 +431,12 @@ impl World {
         if self.now == 0 {
             return Vec::new();
         }
-        (0..self.ports.len())
+        self.ports
+            .ids()
             .filter(|&p| {
                 let (a, b) = (self.ports[p].node, self.ports[p].peer_node);
                 !self.fabric.is_host(a)
-                    && self.fabric.role[a as usize].tier_rank()
-                        < self.fabric.role[b as usize].tier_rank()
+                    && self.fabric.role[a].tier_rank() < self.fabric.role[b].tier_rank()
             })
             .map(|p| {
                 self.ports[p].tx_bytes as f64 * 8.0
@@ -440,7 +446,7 @@ impl World {
     }
 
     /// Time port `p` has been paused so far (any priority).
-    pub(super) fn paused_time(&self, p: usize) -> u64 {
+    pub(super) fn paused_time(&self, p: PortId) -> u64 {
         super::sampling::paused_time(self.pause_since[p], self.paused_ps[p], self.now)
     }
 
@@ -474,7 +480,9 @@ impl World {
         }
         self.check_switch_accounting()?;
         let shared: u64 = self.switches.buffer.used.iter().sum();
-        let queued_bytes: u64 = (0..self.queues.len())
+        let queued_bytes: u64 = self
+            .queues
+            .ids()
             .filter(|&p| !self.ports[p].from_host)
             .map(|p| {
                 self.queues[p].bytes
@@ -483,7 +491,9 @@ impl World {
             .sum();
         let headroom: u64 = match &self.switches.pfc {
             None => 0,
-            Some(pfc) => (0..self.ports.len() as u32)
+            Some(pfc) => self
+                .ports
+                .ids()
                 .flat_map(|p| (0..8u8).map(move |c| (p, c)))
                 .map(|(p, c)| pfc.headroom_used(p, c))
                 .sum(),
@@ -503,11 +513,13 @@ impl World {
     /// would never be resumed). Totals alone would miss bytes released against another counter.
     fn check_switch_accounting(&self) -> Result<(), String> {
         let np = self.ports.len();
-        let mut shared = vec![0u64; self.switches.buffer.used.len()];
-        let mut ingress = vec![0u64; np * NUM_PRIORITIES];
-        let mut headroom = vec![0u64; np * NUM_PRIORITIES];
+        let mut shared: IdVec<NodeId, u64> = IdVec::from_elem(0, self.switches.buffer.used.len());
+        let mut ingress: IdVec<PortId, [u64; NUM_PRIORITIES]> =
+            IdVec::from_elem([0; NUM_PRIORITIES], np);
+        let mut headroom: IdVec<PortId, [u64; NUM_PRIORITIES]> =
+            IdVec::from_elem([0; NUM_PRIORITIES], np);
         let pfc = self.switches.pfc.as_ref();
-        for (q, port) in self.ports.iter().enumerate() {
+        for (q, port) in self.ports.iter_enumerated() {
             if port.from_host {
                 continue; // a NIC's queue is not a switch buffer
             }
@@ -519,15 +531,14 @@ impl World {
                     let w = pk.wire_bytes as u64;
                     let in_headroom = pk.flags & flags::HEADROOM != 0;
                     if !in_headroom {
-                        shared[port.node as usize] += w;
+                        shared[port.node] += w;
                     }
                     let class = pk.ingress_class();
                     let counted = match (pfc, pk.ingress_port()) {
                         (Some(pfc), Some(from)) if pfc.is_lossless(class) => {
-                            let i = from as usize * NUM_PRIORITIES + class as usize;
-                            ingress[i] += w;
+                            ingress[from][class as usize] += w;
                             if in_headroom {
-                                headroom[i] += w;
+                                headroom[from][class as usize] += w;
                             }
                             true
                         }
@@ -542,7 +553,14 @@ impl World {
                 }
             }
         }
-        for (node, (&used, &held)) in self.switches.buffer.used.iter().zip(&shared).enumerate() {
+        for (node, (&used, &held)) in self
+            .switches
+            .buffer
+            .used
+            .iter_enumerated()
+            .zip(&shared)
+            .map(|((n, u), h)| (n, (u, h)))
+        {
             if used != held {
                 return Err(format!(
                     "switch {node}: shared buffer counts {used} bytes, its queues hold {held}"
@@ -552,15 +570,15 @@ impl World {
         let Some(pfc) = pfc else {
             return Ok(());
         };
-        for p in 0..np as u32 {
+        for p in self.ports.ids() {
             for c in 0..NUM_PRIORITIES as u8 {
-                let i = p as usize * NUM_PRIORITIES + c as usize;
+                let i = c as usize;
                 let (counted, room) = (pfc.ingress_bytes(p, c), pfc.headroom_used(p, c));
-                if counted != ingress[i] || room != headroom[i] {
+                if counted != ingress[p][i] || room != headroom[p][i] {
                     return Err(format!(
                         "PFC (ingress link {p}, class {c}): counts {counted} bytes ({room} in \
                          headroom), the queued packets hold {} ({} in headroom)",
-                        ingress[i], headroom[i]
+                        ingress[p][i], headroom[p][i]
                     ));
                 }
                 if pfc.paused_by_us(p, c) && counted == 0 {
@@ -577,19 +595,19 @@ impl World {
     // ---- reporting ---------------------------------------------------------------------------
 
     /// The hops flow `fid`'s data packets take (the ECMP path its header hashes to).
-    pub fn flow_path(&self, fid: u32) -> Vec<Hop> {
+    pub fn flow_path(&self, fid: FlowId) -> Vec<Hop> {
         self.flow_path_ports(fid)
             .into_iter()
             .map(|p| Hop {
-                rate_bps: self.fabric.rate_bps[p as usize],
-                delay_ps: self.ports[p as usize].arrival_delay,
+                rate_bps: self.fabric.rate_bps[p],
+                delay_ps: self.ports[p].arrival_delay,
             })
             .collect()
     }
 
     /// The egress ports flow `fid`'s data packets take, from its source NIC on: by the current
     /// routes, or, when faults cut the flow off, by the fault-free ones (its nominal path).
-    pub fn flow_path_ports(&self, fid: u32) -> Vec<PortId> {
+    pub fn flow_path_ports(&self, fid: FlowId) -> Vec<PortId> {
         let current = self.path_in(&self.router.table, fid);
         match (current, &self.router.nominal) {
             (Ok(path), _) => path,
@@ -602,12 +620,12 @@ impl World {
     fn path_in(
         &self,
         table: &crate::routing::RouteTable,
-        fid: u32,
+        fid: FlowId,
     ) -> Result<Vec<PortId>, Vec<PortId>> {
-        let f = &self.flows[fid as usize];
+        let f = &self.flows[fid];
         let mut ports = vec![self.fabric.host_port(f.src)];
         for _ in 0..=self.fabric.num_nodes {
-            let node = self.fabric.peer_node[*ports.last().expect("non-empty") as usize];
+            let node = self.fabric.peer_node[*ports.last().expect("non-empty")];
             if self.fabric.is_host(node) {
                 return Ok(ports);
             }
@@ -620,8 +638,8 @@ impl World {
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.
-    pub fn ideal_fct(&self, fid: u32) -> Time {
-        let f = &self.flows[fid as usize];
+    pub fn ideal_fct(&self, fid: FlowId) -> Time {
+        let f = &self.flows[fid];
         let hops = self.flow_path(fid);
         ideal_fct(
             &hops,
@@ -642,11 +660,11 @@ impl World {
 
     /// Queue bytes of port `p`, priority `c` (tests and tools).
     pub fn queue_bytes(&self, p: PortId, c: u8) -> u64 {
-        self.queues[p as usize].class_bytes[c as usize] as u64
+        self.queues[p].class_bytes[c as usize] as u64
     }
 
     /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs.
-    pub fn dcqcn_rates(&self, fid: u32) -> Option<(u64, u64)> {
+    pub fn dcqcn_rates(&self, fid: FlowId) -> Option<(u64, u64)> {
         self.cc.dcqcn_rates(fid)
     }
 }

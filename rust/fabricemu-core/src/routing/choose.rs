@@ -7,7 +7,7 @@
 
 use super::{Flowlet, FlowletChoice, RouteTable, Router};
 use crate::config::{LoadBalancing, NonMinimal, NonMinimalMode, Pick};
-use crate::packet::{flags, Packet, PacketKind, NO_VIA};
+use crate::packet::{flags, Packet, PacketKind};
 use crate::topology::{Fabric, NodeId, PortId, Tier};
 use crate::units::Time;
 
@@ -140,22 +140,22 @@ impl Router {
         loads: &L,
     ) -> Option<Choice> {
         let here = self.table.df_group(node);
-        let mut via = p.via;
-        if via != NO_VIA && here == via as u32 {
-            via = NO_VIA; // reached the intermediate group: minimal from here on
+        let mut via = p.via_group();
+        if via.is_some_and(|g| here == g as u32) {
+            via = None; // reached the intermediate group: minimal from here on
         }
         let mut diverted_late = false;
         if let LoadBalancing::NonMinimal(nm) = self.mode {
             let dst_group = self.table.df_group(p.dst);
             // Still undecided in the source group (no global hop yet), bound elsewhere, and
             // there is a third group to go through.
-            if via == NO_VIA
+            if via.is_none()
                 && p.ghops == 0
                 && here != dst_group
                 && p.flags & flags::DECIDED == 0
                 && self.table.num_df_groups() >= 3
             {
-                let at_source = fabric.is_host(fabric.port_node[p.ingress as usize]);
+                let at_source = fabric.is_host(fabric.port_node[p.ingress]);
                 let decides = at_source || nm.mode == NonMinimalMode::Par;
                 // Per flowlet: the flow keeps its last choice while its packets stay close.
                 let slot = (nm.per_flowlet && decides)
@@ -166,9 +166,9 @@ impl Router {
                 });
                 via = match (kept, nm.mode) {
                     (Some(v), _) => v,
-                    (None, NonMinimalMode::Valiant) => self.random_group(here, dst_group),
+                    (None, NonMinimalMode::Valiant) => Some(self.random_group(here, dst_group)),
                     (None, _) if decides => self.ugal(node, p, nm, here, dst_group, fabric, loads),
-                    _ => NO_VIA,
+                    _ => None,
                 };
                 if let Some(s) = slot {
                     *self.flowlet(s) = Flowlet {
@@ -176,7 +176,7 @@ impl Router {
                         choice: FlowletChoice::Via(via),
                     };
                 }
-                if via != NO_VIA {
+                if via.is_some() {
                     self.stats.packets_nonminimal += 1;
                     if p.kind == PacketKind::Data {
                         self.stats.data_packets_nonminimal += 1;
@@ -190,14 +190,13 @@ impl Router {
                 }
             }
         }
-        let out = if via == NO_VIA {
-            self.choose_minimal(node, p.dst, p.header_key, now, fabric, loads)?
-        } else {
+        let out = match via {
+            None => self.choose_minimal(node, p.dst, p.header_key, now, fabric, loads)?,
             // None: the intermediate group is cut off.
-            self.ecmp_toward(node, via, p.dst, p.header_key)?
+            Some(_) => self.ecmp_toward(node, via, p.dst, p.header_key)?,
         };
-        let global = fabric.tier[out as usize] == Tier::Global;
-        p.via = via;
+        let global = fabric.tier[out] == Tier::Global;
+        p.set_via_group(via);
         p.flags &= !flags::CLASS_UP;
         if global {
             p.ghops = p.ghops.saturating_add(1);
@@ -222,7 +221,7 @@ impl Router {
         g as u16
     }
 
-    /// UGAL: the intermediate group to route through, or `NO_VIA` for the minimal path. Local
+    /// UGAL: the intermediate group to route through, or None for the minimal path. Local
     /// (UGAL-L, PAR): queue at this router's first egress x hops; global (UGAL-G): the bytes
     /// queued along the whole path plus one packet per hop, as a delay estimate.
     #[allow(clippy::too_many_arguments)]
@@ -235,29 +234,26 @@ impl Router {
         dst_g: u32,
         fabric: &Fabric,
         loads: &L,
-    ) -> u16 {
+    ) -> Option<u16> {
         let global = nm.mode == NonMinimalMode::UgalG;
-        let cost = |r: &Router, via: u16| -> u64 {
-            let (hops, first_q, path_q) = r.walk(node, via, p.dst, p.header_key, fabric, loads);
-            if hops == u32::MAX {
-                u64::MAX / 4
-            } else if global {
-                path_q + hops as u64 * p.wire_bytes as u64
-            } else {
-                first_q * hops as u64
+        let cost = |r: &Router, via: Option<u16>| -> u64 {
+            match r.walk(node, via, p.dst, p.header_key, fabric, loads) {
+                None => u64::MAX / 4, // cut off
+                Some((hops, _, path_q)) if global => path_q + hops as u64 * p.wire_bytes as u64,
+                Some((hops, first_q, _)) => first_q * hops as u64,
             }
         };
-        let min_cost = cost(self, NO_VIA);
-        let mut best = (u64::MAX, NO_VIA);
+        let min_cost = cost(self, None);
+        let mut best = (u64::MAX, None);
         for _ in 0..nm.candidates {
-            let g = self.random_group(here, dst_g);
+            let g = Some(self.random_group(here, dst_g));
             let c = cost(self, g);
             if c < best.0 {
                 best = (c, g);
             }
         }
         if min_cost <= best.0.saturating_add(nm.threshold_bytes) {
-            NO_VIA
+            None
         } else {
             best.1
         }
@@ -265,21 +261,21 @@ impl Router {
 
     /// Follow the path a packet would take from switch `node` (via group `via`, or minimally)
     /// to host `dst`, picking as ECMP would: (links, bytes queued at the first egress, bytes
-    /// queued along the path); `u32::MAX` links when it is cut off.
+    /// queued along the path); None when it is cut off.
     fn walk<L: PortLoad + ?Sized>(
         &self,
         node: NodeId,
-        via: u16,
+        via: Option<u16>,
         dst: NodeId,
         key: u64,
         fabric: &Fabric,
         loads: &L,
-    ) -> (u32, u64, u64) {
+    ) -> Option<(u32, u64, u64)> {
         let mut via = via;
         let (mut n, mut hops, mut first, mut total) = (node, 0u32, 0u64, 0u64);
         while hops < 16 {
-            if via != NO_VIA && self.table.df_group(n) == via as u32 {
-                via = NO_VIA;
+            if via.is_some_and(|g| self.table.df_group(n) == g as u32) {
+                via = None;
             }
             let Some(out) = self.ecmp_toward(n, via, dst, key) else {
                 break;
@@ -290,22 +286,21 @@ impl Router {
             }
             total += q;
             hops += 1;
-            n = fabric.peer_node[out as usize];
+            n = fabric.peer_node[out];
             if fabric.is_host(n) {
-                return (hops, first, total);
+                return Some((hops, first, total));
             }
         }
-        (u32::MAX, first, total)
+        None
     }
 
-    /// The port ECMP hashes `key` to at switch `node`, toward group `via` or (`NO_VIA`) host
-    /// `dst`; None when no live path leads there.
+    /// The port ECMP hashes `key` to at switch `node`, toward group `via` or (None) host `dst`;
+    /// None when no live path leads there.
     #[inline]
-    fn ecmp_toward(&self, node: NodeId, via: u16, dst: NodeId, key: u64) -> Option<PortId> {
-        let ports = if via == NO_VIA {
-            self.table.group(node, dst)
-        } else {
-            self.table.toward_group(node, via as u32)
+    fn ecmp_toward(&self, node: NodeId, via: Option<u16>, dst: NodeId, key: u64) -> Option<PortId> {
+        let ports = match via {
+            None => self.table.group(node, dst),
+            Some(g) => self.table.toward_group(node, g as u32),
         };
         (!ports.is_empty()).then(|| ports[self.ecmp_index(node, key, ports.len())])
     }
@@ -358,13 +353,14 @@ impl Router {
 mod tests {
     use super::*;
     use crate::config::{HashFunction, RoutingSpec};
+    use crate::ids::{FlowId, IdVec};
 
     /// Queue depths set by the test, per port.
-    struct Loads(Vec<u64>);
+    struct Loads(IdVec<PortId, u64>);
 
     impl PortLoad for Loads {
         fn load(&self, p: PortId) -> u64 {
-            self.0[p as usize]
+            self.0[p]
         }
     }
 
@@ -386,12 +382,14 @@ mod tests {
             hop_classes: false,
         };
         let router = Router::new(&fabric, &spec, 7);
-        let leaf = fabric.peer_node[fabric.host_port(0) as usize];
-        let dst = (0..fabric.num_hosts)
-            .find(|&h| fabric.peer_node[fabric.host_port(h) as usize] != leaf)
+        let host0 = NodeId::new(0);
+        let leaf = fabric.peer_node[fabric.host_port(host0)];
+        let dst = fabric
+            .hosts()
+            .find(|&h| fabric.peer_node[fabric.host_port(h)] != leaf)
             .unwrap();
-        let mut pkt = Packet::data(0, 0, dst, 12345, 1000, 3, false);
-        pkt.ingress = fabric.host_port(0);
+        let mut pkt = Packet::data(FlowId::new(0), 0, dst, 12345, 1000, 3, false);
+        pkt.ingress = fabric.host_port(host0);
         (fabric, router, leaf, pkt)
     }
 
@@ -401,8 +399,8 @@ mod tests {
         let group = router.table.group(leaf, pkt.dst).to_vec();
         assert_eq!(group.len(), 4);
         for &light in &group {
-            let mut loads = Loads(vec![5000; fabric.num_ports() as usize]);
-            loads.0[light as usize] = 100;
+            let mut loads = Loads(IdVec::from_elem(5000, fabric.num_ports() as usize));
+            loads.0[light] = 100;
             for t in 0..20 {
                 let c = router
                     .choose(leaf, &mut pkt, t * 1000, &fabric, &loads)
@@ -427,17 +425,17 @@ mod tests {
         };
         let (fabric, mut router, leaf, mut pkt) = setup(lb);
         let group = router.table.group(leaf, pkt.dst).to_vec();
-        let mut loads = Loads(vec![10_000; fabric.num_ports() as usize]);
-        loads.0[group[1] as usize] = 0;
+        let mut loads = Loads(IdVec::from_elem(10_000, fabric.num_ports() as usize));
+        loads.0[group[1]] = 0;
         let first = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
         assert_eq!(first.port, group[1]);
         // Another port is now lighter, but by less than the bias: the flow stays.
-        loads.0[group[1] as usize] = 900;
-        loads.0[group[2] as usize] = 0;
+        loads.0[group[1]] = 900;
+        loads.0[group[2]] = 0;
         let kept = router.choose(leaf, &mut pkt, 10, &fabric, &loads).unwrap();
         assert_eq!(kept.port, group[1]);
         // Beyond the bias it moves.
-        loads.0[group[1] as usize] = 1001;
+        loads.0[group[1]] = 1001;
         let moved = router.choose(leaf, &mut pkt, 20, &fabric, &loads).unwrap();
         assert_eq!(moved.port, group[2]);
     }
@@ -449,8 +447,8 @@ mod tests {
             .ecmp_port(&router.table, leaf, pkt.dst, pkt.header_key)
             .unwrap();
         for heavy in [0u64, 1 << 30] {
-            let mut loads = Loads(vec![0; fabric.num_ports() as usize]);
-            loads.0[hashed as usize] = heavy;
+            let mut loads = Loads(IdVec::from_elem(0, fabric.num_ports() as usize));
+            loads.0[hashed] = heavy;
             let c = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
             assert_eq!(c.port, hashed);
         }

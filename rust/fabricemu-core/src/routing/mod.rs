@@ -17,7 +17,7 @@ pub use table::RouteTable;
 
 use crate::config::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
 use crate::rng::{self, mix64, Purpose, Rng};
-use crate::topology::{Fabric, NodeId, PortId};
+use crate::topology::{Fabric, IdVec, NodeId, PortId};
 use crate::units::Time;
 
 /// RoCEv2's UDP destination port; the source port carries per-flow entropy.
@@ -26,8 +26,8 @@ pub const ROCE_UDP_PORT: u16 = 4791;
 /// The header fields a flow's packets carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    pub src: u32,
-    pub dst: u32,
+    pub src: NodeId,
+    pub dst: NodeId,
     pub sport: u16,
     pub dport: u16,
     pub flow_label: u32,
@@ -52,8 +52,8 @@ pub fn header_key(spec: &RoutingSpec, h: Header) -> u64 {
     let f = spec.hash_fields;
     let pick = |bit: u8, v: u64| if f & bit != 0 { v } else { 0 };
     let fields = [
-        pick(hash_field::SRC, h.src as u64),
-        pick(hash_field::DST, h.dst as u64),
+        pick(hash_field::SRC, h.src.get() as u64),
+        pick(hash_field::DST, h.dst.get() as u64),
         pick(hash_field::SPORT, h.sport as u64),
         pick(hash_field::DPORT, h.dport as u64),
         pick(hash_field::FLOW_LABEL, h.flow_label as u64),
@@ -93,8 +93,8 @@ pub fn header_key(spec: &RoutingSpec, h: Header) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowletChoice {
     Port(PortId),
-    /// An intermediate group, or `packet::NO_VIA` for the minimal path.
-    Via(u16),
+    /// Dragonfly routing: an intermediate group, or None for the minimal path.
+    Via(Option<u16>),
 }
 
 /// One flowlet table slot: when it was last used (`NEVER`: never) and what it chose then.
@@ -105,9 +105,10 @@ pub struct Flowlet {
 }
 
 impl Flowlet {
+    /// Never used: `last` is `Time::MAX` (the accessors then return None; the choice is unread).
     const UNUSED: Flowlet = Flowlet {
         last: Time::MAX,
-        choice: FlowletChoice::Port(PortId::MAX),
+        choice: FlowletChoice::Via(None),
     };
 
     /// The port chosen, if the slot holds one and was used at all.
@@ -119,9 +120,10 @@ impl Flowlet {
         }
     }
 
-    /// The intermediate group chosen, if the slot holds one.
+    /// The dragonfly route chosen, if the slot holds one: via a group, or (`Some(None)`)
+    /// minimally.
     #[inline]
-    pub fn via(&self) -> Option<u16> {
+    pub fn via(&self) -> Option<Option<u16>> {
         match self.choice {
             FlowletChoice::Via(v) if self.last != Time::MAX => Some(v),
             _ => None,
@@ -137,7 +139,7 @@ pub struct Router {
     pub mode: LoadBalancing,
     hash: HashFunction,
     /// Per-switch hash seed (indexed by node id; hosts unused; all equal without per-switch seeds).
-    seeds: Vec<u64>,
+    seeds: IdVec<NodeId, u64>,
     /// Spray and tie-breaking draws.
     pub rng: Rng,
     /// Round-robin position per group.
@@ -162,7 +164,7 @@ impl Router {
             (0..fabric.num_nodes).map(|_| r.next_u64()).collect()
         } else {
             let one = r.next_u64();
-            vec![one; fabric.num_nodes as usize]
+            IdVec::from_elem(one, fabric.num_nodes as usize)
         };
         let table = RouteTable::build(fabric);
         let uses_flowlets = matches!(
@@ -200,7 +202,7 @@ impl Router {
     /// ECMP: the member of `group` that switch `node` hashes `key` to.
     #[inline]
     pub fn ecmp_index(&self, node: NodeId, key: u64, n: usize) -> usize {
-        let seed = self.seeds[node as usize];
+        let seed = self.seeds[node];
         match self.hash {
             HashFunction::Mix => (((mix64(key ^ seed) >> 32) * n as u64) >> 32) as usize,
             HashFunction::Crc32 => {
@@ -216,9 +218,8 @@ impl Router {
     /// The flowlet-table entry of `key` at switch `node`.
     #[inline]
     pub fn flowlet_slot(&self, node: NodeId, num_hosts: u32, key: u64) -> usize {
-        let i = (mix64(key ^ self.seeds[node as usize].rotate_left(17)) % self.table_size as u64)
-            as usize;
-        (node - num_hosts) as usize * self.table_size as usize + i
+        let i = (mix64(key ^ self.seeds[node].rotate_left(17)) % self.table_size as u64) as usize;
+        (node.get() - num_hosts) as usize * self.table_size as usize + i
     }
 
     #[inline]
@@ -245,8 +246,8 @@ mod tests {
     #[test]
     fn hash_fields_select_what_matters() {
         let h = Header {
-            src: 1,
-            dst: 2,
+            src: NodeId::new(1),
+            dst: NodeId::new(2),
             sport: 50000,
             dport: ROCE_UDP_PORT,
             flow_label: 7,
@@ -284,14 +285,14 @@ mod tests {
                 let key = header_key(
                     &spec(f, 31),
                     Header {
-                        src: r.below(1000) as u32,
-                        dst: r.below(1000) as u32,
+                        src: NodeId::new(r.below(1000) as u32),
+                        dst: NodeId::new(r.below(1000) as u32),
                         sport: r.below(65536) as u16,
                         dport: 4791,
                         flow_label: 0,
                     },
                 );
-                counts[router.ecmp_index(fabric.num_hosts, key, 4)] += 1;
+                counts[router.ecmp_index(NodeId::new(fabric.num_hosts), key, 4)] += 1;
             }
             for c in counts {
                 assert!((c as f64 - 10_000.0).abs() < 300.0, "{f:?}: {counts:?}");

@@ -4,15 +4,32 @@
 //! hop).
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 
-use crate::topology::{Fabric, NodeId, PortId, Tier};
+use crate::topology::{Fabric, IdVec, NodeId, PortId, Tier};
 
-const NONE: u32 = u32::MAX;
+/// A port group in the flat tables, stored as its id + 1 so that "no group" (a destination no path
+/// reaches) is `None` in 4 bytes: the per-(switch, destination) table is read for every packet, and
+/// an `Option<u32>` would double it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct GroupRef(NonZeroU32);
+
+impl GroupRef {
+    #[inline(always)]
+    fn new(id: u32) -> Self {
+        GroupRef(NonZeroU32::new(id + 1).expect("group ids are below u32::MAX"))
+    }
+
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self.0.get() - 1
+    }
+}
 
 /// Routing cost of the link leaving port `p`: 1, but a dragonfly's global links cost more than any
 /// path inside a group, so minimal routes cross exactly one.
 fn link_cost(f: &Fabric, p: PortId) -> u32 {
-    if f.tier[p as usize] == Tier::Global {
+    if f.tier[p] == Tier::Global {
         1 << 16
     } else {
         1
@@ -24,26 +41,28 @@ fn link_cost(f: &Fabric, p: PortId) -> u32 {
 pub struct RouteTable {
     num_hosts: u32,
     /// Per host: the switch it attaches to.
-    host_switch: Vec<NodeId>,
+    host_switch: IdVec<NodeId, NodeId>,
     /// Per host: the port of `host_switch` that leads to it.
-    host_downlink: Vec<PortId>,
+    host_downlink: IdVec<NodeId, PortId>,
     /// Per host: index of its edge switch among edge switches.
-    host_edge_index: Vec<u32>,
+    host_edge_index: IdVec<NodeId, u32>,
     num_edges: u32,
-    /// `[(switch - num_hosts) * num_edges + edge_index]` -> group id.
-    group_of: Vec<u32>,
+    /// `[(switch - num_hosts) * num_edges + edge_index]` -> group (None: unreachable).
+    group_of: Vec<Option<GroupRef>>,
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
     /// Dragonflies: the group of every node (hosts: their router's), else empty.
-    node_group: Vec<u32>,
+    node_group: IdVec<NodeId, u32>,
     num_df_groups: u32,
-    /// `[(switch - num_hosts) * num_df_groups + group]` -> ports toward the group (group id).
-    to_group: Vec<u32>,
+    /// `[(switch - num_hosts) * num_df_groups + group]` -> ports toward the group (None: no
+    /// live path).
+    to_group: Vec<Option<GroupRef>>,
 }
 
 /// Shortest-path search state, reused across targets; port groups are deduplicated.
 struct Search {
-    dist: Vec<u32>,
+    /// Cost to the nearest target (None: not reached).
+    dist: IdVec<NodeId, Option<u32>>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, NodeId)>>,
     members: Vec<PortId>,
     dedup: HashMap<Vec<PortId>, u32>,
@@ -55,50 +74,50 @@ impl Search {
     /// Dijkstra toward the switches `targets` over link costs (1 inside Clos tiers and dragonfly
     /// groups, so Clos routes are the shortest hop counts; global links cost more than any detour
     /// inside a group, so dragonfly routes take one global hop: minimal routing). Calls
-    /// `found(switch, group id)` for every other switch that reaches a target.
+    /// `found(switch, group)` for every other switch that reaches a target.
     fn toward(
         &mut self,
         f: &Fabric,
         is_down: &impl Fn(PortId) -> bool,
         targets: &[NodeId],
-        mut found: impl FnMut(NodeId, u32),
+        mut found: impl FnMut(NodeId, GroupRef),
     ) {
         let dist = &mut self.dist;
-        dist.fill(u32::MAX);
+        dist.fill(None);
         self.heap.clear();
         for &t in targets {
-            dist[t as usize] = 0;
+            dist[t] = Some(0);
             self.heap.push(std::cmp::Reverse((0u32, t)));
         }
         while let Some(std::cmp::Reverse((d, u))) = self.heap.pop() {
-            if d > dist[u as usize] {
+            if dist[u].is_some_and(|best| d > best) {
                 continue;
             }
             for p in f.ports_of(u) {
-                let v = f.peer_node[p as usize];
+                let v = f.peer_node[p];
                 // v would forward to u over the reverse port.
-                let back = f.peer_port[p as usize];
+                let back = f.peer_port[p];
                 if is_down(back) || f.is_host(v) {
                     continue;
                 }
                 let nd = d + link_cost(f, back);
-                if nd < dist[v as usize] {
-                    dist[v as usize] = nd;
+                if dist[v].is_none_or(|best| nd < best) {
+                    dist[v] = Some(nd);
                     self.heap.push(std::cmp::Reverse((nd, v)));
                 }
             }
         }
-        for s in f.num_hosts..f.num_nodes {
-            if dist[s as usize] == 0 || dist[s as usize] == u32::MAX {
-                continue;
-            }
+        for s in f.switches() {
+            let ds = match dist[s] {
+                None | Some(0) => continue,
+                Some(d) => d,
+            };
             self.members.clear();
             for p in f.ports_of(s) {
-                let v = f.peer_node[p as usize];
+                let v = f.peer_node[p];
                 if !is_down(p)
                     && !f.is_host(v)
-                    && dist[v as usize] != u32::MAX
-                    && dist[v as usize] + link_cost(f, p) == dist[s as usize]
+                    && dist[v].is_some_and(|dv| dv + link_cost(f, p) == ds)
                 {
                     self.members.push(p);
                 }
@@ -109,41 +128,45 @@ impl Search {
                 starts.push(ports.len() as u32);
                 (starts.len() - 2) as u32
             });
-            found(s, id);
+            found(s, GroupRef::new(id));
         }
     }
 }
 
 /// Dragonfly groups (components of the switch graph without global links), numbered in order of
-/// their lowest switch, with hosts in their switch's group; `(vec![], 0)` without global links.
-fn dragonfly_groups(f: &Fabric) -> (Vec<u32>, u32) {
+/// their lowest switch, with hosts in their switch's group; `(empty, 0)` without global links.
+fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
     if !f.tier.contains(&Tier::Global) {
-        return (Vec::new(), 0);
+        return (IdVec::new(), 0);
     }
-    let mut group = vec![NONE; f.num_nodes as usize];
+    let mut group: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, f.num_nodes as usize);
     let mut count = 0;
     let mut stack = Vec::new();
-    for s in f.num_hosts..f.num_nodes {
-        if group[s as usize] != NONE {
+    for s in f.switches() {
+        if group[s].is_some() {
             continue;
         }
-        group[s as usize] = count;
+        group[s] = Some(count);
         stack.push(s);
         while let Some(u) = stack.pop() {
             for p in f.ports_of(u) {
-                let v = f.peer_node[p as usize];
-                if f.tier[p as usize] != Tier::Global && !f.is_host(v) && group[v as usize] == NONE
-                {
-                    group[v as usize] = count;
+                let v = f.peer_node[p];
+                if f.tier[p] != Tier::Global && !f.is_host(v) && group[v].is_none() {
+                    group[v] = Some(count);
                     stack.push(v);
                 }
             }
         }
         count += 1;
     }
-    for h in 0..f.num_hosts {
-        group[h as usize] = group[f.peer_node[f.host_port(h) as usize] as usize];
+    for h in f.hosts() {
+        group[h] = group[f.peer_node[f.host_port(h)]];
     }
+    // Every switch got a group above, and every host its switch's.
+    let group = group
+        .into_iter()
+        .map(|g| g.expect("every node is in a group"))
+        .collect();
     (group, count)
 }
 
@@ -155,54 +178,54 @@ impl RouteTable {
     /// Routes over the fabric without the links whose egress port is marked in `down` (empty: all
     /// links up). A destination no path reaches gets an empty group.
     pub fn build_avoiding(f: &Fabric, down: &[bool]) -> Self {
-        let is_down = |p: u32| down.get(p as usize).copied().unwrap_or(false);
+        let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
         let n = f.num_nodes as usize;
         let num_switches = n - f.num_hosts as usize;
-        let mut host_switch = Vec::with_capacity(f.num_hosts as usize);
-        let mut host_downlink = Vec::with_capacity(f.num_hosts as usize);
-        let mut edge_index = vec![NONE; n];
+        let mut host_switch = IdVec::with_capacity(f.num_hosts as usize);
+        let mut host_downlink = IdVec::with_capacity(f.num_hosts as usize);
+        let mut edge_index: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, n);
         let mut edges = Vec::new();
-        for h in 0..f.num_hosts {
+        for h in f.hosts() {
             let p = f.host_port(h);
-            let sw = f.peer_node[p as usize];
+            let sw = f.peer_node[p];
             host_switch.push(sw);
-            host_downlink.push(f.peer_port[p as usize]);
-            if edge_index[sw as usize] == NONE {
-                edge_index[sw as usize] = edges.len() as u32;
+            host_downlink.push(f.peer_port[p]);
+            if edge_index[sw].is_none() {
+                edge_index[sw] = Some(edges.len() as u32);
                 edges.push(sw);
             }
         }
         let host_edge_index = host_switch
             .iter()
-            .map(|&s| edge_index[s as usize])
+            .map(|&s| edge_index[s].expect("a host's switch is an edge"))
             .collect();
         let num_edges = edges.len() as u32;
 
         let mut search = Search {
-            dist: vec![u32::MAX; n],
+            dist: IdVec::from_elem(None, n),
             heap: std::collections::BinaryHeap::new(),
             members: Vec::new(),
             dedup: HashMap::new(),
             group_start: vec![0u32],
             group_ports: Vec::new(),
         };
-        let mut group_of = vec![NONE; num_switches * edges.len()];
+        let mut group_of = vec![None; num_switches * edges.len()];
         for (ei, &target) in edges.iter().enumerate() {
-            search.toward(f, &is_down, &[target], |s, id| {
-                group_of[(s - f.num_hosts) as usize * edges.len() + ei] = id;
+            search.toward(f, &is_down, &[target], |s, g| {
+                group_of[f.switch_index(s) * edges.len() + ei] = Some(g);
             });
         }
 
         // Dragonfly groups: the switches connected without global links. Routes toward each
         // group (to any of its switches) serve non-minimal routing via an intermediate group.
         let (node_group, num_df_groups) = dragonfly_groups(f);
-        let mut to_group = vec![NONE; num_switches * num_df_groups as usize];
+        let mut to_group = vec![None; num_switches * num_df_groups as usize];
         let mut targets = Vec::new();
         for g in 0..num_df_groups {
             targets.clear();
-            targets.extend((f.num_hosts..f.num_nodes).filter(|&s| node_group[s as usize] == g));
-            search.toward(f, &is_down, &targets, |s, id| {
-                to_group[(s - f.num_hosts) as usize * num_df_groups as usize + g as usize] = id;
+            targets.extend(f.switches().filter(|&s| node_group[s] == g));
+            search.toward(f, &is_down, &targets, |s, r| {
+                to_group[f.switch_index(s) * num_df_groups as usize + g as usize] = Some(r);
             });
         }
         Self {
@@ -223,30 +246,36 @@ impl RouteTable {
     /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
     #[inline(always)]
     pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        let d = dst as usize;
-        if self.host_switch[d] == node {
-            return std::slice::from_ref(&self.host_downlink[d]);
+        if self.host_switch[dst] == node {
+            return std::slice::from_ref(&self.host_downlink[dst]);
         }
-        let g = self.group_of[(node - self.num_hosts) as usize * self.num_edges as usize
-            + self.host_edge_index[d] as usize];
-        if g == NONE {
-            return &[]; // unreachable (a partition after link failures)
+        match self.group_of[self.slot(node, dst)] {
+            Some(g) => self.ports_of_group(g),
+            None => &[], // unreachable (a partition after link failures)
         }
-        &self.group_ports
-            [self.group_start[g as usize] as usize..self.group_start[g as usize + 1] as usize]
     }
 
-    /// The group id of (`node`, `dst`) (groups are unique to a switch), or None on the last hop.
+    /// Position of (switch `node`, destination host `dst`'s edge) in `group_of`.
+    #[inline(always)]
+    fn slot(&self, node: NodeId, dst: NodeId) -> usize {
+        (node.get() - self.num_hosts) as usize * self.num_edges as usize
+            + self.host_edge_index[dst] as usize
+    }
+
+    #[inline(always)]
+    fn ports_of_group(&self, g: GroupRef) -> &[PortId] {
+        let g = g.id() as usize;
+        &self.group_ports[self.group_start[g] as usize..self.group_start[g + 1] as usize]
+    }
+
+    /// The group id of (`node`, `dst`) (groups are unique to a switch), or None on the last hop
+    /// and where no path reaches `dst`.
     #[inline]
     pub fn group_id(&self, node: NodeId, dst: NodeId) -> Option<u32> {
-        let d = dst as usize;
-        if self.host_switch[d] == node {
+        if self.host_switch[dst] == node {
             return None;
         }
-        Some(
-            self.group_of[(node - self.num_hosts) as usize * self.num_edges as usize
-                + self.host_edge_index[d] as usize],
-        )
+        self.group_of[self.slot(node, dst)].map(GroupRef::id)
     }
 
     pub fn num_groups(&self) -> usize {
@@ -262,19 +291,17 @@ impl RouteTable {
     /// The dragonfly group of a node (a host's is its router's).
     #[inline(always)]
     pub fn df_group(&self, node: NodeId) -> u32 {
-        self.node_group[node as usize]
+        self.node_group[node]
     }
 
     /// Candidate egress ports of switch `node` toward any switch of dragonfly group `g` (empty
     /// when `node` is in `g`, or no live path reaches it).
     #[inline]
     pub fn toward_group(&self, node: NodeId, g: u32) -> &[PortId] {
-        let id = self.to_group
-            [(node - self.num_hosts) as usize * self.num_df_groups as usize + g as usize];
-        if id == NONE {
-            return &[];
+        let at = (node.get() - self.num_hosts) as usize * self.num_df_groups as usize + g as usize;
+        match self.to_group[at] {
+            Some(r) => self.ports_of_group(r),
+            None => &[],
         }
-        &self.group_ports
-            [self.group_start[id as usize] as usize..self.group_start[id as usize + 1] as usize]
     }
 }

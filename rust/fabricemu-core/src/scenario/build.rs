@@ -6,6 +6,7 @@
 
 use crate::config::check::Res;
 use crate::config::spec::Scenario;
+use crate::ids::{IdVec, NodeId};
 use crate::switch::config::check_headroom;
 use crate::switch::pfc::Pfc;
 use crate::topology::faults::{self, LinkFault};
@@ -23,7 +24,7 @@ pub struct Built {
     pub faults: Vec<LinkFault>,
     /// PFC state (when enabled) and the headroom each node reserves out of its buffer.
     pub pfc: Option<Pfc>,
-    pub reserved_headroom: Vec<u64>,
+    pub reserved_headroom: IdVec<NodeId, u64>,
     /// Settings that are allowed but probably not meant (each "key.path: message"); run.json
     /// carries them as `warnings`.
     pub warnings: Vec<String>,
@@ -49,12 +50,12 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
             warnings.extend(check_headroom(
                 &s.switch,
                 &reserved,
-                |n| !fabric.is_host(n as u32),
+                |n| !fabric.is_host(n),
                 max_wire,
             )?);
             (Some(pfc), reserved)
         }
-        None => (None, Vec::new()),
+        None => (None, IdVec::new()),
     };
     let plan = workload::plan(&s.workloads, s.seed)?;
     Ok(Built {

@@ -7,6 +7,7 @@
 //! headroom was too small.
 
 use crate::config::SwitchSpec;
+use crate::ids::{IdVec, NodeId};
 
 /// Where an admitted packet's bytes are counted (released from the same place).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,24 +21,27 @@ pub enum Admission {
 #[derive(Debug)]
 pub struct SharedBuffer {
     /// Bytes in each switch's shared pool (indexed by node; hosts unused).
-    pub used: Vec<u64>,
+    pub used: IdVec<NodeId, u64>,
     /// Shared pool size of each switch: the buffer less the reserved headroom.
-    pub capacity: Vec<u64>,
+    pub capacity: IdVec<NodeId, u64>,
     port_cap: u64,
     queue_cap: u64,
     alpha: Option<f64>,
 }
 
 impl SharedBuffer {
-    pub fn new(num_nodes: u32, spec: &SwitchSpec, reserved_headroom: &[u64]) -> Self {
-        let capacity = (0..num_nodes as usize)
+    /// `reserved_headroom`: per node, the PFC headroom it sets aside (empty without PFC).
+    pub fn new(num_nodes: u32, spec: &SwitchSpec, reserved_headroom: &IdVec<NodeId, u64>) -> Self {
+        let used: IdVec<NodeId, u64> = IdVec::from_elem(0, num_nodes as usize);
+        let capacity = used
+            .ids()
             .map(|n| {
                 spec.buffer_bytes
                     .saturating_sub(reserved_headroom.get(n).copied().unwrap_or(0))
             })
             .collect();
         Self {
-            used: vec![0; num_nodes as usize],
+            used,
             capacity,
             port_cap: spec.port_buffer_bytes.unwrap_or(u64::MAX),
             queue_cap: spec.queue_limit_bytes.unwrap_or(u64::MAX),
@@ -46,14 +50,14 @@ impl SharedBuffer {
     }
 
     #[inline]
-    pub fn free(&self, node: u32) -> u64 {
-        self.capacity[node as usize] - self.used[node as usize]
+    pub fn free(&self, node: NodeId) -> u64 {
+        self.capacity[node] - self.used[node]
     }
 
     /// Admission of a lossy packet of `bytes` into a queue holding `queue_bytes` on a port
     /// holding `port_bytes`.
     #[inline]
-    pub fn admit_lossy(&self, node: u32, port_bytes: u64, queue_bytes: u64, bytes: u64) -> bool {
+    pub fn admit_lossy(&self, node: NodeId, port_bytes: u64, queue_bytes: u64, bytes: u64) -> bool {
         let free = self.free(node);
         if bytes > free
             || port_bytes + bytes > self.port_cap
@@ -71,7 +75,7 @@ impl SharedBuffer {
     #[inline]
     pub fn admit_lossless(
         &self,
-        node: u32,
+        node: NodeId,
         bytes: u64,
         headroom_used: u64,
         headroom: u64,

@@ -1,5 +1,6 @@
 //! `[switch]`: buffers, scheduler, ECN marking and PFC, and their checks, producing a [`SwitchSpec`].
 
+use crate::ids::{IdVec, NodeId};
 use serde::{Deserialize, Serialize};
 
 use crate::config::check::{fraction, positive_size, priority_mask, Res};
@@ -325,16 +326,15 @@ impl PfcFile {
 /// (sized per link, which the user did not choose) is a warning, returned for run.json.
 pub fn check_headroom(
     spec: &SwitchSpec,
-    reserved: &[u64],
-    is_switch: impl Fn(usize) -> bool,
+    reserved: &IdVec<NodeId, u64>,
+    is_switch: impl Fn(NodeId) -> bool,
     packet_bytes: u64,
 ) -> Res<Option<String>> {
     let Some(pfc) = &spec.pfc else {
         return Ok(None);
     };
     let worst = reserved
-        .iter()
-        .enumerate()
+        .iter_enumerated()
         .filter(|&(n, _)| is_switch(n))
         .map(|(_, &r)| r)
         .max()

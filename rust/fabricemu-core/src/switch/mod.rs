@@ -11,6 +11,7 @@ pub mod queue;
 pub use buffer::SharedBuffer;
 
 use crate::config::{EcnSpec, Scheduler};
+use crate::ids::{IdVec, PortId};
 use crate::rng::Rng;
 
 /// The switches' part of the World: every switch's shared buffer, PFC state, ECN marking and the
@@ -21,8 +22,8 @@ pub struct Switches {
     pub ecn: Option<EcnSpec>,
     pub ecn_rng: Rng,
     pub scheduler: Scheduler,
-    /// Per port, with the DWRR scheduler.
-    pub dwrr: Vec<queue::DwrrState>,
+    /// Per port, with the DWRR scheduler (empty with strict priority).
+    pub dwrr: IdVec<PortId, queue::DwrrState>,
 }
 
 impl Switches {

@@ -2,10 +2,11 @@
 //! XOFF the switch sends PAUSE to the upstream port, below XOFF - xon_offset it sends RESUME. The
 //! headroom reserved per (ingress port, lossless priority) absorbs what is still in flight.
 //!
-//! Ingress ports are named by the upstream's egress port id `p` (the link the bytes came over),
-//! which is also the port a PAUSE stops.
+//! Ingress ports are named by the upstream's egress port id `p` (the link the bytes came over,
+//! `Packet::ingress`), which is also the port a PAUSE stops.
 
 use crate::config::{PfcSpec, PfcThreshold};
+use crate::ids::{IdVec, NodeId, PortId};
 use crate::topology::Fabric;
 
 use super::NUM_PRIORITIES;
@@ -16,14 +17,14 @@ pub const PFC_FRAME_BYTES: u32 = 64;
 #[derive(Debug)]
 pub struct Pfc {
     pub spec: PfcSpec,
-    /// Per `p * 8 + priority`: bytes in the downstream switch that arrived over link `p`.
-    ingress_bytes: Vec<u64>,
-    /// Per `p * 8 + priority`: of those, bytes admitted into the headroom.
-    headroom_used: Vec<u64>,
+    /// Per link `p` and priority: bytes in the downstream switch that arrived over it.
+    ingress_bytes: IdVec<PortId, [u64; NUM_PRIORITIES]>,
+    /// Per link `p` and priority: of those, bytes admitted into the headroom.
+    headroom_used: IdVec<PortId, [u64; NUM_PRIORITIES]>,
     /// Per link `p`: headroom of each lossless priority at its downstream switch.
-    headroom: Vec<u64>,
+    headroom: IdVec<PortId, u64>,
     /// Per link `p`: priorities the downstream switch has paused.
-    paused_by_us: Vec<u8>,
+    paused_by_us: IdVec<PortId, u8>,
 }
 
 /// What an enqueue or dequeue asks of the engine.
@@ -41,12 +42,12 @@ impl Pfc {
         fabric: &Fabric,
         max_packet_wire: u64,
         switch_latency_ps: u64,
-    ) -> (Self, Vec<u64>) {
+    ) -> (Self, IdVec<NodeId, u64>) {
         let np = fabric.num_ports() as usize;
         let lossless = spec.priorities.count_ones() as u64;
-        let mut headroom = vec![0u64; np];
-        let mut reserved = vec![0u64; fabric.num_nodes as usize];
-        for (p, room) in headroom.iter_mut().enumerate() {
+        let mut headroom: IdVec<PortId, u64> = IdVec::from_elem(0, np);
+        let mut reserved = IdVec::from_elem(0u64, fabric.num_nodes as usize);
+        for p in fabric.ports() {
             let down = fabric.peer_node[p];
             if fabric.is_host(down) {
                 continue; // hosts do not send PFC
@@ -58,15 +59,15 @@ impl Pfc {
                     max_packet_wire,
                 )
             });
-            *room = h;
-            reserved[down as usize] += h * lossless;
+            headroom[p] = h;
+            reserved[down] += h * lossless;
         }
         let pfc = Self {
             spec,
-            ingress_bytes: vec![0; np * NUM_PRIORITIES],
-            headroom_used: vec![0; np * NUM_PRIORITIES],
+            ingress_bytes: IdVec::from_elem([0; NUM_PRIORITIES], np),
+            headroom_used: IdVec::from_elem([0; NUM_PRIORITIES], np),
             headroom,
-            paused_by_us: vec![0; np],
+            paused_by_us: IdVec::from_elem(0, np),
         };
         (pfc, reserved)
     }
@@ -77,13 +78,13 @@ impl Pfc {
     }
 
     #[inline]
-    pub fn headroom_of(&self, p: u32) -> u64 {
-        self.headroom[p as usize]
+    pub fn headroom_of(&self, p: PortId) -> u64 {
+        self.headroom[p]
     }
 
     #[inline]
-    pub fn headroom_used(&self, p: u32, priority: u8) -> u64 {
-        self.headroom_used[p as usize * NUM_PRIORITIES + priority as usize]
+    pub fn headroom_used(&self, p: PortId, priority: u8) -> u64 {
+        self.headroom_used[p][priority as usize]
     }
 
     #[inline]
@@ -98,22 +99,20 @@ impl Pfc {
     #[inline]
     pub fn on_enqueue(
         &mut self,
-        p: u32,
+        p: PortId,
         priority: u8,
         bytes: u64,
         in_headroom: bool,
         free_shared: u64,
     ) -> PfcAction {
-        let i = p as usize * NUM_PRIORITIES + priority as usize;
-        self.ingress_bytes[i] += bytes;
+        let c = priority as usize;
+        self.ingress_bytes[p][c] += bytes;
         if in_headroom {
-            self.headroom_used[i] += bytes;
+            self.headroom_used[p][c] += bytes;
         }
         let bit = 1 << priority;
-        if self.paused_by_us[p as usize] & bit == 0
-            && self.ingress_bytes[i] > self.xoff(free_shared)
-        {
-            self.paused_by_us[p as usize] |= bit;
+        if self.paused_by_us[p] & bit == 0 && self.ingress_bytes[p][c] > self.xoff(free_shared) {
+            self.paused_by_us[p] |= bit;
             return PfcAction::Pause;
         }
         PfcAction::None
@@ -123,24 +122,24 @@ impl Pfc {
     #[inline]
     pub fn on_dequeue(
         &mut self,
-        p: u32,
+        p: PortId,
         priority: u8,
         bytes: u64,
         in_headroom: bool,
         free_shared: u64,
     ) -> PfcAction {
-        let i = p as usize * NUM_PRIORITIES + priority as usize;
-        self.ingress_bytes[i] -= bytes;
+        let c = priority as usize;
+        self.ingress_bytes[p][c] -= bytes;
         if in_headroom {
-            self.headroom_used[i] -= bytes;
+            self.headroom_used[p][c] -= bytes;
         }
         let bit = 1 << priority;
         // Resume only once the headroom is empty again: a resumed upstream may send a full round
         // trip before a new PAUSE takes effect, and that is what the headroom is sized for.
-        if self.paused_by_us[p as usize] & bit != 0 && self.headroom_used[i] == 0 {
-            let q = self.ingress_bytes[i];
+        if self.paused_by_us[p] & bit != 0 && self.headroom_used[p][c] == 0 {
+            let q = self.ingress_bytes[p][c];
             if q == 0 || q + self.spec.xon_offset_bytes <= self.xoff(free_shared) {
-                self.paused_by_us[p as usize] &= !bit;
+                self.paused_by_us[p] &= !bit;
                 return PfcAction::Resume;
             }
         }
@@ -148,14 +147,14 @@ impl Pfc {
     }
 
     /// Bytes queued at the downstream switch that came over link `p` with `priority`.
-    pub fn ingress_bytes(&self, p: u32, priority: u8) -> u64 {
-        self.ingress_bytes[p as usize * NUM_PRIORITIES + priority as usize]
+    pub fn ingress_bytes(&self, p: PortId, priority: u8) -> u64 {
+        self.ingress_bytes[p][priority as usize]
     }
 
     /// Whether the downstream switch of link `p` has paused `priority` on it (its last frame for
     /// that class was a PAUSE).
-    pub fn paused_by_us(&self, p: u32, priority: u8) -> bool {
-        self.paused_by_us[p as usize] & (1 << priority) != 0
+    pub fn paused_by_us(&self, p: PortId, priority: u8) -> bool {
+        self.paused_by_us[p] & (1 << priority) != 0
     }
 }
 
@@ -184,7 +183,8 @@ pub fn find_cycle(num_nodes: usize, edges: &[(u32, u32)]) -> Option<Vec<u32>> {
     }
     // Iterative DFS with colours: 0 new, 1 on stack, 2 done.
     let mut colour = vec![0u8; num_nodes];
-    let mut parent = vec![u32::MAX; num_nodes];
+    // Set for every node pushed after the start; the walk back from a back edge stays on those.
+    let mut parent: Vec<Option<u32>> = vec![None; num_nodes];
     for start in 0..num_nodes {
         if colour[start] != 0 || adj[start].is_empty() {
             continue;
@@ -197,7 +197,7 @@ pub fn find_cycle(num_nodes: usize, edges: &[(u32, u32)]) -> Option<Vec<u32>> {
                 match colour[v as usize] {
                     0 => {
                         colour[v as usize] = 1;
-                        parent[v as usize] = u;
+                        parent[v as usize] = Some(u);
                         stack.push((v, 0));
                     }
                     1 => {
@@ -205,7 +205,7 @@ pub fn find_cycle(num_nodes: usize, edges: &[(u32, u32)]) -> Option<Vec<u32>> {
                         let mut cycle = vec![u];
                         let mut w = u;
                         while w != v {
-                            w = parent[w as usize];
+                            w = parent[w as usize].expect("on the DFS stack below v");
                             cycle.push(w);
                         }
                         cycle.reverse();

@@ -157,7 +157,15 @@ mod tests {
     use crate::packet::Packet;
 
     fn alloc(arena: &mut PacketArena, seq: u32, wire: u32) -> PacketId {
-        arena.alloc(Packet::data(0, seq, 0, 0, wire, 0, false))
+        arena.alloc(Packet::data(
+            crate::ids::FlowId::new(0),
+            seq,
+            crate::ids::NodeId::new(0),
+            0,
+            wire,
+            0,
+            false,
+        ))
     }
 
     #[test]

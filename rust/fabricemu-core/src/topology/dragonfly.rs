@@ -11,7 +11,7 @@
 //! - absolute (consecutive): t = j if j < x, else j + 1;
 //! - relative (circulant): t = x + j + 1 (mod g).
 
-use super::{Fabric, FabricBuilder, NodeId, Role, Tier};
+use super::{Fabric, FabricBuilder, Role, Tier};
 use crate::config::{Arrangement, LinkSpec};
 
 /// Target group of group `x`'s global port `j`, and the port index of the link at that group.
@@ -37,7 +37,7 @@ fn connect_groups(
     ports_per_group: u32,
     arrangement: Arrangement,
     global: LinkSpec,
-    owner: impl Fn(u32, u32) -> NodeId,
+    owner: impl Fn(u32, u32) -> u32,
 ) {
     let used = ports_per_group.min(g - 1);
     for x in 0..g {
@@ -137,15 +137,15 @@ mod tests {
             for arr in [Arrangement::Absolute, Arrangement::Relative] {
                 let f = build(p, a, h, g, arr, L, L, L);
                 assert_eq!(f.num_hosts, hosts);
-                for r in f.num_hosts..f.num_nodes {
+                for r in f.switches() {
                     assert_eq!(f.ports_of(r).len() as u32, p + a - 1 + h, "router radix");
                 }
                 // Exactly one global link between every pair of groups.
                 let mut pairs = std::collections::BTreeSet::new();
-                for port in 0..f.num_ports() as usize {
+                for port in f.ports() {
                     if f.tier[port] == Tier::Global {
-                        let gx = (f.port_node[port] - f.num_hosts) / a;
-                        let gy = (f.peer_node[port] - f.num_hosts) / a;
+                        let gx = f.switch_index(f.port_node[port]) as u32 / a;
+                        let gy = f.switch_index(f.peer_node[port]) as u32 / a;
                         assert_ne!(gx, gy);
                         assert!(pairs.insert((gx, gy)), "{arr:?}: two links {gx}->{gy}");
                     }
@@ -159,10 +159,10 @@ mod tests {
     fn dragonfly_plus_groups_are_leaf_spines() {
         let f = build_plus(4, 4, 4, 4, 17, Arrangement::Absolute, L, L, L);
         assert_eq!(f.num_hosts, 4 * 4 * 17);
-        let spine = f.num_hosts + 4 * 17;
+        let spine = crate::ids::NodeId::new(f.num_hosts + 4 * 17);
         // A spine: 4 leaves + 4 global links.
         assert_eq!(f.ports_of(spine).len(), 8);
-        let leaf = f.num_hosts;
+        let leaf = crate::ids::NodeId::new(f.num_hosts);
         assert_eq!(f.ports_of(leaf).len(), 8);
     }
 }

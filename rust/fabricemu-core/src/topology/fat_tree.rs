@@ -62,12 +62,12 @@ mod tests {
             assert_eq!(f.num_hosts, k * k * k / 4);
             assert_eq!(f.num_nodes - f.num_hosts, k * k + k * k / 4);
             // Every switch has k ports; every host one.
-            for n in 0..f.num_nodes {
+            for n in f.nodes() {
                 let d = f.ports_of(n).len() as u32;
                 assert_eq!(d, if f.is_host(n) { 1 } else { k }, "node {n}");
             }
-            for p in 0..f.num_ports() {
-                assert_eq!(f.peer_port[f.peer_port[p as usize] as usize], p);
+            for p in f.ports() {
+                assert_eq!(f.peer_port[f.peer_port[p]], p);
             }
         }
     }

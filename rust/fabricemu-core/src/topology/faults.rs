@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Fabric, PortId};
+use super::{Fabric, LinkId, NodeId};
 use crate::config::check::Res;
 use crate::config::values::{Duration, LinkRate};
 use crate::config::{FaultKind, FaultSpec, NodeName, ScenarioError};
@@ -122,11 +122,12 @@ impl FaultFile {
     }
 }
 
-/// A fault resolved against the fabric: the two directed ports of its link.
+/// A fault resolved against the fabric: the two directed links (one per direction) of the link
+/// it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkFault {
     pub spec: FaultSpec,
-    pub ports: [PortId; 2],
+    pub links: [LinkId; 2],
 }
 
 /// The distinct roles of the fabric's nodes, in node order.
@@ -140,9 +141,9 @@ fn roles(fabric: &Fabric) -> Vec<&'static str> {
     out
 }
 
-fn node_id(fabric: &Fabric, path: String, name: &NodeName) -> Res<u32> {
+fn node_id(fabric: &Fabric, path: String, name: &NodeName) -> Res<NodeId> {
     match name {
-        NodeName::Id(id) if *id < fabric.num_nodes => Ok(*id),
+        NodeName::Id(id) if *id < fabric.num_nodes => Ok(NodeId::new(*id)),
         NodeName::Id(id) => Err(ScenarioError::at(
             path,
             format!(
@@ -153,10 +154,9 @@ fn node_id(fabric: &Fabric, path: String, name: &NodeName) -> Res<u32> {
         NodeName::Role { role, index } => {
             let mut of_role = fabric
                 .role
-                .iter()
-                .enumerate()
+                .iter_enumerated()
                 .filter(|(_, r)| r.as_str() == role.as_str())
-                .map(|(n, _)| n as u32);
+                .map(|(n, _)| n);
             if let Some(n) = of_role.clone().nth(*index as usize) {
                 return Ok(n);
             }
@@ -179,9 +179,9 @@ fn node_id(fabric: &Fabric, path: String, name: &NodeName) -> Res<u32> {
     }
 }
 
-fn shown(fabric: &Fabric, name: &NodeName, id: u32) -> String {
+fn shown(fabric: &Fabric, name: &NodeName, id: NodeId) -> String {
     match name {
-        NodeName::Id(_) => format!("node {id} ({})", fabric.role[id as usize]),
+        NodeName::Id(_) => format!("node {id} ({})", fabric.role[id]),
         NodeName::Role { role, index } => format!("{role}:{index} (node {id})"),
     }
 }
@@ -192,9 +192,7 @@ pub fn resolve(fabric: &Fabric, specs: &[FaultSpec]) -> Res<Vec<LinkFault>> {
     for (i, f) in specs.iter().enumerate() {
         let a = node_id(fabric, format!("fault.{i}.link.0"), &f.ends[0])?;
         let b = node_id(fabric, format!("fault.{i}.link.1"), &f.ends[1])?;
-        let port = fabric
-            .ports_of(a)
-            .find(|&p| fabric.peer_node[p as usize] == b);
+        let port = fabric.ports_of(a).find(|&p| fabric.peer_node[p] == b);
         let Some(p) = port else {
             return Err(ScenarioError::at(
                 format!("fault.{i}.link"),
@@ -207,7 +205,7 @@ pub fn resolve(fabric: &Fabric, specs: &[FaultSpec]) -> Res<Vec<LinkFault>> {
         };
         out.push(LinkFault {
             spec: f.clone(),
-            ports: [p, fabric.peer_port[p as usize]],
+            links: [LinkId::of_egress(p), LinkId::of_egress(fabric.peer_port[p])],
         });
     }
     Ok(out)

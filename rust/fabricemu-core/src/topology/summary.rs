@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::{Fabric, NodeId, Tier};
+use super::{Fabric, IdVec, NodeId, Tier};
 use crate::units::{format_rate, format_time};
 
 /// Statistics of one fabric (see the module documentation for the definitions).
@@ -105,8 +105,8 @@ pub struct RoleCount {
 /// Hosts, switches, links, switches per role and links per tier of `fabric`.
 pub fn size(fabric: &Fabric) -> FabricSize {
     let mut roles: Vec<RoleCount> = Vec::new();
-    for n in fabric.num_hosts..fabric.num_nodes {
-        let role = fabric.role[n as usize].as_str();
+    for n in fabric.switches() {
+        let role = fabric.role[n].as_str();
         match roles.iter_mut().find(|r| r.role == role) {
             Some(r) => r.switches += 1,
             None => roles.push(RoleCount {
@@ -206,37 +206,39 @@ pub fn summarize(fabric: &Fabric) -> FabricSummary {
     }
 }
 
-/// Hop distance of every node from the nearest host (`u32::MAX` if no host reaches it).
-fn levels(f: &Fabric) -> Vec<u32> {
-    let mut level = vec![u32::MAX; f.num_nodes as usize];
+/// Hop distance of every node from the nearest host (None if no host reaches it).
+fn levels(f: &Fabric) -> IdVec<NodeId, Option<u32>> {
+    let mut level = IdVec::from_elem(None, f.num_nodes as usize);
     let mut queue = VecDeque::new();
-    for h in 0..f.num_hosts {
-        level[h as usize] = 0;
-        queue.push_back(h);
+    for h in f.hosts() {
+        level[h] = Some(0);
+        queue.push_back((h, 0));
     }
-    while let Some(n) = queue.pop_front() {
+    while let Some((n, at)) = queue.pop_front() {
         for p in f.ports_of(n) {
-            let m = f.peer_node[p as usize];
-            if level[m as usize] == u32::MAX {
-                level[m as usize] = level[n as usize] + 1;
-                queue.push_back(m);
+            let m = f.peer_node[p];
+            if level[m].is_none() {
+                level[m] = Some(at + 1);
+                queue.push_back((m, at + 1));
             }
         }
     }
     level
 }
 
-fn roles(f: &Fabric, levels: &[u32]) -> Vec<RoleSummary> {
+fn roles(f: &Fabric, levels: &IdVec<NodeId, Option<u32>>) -> Vec<RoleSummary> {
+    // Unreached nodes sort above every reached one, as the largest level would.
+    let level = |n: NodeId| levels[n].unwrap_or(u32::MAX);
     let mut out: Vec<RoleSummary> = Vec::new();
-    for n in f.num_hosts..f.num_nodes {
-        let role = f.role[n as usize].as_str();
+    for n in f.switches() {
+        let role = f.role[n].as_str();
         let (mut down, mut up) = (0u64, 0u64);
         for p in f.ports_of(n) {
-            let peer = levels[f.peer_node[p as usize] as usize];
-            let rate = f.rate_bps[p as usize];
-            if peer < levels[n as usize] {
+            let peer = level(f.peer_node[p]);
+            let rate = f.rate_bps[p];
+            if peer < level(n) {
                 down = down.saturating_add(rate);
-            } else if peer > levels[n as usize] {
+            } else if peer > level(n) {
                 up = up.saturating_add(rate);
             }
         }
@@ -245,7 +247,7 @@ fn roles(f: &Fabric, levels: &[u32]) -> Vec<RoleSummary> {
         match out.iter_mut().find(|r| r.role == role) {
             Some(r) => {
                 r.switches += 1;
-                r.level = r.level.min(levels[n as usize]);
+                r.level = r.level.min(level(n));
                 r.ports_min = r.ports_min.min(ports);
                 r.ports_max = r.ports_max.max(ports);
                 r.down_bps = r.down_bps.max(down);
@@ -258,7 +260,7 @@ fn roles(f: &Fabric, levels: &[u32]) -> Vec<RoleSummary> {
             None => out.push(RoleSummary {
                 role: role.to_string(),
                 switches: 1,
-                level: levels[n as usize],
+                level: level(n),
                 ports_min: ports,
                 ports_max: ports,
                 down_bps: down,
@@ -283,9 +285,8 @@ fn tiers(f: &Fabric) -> Vec<TierSummary> {
             delay_max_ps: 0,
         };
         // Each cable is two ports; count it once, from its lower-numbered port.
-        for p in 0..f.num_ports() {
-            let i = p as usize;
-            if f.tier[i] != tier || f.peer_port[i] < p {
+        for i in f.ports() {
+            if f.tier[i] != tier || f.peer_port[i] < i {
                 continue;
             }
             t.links += 1;
@@ -312,12 +313,12 @@ fn diameter(f: &Fabric) -> Option<u32> {
     // A host is seen from the fabric as the set of switches it attaches to; hosts with the same set
     // are the same distance from everything. BFS once per distinct set.
     let attachment = |h: NodeId| -> Vec<NodeId> {
-        let mut v: Vec<NodeId> = f.ports_of(h).map(|p| f.peer_node[p as usize]).collect();
+        let mut v: Vec<NodeId> = f.ports_of(h).map(|p| f.peer_node[p]).collect();
         v.sort_unstable();
         v.dedup();
         v
     };
-    let mut sets: Vec<Vec<NodeId>> = (0..hosts).map(attachment).collect();
+    let mut sets: Vec<Vec<NodeId>> = f.hosts().map(attachment).collect();
     let mut shared_set = false;
     sets.sort_unstable();
     let before = sets.len();
@@ -326,37 +327,32 @@ fn diameter(f: &Fabric) -> Option<u32> {
         // Two hosts on the same switch(es): 2 links apart.
         shared_set = true;
     }
-    let mut dist = vec![u32::MAX; f.num_nodes as usize];
+    let mut dist: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, f.num_nodes as usize);
     let mut queue = VecDeque::new();
     let mut longest = if shared_set { 2 } else { 0 };
     for (i, from) in sets.iter().enumerate() {
-        dist.fill(u32::MAX);
+        dist.fill(None);
         queue.clear();
         for &sw in from {
-            dist[sw as usize] = 1;
-            queue.push_back(sw);
+            dist[sw] = Some(1);
+            queue.push_back((sw, 1));
         }
-        while let Some(n) = queue.pop_front() {
+        while let Some((n, d)) = queue.pop_front() {
             if f.is_host(n) {
                 continue;
             }
             for p in f.ports_of(n) {
-                let m = f.peer_node[p as usize];
-                if dist[m as usize] == u32::MAX {
-                    dist[m as usize] = dist[n as usize] + 1;
-                    queue.push_back(m);
+                let m = f.peer_node[p];
+                if dist[m].is_none() {
+                    dist[m] = Some(d + 1);
+                    queue.push_back((m, d + 1));
                 }
             }
         }
         for to in &sets[i + 1..] {
-            let d = to
-                .iter()
-                .map(|&sw| dist[sw as usize])
-                .min()
-                .unwrap_or(u32::MAX);
-            if d == u32::MAX {
-                return None;
-            }
+            // Every host attaches to some switch; a set none of whose switches was reached is
+            // cut off.
+            let d = to.iter().filter_map(|&sw| dist[sw]).min()?;
             longest = longest.max(d + 1);
         }
     }
@@ -372,30 +368,38 @@ fn bisection(f: &Fabric) -> (u64, u64) {
     let half = hosts / 2;
     let host_rate = |h: NodeId| -> u64 {
         f.ports_of(h)
-            .map(|p| f.rate_bps[p as usize])
+            .map(|p| f.rate_bps[p])
             .fold(0u64, u64::saturating_add)
     };
-    let a: u64 = (0..half).map(host_rate).fold(0, u64::saturating_add);
-    let b: u64 = (half..hosts).map(host_rate).fold(0, u64::saturating_add);
+    let a: u64 = f
+        .hosts()
+        .take(half as usize)
+        .map(host_rate)
+        .fold(0, u64::saturating_add);
+    let b: u64 = f
+        .hosts()
+        .skip(half as usize)
+        .map(host_rate)
+        .fold(0, u64::saturating_add);
     let demand = a.min(b);
 
     let n = f.num_nodes as usize;
     let (source, sink) = (n, n + 1);
     let mut g = FlowNetwork::new(n + 2);
     let unlimited = u64::MAX / 4;
-    for h in 0..hosts {
-        if h < half {
-            g.add_edge(source, h as usize, unlimited);
+    // The flow network numbers its vertices: node ids become plain indices here.
+    for h in f.hosts() {
+        if h.get() < half {
+            g.add_edge(source, h.index(), unlimited);
         } else {
-            g.add_edge(h as usize, sink, unlimited);
+            g.add_edge(h.index(), sink, unlimited);
         }
     }
-    for p in 0..f.num_ports() {
-        let i = p as usize;
+    for p in f.ports() {
         g.add_edge(
-            f.port_node[i] as usize,
-            f.peer_node[i] as usize,
-            f.rate_bps[i],
+            f.port_node[p].index(),
+            f.peer_node[p].index(),
+            f.rate_bps[p],
         );
     }
     (g.max_flow(source, sink).min(demand), demand)

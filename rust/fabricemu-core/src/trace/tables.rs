@@ -10,6 +10,7 @@ use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Field};
 
 use super::stream::Columns;
+use crate::ids::{FlowId, LinkId, NodeId, PortId};
 
 /// A count or time as Arrow's (and the PyData tools') int64: `finish - start` cannot wrap in
 /// DuckDB or polars. The engine's values stay far below 2^63 (validated times); a larger one is
@@ -40,16 +41,16 @@ impl QueueRows {
     pub fn push(
         &mut self,
         time_ps: u64,
-        switch: u32,
-        port: u32,
+        switch: NodeId,
+        port: PortId,
         priority: u8,
         bytes: u64,
         packets: u32,
         max_bytes: u64,
     ) {
         self.time_ps.append_value(int64(time_ps));
-        self.switch.append_value(switch);
-        self.port.append_value(port);
+        self.switch.append_value(switch.get());
+        self.port.append_value(port.get());
         self.priority.append_value(priority);
         self.bytes.append_value(int64(bytes));
         self.packets.append_value(packets);
@@ -105,18 +106,18 @@ impl LinkRows {
     pub fn push(
         &mut self,
         time_ps: u64,
-        link: u32,
-        src: u32,
-        dst: u32,
+        link: LinkId,
+        src: NodeId,
+        dst: NodeId,
         tier: &str,
         tx_bytes: u64,
         utilisation: f64,
         paused_ps: u64,
     ) {
         self.time_ps.append_value(int64(time_ps));
-        self.link.append_value(link);
-        self.src.append_value(src);
-        self.dst.append_value(dst);
+        self.link.append_value(link.get());
+        self.src.append_value(src.get());
+        self.dst.append_value(dst.get());
         self.tier.append_value(tier);
         self.tx_bytes.append_value(int64(tx_bytes));
         self.utilisation.append_value(utilisation);
@@ -174,18 +175,18 @@ impl PfcRows {
     pub fn push(
         &mut self,
         time_ps: u64,
-        switch: u32,
-        port: u32,
-        upstream: u32,
-        paused_port: u32,
+        switch: NodeId,
+        port: PortId,
+        upstream: NodeId,
+        paused_port: PortId,
         priority: u8,
         pause: bool,
     ) {
         self.time_ps.append_value(int64(time_ps));
-        self.switch.append_value(switch);
-        self.port.append_value(port);
-        self.upstream.append_value(upstream);
-        self.paused_port.append_value(paused_port);
+        self.switch.append_value(switch.get());
+        self.port.append_value(port.get());
+        self.upstream.append_value(upstream.get());
+        self.paused_port.append_value(paused_port.get());
         self.priority.append_value(priority);
         self.action
             .append_value(if pause { "pause" } else { "resume" });
@@ -238,9 +239,9 @@ pub struct RateRows {
 }
 
 impl RateRows {
-    pub fn push(&mut self, time_ps: u64, flow_id: u64, r: &crate::cc::RateSample) {
+    pub fn push(&mut self, time_ps: u64, flow_id: FlowId, r: &crate::cc::RateSample) {
         self.time_ps.append_value(int64(time_ps));
-        self.flow_id.append_value(int64(flow_id));
+        self.flow_id.append_value(int64(flow_id.get() as u64));
         self.rate_bps.append_value(int64(r.rate_bps));
         self.target_bps.append_option(r.target_bps.map(int64));
         self.alpha.append_option(r.alpha);

@@ -13,8 +13,9 @@ use super::stream::Stream;
 use super::tables::{LinkRows, PfcRows, QueueRows, RateRows};
 use crate::cc::RateSample;
 use crate::config::TraceSpec;
+use crate::ids::{FlowId, IdVec, LinkId, NodeId, PortId};
 use crate::switch::{PortQueue, NUM_PRIORITIES};
-use crate::topology::{NodeId, Tier};
+use crate::topology::Tier;
 use crate::transport::NEVER;
 use crate::units::Time;
 
@@ -29,9 +30,10 @@ pub struct Traces {
     pub error: Option<io::Error>,
 }
 
-/// One port as the links trace samples it: its ends, tier and rate, and its counters so far.
+/// One link as the links trace samples it: its ends, tier and rate, and its counters so far.
 #[derive(Debug, Clone, Copy)]
 pub struct LinkSample {
+    pub link: LinkId,
     pub node: NodeId,
     pub peer_node: NodeId,
     pub tier: Tier,
@@ -45,10 +47,10 @@ pub struct LinkSample {
 pub struct Tracer {
     spec: TraceSpec,
     pub traces: Traces,
-    /// Per port, at the previous links sample: tx bytes and paused time.
-    links_last: Vec<(u64, u64)>,
+    /// Per link, at the previous links sample: tx bytes and paused time.
+    links_last: IdVec<LinkId, (u64, u64)>,
     /// Per flow: when its last rates row was written.
-    rates_last: Vec<Time>,
+    rates_last: IdVec<FlowId, Time>,
 }
 
 impl Tracer {
@@ -71,8 +73,8 @@ impl Tracer {
         Self {
             spec,
             traces,
-            links_last: vec![(0, 0); num_ports],
-            rates_last: vec![NEVER; num_flows],
+            links_last: IdVec::from_elem((0, 0), num_ports),
+            rates_last: IdVec::from_elem(NEVER, num_flows),
         }
     }
 
@@ -96,17 +98,17 @@ impl Tracer {
         }
     }
 
-    /// One queues sample at `now` over every port (in port order: its node, whether it is a
-    /// NIC's, its queue; each class's high-water mark is taken). Returns the interval to the next
-    /// sample, or None when queues are not traced or writing failed.
+    /// One queues sample at `now` over every port (in port order: the port, its node, whether it
+    /// is a NIC's, its queue; each class's high-water mark is taken). Returns the interval to the
+    /// next sample, or None when queues are not traced or writing failed.
     pub fn sample_queues<'q>(
         &mut self,
         now: Time,
-        ports: impl Iterator<Item = (NodeId, bool, &'q mut PortQueue)>,
+        ports: impl Iterator<Item = (PortId, NodeId, bool, &'q mut PortQueue)>,
     ) -> Option<Time> {
         let spec = self.spec.queues?;
         let table = self.traces.queues.as_mut()?;
-        for (p, (node, from_host, q)) in ports.enumerate() {
+        for (p, node, from_host, q) in ports {
             if from_host && !spec.hosts {
                 continue;
             }
@@ -119,7 +121,7 @@ impl Tracer {
                 table.cols.push(
                     now,
                     node,
-                    p as u32,
+                    p,
                     c as u8,
                     bytes as u64,
                     q.class_packets[c],
@@ -134,7 +136,7 @@ impl Tracer {
         Some(spec.interval_ps)
     }
 
-    /// One links sample at `now` over every port (in port order): bytes sent, utilisation and
+    /// One links sample at `now` over every link (in link order): bytes sent, utilisation and
     /// paused time since the previous sample. Returns the interval to the next sample, or None
     /// when links are not traced or writing failed.
     pub fn sample_links(
@@ -143,16 +145,16 @@ impl Tracer {
         ports: impl Iterator<Item = LinkSample>,
     ) -> Option<Time> {
         let interval = self.spec.links_interval_ps?;
-        for (p, s) in ports.enumerate() {
+        for s in ports {
             let (last_tx, last_paused) =
-                std::mem::replace(&mut self.links_last[p], (s.tx_bytes, s.paused_ps));
+                std::mem::replace(&mut self.links_last[s.link], (s.tx_bytes, s.paused_ps));
             let bytes = s.tx_bytes - last_tx;
             let utilisation = (bytes as f64 * 8.0) / (s.rate_bps as f64 * interval as f64 * 1e-12);
             let tier = crate::topology::summary::tier_name(s.tier);
             let table = self.traces.links.as_mut()?;
             table.cols.push(
                 now,
-                p as u32,
+                s.link,
                 s.node,
                 s.peer_node,
                 tier,
@@ -174,9 +176,9 @@ impl Tracer {
         &mut self,
         now: Time,
         switch: NodeId,
-        port: u32,
+        port: PortId,
         upstream: NodeId,
-        paused_port: u32,
+        paused_port: PortId,
         priority: u8,
         pause: bool,
     ) {
@@ -192,7 +194,7 @@ impl Tracer {
     /// is at least the interval old; `sample` reads the congestion control's state (only then).
     pub fn rate_changed(
         &mut self,
-        fid: u32,
+        fid: FlowId,
         now: Time,
         sample: impl FnOnce() -> Option<RateSample>,
     ) {
@@ -201,19 +203,19 @@ impl Tracer {
         };
         let spec = self.spec.rates.as_ref().expect("rates trace configured");
         if let Some(only) = &spec.flows {
-            if only.binary_search(&fid).is_err() {
+            if only.binary_search(&fid.get()).is_err() {
                 return;
             }
         }
-        let last = self.rates_last[fid as usize];
+        let last = self.rates_last[fid];
         if spec.interval_ps > 0 && last != NEVER && now - last < spec.interval_ps {
             return;
         }
-        self.rates_last[fid as usize] = now;
+        self.rates_last[fid] = now;
         let Some(r) = sample() else {
             return;
         };
-        rates.cols.push(now, fid as u64, &r);
+        rates.cols.push(now, fid, &r);
         let r = rates.row_done();
         self.keep_error(r);
     }
@@ -296,7 +298,7 @@ mod tests {
         let mut t = Tracer::new(spec(), true, true, 4, 4);
         let mut asked = 0;
         let mut change = |t: &mut Tracer, fid: u32, now: Time| {
-            t.rate_changed(fid, now, || {
+            t.rate_changed(FlowId::new(fid), now, || {
                 asked += 1;
                 sample(fid)
             })
@@ -322,8 +324,9 @@ mod tests {
     fn links_rows_carry_what_happened_since_the_previous_sample() {
         let mut t = Tracer::new(spec(), false, false, 1, 0);
         let at = |tx: u64, paused: u64| LinkSample {
-            node: 4,
-            peer_node: 0,
+            link: LinkId::new(0),
+            node: NodeId::new(4),
+            peer_node: NodeId::new(0),
             tier: Tier::Host,
             rate_bps: 8_000_000_000, // 1 byte per ns
             tx_bytes: tx,
@@ -357,15 +360,23 @@ mod tests {
         let mut arena = PacketArena::default();
         let mut q = [PortQueue::default(), PortQueue::default()];
         for (port, class) in [(0usize, 3u8), (1, 3), (1, 3)] {
-            let id = arena.alloc(Packet::data(0, 0, 1, 0, 1000, class, false));
+            let id = arena.alloc(Packet::data(
+                FlowId::new(0),
+                0,
+                NodeId::new(1),
+                0,
+                1000,
+                class,
+                false,
+            ));
             q[port].push(&mut arena, id, class, 1000);
         }
         let mut t = Tracer::new(spec(), false, false, 2, 0);
         let from_host = [true, false];
-        let ports = q
-            .iter_mut()
-            .enumerate()
-            .map(|(p, q)| (7 + p as u32, from_host[p], q));
+        let ports = q.iter_mut().enumerate().map(|(p, q)| {
+            let port = PortId::new(p as u32);
+            (port, NodeId::new(7 + p as u32), from_host[p], q)
+        });
         assert_eq!(t.sample_queues(42, ports), Some(1_000));
         let b = &t.traces.queues.as_mut().unwrap().batches().unwrap()[0];
         assert_eq!(
@@ -398,10 +409,13 @@ mod tests {
         // PFC traced but off in the switch; rates traced but the scheme reports none.
         let mut t = Tracer::new(none, false, false, 2, 2);
         assert!(t.traces.pfc.is_none() && t.traces.rates.is_none());
-        t.pfc_frame(5, 4, 1, 5, 2, 3, true);
-        t.rate_changed(0, 5, || panic!("no rates table: nothing to sample"));
+        let (n, p) = (NodeId::new, PortId::new);
+        t.pfc_frame(5, n(4), p(1), n(5), p(2), 3, true);
+        t.rate_changed(FlowId::new(0), 5, || {
+            panic!("no rates table: nothing to sample")
+        });
         let mut q = [PortQueue::default(), PortQueue::default()];
-        let ports = q.iter_mut().map(|q| (4, false, q));
+        let ports = q.iter_mut().map(|q| (p(0), n(4), false, q));
         assert_eq!(t.sample_queues(5, ports), None);
         assert_eq!(t.sample_links(5, std::iter::empty()), None);
     }

@@ -7,12 +7,11 @@ pub mod ideal;
 
 use std::collections::VecDeque;
 
+use crate::ids::{FlowId, IdVec, NodeId};
 use crate::units::Time;
 
 /// No time set.
 pub const NEVER: Time = Time::MAX;
-/// No barrier.
-pub const NO_BARRIER: u32 = u32::MAX;
 
 /// Transport settings every flow shares.
 #[derive(Debug, Clone, Copy)]
@@ -34,8 +33,9 @@ pub struct TransportParams {
 /// `rotate`), or oldest first.
 #[derive(Debug, Clone)]
 pub struct Nics {
-    pub ring: Vec<VecDeque<u32>>,
-    pub rotate: Vec<bool>,
+    /// Per host: its active flows.
+    pub ring: IdVec<NodeId, VecDeque<FlowId>>,
+    pub rotate: IdVec<NodeId, bool>,
     /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
     pub fifo: bool,
 }
@@ -44,7 +44,7 @@ impl Nics {
     pub fn new(hosts: u32, fifo: bool) -> Self {
         Self {
             ring: (0..hosts).map(|_| VecDeque::new()).collect(),
-            rotate: vec![false; hosts as usize],
+            rotate: IdVec::from_elem(false, hosts as usize),
             fifo,
         }
     }
@@ -53,8 +53,8 @@ impl Nics {
 /// Sender and receiver state of one flow.
 #[derive(Debug, Clone)]
 pub struct Flow {
-    pub src: u32,
-    pub dst: u32,
+    pub src: NodeId,
+    pub dst: NodeId,
     pub size_bytes: u64,
     /// When the flow starts (NEVER until a dependency releases it).
     pub start: Time,
@@ -64,8 +64,8 @@ pub struct Flow {
     pub header_fwd: u64,
     pub header_rev: u64,
     pub workload: u32,
-    /// Barrier this flow counts toward when it finishes.
-    pub completes: u32,
+    /// Barrier this flow counts toward when it finishes, if any.
+    pub completes: Option<u32>,
 
     // Sender.
     pub next_seq: u32,
@@ -79,8 +79,8 @@ pub struct Flow {
 
     // Receiver.
     pub expected: u32,
-    /// `expected` value a NACK was last sent for (one NACK per gap).
-    pub nacked_at: u32,
+    /// `expected` value a NACK was last sent for (one NACK per gap; None: none yet).
+    pub nacked_at: Option<u32>,
     pub finish: Time,
 
     /// Pacing: the current sending rate and when the next packet may start.

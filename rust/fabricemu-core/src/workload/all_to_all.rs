@@ -11,6 +11,7 @@ use crate::config::values::{Duration, Size};
 use crate::config::WorkloadSpec;
 
 use super::{FlowInit, FlowPlan};
+use crate::ids::NodeId;
 use crate::units::Time;
 
 pub fn expand(
@@ -26,8 +27,13 @@ pub fn expand(
         let start = start_ps.saturating_add(stagger_ps.saturating_mul(k as u64 - 1));
         for (i, &src) in hosts.iter().enumerate() {
             let dst = hosts[(i + k) % n];
-            plan.flows
-                .push(FlowInit::at(src, dst, size_bytes, start, workload));
+            plan.flows.push(FlowInit::at(
+                NodeId::new(src),
+                NodeId::new(dst),
+                size_bytes,
+                start,
+                workload,
+            ));
         }
     }
 }

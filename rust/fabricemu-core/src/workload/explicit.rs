@@ -9,12 +9,13 @@ use crate::config::{ScenarioError, WorkloadSpec};
 
 use super::{FlowInit, FlowPlan};
 use crate::config::FlowSpec;
+use crate::ids::NodeId;
 
 pub fn expand(plan: &mut FlowPlan, workload: u32, flows: &[FlowSpec]) {
     for f in flows {
         plan.flows.push(FlowInit::at(
-            f.src,
-            f.dst,
+            NodeId::new(f.src),
+            NodeId::new(f.dst),
             f.size_bytes,
             f.start_ps,
             workload,

@@ -10,6 +10,7 @@ use crate::config::{IncastSenders, ScenarioError, WorkloadSpec};
 use crate::rng::{Rng, RngStream};
 
 use super::{FlowInit, FlowPlan, Start};
+use crate::ids::NodeId;
 use crate::units::Time;
 
 #[allow(clippy::too_many_arguments)]
@@ -37,7 +38,13 @@ pub fn expand(
             plan.flows.push(FlowInit {
                 start,
                 completes: barrier,
-                ..FlowInit::at(s, receiver, size_bytes, 0, workload)
+                ..FlowInit::at(
+                    NodeId::new(s),
+                    NodeId::new(receiver),
+                    size_bytes,
+                    0,
+                    workload,
+                )
             });
         }
         previous = barrier;

@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use crate::config::{
     CollectiveAlgorithm, CollectiveOp, NamedWorkload, ScenarioError, WorkloadSpec,
 };
+use crate::ids::NodeId;
 use crate::rng::{Rng, RngStream};
 use crate::units::{Bytes, Rate, Time};
 
@@ -43,13 +44,17 @@ pub struct CollectiveTag {
     pub instance: u32,
     pub iteration: u32,
     pub step: u32,
+    /// The algorithm's phase (see `collective::Transfer::phase`).
+    pub phase: u8,
+    /// Both hosts are in one scale-up domain.
+    pub scaleup: bool,
 }
 
 /// A flow as a workload produced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowInit {
-    pub src: u32,
-    pub dst: u32,
+    pub src: NodeId,
+    pub dst: NodeId,
     pub size_bytes: u64,
     pub start: Start,
     pub workload: u32,
@@ -62,7 +67,7 @@ pub struct FlowInit {
 
 impl FlowInit {
     /// A flow at a fixed time, with no dependencies.
-    pub fn at(src: u32, dst: u32, size_bytes: u64, start: Time, workload: u32) -> Self {
+    pub fn at(src: NodeId, dst: NodeId, size_bytes: u64, start: Time, workload: u32) -> Self {
         FlowInit {
             src,
             dst,
@@ -90,6 +95,9 @@ pub struct CollectiveInstance {
     pub iterations: u32,
     pub compute_gap_ps: Time,
     pub start_ps: Time,
+    /// The group's ranks per scale-up domain when every domain it touches holds as many (1 when
+    /// the scenario defines no domains: every host is one).
+    pub ranks_per_domain: Option<u32>,
 }
 
 /// What a Poisson workload generated, to compare with its target load.

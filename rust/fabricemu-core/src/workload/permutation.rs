@@ -8,6 +8,7 @@ use crate::config::values::{Duration, Size};
 use crate::config::WorkloadSpec;
 
 use super::{FlowInit, FlowPlan};
+use crate::ids::NodeId;
 use crate::rng::Rng;
 use crate::units::Time;
 
@@ -21,8 +22,13 @@ pub fn expand(
 ) {
     let dsts = derangement(hosts, rng);
     for (&src, &dst) in hosts.iter().zip(&dsts) {
-        plan.flows
-            .push(FlowInit::at(src, dst, size_bytes, start_ps, workload));
+        plan.flows.push(FlowInit::at(
+            NodeId::new(src),
+            NodeId::new(dst),
+            size_bytes,
+            start_ps,
+            workload,
+        ));
     }
 }
 

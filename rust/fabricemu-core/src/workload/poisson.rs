@@ -22,6 +22,7 @@ use super::{FlowInit, FlowPlan, PoissonReport};
 use crate::config::check::{host_id, hosts_or_all, quoted_list, Res};
 use crate::config::values::Duration;
 use crate::config::{CdfSource, PoissonPeers, PoissonSpec, ScenarioError, StopAt};
+use crate::ids::NodeId;
 use crate::rng::Rng;
 use crate::units::PS_PER_SEC;
 
@@ -335,7 +336,13 @@ pub fn expand(
             }
         };
         let size = cdf.sample(rng.unit());
-        plan.flows.push(FlowInit::at(src, dst, size, t, workload));
+        plan.flows.push(FlowInit::at(
+            NodeId::new(src),
+            NodeId::new(dst),
+            size,
+            t,
+            workload,
+        ));
         made += 1;
         payload = payload.saturating_add(size);
         let packets = size.div_ceil(spec.mtu_bytes);

@@ -29,6 +29,7 @@ use arrow_schema::DataType;
 
 use super::{FlowInit, FlowPlan};
 use crate::config::FlowSpec;
+use crate::ids::NodeId;
 use crate::units::{parse_bytes, parse_time, Time};
 
 /// The flows of a file, and their tags.
@@ -48,8 +49,8 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, data: &ReplayData, offset_ps: 
         plan.flows.push(FlowInit {
             tag: tag.map(|t| base + t),
             ..FlowInit::at(
-                f.src,
-                f.dst,
+                NodeId::new(f.src),
+                NodeId::new(f.dst),
                 f.size_bytes,
                 f.start_ps.saturating_add(offset_ps),
                 workload,

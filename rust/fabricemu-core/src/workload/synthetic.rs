@@ -22,6 +22,7 @@ use super::{FlowInit, FlowPlan};
 use crate::config::check::{fraction, host_list, positive_size, Res};
 use crate::config::values::{Duration, Size};
 use crate::config::{ArrivalProcess, ScenarioError, StopAt, SyntheticPattern, SyntheticSpec};
+use crate::ids::NodeId;
 use crate::rng::{Rng, RngStream};
 use crate::units::{Rate, Time};
 
@@ -388,8 +389,13 @@ pub fn expand(
     let mut messages = 0u64;
     while let Some(Reverse((t, src))) = heap.pop() {
         let dst = dests.pick(src);
-        plan.flows
-            .push(FlowInit::at(src, dst, spec.size_bytes, t, workload));
+        plan.flows.push(FlowInit::at(
+            NodeId::new(src),
+            NodeId::new(dst),
+            spec.size_bytes,
+            t,
+            workload,
+        ));
         messages += 1;
         if messages.is_multiple_of(4096) && crate::budget::cancelled() {
             break;

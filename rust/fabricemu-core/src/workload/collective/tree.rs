@@ -110,10 +110,12 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                 }
             }
         }
-        // ups[c][x]: the transfer carrying chunk c from x to its parent.
-        let mut ups: Vec<Vec<u32>> = Vec::with_capacity(chunks.len());
+        // ups[c][x]: the transfer carrying chunk c from x to its parent (None at the root).
+        // Post-order makes every child's transfer before its parent's.
+        const CHILD_FIRST: &str = "post-order: a child's transfer precedes its parent's";
+        let mut ups: Vec<Vec<Option<u32>>> = Vec::with_capacity(chunks.len());
         for (c, &bytes) in chunks.iter().enumerate() {
-            let mut up = vec![u32::MAX; n];
+            let mut up: Vec<Option<u32>> = vec![None; n];
             let mut level = vec![0u32; n];
             for &x in &post {
                 let Some(parent) = tree.parent[x as usize] else {
@@ -126,19 +128,27 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                     .max()
                     .unwrap_or(0);
                 let (inputs, delay) = if !kids.is_empty() {
-                    (kids.iter().map(|&k| up[k as usize]).collect(), 0)
+                    (
+                        kids.iter()
+                            .map(|&k| up[k as usize].expect(CHILD_FIRST))
+                            .collect(),
+                        0,
+                    )
                 } else if c >= 2 {
                     // Flow control: the parent has received chunk c - 2 from all its children.
                     let siblings = &tree.children[parent as usize];
                     (
-                        siblings.iter().map(|&k| ups[c - 2][k as usize]).collect(),
+                        siblings
+                            .iter()
+                            .map(|&k| ups[c - 2][k as usize].expect(CHILD_FIRST))
+                            .collect(),
                         0,
                     )
                 } else {
                     (Vec::new(), c as Time * chunk_interval)
                 };
                 level[x as usize] = step;
-                up[x as usize] = out.len() as u32;
+                up[x as usize] = Some(out.len() as u32);
                 out.push(Transfer {
                     src: x,
                     dst: parent,
@@ -146,29 +156,32 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                     inputs,
                     step,
                     delay,
+                    phase: 0,
                 });
             }
             // Broadcast, from the root down (reverse post-order visits parents first).
             let root = tree.root as usize;
             let root_inputs: Vec<u32> = tree.children[root]
                 .iter()
-                .map(|&k| up[k as usize])
+                .map(|&k| up[k as usize].expect(CHILD_FIRST))
                 .collect();
             let root_step = tree.children[root]
                 .iter()
                 .map(|&k| level[k as usize] + 1)
                 .max()
                 .unwrap_or(0);
-            let mut down = vec![u32::MAX; n];
+            // down[x]: the transfer bringing the result to x (None at the root); parents first.
+            let mut down: Vec<Option<u32>> = vec![None; n];
             let mut down_step = vec![0u32; n];
             for &x in post.iter().rev() {
                 let (inputs, step) = if x as usize == root {
                     (root_inputs.clone(), root_step)
                 } else {
-                    (vec![down[x as usize]], down_step[x as usize] + 1)
+                    let from_parent = down[x as usize].expect("reverse post-order: parents first");
+                    (vec![from_parent], down_step[x as usize] + 1)
                 };
                 for &k in &tree.children[x as usize] {
-                    down[k as usize] = out.len() as u32;
+                    down[k as usize] = Some(out.len() as u32);
                     down_step[k as usize] = step;
                     out.push(Transfer {
                         src: x,
@@ -177,6 +190,7 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                         inputs: inputs.clone(),
                         step,
                         delay: 0,
+                        phase: 0,
                     });
                 }
             }
