@@ -16,10 +16,14 @@ use crate::units::PS_PER_SEC;
 /// built and again when the outputs are written), its row and labels in flows.arrow, the Arrow
 /// columns, and the per-flow side arrays (start order, rate trace, congestion control).
 fn bytes_per_flow(s: &Scenario) -> u64 {
+    use crate::scenario::CongestionControl as C;
     use std::mem::size_of;
     let cc = match s.transport.cc {
-        crate::scenario::CongestionControl::None => 0,
-        _ => size_of::<crate::cc::dcqcn::Dcqcn>(),
+        C::None => 0,
+        C::Dcqcn(_) => size_of::<crate::cc::dcqcn::Dcqcn>(),
+        C::Dctcp(_) => size_of::<crate::cc::dctcp::Dctcp>(),
+        C::Swift(_) => size_of::<crate::cc::swift::Swift>(),
+        C::Hpcc(_) => size_of::<crate::cc::hpcc::Hpcc>(),
     };
     (size_of::<crate::transport::Flow>()
         + 2 * size_of::<crate::workload::FlowInit>()
@@ -374,7 +378,14 @@ pub fn estimate(s: &Scenario) -> Estimate {
         .saturating_add(switches.saturating_mul(BYTES_PER_SWITCH))
         .saturating_add(hosts.saturating_mul(BYTES_PER_PORT))
         .saturating_add(route_entries.saturating_mul(4));
-    e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET);
+    // HPCC keeps every packet's INT records beside the arena.
+    let int = match s.transport.cc {
+        crate::scenario::CongestionControl::Hpcc(_) => {
+            std::mem::size_of::<crate::cc::IntStack>() as u64
+        }
+        _ => 0,
+    };
+    e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET + int);
     e.memory = BASE_BYTES
         .saturating_add(e.flow_memory)
         .saturating_add(e.fabric_memory)

@@ -396,6 +396,9 @@ pub enum CongestionControl {
     /// Send at line rate.
     None,
     Dcqcn(DcqcnSpec),
+    Dctcp(crate::cc::dctcp_config::DctcpSpec),
+    Swift(crate::cc::swift_config::SwiftSpec),
+    Hpcc(crate::cc::hpcc_config::HpccSpec),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 
 use super::queue::Event;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
+use crate::cc::IntRecord;
 use crate::ids::{NodeId, PortId};
 use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::scenario::Scheduler;
@@ -177,6 +178,25 @@ impl World {
     pub(super) fn transmit(&mut self, p: PortId, pkt: PacketId) {
         let pu = p;
         let packet = self.packets.get_mut(pkt);
+        if let Some(int) = &mut self.int {
+            let port = &self.ports[pu];
+            if !port.from_host && packet.kind == PacketKind::Data {
+                // INT (HPCC): the switch appends its egress record, and the bytes it takes.
+                let hop = int.bytes_per_hop;
+                let stack = int.slot_mut(pkt.index());
+                let added = stack.push(IntRecord {
+                    node: port.node,
+                    port: p,
+                    time_ps: self.now,
+                    queue_bytes: self.queues[pu].bytes,
+                    tx_bytes: port.tx_bytes + packet.wire_bytes as u64 + hop as u64,
+                    rate_bps: self.port_rate[pu],
+                });
+                if added {
+                    packet.wire_bytes += hop;
+                }
+            }
+        }
         let w = packet.wire_bytes as u64;
         let port = &mut self.ports[pu];
         // Exact: a whole number of ps per byte when the rate divides 8e12 bit-ps (all usual rates).

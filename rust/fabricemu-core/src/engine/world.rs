@@ -151,6 +151,8 @@ pub struct World {
     pub(super) pxn: IdVec<FlowId, [PortId; 4]>,
     /// Congestion control: the scheme and every flow's sender and receiver state.
     pub(super) cc: Cc,
+    /// INT records of packets in flight, when the controller uses INT (HPCC); None otherwise.
+    pub(super) int: Option<crate::cc::IntStore>,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
     pub(super) static_order: Vec<FlowId>,
     pub(super) next_static: usize,
@@ -384,6 +386,7 @@ impl World {
             synth: super::synthetic::SynthMeter::new(s),
             flows,
             pxn: IdVec::from_vec(pxn),
+            int: cc.int_bytes_per_hop().map(crate::cc::IntStore::new),
             cc,
             static_order,
             next_static: 0,

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use crate::cc::config::CcName;
 pub use crate::cc::dcqcn_config::{DcqcnFile, DcqcnVariant};
+pub use crate::cc::dctcp_config::DctcpFile;
+pub use crate::cc::hpcc_config::HpccFile;
+pub use crate::cc::swift_config::SwiftFile;
 use crate::config::spec::StopAt;
 use crate::config::values::{bounded_time, Duration};
 pub use crate::routing::config::RoutingFile;

@@ -141,6 +141,31 @@ impl SwitchFile {
             Some(e) if e.enabled => Some(e.validate(t)?),
             _ => None,
         };
+        // DCTCP's `transport.dctcp.k`: step marking at K (see cc/dctcp_config.rs).
+        let ecn = match t.cc {
+            crate::config::CongestionControl::Dctcp(d) => match d.k_bytes {
+                Some(k) => {
+                    let base = match (&self.ecn, ecn) {
+                        (_, Some(e)) => e,
+                        (Some(e), None) if !e.enabled => {
+                            return Err(ScenarioError::at(
+                                "switch.ecn.enabled",
+                                "transport.dctcp.k needs ECN marking",
+                            ))
+                        }
+                        _ => EcnFile::default_for_dctcp().validate(t)?,
+                    };
+                    Some(EcnSpec {
+                        kmin_bytes: k,
+                        kmax_bytes: k,
+                        pmax: 1.0,
+                        ..base
+                    })
+                }
+                None => ecn,
+            },
+            _ => ecn,
+        };
         let pfc = match &self.pfc {
             Some(p) if p.enabled => Some(p.validate(t)?),
             _ => None,
@@ -214,6 +239,18 @@ impl Default for SwitchFile {
 }
 
 impl EcnFile {
+    /// An enabled table with every default (DCTCP's `k` then sets the thresholds).
+    fn default_for_dctcp() -> Self {
+        EcnFile {
+            enabled: true,
+            kmin: None,
+            kmax: None,
+            pmax: None,
+            mark: None,
+            priorities: None,
+        }
+    }
+
     fn validate(&self, t: &TransportSpec) -> Res<EcnSpec> {
         let kmin = self.kmin.map(|s| s.0).unwrap_or(5_000);
         let kmax = self.kmax.map(|s| s.0).unwrap_or(200_000);
