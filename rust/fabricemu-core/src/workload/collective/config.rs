@@ -179,7 +179,8 @@ impl CollectiveFile {
             "a number of iterations",
         )?;
         let domain_size = match self.domain_size {
-            None => None,
+            // On a GPU cluster the scale-up domains are the default.
+            None => ctx.scaleup_gpus,
             Some(d) => Some(count(
                 &p("domain_size"),
                 Some(d),
@@ -269,7 +270,8 @@ impl CollectiveFile {
                 p("domain_size"),
                 format!(
                     "missing: algorithm = \"{}\" is built from scale-up domains: give the hosts per \
-                     domain (host h is in domain h / domain_size), e.g. the hosts under one leaf",
+                     domain (host h is in domain h / domain_size), e.g. the hosts under one leaf, \
+                     or put the GPUs in a [cluster] with a scaleup domain",
                     algorithm.name()
                 ),
             ));
