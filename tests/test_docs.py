@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -154,6 +155,26 @@ def test_valiant_bound_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert round(ns["valiant_uniform_bound"](2, 4, 9), 4) == 0.5547
 
 
+def test_congestion_control_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scenarios").mkdir()
+    shipped = ROOT / "scenarios" / "hpcc_paper.toml"
+    (tmp_path / "scenarios" / "hpcc_paper.toml").write_text(
+        shipped.read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    ns = run_blocks(DOCS / "congestion-control.md", tmp_path, with_required=False)
+    last = ns["last"]
+    assert last["dcqcn"]["target_bps"] is not None and last["dcqcn"]["window_bytes"] is None
+    assert last["dctcp"]["alpha"] is not None and last["dctcp"]["window_bytes"] > 0
+    assert last["swift"]["delay_ps"] > 0 and last["swift"]["target_delay_ps"] > 0
+    assert 0 < last["hpcc"]["utilisation"] < 2 and last["hpcc"]["alpha"] is None
+    sweep = read_arrow(tmp_path / "sweeps" / "cc" / "sweep.arrow")
+    assert sorted(sweep.column("transport.cc").to_pylist()) == ["dcqcn", "hpcc", "swift"]
+    assert sweep.column("error").null_count == 3
+    for run in ("hpcc", "dctcp"):
+        assert (tmp_path / "runs" / run / "run.json").is_file()
+
+
 def test_architecture_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     ns = run_blocks(DOCS / "architecture.md", tmp_path, with_required=False)
@@ -179,6 +200,8 @@ PAGE_TESTS = {
     "analysis.md": "test_analysis_page_runs",
     "architecture.md": "test_architecture_page_runs",
     "collectives.md": "test_collectives_page_runs",
+    "gpu-clusters.md": "test_gpu_clusters_page_runs",
+    "congestion-control.md": "test_congestion_control_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
@@ -189,6 +212,15 @@ def test_every_docs_page_is_run_by_a_test():
     assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGE_TESTS)
     for test in PAGE_TESTS.values():
         assert callable(globals()[test])
+
+
+def test_gpu_clusters_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "gpu-clusters.md", tmp_path, with_required=False)
+    assert ns["c"]["gpus"] == 256
+    assert ns["fct"]["pxn"] < ns["fct"]["spine"]  # two 100G hops instead of four
+    f = json.loads((tmp_path / "superpod_unit.json").read_text())
+    assert f["cluster"]["servers"] == 32
 
 
 def test_synthetic_traffic_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -38,7 +38,8 @@ TABLES: Dict[str, str] = {
     "queues": 'add queues = { interval = "1us" } to the scenario\'s [trace] table',
     "links": 'add links = { interval = "10us" } to the scenario\'s [trace] table',
     "pfc": "add pfc = true to the scenario's [trace] table (with [switch] pfc = { enabled = true })",
-    "rates": 'add rates = { interval = "1us" } to the [trace] table (with [transport] cc = "dcqcn")',
+    "rates": 'add rates = { interval = "1us" } to the [trace] table '
+    '(with [transport] cc = "dcqcn", "dctcp", "swift" or "hpcc")',
     "packets": "enable the packet trace in the scenario's [trace] table",
     "collectives": "runs with collective workloads write it",
 }

@@ -30,6 +30,13 @@ BENCHMARKS: Tuple[Benchmark, ...] = (
         True,
     ),
     Benchmark(
+        "fat_tree_k8_permutation_hpcc",
+        "fat_tree_k8_permutation_hpcc.toml",
+        "fat_tree_k8_permutation under HPCC (INT stamping, per-ACK window and rate); compare "
+        "its packet-hops/s with fat_tree_k8_permutation (no CC)",
+        True,
+    ),
+    Benchmark(
         "fat_tree_k16_permutation",
         "fat_tree_k16_permutation.toml",
         "fat_tree k=16, 1024 hosts, 100Gbps, permutation of 1MB flows",

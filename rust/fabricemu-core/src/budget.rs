@@ -7,8 +7,8 @@
 //! (Poisson and synthetic arrivals from rate x window, with a margin for their randomness).
 
 use crate::scenario::{
-    CollectiveAlgorithm, CollectiveOp, CollectiveSpec, LinkSpec, Scenario, ScenarioError, StopAt,
-    TopologySpec, WorkloadSpec,
+    ClusterSpec, CollectiveAlgorithm, CollectiveOp, CollectiveSpec, LinkSpec, Scenario,
+    ScenarioError, StopAt, TopologySpec, WorkloadSpec,
 };
 use crate::units::PS_PER_SEC;
 
@@ -16,10 +16,14 @@ use crate::units::PS_PER_SEC;
 /// built and again when the outputs are written), its row and labels in flows.arrow, the Arrow
 /// columns, and the per-flow side arrays (start order, rate trace, congestion control).
 fn bytes_per_flow(s: &Scenario) -> u64 {
+    use crate::scenario::CongestionControl as C;
     use std::mem::size_of;
     let cc = match s.transport.cc {
-        crate::scenario::CongestionControl::None => 0,
-        _ => size_of::<crate::cc::dcqcn::Dcqcn>(),
+        C::None => 0,
+        C::Dcqcn(_) => size_of::<crate::cc::dcqcn::Dcqcn>(),
+        C::Dctcp(_) => size_of::<crate::cc::dctcp::Dctcp>(),
+        C::Swift(_) => size_of::<crate::cc::swift::Swift>(),
+        C::Hpcc(_) => size_of::<crate::cc::hpcc::Hpcc>(),
     };
     (size_of::<crate::transport::Flow>()
         + 2 * size_of::<crate::workload::FlowInit>()
@@ -111,6 +115,45 @@ pub fn default_memory_limit() -> u64 {
     available_memory()
         .map(|m| (m as f64 * DEFAULT_MEMORY_FRACTION) as u64)
         .unwrap_or(8 << 30)
+}
+
+/// Counts of a topology with its cluster: endpoints (GPUs), switches (every plane's, shared NICs
+/// and scale-up switches), and the cables of each tier with their link.
+fn cluster_counts(
+    t: &TopologySpec,
+    cluster: Option<&ClusterSpec>,
+) -> (u64, u64, Vec<(u64, LinkSpec)>) {
+    let (hosts, switches, mut tiers) = fabric_counts(t);
+    let Some(c) = cluster else {
+        return (hosts, switches, tiers);
+    };
+    let planes = c.planes as u64;
+    let gpus = c.gpus(t.num_hosts()) as u64;
+    for tier in &mut tiers {
+        tier.0 = tier.0.saturating_mul(planes);
+    }
+    let mut switches = switches.saturating_mul(planes);
+    if c.nics_per_server < c.gpus_per_server {
+        switches += c.servers(t.num_hosts()) as u64 * c.nics_per_server as u64;
+        tiers.push((
+            gpus,
+            LinkSpec {
+                rate_bps: c.nic.rate_bps,
+                delay_ps: c.nic.latency_ps,
+            },
+        ));
+    }
+    if let Some(s) = c.scaleup {
+        switches += gpus / s.gpus as u64;
+        tiers.push((
+            gpus,
+            LinkSpec {
+                rate_bps: s.rate_bps,
+                delay_ps: s.link_delay_ps,
+            },
+        ));
+    }
+    (gpus, switches, tiers)
 }
 
 /// Counts of a topology: hosts, switches, and the cables of each tier with their link.
@@ -299,7 +342,7 @@ const REPLAY_ROW_BYTES: u64 = 16;
 
 /// Estimate what a run of `s` needs.
 pub fn estimate(s: &Scenario) -> Estimate {
-    let (hosts, switches, tiers) = fabric_counts(&s.topology);
+    let (hosts, switches, tiers) = cluster_counts(&s.topology, s.cluster.as_ref());
     let cables: u64 = tiers.iter().map(|t| t.0).sum();
     let ports = 2 * cables;
     let mut e = Estimate {
@@ -335,7 +378,14 @@ pub fn estimate(s: &Scenario) -> Estimate {
         .saturating_add(switches.saturating_mul(BYTES_PER_SWITCH))
         .saturating_add(hosts.saturating_mul(BYTES_PER_PORT))
         .saturating_add(route_entries.saturating_mul(4));
-    e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET);
+    // HPCC keeps every packet's INT records beside the arena.
+    let int = match s.transport.cc {
+        crate::scenario::CongestionControl::Hpcc(_) => {
+            std::mem::size_of::<crate::cc::IntStack>() as u64
+        }
+        _ => 0,
+    };
+    e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET + int);
     e.memory = BASE_BYTES
         .saturating_add(e.flow_memory)
         .saturating_add(e.fabric_memory)

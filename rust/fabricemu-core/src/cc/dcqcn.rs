@@ -129,8 +129,9 @@ impl Controller for DcqcnCc {
         let alpha = s.alpha(&self.0, now);
         Some(RateSample {
             rate_bps: s.rc,
-            target_bps: s.rt,
-            alpha,
+            target_bps: Some(s.rt),
+            alpha: Some(alpha),
+            ..RateSample::default()
         })
     }
 }

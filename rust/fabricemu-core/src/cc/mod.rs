@@ -13,21 +13,30 @@
 pub mod config;
 pub mod dcqcn;
 pub mod dcqcn_config;
+pub mod dctcp;
+pub mod dctcp_config;
+pub mod hpcc;
+pub mod hpcc_config;
+pub mod int;
+pub mod swift;
+pub mod swift_config;
 
 pub use dcqcn::Dcqcn;
+pub use int::{IntStack, IntStore, MAX_INT_HOPS};
 
 use crate::config::CongestionControl;
-use crate::ids::{FlowId, IdVec};
+use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::units::Time;
 
 /// One hop's in-band telemetry, as a switch would stamp it on a data packet and the receiver
-/// would echo it on the ACK (HPCC style). No switch fills these yet; controllers that need them
-/// receive them through [`Ack::int`].
+/// would echo it on the ACK (HPCC style). Switches stamp them at egress into the data packets of
+/// runs whose controller asks for them ([`Controller::int_bytes_per_hop`]); controllers receive
+/// them through [`Ack::int`], first hop first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IntRecord {
     /// The switch and its egress port.
-    pub node: u32,
-    pub port: u32,
+    pub node: NodeId,
+    pub port: PortId,
     /// When the packet left the port.
     pub time_ps: Time,
     /// Bytes queued at the port (the packet's class) when it left.
@@ -44,6 +53,10 @@ pub struct Ack<'a> {
     pub now: Time,
     /// Packets newly acknowledged by it (0 for a duplicate).
     pub newly_acked: u32,
+    /// The cumulative acknowledgement: packets before this index have arrived.
+    pub acked: u32,
+    /// The sender's next new packet index (one past the highest sent, "snd_nxt").
+    pub next_seq: u32,
     /// Round-trip time of the flow's timed packet, when this ACK covers it (one sample per round
     /// trip at most; retransmitted packets are never timed).
     pub rtt: Option<Time>,
@@ -76,12 +89,33 @@ impl Reaction {
     }
 }
 
-/// One sample of a flow's rate state, for rates.arrow.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One sample of a flow's rate state, for rates.arrow; each scheme fills what it has (None is a
+/// null in the table).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RateSample {
+    /// The sending rate (window schemes: the window's rate over the latest RTT, at most the
+    /// pacing rate).
     pub rate_bps: u64,
-    pub target_bps: u64,
-    pub alpha: f64,
+    /// DCQCN's target rate.
+    pub target_bps: Option<u64>,
+    /// DCQCN's or DCTCP's alpha.
+    pub alpha: Option<f64>,
+    /// The congestion window.
+    pub window_bytes: Option<u64>,
+    /// Swift: the latest fabric delay sample and the target it is compared with.
+    pub delay_ps: Option<u64>,
+    pub target_delay_ps: Option<u64>,
+    /// HPCC: the (EWMA) utilisation U of the most loaded hop.
+    pub utilisation: Option<f64>,
+}
+
+/// What the fabric says of a flow's path when it starts (for schemes with
+/// [`Controller::NEEDS_PATH`]): its base round-trip time (propagation, switch latency and one
+/// full data packet's and one ACK's serialisation per hop, no queueing) and its switch count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowPath {
+    pub base_rtt_ps: Time,
+    pub switch_hops: u32,
 }
 
 /// A congestion-control scheme: parameters (`self`) and per-flow state.
@@ -96,13 +130,22 @@ pub trait Controller {
     /// Whether the scheme reacts to ACKs (`on_ack`): the NIC then times packets for RTT samples.
     /// Schemes that do not skip that work per packet.
     const SEES_ACKS: bool = false;
+    /// Whether `on_start` needs the flow's [`FlowPath`] (computed per flow start only then).
+    const NEEDS_PATH: bool = false;
+
+    /// INT bytes a switch adds to each data packet at egress, if the scheme uses in-band
+    /// telemetry (switches stamp [`IntRecord`]s only then).
+    fn int_bytes_per_hop(&self) -> Option<u32> {
+        None
+    }
 
     /// A flow with line rate `line_bps` starting at `now`.
     fn sender(&self, line_bps: u64, now: Time) -> Self::Sender;
     fn receiver(&self) -> Self::Receiver;
 
-    /// The flow starts sending (its state was just made by `sender`).
-    fn on_start(&self, _s: &mut Self::Sender, _now: Time) -> Reaction {
+    /// The flow starts sending (its state was just made by `sender`); `path` is the default
+    /// unless the scheme `NEEDS_PATH`.
+    fn on_start(&self, _s: &mut Self::Sender, _now: Time, _path: &FlowPath) -> Reaction {
         Reaction::default()
     }
     /// A data packet of `bytes` left the NIC.
@@ -198,13 +241,33 @@ macro_rules! controllers {
                 }
             }
 
-            /// Flow `fid` starts at `now` with line rate `line_bps`: fresh state.
-            pub fn start(&mut self, fid: FlowId, line_bps: u64, now: Time) -> Reaction {
+            /// Whether `start` needs the flow's path (see [`Controller::NEEDS_PATH`]).
+            pub fn needs_path(&self) -> bool {
+                match self {
+                    $(Cc::$arm(_) => <$ty as Controller>::NEEDS_PATH,)*
+                }
+            }
+
+            /// INT bytes per switch hop, if switches stamp INT for this scheme.
+            pub fn int_bytes_per_hop(&self) -> Option<u32> {
+                match self {
+                    $(Cc::$arm(f) => f.ctrl.int_bytes_per_hop(),)*
+                }
+            }
+
+            /// Flow `fid` starts at `now` with line rate `line_bps` over `path`: fresh state.
+            pub fn start(
+                &mut self,
+                fid: FlowId,
+                line_bps: u64,
+                now: Time,
+                path: &FlowPath,
+            ) -> Reaction {
                 match self {
                     $(Cc::$arm(f) => {
                         let s = &mut f.senders[fid];
                         *s = f.ctrl.sender(line_bps, now);
-                        f.ctrl.on_start(s, now)
+                        f.ctrl.on_start(s, now, path)
                     })*
                 }
             }
@@ -265,6 +328,12 @@ controllers! {
     None => NoCc,
     /// `cc = "dcqcn"`.
     Dcqcn => dcqcn::DcqcnCc,
+    /// `cc = "dctcp"`.
+    Dctcp => dctcp::DctcpCc,
+    /// `cc = "swift"`.
+    Swift => swift::SwiftCc,
+    /// `cc = "hpcc"`.
+    Hpcc => hpcc::HpccCc,
 }
 
 impl Cc {
@@ -273,6 +342,9 @@ impl Cc {
         match spec {
             CongestionControl::None => Cc::None(Flows::new(NoCc, line_rates)),
             CongestionControl::Dcqcn(d) => Cc::Dcqcn(Flows::new(dcqcn::DcqcnCc(*d), line_rates)),
+            CongestionControl::Dctcp(d) => Cc::Dctcp(Flows::new(dctcp::DctcpCc(*d), line_rates)),
+            CongestionControl::Swift(d) => Cc::Swift(Flows::new(swift::SwiftCc(*d), line_rates)),
+            CongestionControl::Hpcc(d) => Cc::Hpcc(Flows::new(hpcc::HpccCc(*d), line_rates)),
         }
     }
 

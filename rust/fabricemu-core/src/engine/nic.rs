@@ -6,24 +6,24 @@
 
 use super::queue::Event;
 use super::world::World;
-use crate::cc::{Ack, Reaction};
+use crate::cc::{Ack, FlowPath, IntRecord, Reaction, MAX_INT_HOPS};
 use crate::ids::{FlowId, NodeId, PortId};
 use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::transport::{window, NEVER};
 use crate::units::{serialisation_ps, Time};
 
 impl World {
-    /// The next data packet of host `h` (port `p`), round robin over its flows that have data and
-    /// whose pacing allows a packet now. The flow served last stays at the front until the next
+    /// The next data packet of host `h`'s port `p`, round robin over the flows it sends on `p`
+    /// that have data and whose pacing allows a packet now. The flow served last stays at the front until the next
     /// choice, so a flow that became active meanwhile is served before it again. `Err(t)`: nothing
     /// to send now; try again at `t` (NEVER: when something changes).
-    pub(super) fn nic_next_data(&mut self, h: NodeId, p: PortId) -> Result<PacketId, Time> {
+    pub(super) fn nic_next_data(&mut self, _h: NodeId, p: PortId) -> Result<PacketId, Time> {
         if self.ports[p].paused & (1 << self.transport.data_priority) != 0 {
             return Err(NEVER); // PFC: the RESUME will wake the port
         }
         let now = self.now;
-        let ring = &mut self.nics.ring[h];
-        if std::mem::take(&mut self.nics.rotate[h]) {
+        let ring = &mut self.nics.ring[p];
+        if std::mem::take(&mut self.nics.rotate[p]) {
             if let Some(fid) = ring.pop_front() {
                 ring.push_back(fid);
             }
@@ -72,7 +72,7 @@ impl World {
                 }
             }
             f.packets_sent += 1;
-            self.nics.rotate[h] = !self.nics.fifo;
+            self.nics.rotate[p] = !self.nics.fifo;
             let wire = f.payload_of(seq, self.transport.mtu) + self.transport.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
             let per_byte = self.ports[p].ps_per_byte;
@@ -96,7 +96,11 @@ impl World {
             if !r.is_none() {
                 self.react(fid, r);
             }
-            return Ok(self.packets.alloc(pkt));
+            let id = self.packets.alloc(pkt);
+            if let Some(int) = &mut self.int {
+                int.slot_mut(id.index()).clear(); // switches stamp it hop by hop
+            }
+            return Ok(id);
         }
         Err(earliest)
     }
@@ -108,10 +112,9 @@ impl World {
             return;
         }
         f.in_nic_ring = true;
-        let h = f.src;
+        let p = f.src_port;
         let ready = f.next_send.max(self.now);
-        self.nics.ring[h].push_back(fid);
-        let p = self.fabric.host_port(h);
+        self.nics.ring[p].push_back(fid);
         let port = &self.ports[p];
         let at = port.busy_until.max(ready);
         if at == self.now && port.wake_at > self.now {
@@ -147,12 +150,41 @@ impl World {
         self.events
             .push_after(self.transport.rto, Event::Retransmit(fid));
         let line = f.rate_bps;
-        let r = self.cc.start(fid, line, now);
+        let path = if self.cc.needs_path() {
+            self.flow_base_path(fid)
+        } else {
+            FlowPath::default()
+        };
+        let r = self.cc.start(fid, line, now, &path);
         if self.cc.reports_rates() {
             self.record_rate(fid);
         }
         self.react(fid, r);
         self.activate(fid);
+    }
+
+    /// Flow `fid`'s path as its controller sees it when it starts: the switches on it and its base
+    /// RTT (each hop's delay and serialisation of a full data packet, with the INT bytes its
+    /// switches add, out; of an ACK, with the echoed records, back over the same hops).
+    fn flow_base_path(&self, fid: FlowId) -> FlowPath {
+        let hops = self.flow_path(fid);
+        let switches = hops.len().saturating_sub(1) as u64;
+        let int_bytes = self.int.as_ref().map_or(0, |i| i.bytes_per_hop as u64) * switches;
+        let data = (self.transport.mtu + self.transport.header) as u64;
+        let ack = self.transport.ack_bytes as u64;
+        let mut rtt: Time = 0;
+        for (i, h) in hops.iter().enumerate() {
+            // The data packet carries the records of the switches before this hop.
+            let data_here =
+                data + self.int.as_ref().map_or(0, |s| s.bytes_per_hop as u64) * i as u64;
+            rtt += 2 * h.delay_ps
+                + serialisation_ps(data_here, h.rate_bps)
+                + serialisation_ps(ack + int_bytes, h.rate_bps);
+        }
+        FlowPath {
+            base_rtt_ps: rtt,
+            switch_hops: switches as u32,
+        }
     }
 
     pub(super) fn retransmit_timer(&mut self, fid: FlowId) {
@@ -168,8 +200,7 @@ impl World {
         }
         // No acknowledged progress for a whole timeout. If the destination is cut off for good
         // (no path either way, and no fault will end or be noticed later), give up on the flow.
-        let (src, dst) = (f.src, f.dst);
-        if self.faults.settled() && !(self.reachable(src, dst) && self.reachable(dst, src)) {
+        if self.faults.settled() && !(self.reachable(fid, true) && self.reachable(fid, false)) {
             self.abandon(fid);
             return;
         }
@@ -197,9 +228,27 @@ impl World {
             self.meter_data(&p);
         }
         match p.kind {
-            PacketKind::Data => self.receive_data(p.flow, p.seq, p.flags),
+            PacketKind::Data => {
+                if let Some(int) = &mut self.int {
+                    // Its ACK echoes the records (the slot is free but untouched until reused).
+                    int.take_echo(pkt.index());
+                }
+                self.receive_data(p.flow, p.seq, p.flags)
+            }
             PacketKind::Ack => {
-                self.receive_ack(p.flow, p.seq, p.flags & flags::ECE != 0);
+                let ece = p.flags & flags::ECE != 0;
+                match &self.int {
+                    Some(int) => {
+                        // A copy of the records used (the ACK may make the NIC send a data
+                        // packet, which resets its own slot in the store).
+                        let mut buf = [IntRecord::default(); MAX_INT_HOPS];
+                        let recs = int.slot(pkt.index()).records();
+                        buf[..recs.len()].copy_from_slice(recs);
+                        let n = recs.len();
+                        self.receive_ack(p.flow, p.seq, ece, &buf[..n]);
+                    }
+                    None => self.receive_ack(p.flow, p.seq, ece, &[]),
+                }
             }
             PacketKind::Nack => self.receive_nack(p.flow, p.seq),
             PacketKind::Cnp => self.receive_cnp(p.flow),
@@ -343,15 +392,23 @@ impl World {
         if echo {
             pkt.flags |= flags::ECE;
         }
-        let port = self.fabric.host_port(f.dst);
+        let port = f.dst_port;
         self.stats.control_packets_sent += 1;
+        if let Some(int) = &self.int {
+            if kind == PacketKind::Ack {
+                pkt.wire_bytes += int.echo.records().len() as u32 * int.bytes_per_hop;
+            }
+        }
         let id = self.packets.alloc(pkt);
+        if let Some(int) = &mut self.int {
+            int.set_slot(id.index(), kind == PacketKind::Ack);
+        }
         self.host_enqueue(port, id);
     }
 
     /// A cumulative acknowledgement (an ACK, or a NACK's cumulative part); tells the controller.
     #[inline]
-    fn receive_ack(&mut self, fid: FlowId, cumulative: u32, ecn_echo: bool) {
+    fn receive_ack(&mut self, fid: FlowId, cumulative: u32, ecn_echo: bool, int: &[IntRecord]) {
         let now = self.now;
         let f = &mut self.flows[fid];
         let mut newly_acked = 0;
@@ -373,27 +430,30 @@ impl World {
         }
         let window = f.window_bytes.is_some() && f.in_nic_ring && newly_acked > 0;
         if self.cc.sees_acks() {
+            let (acked, next_seq) = (f.acked, f.high_seq);
             let r = self.cc.on_ack(
                 fid,
                 &Ack {
                     now,
                     newly_acked,
+                    acked,
+                    next_seq,
                     rtt,
                     ecn_echo,
-                    int: &[],
+                    int,
                 },
             );
             self.react(fid, r);
         }
         if window {
             // The window opened: the NIC may send again.
-            let p = self.fabric.host_port(self.flows[fid].src);
+            let p = self.flows[fid].src_port;
             self.kick(p);
         }
     }
 
     fn receive_nack(&mut self, fid: FlowId, expected: u32) {
-        self.receive_ack(fid, expected, false);
+        self.receive_ack(fid, expected, false, &[]);
         let r = self.cc.on_loss(fid, false, self.now);
         self.react(fid, r);
         let selective = self.transport.selective;
@@ -449,10 +509,14 @@ impl World {
         if let Some(w) = r.window_bytes {
             let f = &mut self.flows[fid];
             let opened = f.window_bytes.is_some_and(|old| w > old);
+            let changed = f.window_bytes != Some(w);
             f.window_bytes = Some(w);
             if opened && f.in_nic_ring {
-                let p = self.fabric.host_port(f.src);
+                let p = f.src_port;
                 self.kick(p);
+            }
+            if changed && r.rate_bps.is_none() {
+                self.record_rate(fid); // a window scheme's state changed
             }
         }
         for (timer, at) in r.timers.into_iter().flatten() {
@@ -470,7 +534,7 @@ impl World {
             let left = f.next_send - self.now;
             f.next_send = self.now + (left as u128 * old as u128 / rc as u128) as Time;
             if f.in_nic_ring {
-                let p = self.fabric.host_port(f.src);
+                let p = f.src_port;
                 let at = f.next_send.max(self.ports[p].busy_until);
                 self.wake_port(p, at);
             }

@@ -3,6 +3,7 @@
 
 use super::queue::Event;
 use super::world::{PortHot, World, DEADLOCK_CHECK_PS};
+use crate::cc::IntRecord;
 use crate::ids::{NodeId, PortId};
 use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::scenario::Scheduler;
@@ -94,7 +95,7 @@ impl World {
         if self.queues[p].has_sendable(port.paused) {
             return true;
         }
-        port.from_host && !self.nics.ring[port.node].is_empty()
+        port.from_host && !self.nics.ring[p].is_empty()
     }
 
     /// A packet leaves a switch's buffer (it starts its transmission): release its bytes, let PFC
@@ -177,6 +178,25 @@ impl World {
     pub(super) fn transmit(&mut self, p: PortId, pkt: PacketId) {
         let pu = p;
         let packet = self.packets.get_mut(pkt);
+        if let Some(int) = &mut self.int {
+            let port = &self.ports[pu];
+            if !port.from_host && packet.kind == PacketKind::Data {
+                // INT (HPCC): the switch appends its egress record, and the bytes it takes.
+                let hop = int.bytes_per_hop;
+                let stack = int.slot_mut(pkt.index());
+                let added = stack.push(IntRecord {
+                    node: port.node,
+                    port: p,
+                    time_ps: self.now,
+                    queue_bytes: self.queues[pu].bytes,
+                    tx_bytes: port.tx_bytes + packet.wire_bytes as u64 + hop as u64,
+                    rate_bps: self.port_rate[pu],
+                });
+                if added {
+                    packet.wire_bytes += hop;
+                }
+            }
+        }
         let w = packet.wire_bytes as u64;
         let port = &mut self.ports[pu];
         // Exact: a whole number of ps per byte when the rate divides 8e12 bit-ps (all usual rates).
@@ -213,19 +233,50 @@ impl World {
         let PortHot {
             peer_node: node,
             to_host,
+            to_scaleup,
+            to_relay,
             ..
         } = self.ports[p];
-        let kind = self.packets.get(pkt).kind;
+        let &Packet { kind, dst, .. } = self.packets.get(pkt);
         if kind.is_pfc() {
             self.receive_pfc_frame(p, pkt);
         } else if to_host {
-            self.host_receive(pkt);
+            if to_relay && dst != node {
+                self.pxn_transit(pkt);
+            } else {
+                self.host_receive(pkt);
+            }
         } else {
             self.packets.get_mut(pkt).ingress = p;
-            match self.route(node, pkt) {
+            let out = if to_scaleup {
+                self.scaleup_route(node, pkt)
+            } else {
+                self.route(node, pkt)
+            };
+            match out {
                 Some(out) => self.switch_enqueue(node, out, pkt),
                 None => self.unreachable_drop(pkt), // every path is known to be down
             }
+        }
+    }
+
+    /// GPU clusters: the egress port of scale-up switch `node` for `pkt` (see
+    /// [`World::scaleup_out`]).
+    fn scaleup_route(&self, node: NodeId, pkt: PacketId) -> Option<PortId> {
+        let &Packet {
+            dst, flow, kind, ..
+        } = self.packets.get(pkt);
+        self.scaleup_out(node, dst, flow, kind == PacketKind::Data)
+    }
+
+    /// GPU clusters, PXN: a packet for another GPU reached the relay GPU over the scale-up
+    /// domain; it leaves on the relay's NIC port, queued like the NIC's control packets (ahead
+    /// of its own data; a NIC does not drop).
+    fn pxn_transit(&mut self, pkt: PacketId) {
+        let &Packet { flow, kind, .. } = self.packets.get(pkt);
+        match self.relay_out(flow, kind == PacketKind::Data) {
+            Some(out) => self.host_enqueue(out, pkt),
+            None => self.unreachable_drop(pkt),
         }
     }
 

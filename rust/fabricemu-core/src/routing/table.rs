@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 
-use crate::topology::{Fabric, IdVec, NodeId, PortId, Tier};
+use crate::topology::{Fabric, IdVec, NodeId, PortId, Role, Tier};
 
 /// A port group in the flat tables, stored as its id + 1 so that "no group" (a destination no path
 /// reaches) is `None` in 4 bytes: the per-(switch, destination) table is read for every packet, and
@@ -40,12 +40,16 @@ fn link_cost(f: &Fabric, p: PortId) -> u32 {
 #[derive(Debug, Clone)]
 pub struct RouteTable {
     num_hosts: u32,
-    /// Per host: the switch it attaches to.
-    host_switch: IdVec<NodeId, NodeId>,
-    /// Per host: the port of `host_switch` that leads to it.
-    host_downlink: IdVec<NodeId, PortId>,
-    /// Per host: index of its edge switch among edge switches.
-    host_edge_index: IdVec<NodeId, u32>,
+    /// Components of the switch graph (a GPU cluster's planes; 1 for every host-only fabric), and
+    /// each node's (None for hosts and scale-up switches: the table does not route them).
+    num_comps: u32,
+    node_comp: IdVec<NodeId, Option<u32>>,
+    /// Per (host, component), at `host * num_comps + component` (with one component, per host):
+    /// the switch of that component the host attaches to (None: none), the port of that switch
+    /// leading to the host, and the index of that switch among edge switches.
+    host_switch: Vec<Option<NodeId>>,
+    host_downlink: Vec<PortId>,
+    host_edge_index: Vec<u32>,
     num_edges: u32,
     /// `[(switch - num_hosts) * num_edges + edge_index]` -> group (None: unreachable).
     group_of: Vec<Option<GroupRef>>,
@@ -143,7 +147,8 @@ fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
     let mut count = 0;
     let mut stack = Vec::new();
     for s in f.switches() {
-        if group[s].is_some() {
+        // A scale-up switch joins only GPUs: it is in the group of its GPUs' routers below.
+        if group[s].is_some() || f.role[s] == Role::NvSwitch {
             continue;
         }
         group[s] = Some(count);
@@ -162,12 +167,46 @@ fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
     for h in f.hosts() {
         group[h] = group[f.peer_node[f.host_port(h)]];
     }
+    if let Some(c) = f.cluster.as_deref() {
+        for d in 0..c.domains {
+            let sw = c.domain_switch(d).expect("a domain has a switch");
+            group[sw] = group[c.domain_gpus(d).nth_id(0).expect("a domain has GPUs")];
+        }
+    }
     // Every switch got a group above, and every host its switch's.
     let group = group
         .into_iter()
         .map(|g| g.expect("every node is in a group"))
         .collect();
     (group, count)
+}
+
+/// Connected components of the switch graph (links between switches; hosts do not forward),
+/// numbered in order of their lowest switch. Scale-up switches are in none: they join only GPUs
+/// and forward by the cluster layout. Every host-only fabric is one component; a GPU cluster has
+/// one per plane (its shared NICs, if any, join the planes into one).
+fn components(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
+    let mut comp: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, f.num_nodes as usize);
+    let mut count = 0;
+    let mut stack = Vec::new();
+    for s in f.switches() {
+        if comp[s].is_some() || f.role[s] == Role::NvSwitch {
+            continue;
+        }
+        comp[s] = Some(count);
+        stack.push(s);
+        while let Some(u) = stack.pop() {
+            for p in f.ports_of(u) {
+                let v = f.peer_node[p];
+                if !f.is_host(v) && comp[v].is_none() {
+                    comp[v] = Some(count);
+                    stack.push(v);
+                }
+            }
+        }
+        count += 1;
+    }
+    (comp, count.max(1))
 }
 
 impl RouteTable {
@@ -181,23 +220,35 @@ impl RouteTable {
         let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
         let n = f.num_nodes as usize;
         let num_switches = n - f.num_hosts as usize;
-        let mut host_switch = IdVec::with_capacity(f.num_hosts as usize);
-        let mut host_downlink = IdVec::with_capacity(f.num_hosts as usize);
+        // Every attachment of every host (a GPU: one per plane, or its shared NIC; its scale-up
+        // port is left out, the scale-up switch forwards by the cluster layout), per component.
+        let (node_comp, num_comps) = components(f);
+        let c = num_comps as usize;
+        let mut host_switch = vec![None; f.num_hosts as usize * c];
+        let mut host_downlink = vec![PortId::NONE; f.num_hosts as usize * c];
         let mut edge_index: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, n);
         let mut edges = Vec::new();
         for h in f.hosts() {
-            let p = f.host_port(h);
-            let sw = f.peer_node[p];
-            host_switch.push(sw);
-            host_downlink.push(f.peer_port[p]);
-            if edge_index[sw].is_none() {
-                edge_index[sw] = Some(edges.len() as u32);
-                edges.push(sw);
+            for p in f.ports_of(h) {
+                let sw = f.peer_node[p];
+                let Some(comp) = node_comp[sw] else {
+                    continue;
+                };
+                let a = h.index() * c + comp as usize;
+                if host_switch[a].is_some() {
+                    continue;
+                }
+                host_switch[a] = Some(sw);
+                host_downlink[a] = f.peer_port[p];
+                if edge_index[sw].is_none() {
+                    edge_index[sw] = Some(edges.len() as u32);
+                    edges.push(sw);
+                }
             }
         }
         let host_edge_index = host_switch
             .iter()
-            .map(|&s| edge_index[s].expect("a host's switch is an edge"))
+            .map(|s| s.and_then(|s| edge_index[s]).unwrap_or(u32::MAX))
             .collect();
         let num_edges = edges.len() as u32;
 
@@ -230,6 +281,8 @@ impl RouteTable {
         }
         Self {
             num_hosts: f.num_hosts,
+            num_comps,
+            node_comp,
             host_switch,
             host_downlink,
             host_edge_index,
@@ -246,20 +299,34 @@ impl RouteTable {
     /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
     #[inline(always)]
     pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        if self.host_switch[dst] == node {
-            return std::slice::from_ref(&self.host_downlink[dst]);
+        let a = self.attachment(node, dst);
+        if self.host_switch[a] == Some(node) {
+            return std::slice::from_ref(&self.host_downlink[a]);
         }
-        match self.group_of[self.slot(node, dst)] {
+        match self.slot(node, a).and_then(|i| self.group_of[i]) {
             Some(g) => self.ports_of_group(g),
             None => &[], // unreachable (a partition after link failures)
         }
     }
 
-    /// Position of (switch `node`, destination host `dst`'s edge) in `group_of`.
+    /// Where `dst` attaches in `node`'s component (GPUs attach to each plane).
     #[inline(always)]
-    fn slot(&self, node: NodeId, dst: NodeId) -> usize {
-        (node.get() - self.num_hosts) as usize * self.num_edges as usize
-            + self.host_edge_index[dst] as usize
+    fn attachment(&self, node: NodeId, dst: NodeId) -> usize {
+        if self.num_comps == 1 {
+            dst.index()
+        } else {
+            dst.index() * self.num_comps as usize + self.node_comp[node].map_or(0, |c| c as usize)
+        }
+    }
+
+    /// Position of (switch `node`, the edge of attachment `a`) in `group_of` (None: the
+    /// destination does not attach to `node`'s component).
+    #[inline(always)]
+    fn slot(&self, node: NodeId, a: usize) -> Option<usize> {
+        let edge = self.host_edge_index[a];
+        (edge != u32::MAX).then(|| {
+            (node.get() - self.num_hosts) as usize * self.num_edges as usize + edge as usize
+        })
     }
 
     #[inline(always)]
@@ -272,10 +339,11 @@ impl RouteTable {
     /// and where no path reaches `dst`.
     #[inline]
     pub fn group_id(&self, node: NodeId, dst: NodeId) -> Option<u32> {
-        if self.host_switch[dst] == node {
+        let a = self.attachment(node, dst);
+        if self.host_switch[a] == Some(node) {
             return None;
         }
-        self.group_of[self.slot(node, dst)].map(GroupRef::id)
+        self.group_of[self.slot(node, a)?].map(GroupRef::id)
     }
 
     pub fn num_groups(&self) -> usize {

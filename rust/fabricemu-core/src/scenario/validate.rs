@@ -35,6 +35,29 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let mut switch = file.switch.validate(&transport)?;
     hop_classes(&routing, &transport, &mut switch)?;
     let trace = file.trace.validate()?;
+    let cluster = match &file.cluster {
+        Some(c) => Some(c.validate(
+            &topology,
+            switch.buffer_bytes,
+            transport.mtu_bytes + transport.header_bytes,
+        )?),
+        None => None,
+    };
+    if let Some(c) = &cluster {
+        // Each plane is a separate network: an intermediate dragonfly group must be on the
+        // packet's plane, which non-minimal routing does not know yet.
+        if c.planes > 1 && matches!(routing.load_balancing, LoadBalancing::NonMinimal(_)) {
+            return Err(ScenarioError::at(
+                "cluster.planes",
+                format!(
+                    "{} planes with non-minimal dragonfly routing are not supported: use one \
+                     plane, or minimal routing (routing.load_balancing = \"ecmp\")",
+                    c.planes
+                ),
+            ));
+        }
+    }
+    let endpoints = endpoints(&topology, cluster.as_ref());
 
     if file.workload.is_empty() {
         return Err(ScenarioError::at(
@@ -51,6 +74,11 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
             transport.mtu_bytes,
             transport.header_bytes,
         );
+        // With a cluster, workloads address GPUs.
+        let ctx = Context {
+            n_hosts: endpoints,
+            ..ctx
+        };
         let spec = w.validate(&ctx)?;
         let name = w
             .name()
@@ -71,6 +99,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         trace,
         warmup_ps,
         nic_arbitration,
+        cluster,
     })
 }
 

@@ -141,6 +141,31 @@ impl SwitchFile {
             Some(e) if e.enabled => Some(e.validate(t)?),
             _ => None,
         };
+        // DCTCP's `transport.dctcp.k`: step marking at K (see cc/dctcp_config.rs).
+        let ecn = match t.cc {
+            crate::config::CongestionControl::Dctcp(d) => match d.k_bytes {
+                Some(k) => {
+                    let base = match (&self.ecn, ecn) {
+                        (_, Some(e)) => e,
+                        (Some(e), None) if !e.enabled => {
+                            return Err(ScenarioError::at(
+                                "switch.ecn.enabled",
+                                "transport.dctcp.k needs ECN marking",
+                            ))
+                        }
+                        _ => EcnFile::default_for_dctcp().validate(t)?,
+                    };
+                    Some(EcnSpec {
+                        kmin_bytes: k,
+                        kmax_bytes: k,
+                        pmax: 1.0,
+                        ..base
+                    })
+                }
+                None => ecn,
+            },
+            _ => ecn,
+        };
         let pfc = match &self.pfc {
             Some(p) if p.enabled => Some(p.validate(t)?),
             _ => None,
@@ -214,6 +239,18 @@ impl Default for SwitchFile {
 }
 
 impl EcnFile {
+    /// An enabled table with every default (DCTCP's `k` then sets the thresholds).
+    fn default_for_dctcp() -> Self {
+        EcnFile {
+            enabled: true,
+            kmin: None,
+            kmax: None,
+            pmax: None,
+            mark: None,
+            priorities: None,
+        }
+    }
+
     fn validate(&self, t: &TransportSpec) -> Res<EcnSpec> {
         let kmin = self.kmin.map(|s| s.0).unwrap_or(5_000);
         let kmax = self.kmax.map(|s| s.0).unwrap_or(200_000);
@@ -290,19 +327,21 @@ impl PfcFile {
 pub fn check_headroom(
     spec: &SwitchSpec,
     reserved: &IdVec<NodeId, u64>,
-    is_switch: impl Fn(NodeId) -> bool,
+    buffer_of: impl Fn(NodeId) -> Option<u64>,
     packet_bytes: u64,
 ) -> Res<Option<String>> {
     let Some(pfc) = &spec.pfc else {
         return Ok(None);
     };
-    let worst = reserved
+    // The switch whose headroom leaves the least shared buffer (`buffer_of`: None for hosts).
+    let tightest = reserved
         .iter_enumerated()
-        .filter(|&(n, _)| is_switch(n))
-        .map(|(_, &r)| r)
-        .max()
-        .unwrap_or(0);
-    if worst.saturating_add(packet_bytes) <= spec.buffer_bytes {
+        .filter_map(|(n, &r)| buffer_of(n).map(|b| (r, b)))
+        .max_by_key(|&(r, b)| r.saturating_add(packet_bytes).saturating_sub(b));
+    let Some((worst, buffer)) = tightest else {
+        return Ok(None);
+    };
+    if worst.saturating_add(packet_bytes) <= buffer {
         return Ok(None);
     }
     let what = match pfc.headroom_bytes {
@@ -311,8 +350,7 @@ pub fn check_headroom(
     };
     let message = format!(
         "PFC headroom of {what} reserves {worst} B at a switch, which with one packet \
-         ({packet_bytes} B) exceeds the {} B buffer: enlarge switch.buffer or lower the headroom",
-        spec.buffer_bytes
+         ({packet_bytes} B) exceeds the {buffer} B buffer: enlarge switch.buffer or lower the headroom"
     );
     match pfc.headroom_bytes {
         Some(_) => Err(ScenarioError::at("switch.pfc.headroom", message)),

@@ -222,7 +222,9 @@ impl Columns for PfcRows {
     }
 }
 
-/// rates.arrow: DCQCN rate changes of a flow.
+/// rates.arrow: congestion-control state changes of a flow (sampled). Each scheme fills the
+/// columns it has; the others are null (DCQCN: rate, target, alpha; DCTCP: rate, alpha, window;
+/// Swift: rate, window, delay and target delay; HPCC: rate, window, utilisation).
 #[derive(Default)]
 pub struct RateRows {
     pub time_ps: Int64Builder,
@@ -230,23 +232,24 @@ pub struct RateRows {
     pub rate_bps: Int64Builder,
     pub target_bps: Int64Builder,
     pub alpha: Float64Builder,
+    pub window_bytes: Int64Builder,
+    pub delay_ps: Int64Builder,
+    pub target_delay_ps: Int64Builder,
+    pub utilisation: Float64Builder,
 }
 
 impl RateRows {
-    #[allow(clippy::too_many_arguments)] // one argument per column
-    pub fn push(
-        &mut self,
-        time_ps: u64,
-        flow_id: FlowId,
-        rate_bps: u64,
-        target_bps: u64,
-        alpha: f64,
-    ) {
+    pub fn push(&mut self, time_ps: u64, flow_id: FlowId, r: &crate::cc::RateSample) {
         self.time_ps.append_value(int64(time_ps));
         self.flow_id.append_value(int64(flow_id.get() as u64));
-        self.rate_bps.append_value(int64(rate_bps));
-        self.target_bps.append_value(int64(target_bps));
-        self.alpha.append_value(alpha);
+        self.rate_bps.append_value(int64(r.rate_bps));
+        self.target_bps.append_option(r.target_bps.map(int64));
+        self.alpha.append_option(r.alpha);
+        self.window_bytes.append_option(r.window_bytes.map(int64));
+        self.delay_ps.append_option(r.delay_ps.map(int64));
+        self.target_delay_ps
+            .append_option(r.target_delay_ps.map(int64));
+        self.utilisation.append_option(r.utilisation);
     }
 }
 
@@ -257,8 +260,12 @@ impl Columns for RateRows {
             Field::new("time_ps", DataType::Int64, false),
             Field::new("flow_id", DataType::Int64, false),
             Field::new("rate_bps", DataType::Int64, false),
-            Field::new("target_bps", DataType::Int64, false),
-            Field::new("alpha", DataType::Float64, false),
+            Field::new("target_bps", DataType::Int64, true),
+            Field::new("alpha", DataType::Float64, true),
+            Field::new("window_bytes", DataType::Int64, true),
+            Field::new("delay_ps", DataType::Int64, true),
+            Field::new("target_delay_ps", DataType::Int64, true),
+            Field::new("utilisation", DataType::Float64, true),
         ]
     }
     fn rows(&self) -> usize {
@@ -271,6 +278,10 @@ impl Columns for RateRows {
             done(&mut self.rate_bps),
             done(&mut self.target_bps),
             done(&mut self.alpha),
+            done(&mut self.window_bytes),
+            done(&mut self.delay_ps),
+            done(&mut self.target_delay_ps),
+            done(&mut self.utilisation),
         ]
     }
 }

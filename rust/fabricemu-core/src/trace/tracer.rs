@@ -215,7 +215,7 @@ impl Tracer {
         let Some(r) = sample() else {
             return;
         };
-        rates.cols.push(now, fid, r.rate_bps, r.target_bps, r.alpha);
+        rates.cols.push(now, fid, &r);
         let r = rates.row_done();
         self.keep_error(r);
     }
@@ -287,8 +287,9 @@ mod tests {
     fn sample(fid: u32) -> Option<RateSample> {
         Some(RateSample {
             rate_bps: 1000 + fid as u64,
-            target_bps: 2000,
-            alpha: 0.5,
+            target_bps: Some(2000),
+            alpha: Some(0.5),
+            ..RateSample::default()
         })
     }
 

@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cc::config::CcName;
 use crate::cc::dcqcn_config::DcqcnFile;
+use crate::cc::dctcp_config::DctcpFile;
+use crate::cc::hpcc_config::HpccFile;
+use crate::cc::swift_config::SwiftFile;
 use crate::config::check::Res;
 use crate::config::values::{Duration, Size};
 use crate::config::{LossRecovery, NicArbitration, ScenarioError, TransportSpec};
@@ -35,7 +38,7 @@ pub struct TransportFile {
     /// Retransmission timeout: no acknowledged progress for this long -> go back to the last ACK.
     #[serde(default = "TransportFile::default_rto")]
     pub rto: Duration,
-    /// Congestion control: `none` (line rate) or `dcqcn`.
+    /// Congestion control: `none` (line rate), `dcqcn`, `dctcp`, `swift` or `hpcc`.
     #[serde(default = "TransportFile::default_cc")]
     pub cc: CcName,
     /// `go_back_n` (RoCE NICs) or `selective` (tolerates reordering). Default: selective when
@@ -53,6 +56,15 @@ pub struct TransportFile {
     /// DCQCN parameters (used when `cc = "dcqcn"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dcqcn: Option<DcqcnFile>,
+    /// DCTCP parameters (used when `cc = "dctcp"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dctcp: Option<DctcpFile>,
+    /// Swift parameters (used when `cc = "swift"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swift: Option<SwiftFile>,
+    /// HPCC parameters (used when `cc = "hpcc"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hpcc: Option<HpccFile>,
 }
 
 impl TransportFile {
@@ -134,7 +146,18 @@ impl TransportFile {
                 "must differ from transport.priority",
             ));
         }
-        let cc = crate::cc::config::validate(self.cc, self.dcqcn.as_ref(), host_rate_bps)?;
+        let cc = crate::cc::config::validate(
+            self.cc,
+            crate::cc::config::CcTables {
+                dcqcn: self.dcqcn.as_ref(),
+                dctcp: self.dctcp.as_ref(),
+                swift: self.swift.as_ref(),
+                hpcc: self.hpcc.as_ref(),
+            },
+            host_rate_bps,
+            self.mtu.0,
+            self.header.0,
+        )?;
         let loss_recovery = match self.loss_recovery {
             None if per_packet => LossRecovery::Selective,
             None | Some(LossRecoveryName::GoBackN) => LossRecovery::GoBackN,
@@ -178,6 +201,9 @@ impl Default for TransportFile {
             priority: None,
             control_priority: None,
             dcqcn: None,
+            dctcp: None,
+            swift: None,
+            hpcc: None,
         }
     }
 }
