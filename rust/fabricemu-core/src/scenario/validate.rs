@@ -77,6 +77,10 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         // With a cluster, workloads address GPUs.
         let ctx = Context {
             n_hosts: endpoints,
+            scaleup_gpus: cluster
+                .as_ref()
+                .and_then(|c| c.scaleup.as_ref())
+                .map(|u| u.gpus),
             ..ctx
         };
         let spec = w.validate(&ctx)?;

@@ -56,6 +56,9 @@ pub struct Context {
     pub header_bytes: Bytes,
     /// Hosts per group (synthetic patterns).
     pub group_size: u32,
+    /// GPUs per scale-up domain of the scenario's `[cluster]` (None without one, or without a
+    /// scale-up domain): the collectives' default `domain_size`.
+    pub scaleup_gpus: Option<u32>,
 }
 
 /// The most flows one workload may generate (a guard against a typo'd duration or load).
@@ -77,6 +80,7 @@ impl Context {
             mtu_bytes,
             header_bytes,
             group_size: host_group_size(topology),
+            scaleup_gpus: None,
         }
     }
 
