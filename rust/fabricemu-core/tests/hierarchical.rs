@@ -293,6 +293,49 @@ fn bad_hierarchical_input_names_the_key() {
     assert_eq!(p, "workload.0.chunk_size");
 }
 
+#[test]
+fn a_cluster_gives_the_domains_by_default() {
+    // 4 servers of 4 GPUs (one NVSwitch domain each) on a leaf-spine of 4 rail leaves: without
+    // domain_size, the hierarchical all-reduce takes its domains from [cluster].scaleup.gpus.
+    let text = r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        [cluster]
+        gpus_per_server = 4
+        scaleup = { kind = "nvswitch", gpus = 4 }
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "hierarchical_ring"
+        size = "1MiB"
+    "#;
+    let (flows, table) = collective_run(text);
+    let row = &table[0];
+    assert_eq!(row.ranks(), 16);
+    assert_eq!(row.flows_finished, row.flows);
+    let s = 1u64 << 20;
+    assert_eq!(row.tier_bytes, [16 * 2 * 3 * s / 4, 16 * 2 * 3 * s / 4 / 4]);
+    for (f, _) in &flows {
+        // Scale-out only between GPUs of equal local index (one rail).
+        if f.src / 4 != f.dst / 4 {
+            assert_eq!(f.src % 4, f.dst % 4);
+        }
+    }
+    assert!(row.tier_busbw_bps(0).is_some() && row.tier_busbw_bps(1).is_some());
+    // An explicit domain_size still wins.
+    let (_, table) = collective_run(&text.replace(
+        "size = \"1MiB\"",
+        "size = \"1MiB\"\n        domain_size = 8",
+    ));
+    // n1 = 8, n2 = 2: per rank 2(n2-1)/n2 x S/n1 = S/8 across.
+    assert_eq!(table[0].tier_bytes[1], 16 * s / 8);
+}
+
 /// On a GPU cluster: 4 servers of 8 GPUs, an NVSwitch domain per server (3600 Gbps per GPU,
 /// 250 ns), one 400 Gbps NIC per GPU on a rail-optimised leaf-spine. The domains come from
 /// `[cluster]` (no `domain_size`): the scale-up tier carries exactly 2(n1-1)/n1 x S per rank and the

@@ -56,8 +56,8 @@ pub struct Context {
     pub header_bytes: Bytes,
     /// Hosts per group (synthetic patterns).
     pub group_size: u32,
-    /// GPUs per scale-up domain of a `[cluster]` with one (GPU g is in domain g / this): the
-    /// hierarchical collectives' default `domain_size`.
+    /// GPUs per scale-up domain of the scenario's `[cluster]` (None without one, or without a
+    /// scale-up domain): the collectives' default `domain_size`.
     pub scaleup_gpus: Option<u32>,
 }
 

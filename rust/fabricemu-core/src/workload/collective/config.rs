@@ -71,6 +71,7 @@ pub struct CollectiveFile {
     pub chunk_size: Option<Size>,
     /// Hosts per scale-up domain (host h is in domain h / domain_size): transfers inside a domain
     /// are on the scale-up tier, and the hierarchical algorithms are built from the domains.
+    /// Default: the `[cluster]` scale-up domain's GPUs (none without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain_size: Option<i64>,
 }
@@ -179,7 +180,7 @@ impl CollectiveFile {
             "a number of iterations",
         )?;
         let domain_size = match self.domain_size {
-            // On a GPU cluster the scale-up domains are the default.
+            // GPUs are numbered server-major: GPU g is in scale-up domain g / gpus.
             None => ctx.scaleup_gpus,
             Some(d) => Some(count(
                 &p("domain_size"),
@@ -271,7 +272,7 @@ impl CollectiveFile {
                 format!(
                     "missing: algorithm = \"{}\" is built from scale-up domains: give the hosts per \
                      domain (host h is in domain h / domain_size), e.g. the hosts under one leaf, \
-                     or put the GPUs in a [cluster] with a scaleup domain",
+                     or a [cluster] with a scale-up domain",
                     algorithm.name()
                 ),
             ));

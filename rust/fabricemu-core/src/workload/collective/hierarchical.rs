@@ -303,7 +303,9 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
                     };
                     let tree = &trees[t];
                     let post = post_order(tree);
-                    let mut up = vec![u32::MAX; n2];
+                    // up[x]: x's send of this piece to its parent, once made (post-order makes
+                    // every child's before its parent's).
+                    let mut up: Vec<Option<u32>> = vec![None; n2];
                     let mut level = vec![0u32; n2];
                     for &x in &post {
                         let x = x as usize;
@@ -311,7 +313,10 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
                             continue;
                         };
                         let kids = &tree.children[x];
-                        let mut inputs: Vec<u32> = kids.iter().map(|&k| up[k as usize]).collect();
+                        let mut inputs: Vec<u32> = kids
+                            .iter()
+                            .map(|&k| up[k as usize].expect(CHILD_FIRST))
+                            .collect();
                         inputs.extend(own(x));
                         let delay = if kids.is_empty() {
                             c as Time * interval
@@ -323,7 +328,7 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
                             .map(|&k| level[k as usize] + 1)
                             .max()
                             .unwrap_or(0);
-                        up[x] = b.push(
+                        up[x] = Some(b.push(
                             dom.rank(x, l),
                             dom.rank(parent as usize, l),
                             bytes,
@@ -331,12 +336,12 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
                             1,
                             rs_steps + level[x],
                             delay,
-                        );
+                        ));
                     }
                     let root = tree.root as usize;
                     let mut result: Vec<u32> = tree.children[root]
                         .iter()
-                        .map(|&k| up[k as usize])
+                        .map(|&k| up[k as usize].expect(CHILD_FIRST))
                         .collect();
                     result.extend(own(root));
                     let root_step = tree.children[root]
@@ -375,6 +380,8 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
     scaleup_all_gather(&mut b, dom, &pieces, &ready, 2, rs_steps + out_steps);
     b.out
 }
+
+const CHILD_FIRST: &str = "post-order: every child's send is made before its parent's";
 
 /// Children before parents.
 fn post_order(tree: &super::tree::BinaryTree) -> Vec<u32> {
