@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -166,6 +167,7 @@ def test_architecture_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 PAGE_TESTS = {
     "analysis.md": "test_analysis_page_runs",
     "architecture.md": "test_architecture_page_runs",
+    "gpu-clusters.md": "test_gpu_clusters_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
@@ -176,6 +178,14 @@ def test_every_docs_page_is_run_by_a_test():
     assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGE_TESTS)
     for test in PAGE_TESTS.values():
         assert callable(globals()[test])
+
+
+def test_gpu_clusters_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "gpu-clusters.md", tmp_path, with_required=False)
+    assert ns["c"]["gpus"] == 256
+    f = json.loads((tmp_path / "superpod_unit.json").read_text())
+    assert f["cluster"]["servers"] == 32
 
 
 def test_synthetic_traffic_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -148,6 +148,11 @@ UNIT_STRINGS = [
     "dcqcn",
     "fat_tree",
     "dragonfly",
+    "rail",
+    "tor",
+    "pxn",
+    "nvswitch",
+    "none",
 ]
 
 SCALARS = st.one_of(
@@ -158,10 +163,54 @@ SCALARS = st.one_of(
     st.sampled_from(UNIT_STRINGS),
     st.text(max_size=12),
 )
+RATES_ANY = ["512Gbps", "3600Gbps", "1bps", "100Tbps", "0bps", "fast"]
 VALUES = st.one_of(
     SCALARS,
     st.lists(SCALARS, max_size=4),
-    st.dictionaries(st.sampled_from(["kind", "interval", "x", "enabled", "size"]), SCALARS, max_size=3),
+    st.dictionaries(
+        st.sampled_from(["kind", "interval", "x", "enabled", "size", "gpus", "rate", "latency", "buffer"]),
+        SCALARS,
+        max_size=3,
+    ),
+)
+
+
+#: A `[cluster]` table (issue 13) to put on any scenario: GPU servers on its topology.
+CLUSTER = st.fixed_dictionaries(
+    {},
+    optional={
+        "gpus_per_server": st.one_of(st.sampled_from([1, 2, 4, 8, 72]), SCALARS),
+        "nics_per_server": st.one_of(st.sampled_from([1, 2, 4, 8]), SCALARS),
+        "cabling": st.one_of(st.sampled_from(["rail", "tor"]), SCALARS),
+        "planes": st.one_of(st.sampled_from([1, 2, 4]), SCALARS),
+        "cross_rail": st.one_of(st.sampled_from(["pxn", "spine"]), SCALARS),
+        "servers_per_rack": st.one_of(st.sampled_from([1, 4]), SCALARS),
+        "scaleup": st.one_of(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "kind": st.sampled_from(["nvswitch", "none", "x"]),
+                    "gpus": st.sampled_from([1, 4, 8, 16, 72, 0, -8]),
+                    "rate": st.sampled_from(RATES_ANY),
+                    "latency": st.sampled_from(["0ns", "250ns", "1ms", "-1ns"]),
+                    "link_delay": st.sampled_from(["0ns", "5ns", "abc"]),
+                    "buffer": st.sampled_from(["1B", "4KiB", "32MiB", "0B"]),
+                },
+            ),
+            VALUES,
+        ),
+        "nic": st.one_of(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "rate": st.sampled_from(RATES_ANY),
+                    "latency": st.sampled_from(["0ns", "100ns", "1e30s"]),
+                    "buffer": st.sampled_from(["1B", "4KiB", "32MiB"]),
+                },
+            ),
+            VALUES,
+        ),
+    },
 )
 
 
@@ -183,9 +232,13 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
         path = draw(st.sampled_from(paths))
         parent = _get(data, path[:-1])
         key = path[-1]
-        op = draw(st.sampled_from(["replace", "replace", "scale", "remove", "unknown", "wrap", "negate"]))
+        op = draw(
+            st.sampled_from(["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster"])
+        )
         old = parent[key]
-        if op == "remove":
+        if op == "cluster":
+            data["cluster"] = draw(CLUSTER)
+        elif op == "remove":
             if isinstance(parent, dict):
                 del parent[key]
             elif parent:

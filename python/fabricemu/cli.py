@@ -982,6 +982,7 @@ Examples:
   fabricemu topo scenarios/quickstart.toml
   fabricemu topo scenarios/permutation.toml --set topology.k=16
   fabricemu topo scenarios/incast.toml --json
+  fabricemu topo scenarios/quickstart.toml --set cluster.gpus_per_server=2
 """
 )
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
@@ -992,7 +993,9 @@ def topo(
 ) -> None:
     """Print the size of SCENARIO's fabric without running it: hosts, switches, links per tier,
     bisection bandwidth (maximum flow between the two halves of the hosts), oversubscription
-    (overall and per switch role) and diameter (the longest shortest host-to-host path)."""
+    (overall and per switch role) and diameter (the longest shortest host-to-host path). With a
+    [cluster]: GPUs, servers, scale-up domains, racks, NICs, rails, planes and the per-GPU
+    scale-up and scale-out bandwidth (the bisection then leaves scale-up links out)."""
     s, _ = _load(scenario, sets, seed, traces)
     f = s.fabric_summary()
     if as_json:
@@ -1001,7 +1004,9 @@ def topo(
     shape = fabric_shape(s.describe()["topology"])
     click.echo(f"{s.name}: {shape}")
     roles = ", ".join(f"{r['switches']} {r['role']}" for r in f["roles"])
-    click.echo(f"  hosts             {f['hosts']:,}")
+    click.echo(f"  hosts             {f['hosts']:,}" + (" (GPUs)" if f.get("cluster") else ""))
+    if f.get("cluster"):
+        _topo_cluster(f["cluster"])
     click.echo(f"  switches          {f['switches']:,} ({roles})")
     tiers = ", ".join(
         f"{t['links']:,} {t['tier']} at {_rate_range(t['rate_min_bps'], t['rate_max_bps'])}"
@@ -1026,6 +1031,28 @@ def topo(
         click.echo("  diameter          - (some hosts cannot reach each other)")
     else:
         click.echo(f"  diameter          {f['diameter_links']} links ({f['diameter_switches']} switches)")
+
+
+def _topo_cluster(c: Dict[str, Any]) -> None:
+    """The GPU-server lines of ``fabricemu topo`` (a scenario with a ``[cluster]``)."""
+    plural = lambda n, word: f"{n:,} {word}" + ("" if n == 1 else "s")  # noqa: E731
+    domains = (
+        f"{plural(c['scaleup_domains'], 'scale-up domain')} of {c['gpus_per_domain']}"
+        if c["scaleup_domains"]
+        else "no scale-up domain"
+    )
+    click.echo(
+        f"  GPUs              {c['gpus']:,} ({plural(c['servers'], 'server')} x {c['gpus_per_server']}, "
+        f"{domains}, {plural(c['racks'], 'rack')})"
+    )
+    shared = ", shared by GPUs" if c["shared_nics"] else ""
+    click.echo(
+        f"  NICs              {c['nics']:,} ({c['nics_per_server']} per server{shared}; "
+        f"{plural(c['rails'], 'rail')}, {plural(c['planes'], 'plane')}, {c['cabling']} cabling, "
+        f"cross-rail {c['cross_rail']})"
+    )
+    up = _fmt.bps(c["scaleup_bps_per_gpu"]) if c["scaleup_bps_per_gpu"] else "-"
+    click.echo(f"  per GPU           scale-up {up}, scale-out {_fmt.bps(c['scaleout_bps_per_gpu'])}")
 
 
 def _rate_range(lo: int, hi: int) -> str:

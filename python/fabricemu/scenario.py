@@ -335,7 +335,19 @@ _MEASURED_KEYS = frozenset({"kind", "hosts", "switches", "links", "roles", "tier
 def fabric_shape(t: Mapping[str, Any]) -> str:
     """The shape of a fabric from its description (``Scenario.describe()["topology"]`` or a run's
     ``run_info["fabric"]``): ``"fat_tree k=4"``, ``"leaf_spine 4 leaves x 2 spines, 6 hosts per
-    leaf"``, ``"dragonfly p=2 a=4 h=2 g=9"``, ... Every topology kind has one."""
+    leaf"``, ``"dragonfly p=2 a=4 h=2 g=9"``, ... Every topology kind has one. A ``[cluster]`` adds
+    its servers: ``"leaf_spine 8 leaves x 4 spines, 32 hosts per leaf; 32 servers x 8 GPUs, rail
+    cabling"``."""
+    shape = _topology_shape(t)
+    c = t.get("cluster")
+    if isinstance(c, Mapping) and "servers" in c:
+        planes = f", {c['planes']} planes" if c.get("planes", 1) != 1 else ""
+        shape += f"; {c['servers']} servers x {c['gpus_per_server']} GPUs, {c['cabling']} cabling{planes}"
+    return shape
+
+
+def _topology_shape(t: Mapping[str, Any]) -> str:
+    """The topology part of :func:`fabric_shape`."""
     kind = str(t.get("kind", "fabric"))
     try:
         if kind == "fat_tree":

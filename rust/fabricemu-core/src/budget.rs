@@ -7,8 +7,8 @@
 //! (Poisson and synthetic arrivals from rate x window, with a margin for their randomness).
 
 use crate::scenario::{
-    CollectiveAlgorithm, CollectiveOp, CollectiveSpec, LinkSpec, Scenario, ScenarioError, StopAt,
-    TopologySpec, WorkloadSpec,
+    ClusterSpec, CollectiveAlgorithm, CollectiveOp, CollectiveSpec, LinkSpec, Scenario,
+    ScenarioError, StopAt, TopologySpec, WorkloadSpec,
 };
 use crate::units::PS_PER_SEC;
 
@@ -111,6 +111,45 @@ pub fn default_memory_limit() -> u64 {
     available_memory()
         .map(|m| (m as f64 * DEFAULT_MEMORY_FRACTION) as u64)
         .unwrap_or(8 << 30)
+}
+
+/// Counts of a topology with its cluster: endpoints (GPUs), switches (every plane's, shared NICs
+/// and scale-up switches), and the cables of each tier with their link.
+fn cluster_counts(
+    t: &TopologySpec,
+    cluster: Option<&ClusterSpec>,
+) -> (u64, u64, Vec<(u64, LinkSpec)>) {
+    let (hosts, switches, mut tiers) = fabric_counts(t);
+    let Some(c) = cluster else {
+        return (hosts, switches, tiers);
+    };
+    let planes = c.planes as u64;
+    let gpus = c.gpus(t.num_hosts()) as u64;
+    for tier in &mut tiers {
+        tier.0 = tier.0.saturating_mul(planes);
+    }
+    let mut switches = switches.saturating_mul(planes);
+    if c.nics_per_server < c.gpus_per_server {
+        switches += c.servers(t.num_hosts()) as u64 * c.nics_per_server as u64;
+        tiers.push((
+            gpus,
+            LinkSpec {
+                rate_bps: c.nic.rate_bps,
+                delay_ps: c.nic.latency_ps,
+            },
+        ));
+    }
+    if let Some(s) = c.scaleup {
+        switches += gpus / s.gpus as u64;
+        tiers.push((
+            gpus,
+            LinkSpec {
+                rate_bps: s.rate_bps,
+                delay_ps: s.link_delay_ps,
+            },
+        ));
+    }
+    (gpus, switches, tiers)
 }
 
 /// Counts of a topology: hosts, switches, and the cables of each tier with their link.
@@ -292,7 +331,7 @@ const REPLAY_ROW_BYTES: u64 = 16;
 
 /// Estimate what a run of `s` needs.
 pub fn estimate(s: &Scenario) -> Estimate {
-    let (hosts, switches, tiers) = fabric_counts(&s.topology);
+    let (hosts, switches, tiers) = cluster_counts(&s.topology, s.cluster.as_ref());
     let cables: u64 = tiers.iter().map(|t| t.0).sum();
     let ports = 2 * cables;
     let mut e = Estimate {

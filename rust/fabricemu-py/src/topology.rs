@@ -31,7 +31,7 @@ pub fn topology_summary(
     let stats = py
         .detach(|| {
             catch_unwind(|| {
-                let fabric = topology::build(&spec.topology, &spec.switch);
+                let fabric = topology::build_scenario(&spec);
                 summary::summarize(&fabric)
             })
         })

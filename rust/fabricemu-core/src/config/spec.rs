@@ -84,6 +84,27 @@ impl TopologySpec {
         }
     }
 
+    /// The switches hosts attach to (edge switches, leaves, routers) and the host slots of each:
+    /// `(switches, slots per switch)`. Slots are numbered switch by switch.
+    pub fn slot_switches(&self) -> (u32, u32) {
+        match *self {
+            TopologySpec::Dragonfly { p, a, g, .. } => (a * g, p),
+            TopologySpec::DragonflyPlus {
+                leaves,
+                hosts_per_leaf,
+                g,
+                ..
+            } => (leaves * g, hosts_per_leaf),
+            TopologySpec::FatTree { k, .. } => (k * k / 2, k / 2),
+            TopologySpec::LeafSpine {
+                leaves,
+                hosts_per_leaf,
+                ..
+            } => (leaves, hosts_per_leaf),
+        }
+    }
+
+    /// Host slots (the hosts without a `[cluster]`; NIC ports of one plane with one).
     pub fn num_hosts(&self) -> u32 {
         match *self {
             TopologySpec::Dragonfly { p, a, g, .. } => p * a * g,
@@ -100,6 +121,80 @@ impl TopologySpec {
                 ..
             } => leaves * hosts_per_leaf,
         }
+    }
+}
+
+/// `[cluster]`: GPU servers on the scale-out topology (see `topology::cluster`). The topology's host
+/// slots become NIC ports; the endpoints are GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterSpec {
+    pub gpus_per_server: u32,
+    /// Divides `gpus_per_server`; fewer NICs than GPUs: consecutive GPUs share a NIC.
+    pub nics_per_server: u32,
+    pub cabling: Cabling,
+    /// Copies of the scale-out topology; each NIC has one port on each.
+    pub planes: u32,
+    pub cross_rail: CrossRail,
+    /// The scale-up domain (NVSwitch), if any.
+    pub scaleup: Option<ScaleUpSpec>,
+    /// The GPU-NIC attachment (PCIe-like): a link of its own to a shared NIC, or on a one-NIC-per-GPU
+    /// server its latency added to the NIC link and its rate a cap on it.
+    pub nic: NicAttachSpec,
+    /// Whether `nic` was given (a one-NIC-per-GPU server without it attaches the GPU directly).
+    pub nic_given: bool,
+    pub servers_per_rack: u32,
+}
+
+/// How NICs are cabled to the leaves (the topology's slot switches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cabling {
+    /// NIC i of every server of a scalable unit on leaf i of the unit.
+    Rail,
+    /// All NICs of a server on one leaf (top of rack).
+    Tor,
+}
+
+/// How a GPU reaches a GPU on another rail (used by path choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrossRail {
+    /// Through the scale-out spine.
+    Spine,
+    /// PCIe x NVLink: a scale-up hop to the GPU on the destination's rail, then that rail.
+    Pxn,
+}
+
+/// The scale-up domain: a non-blocking switch (NVSwitch) joining `gpus` GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScaleUpSpec {
+    /// GPUs per domain (a multiple of gpus_per_server).
+    pub gpus: u32,
+    /// Per GPU, each direction.
+    pub rate_bps: Rate,
+    /// Forwarding latency of the scale-up switch.
+    pub latency_ps: Time,
+    /// Propagation delay of a GPU <-> scale-up switch link.
+    pub link_delay_ps: Time,
+    pub buffer_bytes: Bytes,
+}
+
+/// The GPU-NIC attachment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NicAttachSpec {
+    pub rate_bps: Rate,
+    pub latency_ps: Time,
+    /// Packet memory of a shared NIC.
+    pub buffer_bytes: Bytes,
+}
+
+impl ClusterSpec {
+    /// Servers on a topology with `slots` host slots per plane.
+    pub fn servers(&self, slots: u32) -> u32 {
+        slots / self.nics_per_server
+    }
+
+    /// GPUs on a topology with `slots` host slots per plane.
+    pub fn gpus(&self, slots: u32) -> u32 {
+        self.servers(slots) * self.gpus_per_server
     }
 }
 
@@ -667,4 +762,21 @@ pub struct Scenario {
     /// Start of the measurement window `[warmup_ps, stop)` of synthetic workloads.
     pub warmup_ps: Time,
     pub nic_arbitration: NicArbitration,
+    /// `[cluster]`: GPU servers on the topology (None: one host per slot, as without it).
+    pub cluster: Option<ClusterSpec>,
+}
+
+impl Scenario {
+    /// The endpoints workloads address: GPUs with a `[cluster]`, else the topology's hosts.
+    pub fn num_endpoints(&self) -> u32 {
+        endpoints(&self.topology, self.cluster.as_ref())
+    }
+}
+
+/// The endpoints of `topology` with `cluster`: its GPUs, or its hosts without a cluster.
+pub fn endpoints(topology: &TopologySpec, cluster: Option<&ClusterSpec>) -> u32 {
+    match cluster {
+        Some(c) => c.gpus(topology.num_hosts()),
+        None => topology.num_hosts(),
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::queue::Event;
 use super::world::World;
-use crate::ids::{FlowId, IdVec, LinkId, NodeId, PortId};
+use crate::ids::{FlowId, IdVec, LinkId, PortId};
 use crate::packet::PacketId;
 use crate::routing::RouteTable;
 use crate::scenario::{FaultKind, FaultSpec};
@@ -148,22 +148,35 @@ impl World {
         self.fault_drop(pkt);
     }
 
-    /// Whether packets from host `a` can reach host `b` now: `a`'s link is up and routing has a
-    /// live path from its switch on (routing tables hold shortest live paths, so any member of a
-    /// next-hop group leads on).
-    pub(super) fn reachable(&self, a: NodeId, b: NodeId) -> bool {
-        let first = self.fabric.host_port(a);
-        if self.ports[first].down {
-            return false;
-        }
-        let mut node = self.fabric.peer_node[first];
+    /// Whether flow `fid`'s packets (data if `data`, else its control packets back) can reach
+    /// their destination now: its first link is up and routing has a live path on (routing tables
+    /// hold shortest live paths, so any member of a next-hop group leads on; scale-up switches
+    /// and PXN relays forward by the cluster layout).
+    pub(super) fn reachable(&self, fid: FlowId, data: bool) -> bool {
+        let f = &self.flows[fid];
+        let (mut port, target) = if data {
+            (f.src_port, f.dst)
+        } else {
+            (f.dst_port, f.src)
+        };
         for _ in 0..=self.fabric.num_nodes {
-            if self.fabric.is_host(node) {
-                return node == b;
+            if self.ports[port].down {
+                return false;
             }
-            match self.router.table.group(node, b).first() {
-                Some(&p) if !self.ports[p].down => node = self.fabric.peer_node[p],
-                _ => return false,
+            let node = self.fabric.peer_node[port];
+            let next = if self.fabric.is_host(node) {
+                if node == target {
+                    return true;
+                }
+                self.relay_out(fid, data)
+            } else if self.ports[port].to_scaleup {
+                self.scaleup_out(node, target, fid, data)
+            } else {
+                self.router.table.group(node, target).first().copied()
+            };
+            match next {
+                Some(p) => port = p,
+                None => return false,
             }
         }
         false

@@ -13,17 +13,17 @@ use crate::transport::{window, NEVER};
 use crate::units::{serialisation_ps, Time};
 
 impl World {
-    /// The next data packet of host `h` (port `p`), round robin over its flows that have data and
-    /// whose pacing allows a packet now. The flow served last stays at the front until the next
+    /// The next data packet of host `h`'s port `p`, round robin over the flows it sends on `p`
+    /// that have data and whose pacing allows a packet now. The flow served last stays at the front until the next
     /// choice, so a flow that became active meanwhile is served before it again. `Err(t)`: nothing
     /// to send now; try again at `t` (NEVER: when something changes).
-    pub(super) fn nic_next_data(&mut self, h: NodeId, p: PortId) -> Result<PacketId, Time> {
+    pub(super) fn nic_next_data(&mut self, _h: NodeId, p: PortId) -> Result<PacketId, Time> {
         if self.ports[p].paused & (1 << self.transport.data_priority) != 0 {
             return Err(NEVER); // PFC: the RESUME will wake the port
         }
         let now = self.now;
-        let ring = &mut self.nics.ring[h];
-        if std::mem::take(&mut self.nics.rotate[h]) {
+        let ring = &mut self.nics.ring[p];
+        if std::mem::take(&mut self.nics.rotate[p]) {
             if let Some(fid) = ring.pop_front() {
                 ring.push_back(fid);
             }
@@ -72,7 +72,7 @@ impl World {
                 }
             }
             f.packets_sent += 1;
-            self.nics.rotate[h] = !self.nics.fifo;
+            self.nics.rotate[p] = !self.nics.fifo;
             let wire = f.payload_of(seq, self.transport.mtu) + self.transport.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
             let per_byte = self.ports[p].ps_per_byte;
@@ -108,10 +108,9 @@ impl World {
             return;
         }
         f.in_nic_ring = true;
-        let h = f.src;
+        let p = f.src_port;
         let ready = f.next_send.max(self.now);
-        self.nics.ring[h].push_back(fid);
-        let p = self.fabric.host_port(h);
+        self.nics.ring[p].push_back(fid);
         let port = &self.ports[p];
         let at = port.busy_until.max(ready);
         if at == self.now && port.wake_at > self.now {
@@ -168,8 +167,7 @@ impl World {
         }
         // No acknowledged progress for a whole timeout. If the destination is cut off for good
         // (no path either way, and no fault will end or be noticed later), give up on the flow.
-        let (src, dst) = (f.src, f.dst);
-        if self.faults.settled() && !(self.reachable(src, dst) && self.reachable(dst, src)) {
+        if self.faults.settled() && !(self.reachable(fid, true) && self.reachable(fid, false)) {
             self.abandon(fid);
             return;
         }
@@ -343,7 +341,7 @@ impl World {
         if echo {
             pkt.flags |= flags::ECE;
         }
-        let port = self.fabric.host_port(f.dst);
+        let port = f.dst_port;
         self.stats.control_packets_sent += 1;
         let id = self.packets.alloc(pkt);
         self.host_enqueue(port, id);
@@ -387,7 +385,7 @@ impl World {
         }
         if window {
             // The window opened: the NIC may send again.
-            let p = self.fabric.host_port(self.flows[fid].src);
+            let p = self.flows[fid].src_port;
             self.kick(p);
         }
     }
@@ -451,7 +449,7 @@ impl World {
             let opened = f.window_bytes.is_some_and(|old| w > old);
             f.window_bytes = Some(w);
             if opened && f.in_nic_ring {
-                let p = self.fabric.host_port(f.src);
+                let p = f.src_port;
                 self.kick(p);
             }
         }
@@ -470,7 +468,7 @@ impl World {
             let left = f.next_send - self.now;
             f.next_send = self.now + (left as u128 * old as u128 / rc as u128) as Time;
             if f.in_nic_ring {
-                let p = self.fabric.host_port(f.src);
+                let p = f.src_port;
                 let at = f.next_send.max(self.ports[p].busy_until);
                 self.wake_port(p, at);
             }

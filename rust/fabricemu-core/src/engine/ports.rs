@@ -94,7 +94,7 @@ impl World {
         if self.queues[p].has_sendable(port.paused) {
             return true;
         }
-        port.from_host && !self.nics.ring[port.node].is_empty()
+        port.from_host && !self.nics.ring[p].is_empty()
     }
 
     /// A packet leaves a switch's buffer (it starts its transmission): release its bytes, let PFC
@@ -213,19 +213,50 @@ impl World {
         let PortHot {
             peer_node: node,
             to_host,
+            to_scaleup,
+            to_relay,
             ..
         } = self.ports[p];
-        let kind = self.packets.get(pkt).kind;
+        let &Packet { kind, dst, .. } = self.packets.get(pkt);
         if kind.is_pfc() {
             self.receive_pfc_frame(p, pkt);
         } else if to_host {
-            self.host_receive(pkt);
+            if to_relay && dst != node {
+                self.pxn_transit(pkt);
+            } else {
+                self.host_receive(pkt);
+            }
         } else {
             self.packets.get_mut(pkt).ingress = p;
-            match self.route(node, pkt) {
+            let out = if to_scaleup {
+                self.scaleup_route(node, pkt)
+            } else {
+                self.route(node, pkt)
+            };
+            match out {
                 Some(out) => self.switch_enqueue(node, out, pkt),
                 None => self.unreachable_drop(pkt), // every path is known to be down
             }
+        }
+    }
+
+    /// GPU clusters: the egress port of scale-up switch `node` for `pkt` (see
+    /// [`World::scaleup_out`]).
+    fn scaleup_route(&self, node: NodeId, pkt: PacketId) -> Option<PortId> {
+        let packet = self.packets.get(pkt);
+        let flow = packet.flow_id()?;
+        self.scaleup_out(node, packet.dst, flow, packet.kind == PacketKind::Data)
+    }
+
+    /// GPU clusters, PXN: a packet for another GPU reached the relay GPU over the scale-up
+    /// domain; it leaves on the relay's NIC port, queued like the NIC's control packets (ahead
+    /// of its own data; a NIC does not drop).
+    fn pxn_transit(&mut self, pkt: PacketId) {
+        let packet = self.packets.get(pkt);
+        let data = packet.kind == PacketKind::Data;
+        match packet.flow_id().and_then(|flow| self.relay_out(flow, data)) {
+            Some(out) => self.host_enqueue(out, pkt),
+            None => self.unreachable_drop(pkt),
         }
     }
 

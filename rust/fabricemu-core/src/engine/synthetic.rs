@@ -137,7 +137,7 @@ impl Simulation {
             }
         }
         latencies.sort_unstable();
-        let senders = self.scenario.topology.num_hosts();
+        let senders = self.scenario.num_endpoints();
         let host_rate_bps = self.scenario.topology.host_link().rate_bps;
         let capacity_bits = senders as f64 * host_rate_bps as f64 * window_ps as f64 * 1e-12;
         let load = |bytes: u64| {

@@ -53,8 +53,69 @@ pub(super) struct PortHot {
     pub paused: u8,
     pub from_host: bool,
     pub to_host: bool,
+    /// The far end is a scale-up switch (it forwards by the cluster layout, not the route table).
+    pub to_scaleup: bool,
+    /// A scale-up switch's link to a GPU that may relay PXN packets onto its NIC.
+    pub to_relay: bool,
     /// The link is down (a fault): nothing is sent on it.
     pub down: bool,
+}
+
+/// GPU clusters, PXN: where one direction of a flow (its data, or its control packets back) leaves
+/// the scale-up switch (toward the relay GPU) and the relay GPU (its NIC port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PxnHops {
+    pub switch_out: PortId,
+    pub relay_out: PortId,
+}
+
+/// A flow's PXN hops: `[data, control]`, None for a direction that is not PXN.
+pub(super) type FlowPxn = [Option<PxnHops>; 2];
+
+/// Where a flow's packets leave its two ends (see [`crate::topology::ClusterLayout::first_hop`]).
+struct EndpointPorts {
+    src_port: PortId,
+    dst_port: PortId,
+    /// `World::pxn`'s entry.
+    pxn: FlowPxn,
+    /// The flow's line rate: its first link's, and with PXN at most the relay NIC's.
+    rate_bps: u64,
+}
+
+fn endpoint_ports(fabric: &Fabric, src: NodeId, dst: NodeId, fwd: u64, rev: u64) -> EndpointPorts {
+    let Some(c) = fabric.cluster.as_deref() else {
+        let src_port = fabric.host_port(src);
+        return EndpointPorts {
+            src_port,
+            dst_port: fabric.host_port(dst),
+            pxn: [None; 2],
+            rate_bps: fabric.rate_bps[src_port],
+        };
+    };
+    let (src_port, src_relay) = c.first_hop(src, dst, fwd);
+    let (dst_port, dst_relay) = c.first_hop(dst, src, rev);
+    // At the scale-up switch: the port to the relay; at the relay: its NIC port.
+    let hops = |relay: Option<NodeId>, key: u64| {
+        relay.map(|r| {
+            let up = c.scaleup_port(r).expect("a relay is in a scale-up domain");
+            PxnHops {
+                switch_out: fabric.peer_port[up],
+                relay_out: c.nic_port(r, key),
+            }
+        })
+    };
+    let data = hops(src_relay, fwd);
+    let control = hops(dst_relay, rev);
+    let mut rate_bps = fabric.rate_bps[src_port];
+    if let Some(h) = data {
+        rate_bps = rate_bps.min(fabric.rate_bps[h.relay_out]);
+    }
+    EndpointPorts {
+        src_port,
+        dst_port,
+        pxn: [data, control],
+        rate_bps,
+    }
 }
 
 /// Flows waiting for a set of other flows to finish.
@@ -97,6 +158,9 @@ pub struct World {
 
     // Flows.
     pub flows: IdVec<FlowId, Flow>,
+    /// GPU clusters with PXN, per flow: where its packets leave the scale-up switch and the relay
+    /// GPU, data then control (see [`PxnHops`]). Empty without PXN.
+    pub(super) pxn: IdVec<FlowId, FlowPxn>,
     /// Congestion control: the scheme and every flow's sender and receiver state.
     pub(super) cc: Cc,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
@@ -132,6 +196,9 @@ impl World {
     ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
+        let cluster = fabric.cluster.as_deref();
+        let pxn_cluster = cluster
+            .is_some_and(|c| c.spec.cross_rail == crate::config::CrossRail::Pxn && c.domains > 0);
         let ports: IdVec<PortId, PortHot> = fabric
             .ports()
             .map(|p| {
@@ -141,7 +208,7 @@ impl World {
                 let latency = if fabric.is_host(far) {
                     0
                 } else {
-                    s.switch.latency_ps
+                    fabric.switch_latency(far).unwrap_or(s.switch.latency_ps)
                 };
                 PortHot {
                     busy_until: 0,
@@ -159,12 +226,24 @@ impl World {
                     paused: 0,
                     from_host: fabric.is_host(fabric.port_node[p]),
                     to_host: fabric.is_host(far),
+                    to_scaleup: cluster.is_some_and(|c| c.is_scaleup_switch(far)),
+                    to_relay: pxn_cluster
+                        && cluster.is_some_and(|c| c.is_scaleup_switch(fabric.port_node[p])),
                     down: false,
                 }
             })
             .collect();
         let t = &s.transport;
-        let buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, reserved_headroom);
+        let mut buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, reserved_headroom);
+        if fabric.cluster.is_some() {
+            // Scale-up switches and shared NICs have buffers of their own.
+            for n in fabric.switches() {
+                if let Some(b) = fabric.switch_buffer(n) {
+                    buffer.capacity[n] =
+                        b.saturating_sub(reserved_headroom.get(n).copied().unwrap_or(0));
+                }
+            }
+        }
 
         let mut sport_rng = RngStream::SourcePorts.rng(s.seed);
         let mut label_rng = RngStream::FlowLabels.rng(s.seed);
@@ -178,6 +257,7 @@ impl World {
             })
             .collect();
         let mut static_order = Vec::new();
+        let mut pxn = IdVec::new();
         for (id, f) in plan.flows.iter().enumerate() {
             let id = FlowId::new(id as u32);
             // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
@@ -200,15 +280,25 @@ impl World {
                     NEVER
                 }
             };
+            let (header_fwd, header_rev) = (
+                header_key(&s.routing, header),
+                header_key(&s.routing, header.reversed()),
+            );
+            let ends = endpoint_ports(&fabric, f.src, f.dst, header_fwd, header_rev);
+            if pxn_cluster {
+                pxn.push(ends.pxn);
+            }
             flows.push(Flow {
                 src: f.src,
                 dst: f.dst,
+                src_port: ends.src_port,
+                dst_port: ends.dst_port,
                 size_bytes: f.size_bytes,
                 start,
                 num_packets,
                 last_payload,
-                header_fwd: header_key(&s.routing, header),
-                header_rev: header_key(&s.routing, header.reversed()),
+                header_fwd,
+                header_rev,
                 workload: f.workload,
                 completes: f.completes,
                 next_seq: 0,
@@ -221,7 +311,7 @@ impl World {
                 expected: 0,
                 nacked_at: None,
                 finish: NEVER,
-                rate_bps: fabric.rate_bps[fabric.host_port(f.src)],
+                rate_bps: ends.rate_bps,
                 next_send: 0,
                 resend: Vec::new(),
                 received_ahead: Vec::new(),
@@ -300,11 +390,12 @@ impl World {
             in_deadlock: false,
             deadlock_check_pending: false,
             nics: Nics::new(
-                fabric.num_hosts,
+                fabric.host_ports().len() as u32,
                 s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
             ),
             synth: super::synthetic::SynthMeter::new(s),
             flows,
+            pxn,
             cc,
             static_order,
             next_static: 0,
@@ -620,18 +711,51 @@ impl World {
         fid: FlowId,
     ) -> Result<Vec<PortId>, Vec<PortId>> {
         let f = &self.flows[fid];
-        let mut ports = vec![self.fabric.host_port(f.src)];
+        let mut ports = vec![f.src_port];
         for _ in 0..=self.fabric.num_nodes {
-            let node = self.fabric.peer_node[*ports.last().expect("non-empty")];
-            if self.fabric.is_host(node) {
-                return Ok(ports);
-            }
-            match self.router.ecmp_port(table, node, f.dst, f.header_fwd) {
+            let last = *ports.last().expect("non-empty");
+            let node = self.fabric.peer_node[last];
+            let next = if self.fabric.is_host(node) {
+                if node == f.dst {
+                    return Ok(ports);
+                }
+                self.relay_out(fid, true) // PXN: the relay GPU's NIC port
+            } else if self.ports[last].to_scaleup {
+                self.scaleup_out(node, f.dst, fid, true)
+            } else {
+                self.router.ecmp_port(table, node, f.dst, f.header_fwd)
+            };
+            match next {
                 Some(p) => ports.push(p),
                 None => return Err(ports),
             }
         }
         Err(ports)
+    }
+
+    /// GPU clusters: the egress port of scale-up switch `node` toward `dst` for flow `fid`'s
+    /// data (`data`) or control packets: to `dst` in the domain, else (PXN) to the flow's relay.
+    #[inline]
+    pub(super) fn scaleup_out(
+        &self,
+        node: NodeId,
+        dst: NodeId,
+        fid: FlowId,
+        data: bool,
+    ) -> Option<PortId> {
+        let c = self.fabric.cluster.as_deref()?;
+        let out = if c.domain(dst).and_then(|d| c.domain_switch(d)) == Some(node) {
+            self.fabric.peer_port[c.scaleup_port(dst)?]
+        } else {
+            self.pxn.get(fid)?[usize::from(!data)]?.switch_out
+        };
+        (!self.ports[out].down).then_some(out)
+    }
+
+    /// GPU clusters, PXN: the relay GPU's NIC port for flow `fid`'s data or control packets.
+    #[inline]
+    pub(super) fn relay_out(&self, fid: FlowId, data: bool) -> Option<PortId> {
+        Some(self.pxn.get(fid)?[usize::from(!data)]?.relay_out)
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.
@@ -653,6 +777,11 @@ impl World {
 
     pub fn pending_events(&self) -> usize {
         self.events.len()
+    }
+
+    /// Bytes sent on port `p` so far (tests and tools; links.arrow samples them).
+    pub fn port_tx_bytes(&self, p: PortId) -> u64 {
+        self.ports[p].tx_bytes
     }
 
     /// Queue bytes of port `p`, priority `c` (tests and tools).

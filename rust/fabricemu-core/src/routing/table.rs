@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 
-use crate::topology::{Fabric, IdVec, NodeId, PortId, Tier};
+use crate::topology::{Fabric, IdVec, NodeId, PortId, Role, Tier};
 
 /// A port group in the flat tables, stored as its id + 1 so that "no group" (a destination no path
 /// reaches) is `None` in 4 bytes: the per-(switch, destination) table is read for every packet, and
@@ -36,23 +36,36 @@ fn link_cost(f: &Fabric, p: PortId) -> u32 {
     }
 }
 
+/// Where a host attaches to one component of the switch graph.
+#[derive(Debug, Clone, Copy)]
+struct Attachment {
+    /// The switch it attaches to.
+    switch: NodeId,
+    /// The port of `switch` leading to the host.
+    downlink: PortId,
+    /// `switch`'s index among edge switches.
+    edge: u32,
+}
+
 /// Routes as flat arrays: groups are deduplicated port lists.
 #[derive(Debug, Clone)]
 pub struct RouteTable {
     num_hosts: u32,
-    /// Per host: the switch it attaches to.
-    host_switch: IdVec<NodeId, NodeId>,
-    /// Per host: the port of `host_switch` that leads to it.
-    host_downlink: IdVec<NodeId, PortId>,
-    /// Per host: index of its edge switch among edge switches.
-    host_edge_index: IdVec<NodeId, u32>,
+    /// Components of the switch graph (a GPU cluster's planes; 1 for every host-only fabric), and
+    /// each node's (hosts and scale-up switches: None; they are not routed by the table).
+    num_comps: u32,
+    node_comp: IdVec<NodeId, Option<u32>>,
+    /// Per (host, component), at `host * num_comps + component`: where the host attaches to that
+    /// component (None: it does not). With one component, simply per host.
+    attachments: Vec<Option<Attachment>>,
     num_edges: u32,
     /// `[(switch - num_hosts) * num_edges + edge_index]` -> group (None: unreachable).
     group_of: Vec<Option<GroupRef>>,
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
-    /// Dragonflies: the group of every node (hosts: their router's), else empty.
-    node_group: IdVec<NodeId, u32>,
+    /// Dragonflies: the group of every node (hosts: their router's; scale-up switches: None),
+    /// else empty.
+    node_group: IdVec<NodeId, Option<u32>>,
     num_df_groups: u32,
     /// `[(switch - num_hosts) * num_df_groups + group]` -> ports toward the group (None: no
     /// live path).
@@ -135,7 +148,7 @@ impl Search {
 
 /// Dragonfly groups (components of the switch graph without global links), numbered in order of
 /// their lowest switch, with hosts in their switch's group; `(empty, 0)` without global links.
-fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
+fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
     if !f.tier.contains(&Tier::Global) {
         return (IdVec::new(), 0);
     }
@@ -143,7 +156,8 @@ fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
     let mut count = 0;
     let mut stack = Vec::new();
     for s in f.switches() {
-        if group[s].is_some() {
+        // A scale-up switch joins only GPUs: it is in no dragonfly group.
+        if group[s].is_some() || f.role[s] == Role::NvSwitch {
             continue;
         }
         group[s] = Some(count);
@@ -162,12 +176,36 @@ fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
     for h in f.hosts() {
         group[h] = group[f.peer_node[f.host_port(h)]];
     }
-    // Every switch got a group above, and every host its switch's.
-    let group = group
-        .into_iter()
-        .map(|g| g.expect("every node is in a group"))
-        .collect();
+    // Every switch but the scale-up ones got a group above, and every host its switch's.
     (group, count)
+}
+
+/// Connected components of the switch graph (links between switches; hosts do not forward),
+/// numbered in order of their lowest switch. Scale-up switches are in none (None): they join
+/// only GPUs and forward by the cluster layout. Every host-only fabric is one component; a GPU
+/// cluster has one per plane (its shared NICs, if any, join the planes into one).
+fn components(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
+    let mut comp: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, f.num_nodes as usize);
+    let mut count = 0;
+    let mut stack = Vec::new();
+    for s in f.switches() {
+        if comp[s].is_some() || f.role[s] == Role::NvSwitch {
+            continue;
+        }
+        comp[s] = Some(count);
+        stack.push(s);
+        while let Some(u) = stack.pop() {
+            for p in f.ports_of(u) {
+                let v = f.peer_node[p];
+                if !f.is_host(v) && comp[v].is_none() {
+                    comp[v] = Some(count);
+                    stack.push(v);
+                }
+            }
+        }
+        count += 1;
+    }
+    (comp, count.max(1))
 }
 
 impl RouteTable {
@@ -181,24 +219,34 @@ impl RouteTable {
         let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
         let n = f.num_nodes as usize;
         let num_switches = n - f.num_hosts as usize;
-        let mut host_switch = IdVec::with_capacity(f.num_hosts as usize);
-        let mut host_downlink = IdVec::with_capacity(f.num_hosts as usize);
+        // Every attachment of every host (a GPU: one per plane, or its shared NIC; its scale-up
+        // port is left out, the scale-up switch forwards by the cluster layout), per component.
+        let (node_comp, num_comps) = components(f);
+        let c = num_comps as usize;
+        let mut attachments: Vec<Option<Attachment>> = vec![None; f.num_hosts as usize * c];
         let mut edge_index: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, n);
         let mut edges = Vec::new();
         for h in f.hosts() {
-            let p = f.host_port(h);
-            let sw = f.peer_node[p];
-            host_switch.push(sw);
-            host_downlink.push(f.peer_port[p]);
-            if edge_index[sw].is_none() {
-                edge_index[sw] = Some(edges.len() as u32);
-                edges.push(sw);
+            for p in f.ports_of(h) {
+                let sw = f.peer_node[p];
+                let Some(comp) = node_comp[sw] else {
+                    continue;
+                };
+                let a = h.index() * c + comp as usize;
+                if attachments[a].is_some() {
+                    continue;
+                }
+                let edge = *edge_index[sw].get_or_insert_with(|| {
+                    edges.push(sw);
+                    (edges.len() - 1) as u32
+                });
+                attachments[a] = Some(Attachment {
+                    switch: sw,
+                    downlink: f.peer_port[p],
+                    edge,
+                });
             }
         }
-        let host_edge_index = host_switch
-            .iter()
-            .map(|&s| edge_index[s].expect("a host's switch is an edge"))
-            .collect();
         let num_edges = edges.len() as u32;
 
         let mut search = Search {
@@ -223,16 +271,16 @@ impl RouteTable {
         let mut targets = Vec::new();
         for g in 0..num_df_groups {
             targets.clear();
-            targets.extend(f.switches().filter(|&s| node_group[s] == g));
+            targets.extend(f.switches().filter(|&s| node_group[s] == Some(g)));
             search.toward(f, &is_down, &targets, |s, r| {
                 to_group[f.switch_index(s) * num_df_groups as usize + g as usize] = Some(r);
             });
         }
         Self {
             num_hosts: f.num_hosts,
-            host_switch,
-            host_downlink,
-            host_edge_index,
+            num_comps,
+            node_comp,
+            attachments,
             num_edges,
             group_of,
             group_start: search.group_start,
@@ -243,23 +291,36 @@ impl RouteTable {
         }
     }
 
+    /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs).
+    #[inline(always)]
+    fn attachment(&self, node: NodeId, dst: NodeId) -> Option<&Attachment> {
+        let at = if self.num_comps == 1 {
+            dst.index()
+        } else {
+            dst.index() * self.num_comps as usize + self.node_comp[node]? as usize
+        };
+        self.attachments[at].as_ref()
+    }
+
     /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
     #[inline(always)]
     pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        if self.host_switch[dst] == node {
-            return std::slice::from_ref(&self.host_downlink[dst]);
+        let Some(a) = self.attachment(node, dst) else {
+            return &[]; // dst does not attach to this component
+        };
+        if a.switch == node {
+            return std::slice::from_ref(&a.downlink);
         }
-        match self.group_of[self.slot(node, dst)] {
+        match self.group_of[self.slot(node, a.edge)] {
             Some(g) => self.ports_of_group(g),
             None => &[], // unreachable (a partition after link failures)
         }
     }
 
-    /// Position of (switch `node`, destination host `dst`'s edge) in `group_of`.
+    /// Position of (switch `node`, destination edge switch number `edge`) in `group_of`.
     #[inline(always)]
-    fn slot(&self, node: NodeId, dst: NodeId) -> usize {
-        (node.get() - self.num_hosts) as usize * self.num_edges as usize
-            + self.host_edge_index[dst] as usize
+    fn slot(&self, node: NodeId, edge: u32) -> usize {
+        (node.get() - self.num_hosts) as usize * self.num_edges as usize + edge as usize
     }
 
     #[inline(always)]
@@ -272,10 +333,11 @@ impl RouteTable {
     /// and where no path reaches `dst`.
     #[inline]
     pub fn group_id(&self, node: NodeId, dst: NodeId) -> Option<u32> {
-        if self.host_switch[dst] == node {
+        let a = self.attachment(node, dst)?;
+        if a.switch == node {
             return None;
         }
-        self.group_of[self.slot(node, dst)].map(GroupRef::id)
+        self.group_of[self.slot(node, a.edge)].map(GroupRef::id)
     }
 
     pub fn num_groups(&self) -> usize {
@@ -288,9 +350,9 @@ impl RouteTable {
         self.num_df_groups
     }
 
-    /// The dragonfly group of a node (a host's is its router's).
+    /// The dragonfly group of a node (a host's is its router's; a scale-up switch is in none).
     #[inline(always)]
-    pub fn df_group(&self, node: NodeId) -> u32 {
+    pub fn df_group(&self, node: NodeId) -> Option<u32> {
         self.node_group[node]
     }
 

@@ -40,7 +40,7 @@ impl Built {
 
 pub fn build(scenario: &Scenario) -> Res<Built> {
     let s = scenario;
-    let fabric = topology::build(&s.topology, &s.switch);
+    let fabric = topology::build_scenario(s);
     let faults = faults::resolve(&fabric, &s.faults)?;
     let max_wire = s.transport.mtu_bytes + s.transport.header_bytes;
     let mut warnings = Vec::new();
@@ -50,7 +50,10 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
             warnings.extend(check_headroom(
                 &s.switch,
                 &reserved,
-                |n| !fabric.is_host(n),
+                |n| {
+                    (!fabric.is_host(n))
+                        .then(|| fabric.switch_buffer(n).unwrap_or(s.switch.buffer_bytes))
+                },
                 max_wire,
             )?);
             (Some(pfc), reserved)

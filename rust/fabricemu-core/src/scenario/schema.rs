@@ -12,6 +12,7 @@ use crate::config::spec::StopAt;
 use crate::config::values::{bounded_time, Duration};
 pub use crate::routing::config::RoutingFile;
 pub use crate::switch::config::{EcnFile, PfcFile, SwitchFile};
+pub use crate::topology::cluster::config::{ClusterFile, NicAttachFile, ScaleUpFile};
 pub use crate::topology::config::TopologyFile;
 pub use crate::topology::faults::{FaultFile, NodeRef};
 pub use crate::trace::config::{IntervalTraceFile, QueuesTraceFile, RatesTraceFile, TraceFile};
@@ -69,6 +70,9 @@ pub struct ScenarioFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Duration>,
     pub topology: TopologyFile,
+    /// `[cluster]`: GPU servers on the topology (its host slots become NIC ports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterFile>,
     #[serde(default)]
     pub switch: SwitchFile,
     #[serde(default)]

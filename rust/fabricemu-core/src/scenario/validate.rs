@@ -35,6 +35,15 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let mut switch = file.switch.validate(&transport)?;
     hop_classes(&routing, &transport, &mut switch)?;
     let trace = file.trace.validate()?;
+    let cluster = match &file.cluster {
+        Some(c) => Some(c.validate(
+            &topology,
+            switch.buffer_bytes,
+            transport.mtu_bytes + transport.header_bytes,
+        )?),
+        None => None,
+    };
+    let endpoints = endpoints(&topology, cluster.as_ref());
 
     if file.workload.is_empty() {
         return Err(ScenarioError::at(
@@ -51,6 +60,11 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
             transport.mtu_bytes,
             transport.header_bytes,
         );
+        // With a cluster, workloads address GPUs.
+        let ctx = Context {
+            n_hosts: endpoints,
+            ..ctx
+        };
         let spec = w.validate(&ctx)?;
         let name = w
             .name()
@@ -71,6 +85,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         trace,
         warmup_ps,
         nic_arbitration,
+        cluster,
     })
 }
 

@@ -290,19 +290,21 @@ impl PfcFile {
 pub fn check_headroom(
     spec: &SwitchSpec,
     reserved: &IdVec<NodeId, u64>,
-    is_switch: impl Fn(NodeId) -> bool,
+    buffer_of: impl Fn(NodeId) -> Option<u64>,
     packet_bytes: u64,
 ) -> Res<Option<String>> {
     let Some(pfc) = &spec.pfc else {
         return Ok(None);
     };
-    let worst = reserved
+    // The switch whose headroom leaves the least shared buffer (`buffer_of`: None for hosts).
+    let tightest = reserved
         .iter_enumerated()
-        .filter(|&(n, _)| is_switch(n))
-        .map(|(_, &r)| r)
-        .max()
-        .unwrap_or(0);
-    if worst.saturating_add(packet_bytes) <= spec.buffer_bytes {
+        .filter_map(|(n, &r)| buffer_of(n).map(|b| (r, b)))
+        .max_by_key(|&(r, b)| r.saturating_add(packet_bytes).saturating_sub(b));
+    let Some((worst, buffer)) = tightest else {
+        return Ok(None);
+    };
+    if worst.saturating_add(packet_bytes) <= buffer {
         return Ok(None);
     }
     let what = match pfc.headroom_bytes {
@@ -311,8 +313,7 @@ pub fn check_headroom(
     };
     let message = format!(
         "PFC headroom of {what} reserves {worst} B at a switch, which with one packet \
-         ({packet_bytes} B) exceeds the {} B buffer: enlarge switch.buffer or lower the headroom",
-        spec.buffer_bytes
+         ({packet_bytes} B) exceeds the {buffer} B buffer: enlarge switch.buffer or lower the headroom"
     );
     match pfc.headroom_bytes {
         Some(_) => Err(ScenarioError::at("switch.pfc.headroom", message)),

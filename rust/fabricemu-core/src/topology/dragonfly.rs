@@ -11,7 +11,9 @@
 //! - absolute (consecutive): t = j if j < x, else j + 1;
 //! - relative (circulant): t = x + j + 1 (mod g).
 
-use super::{Fabric, FabricBuilder, Role, Tier};
+#[cfg(test)]
+use super::Fabric;
+use super::{FabricBuilder, Role, Tier};
 use crate::config::{Arrangement, LinkSpec};
 
 /// Target group of group `x`'s global port `j`, and the port index of the link at that group.
@@ -50,6 +52,7 @@ fn connect_groups(
     }
 }
 
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     p: u32,
@@ -61,12 +64,27 @@ pub fn build(
     local: LinkSpec,
     global: LinkSpec,
 ) -> Fabric {
-    let num_hosts = p * a * g;
-    let mut b = FabricBuilder::new(num_hosts);
+    super::hosts_only(p * a * g, |b| {
+        lay_out(b, p, a, h, g, arrangement, host, local, global)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn lay_out(
+    b: &mut FabricBuilder,
+    p: u32,
+    a: u32,
+    h: u32,
+    g: u32,
+    arrangement: Arrangement,
+    host: LinkSpec,
+    local: LinkSpec,
+    global: LinkSpec,
+) {
     let r0 = b.add_switches(a * g, Role::Router);
     for r in 0..a * g {
-        for i in 0..p {
-            b.link(r * p + i, r0 + r, host, Tier::Host);
+        for _ in 0..p {
+            b.slot(r0 + r, host);
         }
     }
     for x in 0..g {
@@ -76,12 +94,10 @@ pub fn build(
             }
         }
     }
-    connect_groups(&mut b, g, a * h, arrangement, global, |x, j| {
-        r0 + x * a + j / h
-    });
-    b.build()
+    connect_groups(b, g, a * h, arrangement, global, |x, j| r0 + x * a + j / h);
 }
 
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub fn build_plus(
     leaves: u32,
@@ -94,13 +110,40 @@ pub fn build_plus(
     local: LinkSpec,
     global: LinkSpec,
 ) -> Fabric {
-    let num_hosts = leaves * hosts_per_leaf * g;
-    let mut b = FabricBuilder::new(num_hosts);
+    super::hosts_only(leaves * hosts_per_leaf * g, |b| {
+        lay_out_plus(
+            b,
+            leaves,
+            spines,
+            hosts_per_leaf,
+            h,
+            g,
+            arrangement,
+            host,
+            local,
+            global,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn lay_out_plus(
+    b: &mut FabricBuilder,
+    leaves: u32,
+    spines: u32,
+    hosts_per_leaf: u32,
+    h: u32,
+    g: u32,
+    arrangement: Arrangement,
+    host: LinkSpec,
+    local: LinkSpec,
+    global: LinkSpec,
+) {
     let leaf0 = b.add_switches(leaves * g, Role::Leaf);
     let spine0 = b.add_switches(spines * g, Role::Spine);
     for l in 0..leaves * g {
-        for i in 0..hosts_per_leaf {
-            b.link(l * hosts_per_leaf + i, leaf0 + l, host, Tier::Host);
+        for _ in 0..hosts_per_leaf {
+            b.slot(leaf0 + l, host);
         }
     }
     for x in 0..g {
@@ -115,10 +158,9 @@ pub fn build_plus(
             }
         }
     }
-    connect_groups(&mut b, g, spines * h, arrangement, global, |x, j| {
+    connect_groups(b, g, spines * h, arrangement, global, |x, j| {
         spine0 + x * spines + j / h
     });
-    b.build()
 }
 
 #[cfg(test)]

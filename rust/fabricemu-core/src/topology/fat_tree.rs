@@ -1,21 +1,26 @@
 //! k-ary fat tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 core
 //! switches, k/2 hosts per edge switch, k^3/4 hosts numbered pod by pod, edge by edge.
 
-use super::{Fabric, FabricBuilder, Role, Tier};
+#[cfg(test)]
+use super::Fabric;
+use super::{FabricBuilder, Role, Tier};
 use crate::config::LinkSpec;
 
+#[cfg(test)]
 pub fn build(k: u32, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) -> Fabric {
+    super::hosts_only(k * k * k / 4, |b| lay_out(b, k, host, fabric, core))
+}
+
+pub fn lay_out(b: &mut FabricBuilder, k: u32, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) {
     let half = k / 2;
-    let num_hosts = k * half * half;
-    let mut b = FabricBuilder::new(num_hosts);
     let edge0 = b.add_switches(k * half, Role::Edge);
     let agg0 = b.add_switches(k * half, Role::Agg);
     let core0 = b.add_switches(half * half, Role::Core);
     for pod in 0..k {
         for e in 0..half {
             let edge = edge0 + pod * half + e;
-            for h in 0..half {
-                b.link((pod * half + e) * half + h, edge, host, Tier::Host);
+            for _ in 0..half {
+                b.slot(edge, host);
             }
         }
     }
@@ -44,7 +49,6 @@ pub fn build(k: u32, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) -> Fabric
             }
         }
     }
-    b.build()
 }
 
 #[cfg(test)]

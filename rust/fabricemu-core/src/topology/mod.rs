@@ -1,6 +1,7 @@
 //! Fabric graphs: nodes (hosts first, then switches) and unidirectional links named by their egress
 //! port. Builders for each topology kind live in their own module.
 
+pub mod cluster;
 pub mod config;
 mod dragonfly;
 mod fat_tree;
@@ -8,7 +9,9 @@ pub mod faults;
 mod leaf_spine;
 pub mod summary;
 
-use crate::config::{LinkSpec, SwitchSpec, TopologySpec};
+pub use cluster::ClusterLayout;
+
+use crate::config::{ClusterSpec, LinkSpec, SwitchSpec, TopologySpec};
 pub use crate::ids::{IdRange, IdVec, LinkId, NodeId, PortId};
 use crate::units::{Rate, Time};
 
@@ -24,6 +27,10 @@ pub enum Tier {
     Core,
     /// Between dragonfly groups.
     Global,
+    /// GPU <-> scale-up switch (NVLink).
+    ScaleUp,
+    /// GPU <-> shared NIC (PCIe).
+    Pcie,
 }
 
 /// What a node is. Outputs, fault names (`"edge:0"`) and the topology summary print it with
@@ -41,6 +48,12 @@ pub enum Role {
     Spine,
     /// Dragonfly router.
     Router,
+    /// A GPU: the endpoint of a `[cluster]`.
+    Gpu,
+    /// A scale-up switch (one per scale-up domain).
+    NvSwitch,
+    /// A NIC shared by several GPUs (a small switch between their PCIe links and the rails).
+    Nic,
 }
 
 impl Role {
@@ -53,15 +66,18 @@ impl Role {
             Role::Leaf => "leaf",
             Role::Spine => "spine",
             Role::Router => "router",
+            Role::Gpu => "gpu",
+            Role::NvSwitch => "nvswitch",
+            Role::Nic => "nic",
         }
     }
 
-    /// Tiers bottom-up (to tell uplinks from downlinks): hosts, then edge / leaf switches, then
-    /// aggregation / spine, then the rest.
+    /// Tiers bottom-up (to tell uplinks from downlinks): hosts (GPUs and their shared NICs), then
+    /// edge / leaf (and scale-up) switches, then aggregation / spine, then the rest.
     pub const fn tier_rank(self) -> u8 {
         match self {
-            Role::Host => 0,
-            Role::Edge | Role::Leaf => 1,
+            Role::Host | Role::Gpu | Role::Nic => 0,
+            Role::Edge | Role::Leaf | Role::NvSwitch => 1,
             Role::Agg | Role::Spine => 2,
             Role::Core | Role::Router => 3,
         }
@@ -74,8 +90,9 @@ impl std::fmt::Display for Role {
     }
 }
 
-/// The fabric as flat arrays. Node ids `0..num_hosts` are hosts, the rest switches. Every link is a
-/// pair of ports, one per direction: `peer_port[p]` is the port carrying the reverse direction.
+/// The fabric as flat arrays. Node ids `0..num_hosts` are hosts (the endpoints: GPUs with a
+/// `[cluster]`), the rest switches. Every link is a pair of ports, one per direction: `peer_port[p]`
+/// is the port carrying the reverse direction.
 #[derive(Debug, Clone, Default)]
 pub struct Fabric {
     pub num_hosts: u32,
@@ -95,6 +112,8 @@ pub struct Fabric {
     pub tier: IdVec<PortId, Tier>,
     /// What each node is.
     pub role: IdVec<NodeId, Role>,
+    /// GPU servers (`[cluster]`): which GPU is where, and its ports (cold data; None without).
+    pub cluster: Option<Box<ClusterLayout>>,
 }
 
 impl Fabric {
@@ -120,6 +139,12 @@ impl Fabric {
         IdRange::from_indices(0, self.num_hosts as usize)
     }
 
+    /// The ports of all hosts (hosts come first, so their ports do too).
+    #[inline]
+    pub fn host_ports(&self) -> IdRange<PortId> {
+        IdRange::new(PortId::new(0), self.port_start[NodeId::new(self.num_hosts)])
+    }
+
     /// The switches.
     #[inline]
     pub fn switches(&self) -> IdRange<NodeId> {
@@ -138,7 +163,8 @@ impl Fabric {
         IdRange::from_indices(starts[n.index()].index(), starts[n.index() + 1].index())
     }
 
-    /// The port a host transmits on (hosts have one NIC port).
+    /// The port a host transmits on (hosts have one NIC port; a GPU's first port is its NIC port on
+    /// plane 0, or its PCIe link to a shared NIC).
     #[inline]
     pub fn host_port(&self, h: NodeId) -> PortId {
         self.port_start[h]
@@ -150,24 +176,64 @@ impl Fabric {
         debug_assert!(!self.is_host(n));
         (n.get() - self.num_hosts) as usize
     }
+
+    /// Forwarding latency of switch `n` if it differs from `[switch].latency` (scale-up switches
+    /// and shared NICs).
+    pub fn switch_latency(&self, n: NodeId) -> Option<crate::units::Time> {
+        self.cluster.as_ref()?.switch_latency(n)
+    }
+
+    /// Buffer of switch `n` if it differs from `[switch].buffer` (scale-up switches and shared
+    /// NICs).
+    pub fn switch_buffer(&self, n: NodeId) -> Option<crate::units::Bytes> {
+        self.cluster.as_ref()?.switch_buffer(n)
+    }
 }
 
+type LinkEntry = (NodeId, NodeId, LinkSpec, Tier);
+
 /// Collects links, then lays ports out node by node (each node's ports contiguous, in link order).
+/// Topology builders add switches, the links between them and the host *slots* (the switch a host
+/// attaches to and the link spec, in host order); whoever drives the builder then attaches the
+/// endpoints to the slots ([`FabricBuilder::attach`]): hosts one per slot, or a cluster's NICs.
+/// Attachment links come first in every node's port list, then the switch links, in the order
+/// they were added.
 /// The builders number nodes arithmetically (`edge0 + pod * half + e`), so the builder takes node
 /// numbers and makes them `NodeId`s: it is where the fabric's ids are assigned.
 pub(crate) struct FabricBuilder {
     num_hosts: u32,
     roles: IdVec<NodeId, Role>,
-    links: Vec<(NodeId, NodeId, LinkSpec, Tier)>,
+    attached: Vec<LinkEntry>,
+    links: Vec<LinkEntry>,
+    slots: Vec<(u32, LinkSpec)>,
 }
 
 impl FabricBuilder {
-    pub fn new(num_hosts: u32) -> Self {
+    /// `num_hosts` endpoints (node ids `0..num_hosts`) of role `role`.
+    pub fn new(num_hosts: u32, role: Role) -> Self {
         Self {
             num_hosts,
-            roles: IdVec::from_elem(Role::Host, num_hosts as usize),
+            roles: IdVec::from_elem(role, num_hosts as usize),
+            attached: Vec::new(),
             links: Vec::new(),
+            slots: Vec::new(),
         }
+    }
+
+    /// A host slot on switch `sw`: where the next host (or NIC) attaches, over a `spec` link.
+    pub fn slot(&mut self, sw: u32, spec: LinkSpec) {
+        self.slots.push((sw, spec));
+    }
+
+    /// The slots added since the last call, in order.
+    pub fn take_slots(&mut self) -> Vec<(u32, LinkSpec)> {
+        std::mem::take(&mut self.slots)
+    }
+
+    /// An attachment link (ahead of every switch link in its nodes' port lists).
+    pub fn attach(&mut self, a: u32, b: u32, spec: LinkSpec, tier: Tier) {
+        self.attached
+            .push((NodeId::new(a), NodeId::new(b), spec, tier));
     }
 
     /// Add `count` switches of a role; returns the first one's number.
@@ -186,7 +252,8 @@ impl FabricBuilder {
     pub fn build(self) -> Fabric {
         let n = self.roles.len();
         let mut degree: IdVec<NodeId, u32> = IdVec::from_elem(0, n);
-        for &(a, b, _, _) in &self.links {
+        let links: Vec<LinkEntry> = self.attached.into_iter().chain(self.links).collect();
+        for &(a, b, _, _) in &links {
             degree[a] += 1;
             degree[b] += 1;
         }
@@ -211,8 +278,9 @@ impl FabricBuilder {
             delay_ps: IdVec::from_elem(0, total),
             tier: IdVec::from_elem(Tier::Host, total),
             role: self.roles,
+            cluster: None,
         };
-        for &(a, b, spec, tier) in &self.links {
+        for &(a, b, spec, tier) in &links {
             let pa = next[a];
             next[a] = PortId::new(pa.get() + 1);
             let pb = next[b];
@@ -230,8 +298,36 @@ impl FabricBuilder {
     }
 }
 
-/// Build the fabric a scenario describes.
+/// Build the fabric of a topology without a cluster: one host per slot.
 pub fn build(spec: &TopologySpec, _switch: &SwitchSpec) -> Fabric {
+    hosts_only(spec.num_hosts(), |b| lay_out(spec, b))
+}
+
+/// Build the fabric a scenario describes: its topology, with its `[cluster]` if any.
+pub fn build_with(spec: &TopologySpec, cluster: Option<&ClusterSpec>) -> Fabric {
+    match cluster {
+        None => hosts_only(spec.num_hosts(), |b| lay_out(spec, b)),
+        Some(c) => cluster::build(spec, c),
+    }
+}
+
+/// The fabric of a scenario (topology and cluster).
+pub fn build_scenario(s: &crate::config::Scenario) -> Fabric {
+    build_with(&s.topology, s.cluster.as_ref())
+}
+
+/// Hosts `0..num_hosts`, host i on slot i.
+fn hosts_only(num_hosts: u32, lay_out: impl FnOnce(&mut FabricBuilder)) -> Fabric {
+    let mut b = FabricBuilder::new(num_hosts, Role::Host);
+    lay_out(&mut b);
+    for (h, (sw, spec)) in b.take_slots().into_iter().enumerate() {
+        b.attach(h as u32, sw, spec, Tier::Host);
+    }
+    b.build()
+}
+
+/// Add one copy of the topology's switches, switch links and host slots to `b`.
+fn lay_out(spec: &TopologySpec, b: &mut FabricBuilder) {
     match *spec {
         TopologySpec::Dragonfly {
             p,
@@ -242,7 +338,7 @@ pub fn build(spec: &TopologySpec, _switch: &SwitchSpec) -> Fabric {
             host,
             local,
             global,
-        } => dragonfly::build(p, a, h, g, arrangement, host, local, global),
+        } => dragonfly::lay_out(b, p, a, h, g, arrangement, host, local, global),
         TopologySpec::DragonflyPlus {
             leaves,
             spines,
@@ -253,7 +349,8 @@ pub fn build(spec: &TopologySpec, _switch: &SwitchSpec) -> Fabric {
             host,
             local,
             global,
-        } => dragonfly::build_plus(
+        } => dragonfly::lay_out_plus(
+            b,
             leaves,
             spines,
             hosts_per_leaf,
@@ -269,13 +366,13 @@ pub fn build(spec: &TopologySpec, _switch: &SwitchSpec) -> Fabric {
             host,
             fabric,
             core,
-        } => fat_tree::build(k, host, fabric, core),
+        } => fat_tree::lay_out(b, k, host, fabric, core),
         TopologySpec::LeafSpine {
             leaves,
             spines,
             hosts_per_leaf,
             host,
             fabric,
-        } => leaf_spine::build(leaves, spines, hosts_per_leaf, host, fabric),
+        } => leaf_spine::lay_out(b, leaves, spines, hosts_per_leaf, host, fabric),
     }
 }

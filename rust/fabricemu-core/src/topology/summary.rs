@@ -7,7 +7,9 @@
 //!   worst one for Clos and dragonfly fabrics). The bisection bandwidth is the maximum flow from the
 //!   first half to the second over the directed links (each direction carries its rate); the
 //!   demand is the smaller half's total host-link rate. `bisection_ratio = bisection / demand` is 1
-//!   for a non-blocking fabric, and `oversubscription` is its inverse.
+//!   for a non-blocking fabric, and `oversubscription` is its inverse. With a `[cluster]` the hosts
+//!   are GPUs and this is the scale-out bisection: scale-up links are left out, and a GPU's demand
+//!   is its scale-out rate (its NIC ports, or its share of a shared NIC's).
 //! - **Levels**: a node's level is its hop distance from the nearest host (hosts 0, edge or leaf 1,
 //!   ...). A switch's downlinks lead to a lower level, its uplinks to a higher one; its
 //!   oversubscription is downlink capacity over uplink capacity.
@@ -49,6 +51,38 @@ pub struct FabricSummary {
     pub diameter_links: Option<u32>,
     /// Switches on that path (`diameter_links - 1`).
     pub diameter_switches: Option<u32>,
+    /// GPU servers, when the scenario has a `[cluster]` (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterSummary>,
+}
+
+/// The GPU servers of a `[cluster]`: counts, and the bandwidth of each tier a GPU reaches.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterSummary {
+    pub gpus: u32,
+    pub servers: u32,
+    pub gpus_per_server: u32,
+    /// NICs in all (servers x nics_per_server); each has one port per plane.
+    pub nics: u32,
+    pub nics_per_server: u32,
+    /// Whether GPUs share NICs (then a NIC is a switch of role `nic`).
+    pub shared_nics: bool,
+    /// Rails: NIC index within a server (nics_per_server of them).
+    pub rails: u32,
+    pub planes: u32,
+    /// "rail" or "tor".
+    pub cabling: &'static str,
+    /// "pxn" or "spine".
+    pub cross_rail: &'static str,
+    pub scaleup_domains: u32,
+    /// GPUs per scale-up domain (0 without one).
+    pub gpus_per_domain: u32,
+    pub racks: u32,
+    pub servers_per_rack: u32,
+    /// Per GPU, each direction: scale-up rate (0 without a domain) and scale-out rate (its NIC
+    /// ports on all planes, capped by a shared NIC's PCIe link).
+    pub scaleup_bps_per_gpu: u64,
+    pub scaleout_bps_per_gpu: u64,
 }
 
 /// The switches of one role ("edge", "agg", "core", "leaf", "spine", ...).
@@ -161,7 +195,67 @@ pub fn describe(fabric: &Fabric, topology: &Value) -> Value {
     out.insert("links".into(), json!(size.links));
     out.insert("roles".into(), json!(size.roles));
     out.insert("tiers".into(), json!(size.tiers));
+    if let Some(c) = cluster_summary(fabric) {
+        out.insert("cluster".into(), json!(c));
+    }
     Value::Object(out)
+}
+
+/// A GPU's scale-out rate, each direction: its NIC ports on all planes, or its share of a shared
+/// NIC's ports (capped by its PCIe link).
+fn scaleout_bps(f: &Fabric, c: &super::ClusterLayout, gpu: NodeId) -> u64 {
+    let own: u64 = c.nic_ports(gpu).iter().map(|&p| f.rate_bps[p]).sum();
+    match c.nic_node(c.server(gpu), c.rail(gpu)) {
+        Some(nic) => {
+            let share = (c.spec.gpus_per_server / c.spec.nics_per_server) as u64;
+            let rails: u64 = f
+                .ports_of(nic)
+                .filter(|&p| f.tier[p] == Tier::Host)
+                .map(|p| f.rate_bps[p])
+                .sum();
+            own.min(rails / share)
+        }
+        None => own,
+    }
+}
+
+/// The GPU servers of `fabric` (None without a `[cluster]`).
+pub fn cluster_summary(f: &Fabric) -> Option<ClusterSummary> {
+    use crate::config::{Cabling, CrossRail};
+    let c = f.cluster.as_deref()?;
+    let per_gpu = |gpu: NodeId| -> (u64, u64) {
+        let up = c.scaleup_port(gpu).map_or(0, |p| f.rate_bps[p]);
+        (up, scaleout_bps(f, c, gpu))
+    };
+    let (up, out) = if c.gpus > 0 {
+        per_gpu(NodeId::new(0))
+    } else {
+        (0, 0)
+    };
+    Some(ClusterSummary {
+        gpus: c.gpus,
+        servers: c.servers,
+        gpus_per_server: c.spec.gpus_per_server,
+        nics: c.servers * c.spec.nics_per_server,
+        nics_per_server: c.spec.nics_per_server,
+        shared_nics: c.first_nic.is_some(),
+        rails: c.spec.nics_per_server,
+        planes: c.spec.planes,
+        cabling: match c.spec.cabling {
+            Cabling::Rail => "rail",
+            Cabling::Tor => "tor",
+        },
+        cross_rail: match c.spec.cross_rail {
+            CrossRail::Pxn => "pxn",
+            CrossRail::Spine => "spine",
+        },
+        scaleup_domains: c.domains,
+        gpus_per_domain: c.gpus_per_domain,
+        racks: c.racks(),
+        servers_per_rack: c.spec.servers_per_rack,
+        scaleup_bps_per_gpu: up,
+        scaleout_bps_per_gpu: out,
+    })
 }
 
 /// The name of a tier as reports and traces write it.
@@ -171,6 +265,8 @@ pub fn tier_name(tier: Tier) -> &'static str {
         Tier::Fabric => "fabric",
         Tier::Core => "core",
         Tier::Global => "global",
+        Tier::ScaleUp => "scaleup",
+        Tier::Pcie => "pcie",
     }
 }
 
@@ -203,6 +299,7 @@ pub fn summarize(fabric: &Fabric) -> FabricSummary {
         oversubscription,
         diameter_links,
         diameter_switches: diameter_links.map(|d| d.saturating_sub(1)),
+        cluster: cluster_summary(fabric),
     }
 }
 
@@ -274,7 +371,14 @@ fn roles(f: &Fabric, levels: &IdVec<NodeId, Option<u32>>) -> Vec<RoleSummary> {
 
 fn tiers(f: &Fabric) -> Vec<TierSummary> {
     let mut out = Vec::new();
-    for tier in [Tier::Host, Tier::Fabric, Tier::Core, Tier::Global] {
+    for tier in [
+        Tier::Host,
+        Tier::Fabric,
+        Tier::Core,
+        Tier::Global,
+        Tier::ScaleUp,
+        Tier::Pcie,
+    ] {
         let mut t = TierSummary {
             tier: tier_name(tier),
             links: 0,
@@ -366,10 +470,16 @@ fn bisection(f: &Fabric) -> (u64, u64) {
         return (0, 0);
     }
     let half = hosts / 2;
+    // GPU clusters: the scale-out bisection, each GPU demanding its scale-out rate; scale-up links
+    // (inside servers and racks) are left out.
     let host_rate = |h: NodeId| -> u64 {
-        f.ports_of(h)
-            .map(|p| f.rate_bps[p])
-            .fold(0u64, u64::saturating_add)
+        match f.cluster.as_deref() {
+            Some(c) => scaleout_bps(f, c, h),
+            None => f
+                .ports_of(h)
+                .map(|p| f.rate_bps[p])
+                .fold(0u64, u64::saturating_add),
+        }
     };
     let a: u64 = f
         .hosts()
@@ -396,6 +506,9 @@ fn bisection(f: &Fabric) -> (u64, u64) {
         }
     }
     for p in f.ports() {
+        if f.tier[p] == Tier::ScaleUp {
+            continue;
+        }
         g.add_edge(
             f.port_node[p].index(),
             f.peer_node[p].index(),
@@ -596,10 +709,7 @@ mod description_tests {
     fn built(toml_text: &str) -> (Fabric, Value) {
         let (file, spec) = scenario::parse_toml(toml_text, "test.toml").expect("a valid scenario");
         let json: Value = serde_json::from_str(&scenario::to_json(&file)).unwrap();
-        (
-            topology::build(&spec.topology, &spec.switch),
-            json["topology"].clone(),
-        )
+        (topology::build_scenario(&spec), json["topology"].clone())
     }
 
     const WORKLOAD: &str = "[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n";

@@ -7,7 +7,7 @@ pub mod ideal;
 
 use std::collections::VecDeque;
 
-use crate::ids::{FlowId, IdVec, NodeId};
+use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::units::Time;
 
 /// No time set.
@@ -33,18 +33,21 @@ pub struct TransportParams {
 /// `rotate`), or oldest first.
 #[derive(Debug, Clone)]
 pub struct Nics {
-    /// Per host: its active flows.
-    pub ring: IdVec<NodeId, VecDeque<FlowId>>,
-    pub rotate: IdVec<NodeId, bool>,
+    /// Per host egress port (ports `0..` of the hosts, which come first; a host-only fabric's host
+    /// h has port h): its flows' round robin. A GPU sends each flow on one of its ports (NIC,
+    /// scale-up), so each port arbitrates among its own flows.
+    pub ring: IdVec<PortId, VecDeque<FlowId>>,
+    pub rotate: IdVec<PortId, bool>,
     /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
     pub fifo: bool,
 }
 
 impl Nics {
-    pub fn new(hosts: u32, fifo: bool) -> Self {
+    /// `host_ports`: the ports of all hosts (`0..host_ports`).
+    pub fn new(host_ports: u32, fifo: bool) -> Self {
         Self {
-            ring: (0..hosts).map(|_| VecDeque::new()).collect(),
-            rotate: IdVec::from_elem(false, hosts as usize),
+            ring: (0..host_ports).map(|_| VecDeque::new()).collect(),
+            rotate: IdVec::from_elem(false, host_ports as usize),
             fifo,
         }
     }
@@ -55,6 +58,10 @@ impl Nics {
 pub struct Flow {
     pub src: NodeId,
     pub dst: NodeId,
+    /// The port the source sends data on, and the one the receiver sends its ACKs, NACKs and
+    /// CNPs on (a host's only port; a GPU's NIC or scale-up port, see `topology::cluster`).
+    pub src_port: PortId,
+    pub dst_port: PortId,
     pub size_bytes: u64,
     /// When the flow starts (NEVER until a dependency releases it).
     pub start: Time,
