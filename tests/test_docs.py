@@ -163,10 +163,23 @@ def test_architecture_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert "would need about" in ns["refused"] and "more than the limit of 1.0 GiB" in ns["refused"]
 
 
+def test_collectives_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "collectives.md", tmp_path, with_required=False)
+    row = ns["row"]
+    assert row["algorithm"] == "hierarchical_ring" and row["flows_finished"] == row["flows"]
+    assert 0 < row["scaleout_busbw_bps"] < 100e9 and 0 < row["scaleup_busbw_bps"] < 100e9
+    table = read_arrow(tmp_path / "runs" / "hier" / "collectives.arrow")
+    # pxn on 2 leaves of 4: per rank 3/4 S inside a leaf and 1/2 S across, for 8 ranks.
+    (r,) = table.to_pylist()
+    assert (r["scaleup_flow_bytes"], r["scaleout_flow_bytes"]) == (8 * 3 * 2**18 // 4, 8 * 2**18 // 2)
+
+
 #: The pages of docs/ and the test that runs every code block of each.
 PAGE_TESTS = {
     "analysis.md": "test_analysis_page_runs",
     "architecture.md": "test_architecture_page_runs",
+    "collectives.md": "test_collectives_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
@@ -184,6 +197,7 @@ def test_gpu_clusters_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     ns = run_blocks(DOCS / "gpu-clusters.md", tmp_path, with_required=False)
     assert ns["c"]["gpus"] == 256
+    assert ns["fct"]["pxn"] < ns["fct"]["spine"]  # two 100G hops instead of four
     f = json.loads((tmp_path / "superpod_unit.json").read_text())
     assert f["cluster"]["servers"] == 32
 

@@ -153,6 +153,8 @@ UNIT_STRINGS = [
     "pxn",
     "nvswitch",
     "none",
+    "hierarchical_ring",
+    "hierarchical_tree",
 ]
 
 SCALARS = st.one_of(

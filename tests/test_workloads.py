@@ -33,6 +33,12 @@ COLLECTIVE_COLUMNS = [
     "duration_ps",
     "algbw_bps",
     "busbw_bps",
+    "scaleup_flow_bytes",
+    "scaleout_flow_bytes",
+    "scaleup_time_ps",
+    "scaleout_time_ps",
+    "scaleup_busbw_bps",
+    "scaleout_busbw_bps",
 ]
 
 
@@ -210,7 +216,9 @@ iterations = 2
     assert table.num_rows == 2
 
 
-@pytest.mark.parametrize("name", ["websearch_load", "allreduce_ring_vs_tree", "moe_all_to_all"])
+@pytest.mark.parametrize(
+    "name", ["websearch_load", "allreduce_ring_vs_tree", "moe_all_to_all", "allreduce_hierarchical"]
+)
 def test_workload_scenarios_validate(cli, name):
     proc = cli("validate", str(SCENARIOS / f"{name}.toml"))
     assert proc.returncode == 0, proc.stderr

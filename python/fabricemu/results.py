@@ -285,8 +285,11 @@ class Result:
     def collectives(self) -> pa.Table:
         """One row per collective (a group of ranks of a ``kind = "collective"`` workload) and
         iteration (collectives.arrow, read on first use): ``op``, ``algorithm``, ``group``, ``ranks``,
-        ``hosts``, ``start_ps``, ``finish_ps``, ``duration_ps``, ``algbw_bps``, ``busbw_bps``. The
-        flows of each carry its ``collective`` id and ``collective_iteration`` in ``flows``."""
+        ``hosts``, ``start_ps``, ``finish_ps``, ``duration_ps``, ``algbw_bps``, ``busbw_bps``, and per
+        tier (scale-up: both hosts in one domain; scale-out: the others) ``scaleup_flow_bytes``,
+        ``scaleout_flow_bytes``, ``scaleup_time_ps``, ``scaleout_time_ps``, ``scaleup_busbw_bps``,
+        ``scaleout_busbw_bps`` (docs/collectives.md defines them). The flows of each carry its
+        ``collective`` id and ``collective_iteration`` in ``flows``."""
         return self.table("collectives")
 
     def metrics(self) -> Dict[str, Any]:

@@ -237,6 +237,13 @@ fn collective_flows_per_group(c: &CollectiveSpec, n: u64) -> u64 {
         (CollectiveAlgorithm::HalvingDoubling, _) => {
             2 * (64 - (n - 1).leading_zeros() as u64) * n + 2 * n
         }
+        // As many flows as the flat ring (a piece per sub-block through both tiers).
+        (CollectiveAlgorithm::HierarchicalRing, CollectiveOp::AllReduce) => 2 * ring,
+        // Per piece (a chunk of a block's half: at most S / chunk + 2 n of them) 2(n - 1).
+        (CollectiveAlgorithm::HierarchicalTree, _) => {
+            let chunks = c.size_bytes.div_ceil(c.chunk_bytes.max(1)).max(1);
+            2 * (n - 1) * (chunks + 2 * n)
+        }
         _ => ring,
     }
 }

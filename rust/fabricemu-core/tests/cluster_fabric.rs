@@ -432,6 +432,20 @@ fn bad_keys_and_combinations_name_their_key() {
 }
 
 #[test]
+fn several_planes_on_a_dragonfly_need_minimal_routing() {
+    let topo = "[topology]\nkind = \"dragonfly\"\np = 2\na = 4\nh = 2\ng = 9\n";
+    let cluster = "[cluster]\ngpus_per_server = 2\nplanes = 2\n";
+    let e = scenario_error(&format!(
+        "{topo}{cluster}[routing]\nload_balancing = \"valiant\"\n{WORKLOAD}"
+    ));
+    assert_eq!(e.path, "cluster.planes", "{e}");
+    assert!(e.message.contains("minimal routing"), "{e}");
+    // Minimal routing on two planes: every flow arrives.
+    let sim = run(&format!("{topo}{cluster}{WORKLOAD}"));
+    assert_eq!(sim.stats().flows_finished, 72);
+}
+
+#[test]
 fn hosts_without_a_cluster_are_unchanged() {
     let text = format!("[topology]\nkind = \"fat_tree\"\nk = 4\n{WORKLOAD}");
     let s = spec(&text);

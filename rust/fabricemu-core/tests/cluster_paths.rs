@@ -260,3 +260,37 @@ size = "64KiB"
         );
     }
 }
+
+#[test]
+fn rail_cabling_keeps_the_spine_idle_where_tor_cabling_crosses_it() {
+    // scenarios/gpu_rail_all_to_all.toml and gpu_tor_all_to_all.toml: the same servers and
+    // workloads (a rail-aligned all-to-all, then a cross-rail all-to-all between two servers),
+    // cabled by rail or by ToR. Source: the rail-optimised design's rationale (NVIDIA DGX
+    // SuperPOD reference architecture: rail-aligned traffic stays on its leaf; PXN moves
+    // cross-rail traffic onto the right rail over NVLink). Exact: zero spine bytes with rails.
+    let read = |name: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios")
+            .join(name);
+        run(&std::fs::read_to_string(path).unwrap())
+    };
+    let rail = read("gpu_rail_all_to_all.toml");
+    let tor = read("gpu_tor_all_to_all.toml");
+    assert_eq!(role_bytes(&rail, Role::Spine), 0);
+    assert!(role_bytes(&tor, Role::Spine) > 0);
+    // The rail-aligned all-to-all (workload 0) finishes sooner on rails: no 2:1 spine.
+    let last = |sim: &Simulation, w: u32| {
+        sim.collective_rows()
+            .iter()
+            .filter(|r| r.workload == w)
+            .map(|r| r.duration_ps().unwrap())
+            .max()
+            .unwrap()
+    };
+    assert!(
+        last(&rail, 0) < last(&tor, 0),
+        "{} vs {}",
+        last(&rail, 0),
+        last(&tor, 0)
+    );
+}

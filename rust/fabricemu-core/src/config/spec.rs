@@ -515,6 +515,16 @@ pub enum CollectiveAlgorithm {
     Direct,
     /// All-to-all in n-1 rounds: rank r sends to r+k in round k, after its round k-1 send finished.
     Pairwise,
+    /// Two tiers: ring reduce-scatter inside each scale-up domain, ring across domains per local
+    /// index, ring all-gather inside the domain (all-gather: across then inside; reduce-scatter:
+    /// inside then across).
+    HierarchicalRing,
+    /// All-reduce in two tiers: ring reduce-scatter inside each domain, double binary tree across
+    /// domains per local index, ring all-gather inside the domain.
+    HierarchicalTree,
+    /// All-to-all in two tiers (NCCL's PXN): exchange inside the domain to the rank with the
+    /// destination's local index, then across domains between ranks of the same local index.
+    Pxn,
 }
 
 impl CollectiveAlgorithm {
@@ -525,7 +535,20 @@ impl CollectiveAlgorithm {
             CollectiveAlgorithm::HalvingDoubling => "halving_doubling",
             CollectiveAlgorithm::Direct => "direct",
             CollectiveAlgorithm::Pairwise => "pairwise",
+            CollectiveAlgorithm::HierarchicalRing => "hierarchical_ring",
+            CollectiveAlgorithm::HierarchicalTree => "hierarchical_tree",
+            CollectiveAlgorithm::Pxn => "pxn",
         }
+    }
+
+    /// Whether the algorithm is built from the group's scale-up domains (needs their size).
+    pub fn is_hierarchical(self) -> bool {
+        matches!(
+            self,
+            CollectiveAlgorithm::HierarchicalRing
+                | CollectiveAlgorithm::HierarchicalTree
+                | CollectiveAlgorithm::Pxn
+        )
     }
 }
 
@@ -551,6 +574,19 @@ pub struct CollectiveSpec {
     pub chunk_bytes: Bytes,
     /// Tree: a leaf sends its chunks this far apart (a chunk's serialisation at the host link).
     pub chunk_interval_ps: Time,
+    /// Hosts per scale-up domain: host h is in domain h / domain_size (hosts numbered
+    /// domain-major). None: every host is a domain of its own (a plain host has no scale-up tier).
+    pub domain_size: Option<u32>,
+}
+
+impl CollectiveSpec {
+    /// The scale-up domain of `host`.
+    pub fn domain_of(&self, host: u32) -> u32 {
+        match self.domain_size {
+            Some(d) => host / d.max(1),
+            None => host,
+        }
+    }
 }
 
 /// Hosts split into groups of `group_size` ranks, consecutively or (`strided`) every m-th.

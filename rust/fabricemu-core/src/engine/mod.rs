@@ -16,7 +16,7 @@ pub use world::World;
 use crate::scenario::{Built, Scenario, ScenarioError, StopAt};
 use crate::trace::collectives::CollectiveRow;
 use crate::trace::flows::{FlowLabels, FlowRow};
-use crate::workload::FlowPlan;
+use crate::workload::{collective, FlowPlan};
 
 /// Counters of a run (all exact integers); `run.json` carries them.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -226,6 +226,7 @@ impl Simulation {
             bytes: u64,
             finished: u64,
             last: u64,
+            tiers: collective::TierSpans,
         }
         let mut first_row = Vec::with_capacity(plan.collectives.len());
         let mut total = 0usize;
@@ -241,14 +242,23 @@ impl Simulation {
             let a = &mut agg[first_row[tag.instance as usize] + tag.iteration as usize];
             a.flows += 1;
             a.bytes = a.bytes.saturating_add(f.size_bytes);
-            if f.finished() {
+            let finish = f.finished().then_some(f.finish);
+            if let Some(t) = finish {
                 a.finished += 1;
-                a.last = a.last.max(f.finish);
+                a.last = a.last.max(t);
             }
+            a.tiers.add(&tag, f.size_bytes, f.start, finish);
         }
         let mut rows = Vec::with_capacity(total);
         for (ci, c) in plan.collectives.iter().enumerate() {
             let mut start = Some(c.start_ps);
+            let sizes = collective::tier_sizes(
+                c.op,
+                c.algorithm,
+                c.size_bytes,
+                c.hosts.len() as u32,
+                c.ranks_per_domain,
+            );
             for it in 0..c.iterations {
                 let a = agg[first_row[ci] + it as usize];
                 let finish = (a.flows > 0 && a.finished == a.flows).then_some(a.last);
@@ -267,6 +277,9 @@ impl Simulation {
                     start_ps: start,
                     finish_ps: finish,
                     bus_factor: c.op.bus_factor(c.hosts.len() as u32),
+                    tier_bytes: a.tiers.bytes(),
+                    tier_time_ps: a.tiers.times(),
+                    tier_bus: sizes.map(|s| s.map(|(size, n)| (size, c.op.bus_factor(n)))),
                 });
                 start = finish.map(|f| f.saturating_add(c.compute_gap_ps));
             }

@@ -43,6 +43,20 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         )?),
         None => None,
     };
+    if let Some(c) = &cluster {
+        // Each plane is a separate network: an intermediate dragonfly group must be on the
+        // packet's plane, which non-minimal routing does not know yet.
+        if c.planes > 1 && matches!(routing.load_balancing, LoadBalancing::NonMinimal(_)) {
+            return Err(ScenarioError::at(
+                "cluster.planes",
+                format!(
+                    "{} planes with non-minimal dragonfly routing are not supported: use one \
+                     plane, or minimal routing (routing.load_balancing = \"ecmp\")",
+                    c.planes
+                ),
+            ));
+        }
+    }
     let endpoints = endpoints(&topology, cluster.as_ref());
 
     if file.workload.is_empty() {

@@ -8,6 +8,21 @@
 //! `algbw_bps = 8 x size_bytes / duration`, `busbw_bps = algbw x factor` with factor 2(n-1)/n for
 //! all-reduce and (n-1)/n for all-gather, reduce-scatter and all-to-all: the rate each rank's link
 //! carried, comparable to the link rate whatever n.
+//!
+//! Tiers: a flow whose two hosts are in one scale-up domain (the collective's `domain_size`) is on
+//! the scale-up tier, any other on the scale-out tier (without domains every flow is scale-out).
+//! `scaleup_flow_bytes` / `scaleout_flow_bytes` are the payload each tier carried;
+//! `scaleup_time_ps` / `scaleout_time_ps` the time spent in the tier: over the algorithm's phases
+//! (hierarchical all-reduce: scale-up reduce-scatter, scale-out all-reduce, scale-up all-gather;
+//! other algorithms: one phase), the sum of the span from the first start to the last arrival of
+//! the phase's flows on that tier (null when the tier has no flows or one had not arrived).
+//! Phases can overlap (a piece moves on as soon as it is ready), so the two times may add up to
+//! more than `duration_ps`. `scaleup_busbw_bps` / `scaleout_busbw_bps` apply nccl-tests'
+//! definition to each tier's own collective: 8 x S_tier / tier time x the operation's factor for
+//! n_tier ranks, where a hierarchical algorithm runs the operation on S over the n1 ranks of each
+//! domain (scale-up) and on S/n1 (all-to-all: S) over the n2 ranks of each scale-out group; a flat
+//! algorithm has a tier bandwidth only on the tier it wholly lies in (n ranks in one domain, or in
+//! n domains). Null where the tier has fewer than two ranks or no time.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -45,6 +60,12 @@ pub struct CollectiveRow {
     pub finish_ps: Option<u64>,
     /// busbw / algbw.
     pub bus_factor: f64,
+    /// Scale-up, scale-out: payload bytes of the tier's flows.
+    pub tier_bytes: [u64; 2],
+    /// Scale-up, scale-out: time in the tier's phases (see the module's documentation).
+    pub tier_time_ps: [Option<u64>; 2],
+    /// Scale-up, scale-out: the size and bus factor of the tier's own collective, if it has one.
+    pub tier_bus: [Option<(f64, f64)>; 2],
 }
 
 impl CollectiveRow {
@@ -71,10 +92,19 @@ impl CollectiveRow {
     pub fn busbw_bps(&self) -> Option<f64> {
         self.algbw_bps().map(|a| a * self.bus_factor)
     }
+
+    /// Bus bandwidth of tier 0 (scale-up) or 1 (scale-out), bits per second.
+    pub fn tier_busbw_bps(&self, tier: usize) -> Option<f64> {
+        let (size, factor) = self.tier_bus[tier]?;
+        match self.tier_time_ps[tier] {
+            Some(t) if t > 0 => Some(size * 8.0 * 1e12 / t as f64 * factor),
+            _ => None,
+        }
+    }
 }
 
 /// The column names of collectives.arrow, in order.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 24] = [
     "collective",
     "workload",
     "workload_index",
@@ -93,6 +123,12 @@ pub const COLUMNS: [&str; 18] = [
     "duration_ps",
     "algbw_bps",
     "busbw_bps",
+    "scaleup_flow_bytes",
+    "scaleout_flow_bytes",
+    "scaleup_time_ps",
+    "scaleout_time_ps",
+    "scaleup_busbw_bps",
+    "scaleout_busbw_bps",
 ];
 
 pub fn collectives_schema(metadata: &[(String, String)]) -> Schema {
@@ -120,6 +156,12 @@ pub fn collectives_schema(metadata: &[(String, String)]) -> Schema {
         Field::new("duration_ps", Int64, true),
         Field::new("algbw_bps", Float64, true),
         Field::new("busbw_bps", Float64, true),
+        Field::new("scaleup_flow_bytes", Int64, false),
+        Field::new("scaleout_flow_bytes", Int64, false),
+        Field::new("scaleup_time_ps", Int64, true),
+        Field::new("scaleout_time_ps", Int64, true),
+        Field::new("scaleup_busbw_bps", Float64, true),
+        Field::new("scaleout_busbw_bps", Float64, true),
     ];
     let metadata: HashMap<String, String> = metadata.iter().cloned().collect();
     Schema::new_with_metadata(fields, metadata)
@@ -184,6 +226,12 @@ fn batch(
         u64_col(&CollectiveRow::duration_ps),
         f64_col(&CollectiveRow::algbw_bps),
         f64_col(&CollectiveRow::busbw_bps),
+        u64_col(&|r| Some(r.tier_bytes[0])),
+        u64_col(&|r| Some(r.tier_bytes[1])),
+        u64_col(&|r| r.tier_time_ps[0]),
+        u64_col(&|r| r.tier_time_ps[1]),
+        f64_col(&|r| r.tier_busbw_bps(0)),
+        f64_col(&|r| r.tier_busbw_bps(1)),
     ];
     RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
 }

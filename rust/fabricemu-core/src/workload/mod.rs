@@ -44,6 +44,10 @@ pub struct CollectiveTag {
     pub instance: u32,
     pub iteration: u32,
     pub step: u32,
+    /// The algorithm's phase (see `collective::Transfer::phase`).
+    pub phase: u8,
+    /// Both hosts are in one scale-up domain.
+    pub scaleup: bool,
 }
 
 /// A flow as a workload produced it.
@@ -91,6 +95,9 @@ pub struct CollectiveInstance {
     pub iterations: u32,
     pub compute_gap_ps: Time,
     pub start_ps: Time,
+    /// The group's ranks per scale-up domain when every domain it touches holds as many (1 when
+    /// the scenario defines no domains: every host is one).
+    pub ranks_per_domain: Option<u32>,
 }
 
 /// What a Poisson workload generated, to compare with its target load.

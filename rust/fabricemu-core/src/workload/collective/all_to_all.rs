@@ -21,6 +21,7 @@ pub fn direct(n: usize, size: u64) -> Vec<Transfer> {
                 inputs: Vec::new(),
                 step: 0,
                 delay: 0,
+                phase: 0,
             });
         }
     }
@@ -45,6 +46,7 @@ pub fn pairwise(n: usize, size: u64) -> Vec<Transfer> {
                 inputs,
                 step: (k - 1) as u32,
                 delay: 0,
+                phase: 0,
             });
         }
     }

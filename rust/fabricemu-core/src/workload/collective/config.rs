@@ -46,7 +46,9 @@ pub struct CollectiveFile {
     /// `all_reduce`, `all_gather`, `reduce_scatter` or `all_to_all`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<CollectiveOp>,
-    /// `ring`, `tree`, `halving_doubling` (all-reduce family); `direct`, `pairwise` (all-to-all).
+    /// `ring`, `tree`, `halving_doubling`, `hierarchical_ring`, `hierarchical_tree` (all-reduce
+    /// family; all-gather and reduce-scatter: `ring`, `halving_doubling`, `hierarchical_ring`);
+    /// `direct`, `pairwise`, `pxn` (all-to-all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<CollectiveAlgorithm>,
     /// Explicit groups of host ids in rank order, each running the collective at the same time.
@@ -67,15 +69,27 @@ pub struct CollectiveFile {
     /// Tree: the pipeline chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_size: Option<Size>,
+    /// Hosts per scale-up domain (host h is in domain h / domain_size): transfers inside a domain
+    /// are on the scale-up tier, and the hierarchical algorithms are built from the domains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain_size: Option<i64>,
 }
 
 /// The algorithms of `op` (the first is the default).
 fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
     use CollectiveAlgorithm as A;
     match op {
-        CollectiveOp::AllReduce => &[A::Ring, A::Tree, A::HalvingDoubling],
-        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => &[A::Ring, A::HalvingDoubling],
-        CollectiveOp::AllToAll => &[A::Direct, A::Pairwise],
+        CollectiveOp::AllReduce => &[
+            A::Ring,
+            A::Tree,
+            A::HalvingDoubling,
+            A::HierarchicalRing,
+            A::HierarchicalTree,
+        ],
+        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => {
+            &[A::Ring, A::HalvingDoubling, A::HierarchicalRing]
+        }
+        CollectiveOp::AllToAll => &[A::Direct, A::Pairwise, A::Pxn],
     }
 }
 
@@ -164,11 +178,28 @@ impl CollectiveFile {
             1_000_000,
             "a number of iterations",
         )?;
+        let domain_size = match self.domain_size {
+            None => None,
+            Some(d) => Some(count(
+                &p("domain_size"),
+                Some(d),
+                1,
+                ctx.n_hosts.max(1) as i64,
+                "a number of hosts per scale-up domain",
+            )?),
+        };
+        if algorithm.is_hierarchical() {
+            self.check_domains(ctx, algorithm, &groups, domain_size)?;
+        }
+        let pipelined = matches!(
+            algorithm,
+            CollectiveAlgorithm::Tree | CollectiveAlgorithm::HierarchicalTree
+        );
         let chunk_bytes = match (self.chunk_size, algorithm) {
-            (Some(_), a) if a != CollectiveAlgorithm::Tree => {
+            (Some(_), _) if !pipelined => {
                 return Err(ScenarioError::at(
                     p("chunk_size"),
-                    "only algorithm = \"tree\" is pipelined in chunks",
+                    "only algorithm = \"tree\" or \"hierarchical_tree\" is pipelined in chunks",
                 ))
             }
             (Some(c), _) if c.0 == 0 => {
@@ -203,6 +234,7 @@ impl CollectiveFile {
                 ctx.header_bytes,
                 ctx.host_rate_bps,
             ),
+            domain_size,
         };
         let flows = super::flows_per_iteration(&spec) as f64 * iterations as f64;
         if flows > MAX_WORKLOAD_FLOWS {
@@ -211,7 +243,7 @@ impl CollectiveFile {
                 format!(
                     "this would generate {flows:.3e} flows (at most {MAX_WORKLOAD_FLOWS:.0e}): fewer \
                      iterations{}",
-                    if algorithm == CollectiveAlgorithm::Tree {
+                    if pipelined {
                         " or a larger chunk_size"
                     } else {
                         ""
@@ -220,6 +252,62 @@ impl CollectiveFile {
             ));
         }
         Ok(spec)
+    }
+
+    /// A hierarchical algorithm needs the scale-up domains, a placement that keeps them, and the
+    /// same number of ranks in every domain a group touches.
+    fn check_domains(
+        &self,
+        ctx: &Context,
+        algorithm: CollectiveAlgorithm,
+        groups: &[Vec<u32>],
+        domain_size: Option<u32>,
+    ) -> Res<()> {
+        let p = |key: &str| ctx.path(key);
+        let Some(size) = domain_size else {
+            return Err(ScenarioError::at(
+                p("domain_size"),
+                format!(
+                    "missing: algorithm = \"{}\" is built from scale-up domains: give the hosts per \
+                     domain (host h is in domain h / domain_size), e.g. the hosts under one leaf",
+                    algorithm.name()
+                ),
+            ));
+        };
+        if self.rank_order == Some(RankOrder::Shuffled) {
+            return Err(ScenarioError::at(
+                p("rank_order"),
+                format!(
+                    "algorithm = \"{}\" places ranks by scale-up domain; a shuffled placement \
+                     would break the domains apart (leave out rank_order)",
+                    algorithm.name()
+                ),
+            ));
+        }
+        for (g, hosts) in groups.iter().enumerate() {
+            let dom = super::Domains::of(&hosts.iter().map(|&h| h / size).collect::<Vec<_>>());
+            if !dom.is_regular() {
+                let first = &dom.ranks[0];
+                let other = dom
+                    .ranks
+                    .iter()
+                    .find(|d| d.len() != first.len())
+                    .expect("irregular");
+                return Err(ScenarioError::at(
+                    p("domain_size"),
+                    format!(
+                        "group {g} has {} ranks in the scale-up domain of host {} but {} in that of \
+                         host {}: algorithm = \"{}\" needs as many ranks in every domain",
+                        first.len(),
+                        hosts[first[0] as usize],
+                        other.len(),
+                        hosts[other[0] as usize],
+                        algorithm.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The groups in rank order (before a shuffle, which keeps their sizes), and the placement to

@@ -37,6 +37,7 @@ pub fn transfers(op: CollectiveOp, n: usize, size: u64) -> Vec<Transfer> {
                 inputs: Vec::new(),
                 step,
                 delay: 0,
+                phase: 0,
             });
         }
         step += 1;
@@ -58,6 +59,7 @@ pub fn transfers(op: CollectiveOp, n: usize, size: u64) -> Vec<Transfer> {
                 inputs: input.iter().copied().collect(),
                 step,
                 delay: 0,
+                phase: 0,
             });
         }
         for r in 0..p {
@@ -113,6 +115,7 @@ pub fn transfers(op: CollectiveOp, n: usize, size: u64) -> Vec<Transfer> {
                 inputs: input.iter().copied().collect(),
                 step,
                 delay: 0,
+                phase: 0,
             });
         }
     }

@@ -12,12 +12,14 @@
 pub mod all_to_all;
 mod config;
 pub mod halving_doubling;
+pub mod hierarchical;
 pub mod ring;
 pub mod tree;
 
 use std::collections::HashMap;
 
 pub use config::{CollectiveFile, GroupLayout, RankOrder};
+pub use hierarchical::Domains;
 
 use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};
 use crate::config::{CollectiveAlgorithm, CollectiveOp, CollectiveSpec};
@@ -38,7 +40,14 @@ pub struct Transfer {
     /// The algorithm's step (reported in flows.arrow).
     pub step: u32,
     pub delay: Time,
+    /// The algorithm's phase (0 for single-phase algorithms): the time per tier in
+    /// collectives.arrow sums, over phases, the span of the phase's transfers on that tier.
+    pub phase: u8,
 }
+
+/// The most phases an algorithm has (hierarchical all-reduce: scale-up reduce-scatter,
+/// scale-out all-reduce, scale-up all-gather).
+pub const MAX_PHASES: usize = 3;
 
 /// Time to put `chunk` payload bytes on a host link (one header per MTU packet).
 pub fn chunk_interval(chunk: Bytes, mtu: Bytes, header: Bytes, rate_bps: Rate) -> Time {
@@ -49,8 +58,21 @@ pub fn chunk_interval(chunk: Bytes, mtu: Bytes, header: Bytes, rate_bps: Rate) -
     )
 }
 
-/// The transfers of one iteration on a group of `n` ranks.
-pub fn transfers(spec: &CollectiveSpec, n: usize) -> Vec<Transfer> {
+/// The scale-up domains of a group of ranks on `hosts`.
+pub fn group_domains(spec: &CollectiveSpec, hosts: &[u32]) -> Domains {
+    let ids: Vec<u32> = hosts.iter().map(|&h| spec.domain_of(h)).collect();
+    Domains::of(&ids)
+}
+
+/// Whether a transfer between these hosts stays inside a scale-up domain.
+pub fn is_scaleup(spec: &CollectiveSpec, src: u32, dst: u32) -> bool {
+    spec.domain_size.is_some() && spec.domain_of(src) == spec.domain_of(dst)
+}
+
+/// The transfers of one iteration on a group whose ranks lie in `dom` (flat algorithms use only
+/// the number of ranks).
+pub fn transfers(spec: &CollectiveSpec, dom: &Domains) -> Vec<Transfer> {
+    let n = dom.ranks.iter().map(Vec::len).sum();
     match spec.algorithm {
         CollectiveAlgorithm::Ring => ring::transfers(spec.op, n, spec.size_bytes),
         CollectiveAlgorithm::Tree => {
@@ -61,6 +83,16 @@ pub fn transfers(spec: &CollectiveSpec, n: usize) -> Vec<Transfer> {
         }
         CollectiveAlgorithm::Direct => all_to_all::direct(n, spec.size_bytes),
         CollectiveAlgorithm::Pairwise => all_to_all::pairwise(n, spec.size_bytes),
+        CollectiveAlgorithm::HierarchicalRing => match spec.op {
+            CollectiveOp::AllReduce => hierarchical::all_reduce(dom, spec.size_bytes, None),
+            op => hierarchical::gather_or_scatter(op, dom, spec.size_bytes),
+        },
+        CollectiveAlgorithm::HierarchicalTree => hierarchical::all_reduce(
+            dom,
+            spec.size_bytes,
+            Some((spec.chunk_bytes, spec.chunk_interval_ps)),
+        ),
+        CollectiveAlgorithm::Pxn => hierarchical::pxn(dom, spec.size_bytes),
     }
 }
 
@@ -89,6 +121,18 @@ pub fn flows_per_iteration(spec: &CollectiveSpec) -> u64 {
                     }
                 }
                 (CollectiveAlgorithm::Direct | CollectiveAlgorithm::Pairwise, _) => n * (n - 1),
+                (
+                    CollectiveAlgorithm::HierarchicalRing
+                    | CollectiveAlgorithm::HierarchicalTree
+                    | CollectiveAlgorithm::Pxn,
+                    op,
+                ) => hierarchical::flows(
+                    op,
+                    (spec.algorithm == CollectiveAlgorithm::HierarchicalTree)
+                        .then_some(spec.chunk_bytes),
+                    &group_domains(spec, g),
+                    spec.size_bytes,
+                ),
             }
         })
         .sum()
@@ -147,16 +191,111 @@ fn graph(ts: &[Transfer]) -> Graph {
     }
 }
 
+/// The size and group size each tier's bus bandwidth is computed with (nccl-tests' factor of the
+/// operation for that many ranks), scale-up then scale-out; None where the tier runs no
+/// collective of its own. A hierarchical algorithm runs the operation on S bytes over the n1
+/// ranks of each domain and on S/n1 bytes (all-to-all: S) over the n2 ranks of each scale-out
+/// group; a flat algorithm is a one-tier collective when its group lies in one domain (scale-up)
+/// or in n distinct domains (scale-out), and None on both tiers otherwise.
+pub fn tier_sizes(
+    op: CollectiveOp,
+    algorithm: CollectiveAlgorithm,
+    size: u64,
+    n: u32,
+    ranks_per_domain: Option<u32>,
+) -> [Option<(f64, u32)>; 2] {
+    let Some(n1) = ranks_per_domain.filter(|&n1| n1 > 0 && n.is_multiple_of(n1)) else {
+        return [None, None];
+    };
+    let n2 = n / n1;
+    let s = size as f64;
+    let (up, out) = if algorithm.is_hierarchical() {
+        let out_size = if op == CollectiveOp::AllToAll {
+            s
+        } else {
+            s / n1 as f64
+        };
+        ((s, n1), (out_size, n2))
+    } else if n2 == 1 {
+        ((s, n), (s, 1))
+    } else if n1 == 1 {
+        ((s, 1), (s, n))
+    } else {
+        return [None, None];
+    };
+    [(up.1 > 1).then_some(up), (out.1 > 1).then_some(out)]
+}
+
+/// One phase's flows on one tier of one collective iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Span {
+    flows: u64,
+    finished: u64,
+    bytes: u64,
+    first_start: Option<Time>,
+    last_finish: Time,
+}
+
+/// The flows of one collective iteration by phase and tier (collectives.arrow's per-tier
+/// columns): tier 0 is scale-up, tier 1 scale-out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TierSpans {
+    spans: [[Span; 2]; MAX_PHASES],
+}
+
+impl TierSpans {
+    /// Count one flow: its tag, payload, start and (if it arrived) finish.
+    pub fn add(&mut self, tag: &CollectiveTag, bytes: u64, start: Time, finish: Option<Time>) {
+        let s =
+            &mut self.spans[(tag.phase as usize).min(MAX_PHASES - 1)][usize::from(!tag.scaleup)];
+        s.flows += 1;
+        s.bytes = s.bytes.saturating_add(bytes);
+        if let Some(f) = finish {
+            s.finished += 1;
+            s.last_finish = s.last_finish.max(f);
+            s.first_start = Some(s.first_start.map_or(start, |t| t.min(start)));
+        }
+    }
+
+    /// Payload bytes per tier.
+    pub fn bytes(&self) -> [u64; 2] {
+        [0, 1].map(|t| self.spans.iter().map(|p| p[t].bytes).sum())
+    }
+
+    /// Per tier: the sum over phases of the first start to last arrival of the tier's flows;
+    /// None when the tier has no flows or some had not arrived.
+    pub fn times(&self) -> [Option<Time>; 2] {
+        [0, 1].map(|t| {
+            let phases = self.spans.iter().map(|p| p[t]).filter(|s| s.flows > 0);
+            let mut total: Option<Time> = None;
+            for s in phases {
+                if s.finished < s.flows {
+                    return None;
+                }
+                let span = s.last_finish - s.first_start.unwrap_or(s.last_finish);
+                total = Some(total.unwrap_or(0) + span);
+            }
+            total
+        })
+    }
+}
+
 pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
-    let mut cache: Vec<(usize, Vec<Transfer>, Graph)> = Vec::new();
+    type Cached = (usize, Option<Domains>, Vec<Transfer>, Graph);
+    let mut cache: Vec<Cached> = Vec::new();
     for (g, hosts) in spec.groups.iter().enumerate() {
         let n = hosts.len();
-        if !cache.iter().any(|c| c.0 == n) {
-            let ts = transfers(spec, n);
+        let dom = group_domains(spec, hosts);
+        let key = spec.algorithm.is_hierarchical().then(|| dom.clone());
+        if !cache.iter().any(|c| c.0 == n && c.1 == key) {
+            let ts = transfers(spec, &dom);
             let gr = graph(&ts);
-            cache.push((n, ts, gr));
+            cache.push((n, key.clone(), ts, gr));
         }
-        let (_, ts, gr) = cache.iter().find(|c| c.0 == n).expect("cached above");
+        let (_, _, ts, gr) = cache
+            .iter()
+            .find(|c| c.0 == n && c.1 == key)
+            .expect("cached above");
         let instance = plan.collectives.len() as u32;
         plan.collectives.push(CollectiveInstance {
             workload,
@@ -168,6 +307,9 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
             iterations: spec.iterations,
             compute_gap_ps: spec.compute_gap_ps,
             start_ps: spec.start_ps,
+            ranks_per_domain: (spec.domain_size.is_some() && dom.is_regular())
+                .then_some(dom.n1() as u32)
+                .or(spec.domain_size.is_none().then_some(1)),
         });
         let mut previous_end: Option<u32> = None;
         for it in 0..spec.iterations {
@@ -197,6 +339,8 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
                         instance,
                         iteration: it,
                         step: t.step,
+                        phase: t.phase,
+                        scaleup: is_scaleup(spec, hosts[t.src as usize], hosts[t.dst as usize]),
                     }),
                     tag: None,
                 });
@@ -228,7 +372,13 @@ mod tests {
             start_ps: 0,
             chunk_bytes: 1000,
             chunk_interval_ps: 7,
+            domain_size: None,
         }
+    }
+
+    /// Every rank in a domain of its own.
+    fn flat(n: usize) -> Domains {
+        Domains::of(&(0..n as u32).collect::<Vec<_>>())
     }
 
     /// Every algorithm for many group sizes: a valid graph (inputs earlier, disjoint input sets),
@@ -255,7 +405,7 @@ mod tests {
                 }
                 let size = 12_345 + n as u64;
                 let s = spec(op, alg, n, size);
-                let ts = transfers(&s, n);
+                let ts = transfers(&s, &flat(n));
                 let g = graph(&ts);
                 assert_eq!(
                     ts.len() as u64,
@@ -317,5 +467,76 @@ mod tests {
             .all(|f| f.collective.unwrap().iteration == 2));
         // The last iteration's last step completes nothing.
         assert!(plan.flows[68..].iter().all(|f| f.completes.is_none()));
+    }
+
+    /// Hierarchical algorithms on hosts 0..16 in domains of 4: the plan's flows carry their phase
+    /// and tier (scale-up exactly when both hosts share a domain), the counted number of flows,
+    /// and the instance its ranks per domain; a flat ring on the same hosts has both tiers.
+    #[test]
+    fn flows_carry_phase_and_tier() {
+        use CollectiveAlgorithm::*;
+        use CollectiveOp::*;
+        for (op, alg) in [
+            (AllReduce, HierarchicalRing),
+            (AllReduce, HierarchicalTree),
+            (AllGather, HierarchicalRing),
+            (ReduceScatter, HierarchicalRing),
+            (AllToAll, Pxn),
+            (AllReduce, Ring),
+        ] {
+            let mut s = spec(op, alg, 16, 1 << 16);
+            s.domain_size = Some(4);
+            s.groups = vec![(0..16).collect(), (16..32).rev().collect()];
+            let mut plan = FlowPlan::default();
+            expand(&mut plan, 0, &s);
+            assert_eq!(
+                plan.flows.len() as u64,
+                flows_per_iteration(&s),
+                "{op:?} {alg:?}"
+            );
+            assert!(plan
+                .collectives
+                .iter()
+                .all(|c| c.ranks_per_domain == Some(4)));
+            let mut tiers = [false; 2];
+            for f in &plan.flows {
+                let tag = f.collective.unwrap();
+                assert_eq!(tag.scaleup, f.src.get() / 4 == f.dst.get() / 4);
+                tiers[usize::from(tag.scaleup)] = true;
+                if alg.is_hierarchical() {
+                    // Scale-up phases: 0 and 2 (all-reduce), 1 (all-gather), 0 (the others).
+                    let up = match op {
+                        AllReduce => tag.phase != 1,
+                        AllGather => tag.phase == 1,
+                        _ => tag.phase == 0,
+                    };
+                    assert_eq!(tag.scaleup, up, "{op:?} {alg:?} {f:?}");
+                }
+                assert!((tag.phase as usize) < MAX_PHASES);
+            }
+            assert_eq!(tiers, [true, true]);
+        }
+    }
+
+    #[test]
+    fn tier_sizes_follow_each_tier_group() {
+        use CollectiveAlgorithm::*;
+        use CollectiveOp::*;
+        let up_out = |op, alg, n1| tier_sizes(op, alg, 1024, 16, n1);
+        assert_eq!(
+            up_out(AllReduce, HierarchicalRing, Some(4)),
+            [Some((1024.0, 4)), Some((256.0, 4))]
+        );
+        assert_eq!(
+            up_out(AllToAll, Pxn, Some(8)),
+            [Some((1024.0, 8)), Some((1024.0, 2))]
+        );
+        assert_eq!(up_out(AllReduce, Ring, Some(1)), [None, Some((1024.0, 16))]);
+        assert_eq!(
+            up_out(AllReduce, Ring, Some(16)),
+            [Some((1024.0, 16)), None]
+        );
+        assert_eq!(up_out(AllReduce, Ring, Some(4)), [None, None]);
+        assert_eq!(up_out(AllReduce, HierarchicalRing, None), [None, None]);
     }
 }

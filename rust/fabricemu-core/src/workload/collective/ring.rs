@@ -43,6 +43,7 @@ pub fn transfers(op: CollectiveOp, n: usize, size: u64) -> Vec<Transfer> {
                 inputs,
                 step: k as u32,
                 delay: 0,
+                phase: 0,
             });
         }
     }

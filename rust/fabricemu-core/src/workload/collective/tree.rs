@@ -156,6 +156,7 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                     inputs,
                     step,
                     delay,
+                    phase: 0,
                 });
             }
             // Broadcast, from the root down (reverse post-order visits parents first).
@@ -189,6 +190,7 @@ pub fn all_reduce(n: usize, size: u64, chunk: u64, chunk_interval: Time) -> Vec<
                         inputs: inputs.clone(),
                         step,
                         delay: 0,
+                        phase: 0,
                     });
                 }
             }
