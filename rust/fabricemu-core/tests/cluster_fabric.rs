@@ -6,12 +6,8 @@ mod common;
 
 use common::{run, scenario_error, spec};
 use fabricemu_core::budget;
-use fabricemu_core::ids::{IdRange, NodeId, PortId};
+use fabricemu_core::ids::{NodeId, PortId};
 use fabricemu_core::topology::{self, summary, Fabric, Role, Tier};
-
-fn n(i: u32) -> NodeId {
-    NodeId::new(i)
-}
 
 const WORKLOAD: &str = "[[workload]]\nkind = \"permutation\"\nsize = \"64KiB\"\n";
 
@@ -23,6 +19,17 @@ fn tier_links(f: &Fabric, tier: Tier) -> u32 {
     f.ports()
         .filter(|&p| f.tier[p] == tier && f.peer_port[p] > p)
         .count() as u32
+}
+
+/// The node numbered `n`.
+fn node(n: u32) -> NodeId {
+    NodeId::new(n)
+}
+
+/// Which of its node's ports the far end of port `p` is (the slot of a host link on its leaf).
+fn far_slot(f: &Fabric, p: PortId) -> u32 {
+    let far = f.peer_port[p];
+    far.get() - f.ports_of(f.peer_node[p]).next().expect("a port").get()
 }
 
 fn count_role(f: &Fabric, role: Role) -> u32 {
@@ -59,25 +66,24 @@ fn superpod_unit_counts_and_rails() {
     assert_eq!(tier_links(&f, Tier::ScaleUp), 256);
     assert_eq!(tier_links(&f, Tier::Pcie), 0);
     // Node ids: GPUs, then leaves and spines, then the scale-up switches.
-    assert_eq!(f.role[n(256)], Role::Leaf);
-    assert_eq!(f.role[n(264)], Role::Spine);
-    assert_eq!(c.first_scaleup_switch, Some(n(268)));
+    assert_eq!(f.role[node(256)], Role::Leaf);
+    assert_eq!(f.role[node(264)], Role::Spine);
+    assert_eq!(c.first_scaleup_switch, Some(node(268)));
     // GPU g of server s: NIC port first (on rail leaf g % 8, slot s), scale-up port last.
     for g in 0..256u32 {
-        let gpu = n(g);
-        let (s, i) = (g / 8, g % 8);
+        let (s, i, gpu) = (g / 8, g % 8, node(g));
         let ports: Vec<PortId> = f.ports_of(gpu).collect();
         assert_eq!(ports.len(), 2);
         assert_eq!(c.nic_ports(gpu), &ports[..1]);
         assert_eq!(c.scaleup_port(gpu), Some(ports[1]));
         let leaf = f.peer_node[ports[0]];
-        assert_eq!(leaf.get(), 256 + i, "GPU {gpu}: NIC {i} on rail leaf {i}");
+        assert_eq!(leaf, node(256 + i), "GPU {g}: NIC {i} on rail leaf {i}");
         assert_eq!(
-            f.peer_port[ports[0]],
-            PortId::new(f.port_start[leaf].get() + s),
+            far_slot(&f, ports[0]),
+            s,
             "server {s} on slot {s} of its rail leaf"
         );
-        assert_eq!(f.peer_node[ports[1]].get(), 268 + s);
+        assert_eq!(f.peer_node[ports[1]], node(268 + s));
         assert_eq!(f.tier[ports[1]], Tier::ScaleUp);
         assert_eq!(f.rate_bps[ports[1]], 3_600_000_000_000);
         assert_eq!((c.server(gpu), c.rail(gpu), c.domain(gpu)), (s, i, Some(s)));
@@ -124,11 +130,10 @@ scaleup = {{ gpus = 72, rate = "7200Gbps" }}
     assert_eq!(count_role(&f, Role::NvSwitch), 1);
     let sw = c.domain_switch(0).unwrap();
     assert_eq!(f.ports_of(sw).len(), 72);
-    assert_eq!(c.domain_gpus(0), IdRange::from_indices(0, 72));
+    assert!(c.domain_gpus(0).eq((0..72).map(node)));
     assert_eq!(c.spec.servers_per_rack, 18, "a rack is a domain by default");
     assert_eq!(c.racks(), 1);
-    for g in 0..72 {
-        let gpu = n(g);
+    for gpu in (0..72).map(node) {
         assert_eq!(f.rate_bps[c.scaleup_port(gpu).unwrap()], 7_200_000_000_000);
         assert_eq!(f.rate_bps[c.nic_ports(gpu)[0]], 800_000_000_000);
     }
@@ -147,7 +152,7 @@ fn rail_and_tor_cabling() {
     let tor = fabric(&format!(
         "{topo}[cluster]\ngpus_per_server = 4\ncabling = \"tor\"\n{WORKLOAD}"
     ));
-    let leaf_of = |f: &Fabric, gpu: u32| f.peer_node[f.host_port(n(gpu))].get() - 32;
+    let leaf_of = |f: &Fabric, gpu: u32| f.peer_node[f.host_port(node(gpu))].get() - 32;
     for s in 0..8u32 {
         for i in 0..4u32 {
             let gpu = s * 4 + i;
@@ -178,19 +183,14 @@ fn planes_copy_the_topology_and_each_nic_has_a_port_on_each() {
     assert_eq!(tier_links(&f, Tier::Fabric), 12);
     // Plane p's switches are 8 + 4p .. 8 + 4p + 4 (2 leaves, 2 spines), counted across planes.
     for g in 0..8u32 {
-        let gpu = n(g);
+        let gpu = node(g);
         let nic = c.nic_ports(gpu);
         assert_eq!(nic.len(), 3);
-        let slot0 = f.peer_port[nic[0]].get() - f.port_start[f.peer_node[nic[0]]].get();
+        let slot0 = far_slot(&f, nic[0]);
         for (p, &port) in nic.iter().enumerate() {
             let leaf = f.peer_node[port];
-            assert_eq!(
-                leaf.get(),
-                8 + 4 * p as u32 + (g % 2),
-                "GPU {gpu} plane {p}"
-            );
-            let slot = f.peer_port[port].get() - f.port_start[leaf].get();
-            assert_eq!(slot, slot0, "same slot on every plane");
+            assert_eq!(leaf, node(8 + 4 * p as u32 + (g % 2)), "GPU {g} plane {p}");
+            assert_eq!(far_slot(&f, port), slot0, "same slot on every plane");
         }
         assert_eq!(f.ports_of(gpu).len(), 4, "3 planes + scale-up");
         assert_eq!(c.scaleup_port(gpu), f.ports_of(gpu).next_back());
@@ -213,7 +213,7 @@ fn shared_nics_are_switches_between_pcie_and_the_rails() {
     assert_eq!(tier_links(&f, Tier::Pcie), 16);
     assert_eq!(tier_links(&f, Tier::Host), 16, "8 NICs x 2 planes");
     for g in 0..16u32 {
-        let gpu = n(g);
+        let gpu = node(g);
         let nic = c.nic_node(c.server(gpu), c.rail(gpu)).unwrap();
         assert_eq!(c.rail(gpu), (g % 8) / 2, "GPUs 2k and 2k+1 share NIC k");
         assert_eq!(c.nic_ports(gpu).len(), 1);
@@ -245,8 +245,7 @@ fn a_nic_attachment_on_a_gpu_of_its_own_adds_latency_and_caps_the_rate() {
          [cluster]\ngpus_per_server = 2\nnic = {{ rate = \"256Gbps\", latency = \"150ns\" }}\n{WORKLOAD}"
     ));
     let c = f.cluster.as_deref().unwrap();
-    for g in 0..c.gpus {
-        let gpu = n(g);
+    for gpu in (0..c.gpus).map(node) {
         let p = f.host_port(gpu);
         assert_eq!(f.tier[p], Tier::Host);
         assert_eq!((f.rate_bps[p], f.delay_ps[p]), (256_000_000_000, 1_150_000));
@@ -452,7 +451,7 @@ fn hosts_without_a_cluster_are_unchanged() {
     let s = spec(&text);
     let f = topology::build_scenario(&s);
     assert!(f.cluster.is_none());
-    assert!(f.role.as_slice()[..16].iter().all(|&r| r == Role::Host));
+    assert!(f.hosts().all(|h| f.role[h] == Role::Host));
     assert_eq!(
         topology::build(&s.topology, &s.switch).port_node,
         f.port_node

@@ -10,10 +10,6 @@ use fabricemu_core::topology::{Fabric, Role, Tier};
 use fabricemu_core::transport::ideal::{ideal_fct_by_recurrence, Hop};
 use fabricemu_core::Simulation;
 
-fn n(i: u32) -> NodeId {
-    NodeId::new(i)
-}
-
 /// Bytes sent on all ports of links of `tier` (both directions).
 fn tier_bytes(sim: &Simulation, tier: Tier) -> u64 {
     let w = sim.world();
@@ -136,21 +132,21 @@ fn pxn_crosses_no_spine_and_the_spine_path_does() {
     assert_eq!(role_bytes(&pxn, Role::Spine), 0);
     let w = pxn.world();
     let c = w.fabric.cluster.as_deref().unwrap();
-    assert!(w.port_tx_bytes(c.scaleup_port(n(0)).unwrap()) >= 1_000_000);
+    assert!(w.port_tx_bytes(c.scaleup_port(NodeId::new(0)).unwrap()) >= 1_000_000);
     assert!(
-        w.port_tx_bytes(c.nic_ports(n(1))[0]) >= 1_000_000,
+        w.port_tx_bytes(c.nic_ports(NodeId::new(1))[0]) >= 1_000_000,
         "GPU 1 relays onto rail 1"
     );
     assert_eq!(
-        w.port_tx_bytes(c.nic_ports(n(0))[0]),
+        w.port_tx_bytes(c.nic_ports(NodeId::new(0))[0]),
         0,
         "GPU 0's own NIC is idle"
     );
     let path = w.flow_path_ports(FlowId::new(0));
-    let nodes: Vec<NodeId> = path.iter().map(|&p| w.fabric.peer_node[p]).collect();
+    let nodes: Vec<u32> = path.iter().map(|&p| w.fabric.peer_node[p].get()).collect();
     let nvswitch = c.domain_switch(0).unwrap();
-    let leaf1 = w.fabric.peer_node[c.nic_ports(n(1))[0]];
-    assert_eq!(nodes, [nvswitch, n(1), leaf1, n(5)]);
+    let leaf1 = w.fabric.peer_node[c.nic_ports(NodeId::new(1))[0]];
+    assert_eq!(nodes, [nvswitch.get(), 1, leaf1.get(), 5]);
     // Without PXN: GPU 0's NIC on rail 0, a spine to rail 1; the scale-up domain stays idle.
     assert!(role_bytes(&spine, Role::Spine) >= 1_000_000);
     assert_eq!(tier_bytes(&spine, Tier::ScaleUp), 0);
@@ -169,15 +165,18 @@ fn rail_aligned_transfers_use_their_nic_and_a_pxn_flow_is_paced_at_its_relay_nic
     assert_eq!(role_bytes(&sim, Role::Spine), 0);
     let w = sim.world();
     let c = w.fabric.cluster.as_deref().unwrap();
-    assert!(w.port_tx_bytes(c.nic_ports(n(0))[0]) >= 256 << 10);
+    assert!(w.port_tx_bytes(c.nic_ports(NodeId::new(0))[0]) >= 256 << 10);
     // Flow 1 (GPU 2 -> GPU 7, rail 2 -> rail 3) relays through GPU 3.
-    assert!(w.port_tx_bytes(c.nic_ports(n(3))[0]) >= 256 << 10);
+    assert!(w.port_tx_bytes(c.nic_ports(NodeId::new(3))[0]) >= 256 << 10);
     assert_eq!(
         w.flows[FlowId::new(1)].src_port,
-        c.scaleup_port(n(2)).unwrap()
+        c.scaleup_port(NodeId::new(2)).unwrap()
     );
     assert_eq!(w.flows[FlowId::new(1)].rate_bps, 100_000_000_000);
-    assert_eq!(w.flows[FlowId::new(0)].src_port, c.nic_ports(n(0))[0]);
+    assert_eq!(
+        w.flows[FlowId::new(0)].src_port,
+        c.nic_ports(NodeId::new(0))[0]
+    );
 }
 
 #[test]
@@ -206,7 +205,10 @@ fn planes_carry_flows_by_hash_and_every_flow_arrives() {
     let plane_bytes = |plane: u32| -> u64 {
         // Plane p's switches: 8 + 4p .. 8 + 4p + 4.
         f.ports()
-            .filter(|&p| (8 + 4 * plane..12 + 4 * plane).contains(&f.port_node[p].get()))
+            .filter(|&p| {
+                let n = f.port_node[p].get();
+                (8 + 4 * plane..12 + 4 * plane).contains(&n)
+            })
             .map(|p| w.port_tx_bytes(p))
             .sum()
     };

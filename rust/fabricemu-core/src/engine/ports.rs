@@ -263,18 +263,18 @@ impl World {
     /// GPU clusters: the egress port of scale-up switch `node` for `pkt` (see
     /// [`World::scaleup_out`]).
     fn scaleup_route(&self, node: NodeId, pkt: PacketId) -> Option<PortId> {
-        let &Packet {
-            dst, flow, kind, ..
-        } = self.packets.get(pkt);
-        self.scaleup_out(node, dst, flow, kind == PacketKind::Data)
+        let packet = self.packets.get(pkt);
+        let flow = packet.flow_id()?;
+        self.scaleup_out(node, packet.dst, flow, packet.kind == PacketKind::Data)
     }
 
     /// GPU clusters, PXN: a packet for another GPU reached the relay GPU over the scale-up
     /// domain; it leaves on the relay's NIC port, queued like the NIC's control packets (ahead
     /// of its own data; a NIC does not drop).
     fn pxn_transit(&mut self, pkt: PacketId) {
-        let &Packet { flow, kind, .. } = self.packets.get(pkt);
-        match self.relay_out(flow, kind == PacketKind::Data) {
+        let packet = self.packets.get(pkt);
+        let data = packet.kind == PacketKind::Data;
+        match packet.flow_id().and_then(|flow| self.relay_out(flow, data)) {
             Some(out) => self.host_enqueue(out, pkt),
             None => self.unreachable_drop(pkt),
         }

@@ -61,12 +61,23 @@ pub(super) struct PortHot {
     pub down: bool,
 }
 
+/// GPU clusters, PXN: where one direction of a flow (its data, or its control packets back) leaves
+/// the scale-up switch (toward the relay GPU) and the relay GPU (its NIC port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PxnHops {
+    pub switch_out: PortId,
+    pub relay_out: PortId,
+}
+
+/// A flow's PXN hops: `[data, control]`, None for a direction that is not PXN.
+pub(super) type FlowPxn = [Option<PxnHops>; 2];
+
 /// Where a flow's packets leave its two ends (see [`crate::topology::ClusterLayout::first_hop`]).
 struct EndpointPorts {
     src_port: PortId,
     dst_port: PortId,
     /// `World::pxn`'s entry.
-    pxn: [PortId; 4],
+    pxn: FlowPxn,
     /// The flow's line rate: its first link's, and with PXN at most the relay NIC's.
     rate_bps: u64,
 }
@@ -77,30 +88,32 @@ fn endpoint_ports(fabric: &Fabric, src: NodeId, dst: NodeId, fwd: u64, rev: u64)
         return EndpointPorts {
             src_port,
             dst_port: fabric.host_port(dst),
-            pxn: [PortId::NONE; 4],
+            pxn: [None; 2],
             rate_bps: fabric.rate_bps[src_port],
         };
     };
     let (src_port, src_relay) = c.first_hop(src, dst, fwd);
     let (dst_port, dst_relay) = c.first_hop(dst, src, rev);
     // At the scale-up switch: the port to the relay; at the relay: its NIC port.
-    let hops = |relay: Option<NodeId>, key: u64| match relay {
-        Some(r) => {
+    let hops = |relay: Option<NodeId>, key: u64| {
+        relay.map(|r| {
             let up = c.scaleup_port(r).expect("a relay is in a scale-up domain");
-            [fabric.peer_port[up], c.nic_port(r, key)]
-        }
-        None => [PortId::NONE; 2],
+            PxnHops {
+                switch_out: fabric.peer_port[up],
+                relay_out: c.nic_port(r, key),
+            }
+        })
     };
-    let [a, b] = hops(src_relay, fwd);
-    let [x, y] = hops(dst_relay, rev);
+    let data = hops(src_relay, fwd);
+    let control = hops(dst_relay, rev);
     let mut rate_bps = fabric.rate_bps[src_port];
-    if b != PortId::NONE {
-        rate_bps = rate_bps.min(fabric.rate_bps[b]);
+    if let Some(h) = data {
+        rate_bps = rate_bps.min(fabric.rate_bps[h.relay_out]);
     }
     EndpointPorts {
         src_port,
         dst_port,
-        pxn: [a, b, x, y],
+        pxn: [data, control],
         rate_bps,
     }
 }
@@ -146,9 +159,8 @@ pub struct World {
     // Flows.
     pub flows: IdVec<FlowId, Flow>,
     /// GPU clusters with PXN, per flow: where its packets leave the scale-up switch and the relay
-    /// GPU, data then control: `[switch out, relay out, switch out, relay out]`, `PortId::NONE`
-    /// when that direction is not PXN. Empty without PXN.
-    pub(super) pxn: IdVec<FlowId, [PortId; 4]>,
+    /// GPU, data then control (see [`PxnHops`]). Empty without PXN.
+    pub(super) pxn: IdVec<FlowId, FlowPxn>,
     /// Congestion control: the scheme and every flow's sender and receiver state.
     pub(super) cc: Cc,
     /// INT records of packets in flight, when the controller uses INT (HPCC); None otherwise.
@@ -247,7 +259,7 @@ impl World {
             })
             .collect();
         let mut static_order = Vec::new();
-        let mut pxn = Vec::new();
+        let mut pxn = IdVec::new();
         for (id, f) in plan.flows.iter().enumerate() {
             let id = FlowId::new(id as u32);
             // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
@@ -380,12 +392,12 @@ impl World {
             in_deadlock: false,
             deadlock_check_pending: false,
             nics: Nics::new(
-                fabric.port_start.as_slice()[fabric.num_hosts as usize].get(),
+                fabric.host_ports().len() as u32,
                 s.nic_arbitration == crate::scenario::NicArbitration::Fifo,
             ),
             synth: super::synthetic::SynthMeter::new(s),
             flows,
-            pxn: IdVec::from_vec(pxn),
+            pxn,
             int: cc.int_bytes_per_hop().map(crate::cc::IntStore::new),
             cc,
             static_order,
@@ -704,13 +716,14 @@ impl World {
         let f = &self.flows[fid];
         let mut ports = vec![f.src_port];
         for _ in 0..=self.fabric.num_nodes {
-            let node = self.fabric.peer_node[*ports.last().expect("non-empty")];
+            let last = *ports.last().expect("non-empty");
+            let node = self.fabric.peer_node[last];
             let next = if self.fabric.is_host(node) {
                 if node == f.dst {
                     return Ok(ports);
                 }
                 self.relay_out(fid, true) // PXN: the relay GPU's NIC port
-            } else if self.ports[*ports.last().expect("non-empty")].to_scaleup {
+            } else if self.ports[last].to_scaleup {
                 self.scaleup_out(node, f.dst, fid, true)
             } else {
                 self.router.ecmp_port(table, node, f.dst, f.header_fwd)
@@ -737,16 +750,15 @@ impl World {
         let out = if c.domain(dst).and_then(|d| c.domain_switch(d)) == Some(node) {
             self.fabric.peer_port[c.scaleup_port(dst)?]
         } else {
-            self.pxn.get(fid)?[if data { 0 } else { 2 }]
+            self.pxn.get(fid)?[usize::from(!data)]?.switch_out
         };
-        (out != PortId::NONE && !self.ports[out].down).then_some(out)
+        (!self.ports[out].down).then_some(out)
     }
 
     /// GPU clusters, PXN: the relay GPU's NIC port for flow `fid`'s data or control packets.
     #[inline]
     pub(super) fn relay_out(&self, fid: FlowId, data: bool) -> Option<PortId> {
-        let out = self.pxn.get(fid)?[if data { 1 } else { 3 }];
-        (out != PortId::NONE).then_some(out)
+        Some(self.pxn.get(fid)?[usize::from(!data)]?.relay_out)
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.

@@ -139,14 +139,16 @@ impl Router {
         fabric: &Fabric,
         loads: &L,
     ) -> Option<Choice> {
-        let here = self.table.df_group(node);
+        // Every router is in a dragonfly group, and every host in its router's (only scale-up
+        // switches are in none, and they do not forward by the route table).
+        let here = self.table.df_group(node)?;
         let mut via = p.via_group();
         if via.is_some_and(|g| here == g as u32) {
             via = None; // reached the intermediate group: minimal from here on
         }
         let mut diverted_late = false;
         if let LoadBalancing::NonMinimal(nm) = self.mode {
-            let dst_group = self.table.df_group(p.dst);
+            let dst_group = self.table.df_group(p.dst)?;
             // Still undecided in the source group (no global hop yet), bound elsewhere, and
             // there is a third group to go through.
             if via.is_none()
@@ -274,7 +276,7 @@ impl Router {
         let mut via = via;
         let (mut n, mut hops, mut first, mut total) = (node, 0u32, 0u64, 0u64);
         while hops < 16 {
-            if via.is_some_and(|g| self.table.df_group(n) == g as u32) {
+            if via.is_some_and(|g| self.table.df_group(n) == Some(g as u32)) {
                 via = None;
             }
             let Some(out) = self.ecmp_toward(n, via, dst, key) else {

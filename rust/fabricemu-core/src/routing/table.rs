@@ -36,27 +36,36 @@ fn link_cost(f: &Fabric, p: PortId) -> u32 {
     }
 }
 
+/// Where a host attaches to one component of the switch graph.
+#[derive(Debug, Clone, Copy)]
+struct Attachment {
+    /// The switch it attaches to.
+    switch: NodeId,
+    /// The port of `switch` leading to the host.
+    downlink: PortId,
+    /// `switch`'s index among edge switches.
+    edge: u32,
+}
+
 /// Routes as flat arrays: groups are deduplicated port lists.
 #[derive(Debug, Clone)]
 pub struct RouteTable {
     num_hosts: u32,
     /// Components of the switch graph (a GPU cluster's planes; 1 for every host-only fabric), and
-    /// each node's (None for hosts and scale-up switches: the table does not route them).
+    /// each node's (hosts and scale-up switches: None; they are not routed by the table).
     num_comps: u32,
     node_comp: IdVec<NodeId, Option<u32>>,
-    /// Per (host, component), at `host * num_comps + component` (with one component, per host):
-    /// the switch of that component the host attaches to (None: none), the port of that switch
-    /// leading to the host, and the index of that switch among edge switches.
-    host_switch: Vec<Option<NodeId>>,
-    host_downlink: Vec<PortId>,
-    host_edge_index: Vec<u32>,
+    /// Per (host, component), at `host * num_comps + component`: where the host attaches to that
+    /// component (None: it does not). With one component, simply per host.
+    attachments: Vec<Option<Attachment>>,
     num_edges: u32,
     /// `[(switch - num_hosts) * num_edges + edge_index]` -> group (None: unreachable).
     group_of: Vec<Option<GroupRef>>,
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
-    /// Dragonflies: the group of every node (hosts: their router's), else empty.
-    node_group: IdVec<NodeId, u32>,
+    /// Dragonflies: the group of every node (hosts: their router's; scale-up switches: None),
+    /// else empty.
+    node_group: IdVec<NodeId, Option<u32>>,
     num_df_groups: u32,
     /// `[(switch - num_hosts) * num_df_groups + group]` -> ports toward the group (None: no
     /// live path).
@@ -139,7 +148,7 @@ impl Search {
 
 /// Dragonfly groups (components of the switch graph without global links), numbered in order of
 /// their lowest switch, with hosts in their switch's group; `(empty, 0)` without global links.
-fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
+fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
     if !f.tier.contains(&Tier::Global) {
         return (IdVec::new(), 0);
     }
@@ -147,7 +156,7 @@ fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
     let mut count = 0;
     let mut stack = Vec::new();
     for s in f.switches() {
-        // A scale-up switch joins only GPUs: it is in the group of its GPUs' routers below.
+        // A scale-up switch joins only GPUs: it is in no dragonfly group.
         if group[s].is_some() || f.role[s] == Role::NvSwitch {
             continue;
         }
@@ -167,24 +176,14 @@ fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, u32>, u32) {
     for h in f.hosts() {
         group[h] = group[f.peer_node[f.host_port(h)]];
     }
-    if let Some(c) = f.cluster.as_deref() {
-        for d in 0..c.domains {
-            let sw = c.domain_switch(d).expect("a domain has a switch");
-            group[sw] = group[c.domain_gpus(d).nth_id(0).expect("a domain has GPUs")];
-        }
-    }
-    // Every switch got a group above, and every host its switch's.
-    let group = group
-        .into_iter()
-        .map(|g| g.expect("every node is in a group"))
-        .collect();
+    // Every switch but the scale-up ones got a group above, and every host its switch's.
     (group, count)
 }
 
 /// Connected components of the switch graph (links between switches; hosts do not forward),
-/// numbered in order of their lowest switch. Scale-up switches are in none: they join only GPUs
-/// and forward by the cluster layout. Every host-only fabric is one component; a GPU cluster has
-/// one per plane (its shared NICs, if any, join the planes into one).
+/// numbered in order of their lowest switch. Scale-up switches are in none (None): they join
+/// only GPUs and forward by the cluster layout. Every host-only fabric is one component; a GPU
+/// cluster has one per plane (its shared NICs, if any, join the planes into one).
 fn components(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
     let mut comp: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, f.num_nodes as usize);
     let mut count = 0;
@@ -224,8 +223,7 @@ impl RouteTable {
         // port is left out, the scale-up switch forwards by the cluster layout), per component.
         let (node_comp, num_comps) = components(f);
         let c = num_comps as usize;
-        let mut host_switch = vec![None; f.num_hosts as usize * c];
-        let mut host_downlink = vec![PortId::NONE; f.num_hosts as usize * c];
+        let mut attachments: Vec<Option<Attachment>> = vec![None; f.num_hosts as usize * c];
         let mut edge_index: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, n);
         let mut edges = Vec::new();
         for h in f.hosts() {
@@ -235,21 +233,20 @@ impl RouteTable {
                     continue;
                 };
                 let a = h.index() * c + comp as usize;
-                if host_switch[a].is_some() {
+                if attachments[a].is_some() {
                     continue;
                 }
-                host_switch[a] = Some(sw);
-                host_downlink[a] = f.peer_port[p];
-                if edge_index[sw].is_none() {
-                    edge_index[sw] = Some(edges.len() as u32);
+                let edge = *edge_index[sw].get_or_insert_with(|| {
                     edges.push(sw);
-                }
+                    (edges.len() - 1) as u32
+                });
+                attachments[a] = Some(Attachment {
+                    switch: sw,
+                    downlink: f.peer_port[p],
+                    edge,
+                });
             }
         }
-        let host_edge_index = host_switch
-            .iter()
-            .map(|s| s.and_then(|s| edge_index[s]).unwrap_or(u32::MAX))
-            .collect();
         let num_edges = edges.len() as u32;
 
         let mut search = Search {
@@ -274,7 +271,7 @@ impl RouteTable {
         let mut targets = Vec::new();
         for g in 0..num_df_groups {
             targets.clear();
-            targets.extend(f.switches().filter(|&s| node_group[s] == g));
+            targets.extend(f.switches().filter(|&s| node_group[s] == Some(g)));
             search.toward(f, &is_down, &targets, |s, r| {
                 to_group[f.switch_index(s) * num_df_groups as usize + g as usize] = Some(r);
             });
@@ -283,9 +280,7 @@ impl RouteTable {
             num_hosts: f.num_hosts,
             num_comps,
             node_comp,
-            host_switch,
-            host_downlink,
-            host_edge_index,
+            attachments,
             num_edges,
             group_of,
             group_start: search.group_start,
@@ -296,37 +291,36 @@ impl RouteTable {
         }
     }
 
+    /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs).
+    #[inline(always)]
+    fn attachment(&self, node: NodeId, dst: NodeId) -> Option<&Attachment> {
+        let at = if self.num_comps == 1 {
+            dst.index()
+        } else {
+            dst.index() * self.num_comps as usize + self.node_comp[node]? as usize
+        };
+        self.attachments[at].as_ref()
+    }
+
     /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
     #[inline(always)]
     pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        let a = self.attachment(node, dst);
-        if self.host_switch[a] == Some(node) {
-            return std::slice::from_ref(&self.host_downlink[a]);
+        let Some(a) = self.attachment(node, dst) else {
+            return &[]; // dst does not attach to this component
+        };
+        if a.switch == node {
+            return std::slice::from_ref(&a.downlink);
         }
-        match self.slot(node, a).and_then(|i| self.group_of[i]) {
+        match self.group_of[self.slot(node, a.edge)] {
             Some(g) => self.ports_of_group(g),
             None => &[], // unreachable (a partition after link failures)
         }
     }
 
-    /// Where `dst` attaches in `node`'s component (GPUs attach to each plane).
+    /// Position of (switch `node`, destination edge switch number `edge`) in `group_of`.
     #[inline(always)]
-    fn attachment(&self, node: NodeId, dst: NodeId) -> usize {
-        if self.num_comps == 1 {
-            dst.index()
-        } else {
-            dst.index() * self.num_comps as usize + self.node_comp[node].map_or(0, |c| c as usize)
-        }
-    }
-
-    /// Position of (switch `node`, the edge of attachment `a`) in `group_of` (None: the
-    /// destination does not attach to `node`'s component).
-    #[inline(always)]
-    fn slot(&self, node: NodeId, a: usize) -> Option<usize> {
-        let edge = self.host_edge_index[a];
-        (edge != u32::MAX).then(|| {
-            (node.get() - self.num_hosts) as usize * self.num_edges as usize + edge as usize
-        })
+    fn slot(&self, node: NodeId, edge: u32) -> usize {
+        (node.get() - self.num_hosts) as usize * self.num_edges as usize + edge as usize
     }
 
     #[inline(always)]
@@ -339,11 +333,11 @@ impl RouteTable {
     /// and where no path reaches `dst`.
     #[inline]
     pub fn group_id(&self, node: NodeId, dst: NodeId) -> Option<u32> {
-        let a = self.attachment(node, dst);
-        if self.host_switch[a] == Some(node) {
+        let a = self.attachment(node, dst)?;
+        if a.switch == node {
             return None;
         }
-        self.group_of[self.slot(node, a)?].map(GroupRef::id)
+        self.group_of[self.slot(node, a.edge)].map(GroupRef::id)
     }
 
     pub fn num_groups(&self) -> usize {
@@ -356,9 +350,9 @@ impl RouteTable {
         self.num_df_groups
     }
 
-    /// The dragonfly group of a node (a host's is its router's).
+    /// The dragonfly group of a node (a host's is its router's; a scale-up switch is in none).
     #[inline(always)]
-    pub fn df_group(&self, node: NodeId) -> u32 {
+    pub fn df_group(&self, node: NodeId) -> Option<u32> {
         self.node_group[node]
     }
 

@@ -139,6 +139,12 @@ impl Fabric {
         IdRange::from_indices(0, self.num_hosts as usize)
     }
 
+    /// The ports of all hosts (hosts come first, so their ports do too).
+    #[inline]
+    pub fn host_ports(&self) -> IdRange<PortId> {
+        IdRange::new(PortId::new(0), self.port_start[NodeId::new(self.num_hosts)])
+    }
+
     /// The switches.
     #[inline]
     pub fn switches(&self) -> IdRange<NodeId> {
@@ -191,8 +197,9 @@ type LinkEntry = (NodeId, NodeId, LinkSpec, Tier);
 /// attaches to and the link spec, in host order); whoever drives the builder then attaches the
 /// endpoints to the slots ([`FabricBuilder::attach`]): hosts one per slot, or a cluster's NICs.
 /// Attachment links come first in every node's port list, then the switch links, in the order
-/// they were added. The builders number nodes arithmetically (`edge0 + pod * half + e`), so the
-/// builder takes node numbers and makes them `NodeId`s: it is where the fabric's ids are assigned.
+/// they were added.
+/// The builders number nodes arithmetically (`edge0 + pod * half + e`), so the builder takes node
+/// numbers and makes them `NodeId`s: it is where the fabric's ids are assigned.
 pub(crate) struct FabricBuilder {
     num_hosts: u32,
     roles: IdVec<NodeId, Role>,
@@ -213,8 +220,7 @@ impl FabricBuilder {
         }
     }
 
-    /// A host slot on switch number `sw`: where the next host (or NIC) attaches, over a `spec`
-    /// link.
+    /// A host slot on switch `sw`: where the next host (or NIC) attaches, over a `spec` link.
     pub fn slot(&mut self, sw: u32, spec: LinkSpec) {
         self.slots.push((sw, spec));
     }
@@ -224,8 +230,7 @@ impl FabricBuilder {
         std::mem::take(&mut self.slots)
     }
 
-    /// An attachment link between nodes numbered `a` and `b` (ahead of every switch link in
-    /// their port lists).
+    /// An attachment link (ahead of every switch link in its nodes' port lists).
     pub fn attach(&mut self, a: u32, b: u32, spec: LinkSpec, tier: Tier) {
         self.attached
             .push((NodeId::new(a), NodeId::new(b), spec, tier));

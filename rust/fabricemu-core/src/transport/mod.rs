@@ -33,9 +33,9 @@ pub struct TransportParams {
 /// `rotate`), or oldest first.
 #[derive(Debug, Clone)]
 pub struct Nics {
-    /// Per host egress port (the hosts' ports come first; a host-only fabric's host h has port
-    /// h): its flows' round robin. A GPU sends each flow on one of its ports (NIC, scale-up), so
-    /// each port arbitrates among its own flows.
+    /// Per host egress port (ports `0..` of the hosts, which come first; a host-only fabric's host
+    /// h has port h): its flows' round robin. A GPU sends each flow on one of its ports (NIC,
+    /// scale-up), so each port arbitrates among its own flows.
     pub ring: IdVec<PortId, VecDeque<FlowId>>,
     pub rotate: IdVec<PortId, bool>,
     /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.

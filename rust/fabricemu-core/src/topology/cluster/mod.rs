@@ -27,7 +27,7 @@
 
 pub mod config;
 
-use super::{Fabric, FabricBuilder, IdRange, NodeId, PortId, Role, Tier};
+use super::{Fabric, FabricBuilder, IdRange, IdVec, NodeId, PortId, Role, Tier};
 use crate::config::{ClusterSpec, LinkSpec, TopologySpec};
 use crate::units::{Bytes, Time};
 
@@ -52,7 +52,7 @@ pub struct ClusterLayout {
     pub nic_ports: Vec<PortId>,
     pub nic_ports_per_gpu: u32,
     /// Per GPU, its port to its domain's scale-up switch (empty without scale-up).
-    pub scaleup_ports: Vec<PortId>,
+    pub scaleup_ports: IdVec<NodeId, PortId>,
 }
 
 impl ClusterLayout {
@@ -104,7 +104,7 @@ impl ClusterLayout {
     }
 
     pub fn scaleup_port(&self, gpu: NodeId) -> Option<PortId> {
-        self.scaleup_ports.get(gpu.index()).copied()
+        self.scaleup_ports.get(gpu).copied()
     }
 
     /// The shared NIC node of (server, rail), when GPUs share NICs.
@@ -129,7 +129,8 @@ impl ClusterLayout {
     /// domain onto the scale-out rail.
     pub fn relay(&self, src: NodeId, dst: NodeId) -> NodeId {
         let per_nic = self.spec.gpus_per_server / self.spec.nics_per_server;
-        NodeId::new(self.server(src) * self.spec.gpus_per_server + self.rail(dst) * per_nic)
+        let first = self.server(src) * self.spec.gpus_per_server;
+        NodeId::new(first + self.rail(dst) * per_nic)
     }
 
     /// Path choice at the source GPU of a transfer `src` -> `dst` (header key `key`): its egress
@@ -268,11 +269,14 @@ pub fn build(topology: &TopologySpec, c: &ClusterSpec) -> Fabric {
 
     let nic_ports_per_gpu = if shared { 1 } else { c.planes };
     let mut nic_ports = Vec::with_capacity((gpus * nic_ports_per_gpu) as usize);
-    let mut scaleup_ports = Vec::new();
+    let mut scaleup_ports: IdVec<NodeId, PortId> = IdVec::new();
     for gpu in f.hosts() {
         for p in f.ports_of(gpu) {
             match f.tier[p] {
-                Tier::ScaleUp => scaleup_ports.push(p),
+                Tier::ScaleUp => {
+                    let at = scaleup_ports.push(p);
+                    debug_assert_eq!(at, gpu, "one scale-up port per GPU");
+                }
                 _ => nic_ports.push(p),
             }
         }
