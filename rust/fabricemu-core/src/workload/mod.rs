@@ -11,6 +11,7 @@ pub mod cdf;
 pub mod collective;
 pub mod config;
 pub mod explicit;
+pub mod graph;
 pub mod incast;
 pub mod permutation;
 pub mod poisson;
