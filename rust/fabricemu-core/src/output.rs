@@ -15,6 +15,8 @@ use crate::workload::FlowPlan;
 pub const FLOWS_FILE: &str = "flows.arrow";
 /// Name of the collectives table (written when the scenario has collective workloads).
 pub const COLLECTIVES_FILE: &str = "collectives.arrow";
+/// Name of the fault table (written when the scenario has faults or failure processes).
+pub const FAULTS_FILE: &str = "faults.arrow";
 /// Name of the run summary in an output folder.
 pub const RUN_JSON_FILE: &str = "run.json";
 
@@ -82,6 +84,10 @@ pub fn write_outputs(
             &names,
             &metadata,
         )?;
+    }
+
+    if sim.has_faults() {
+        crate::trace::faults::write_faults(&dir.join(FAULTS_FILE), &sim.fault_rows(), &metadata)?;
     }
 
     sim.finish_traces(dir, &metadata)?;

@@ -22,6 +22,12 @@ pub enum Purpose {
     Ecn = 4,
     Spray = 5,
     FlowLabel = 6,
+    /// Random packet loss on a link (`[[fault]] kind = "loss"`), one stream per link.
+    LinkLoss = 7,
+    /// Flap periods drawn from a distribution, one stream per `[[fault]]`.
+    Flap = 8,
+    /// `[[failure_process]]` failures, one stream per process and component.
+    FailureProcess = 9,
     /// Synthetic workloads: arrivals, destinations, permutation (numbered apart from the others).
     Synthetic = 16,
 }
@@ -49,6 +55,14 @@ pub enum RngStream {
     FlowLabels,
     /// RED/ECN marking decisions.
     EcnMarking,
+    /// Loss draws of the link leaving this port (one stream per link, so a loss fault on one
+    /// link never shifts another's draws).
+    LinkLoss(u32),
+    /// `[[fault]]` `i` with `kind = "flap"`: its down and up periods.
+    Flap(usize),
+    /// `[[failure_process]]` `i`, component `c` (its position in the process's class): the
+    /// component's times to failure and to repair.
+    FailureProcess(usize, u32),
 }
 
 impl RngStream {
@@ -64,6 +78,11 @@ impl RngStream {
             RngStream::SourcePorts => (Purpose::SourcePort, 0),
             RngStream::FlowLabels => (Purpose::FlowLabel, 0),
             RngStream::EcnMarking => (Purpose::Ecn, 0),
+            RngStream::LinkLoss(p) => (Purpose::LinkLoss, p as u64),
+            RngStream::Flap(i) => (Purpose::Flap, i as u64),
+            RngStream::FailureProcess(i, c) => {
+                (Purpose::FailureProcess, (i as u64) << 32 | c as u64)
+            }
         }
     }
 

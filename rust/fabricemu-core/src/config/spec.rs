@@ -354,18 +354,133 @@ pub enum NodeName {
     Role { role: String, index: u32 },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a fault does to each link it covers while it lasts.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FaultKind {
+    /// Nothing passes; what is on the wire and queued for the link is lost.
     Down,
+    /// The link runs at this rate.
     Degrade { rate_bps: u64 },
+    /// Packets are lost at random (corrupted, dropped by the receiver's CRC check): each packet
+    /// with `probability`, and each of its wire bits independently with `ber`, so a packet of
+    /// `b` bytes is lost with `1 - (1 - probability) (1 - ber)^(8 b)`.
+    Loss { probability: f64, ber: f64 },
+    /// The link's propagation delay grows by this much.
+    Delay { added_ps: Time },
 }
 
+impl FaultKind {
+    /// The kind's name in scenarios and faults.arrow.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::Down => "down",
+            FaultKind::Degrade { .. } => "degrade",
+            FaultKind::Loss { .. } => "loss",
+            FaultKind::Delay { .. } => "delay",
+        }
+    }
+}
+
+/// Which direction(s) of a link a fault covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FaultDirection {
+    /// Both directions (the cable).
+    #[default]
+    Both,
+    /// Only from the first end named to the second (`"a->b"`).
+    Forward,
+    /// Only from the second end to the first (`"b->a"`).
+    Backward,
+}
+
+/// What a fault covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultTarget {
+    /// One link, given by its two ends.
+    Link {
+        ends: [NodeName; 2],
+        direction: FaultDirection,
+    },
+    /// A component: every link of a node (a switch, a NIC, a GPU, a host), or of every node of a
+    /// GPU server (`"server:N"` on a `[cluster]`).
+    Component(NodeName),
+    /// Every link of a tier ("host", "fabric", "core", "global", "scaleup", "pcie").
+    Tier(String),
+}
+
+/// A random (or fixed) duration: flap periods, times between failures and to repair.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Holding {
+    Fixed(Time),
+    Exponential { mean_ps: Time },
+    Uniform { min_ps: Time, max_ps: Time },
+}
+
+impl Holding {
+    /// One draw, in ps (at least 1 ps, so that a fault never ends before it starts).
+    pub fn draw(&self, rng: &mut crate::rng::Rng) -> Time {
+        let t = match *self {
+            Holding::Fixed(t) => t,
+            Holding::Exponential { mean_ps } => {
+                // Inverse transform of 1 - U, U in [0, 1): never ln(0).
+                let u = 1.0 - rng.unit();
+                (-(u.ln()) * mean_ps as f64).round() as Time
+            }
+            Holding::Uniform { min_ps, max_ps } => min_ps + rng.below(max_ps - min_ps + 1),
+        };
+        t.max(1)
+    }
+
+    /// The mean of the distribution, ps.
+    pub fn mean_ps(&self) -> f64 {
+        match *self {
+            Holding::Fixed(t) => t as f64,
+            Holding::Exponential { mean_ps } => mean_ps as f64,
+            Holding::Uniform { min_ps, max_ps } => (min_ps as f64 + max_ps as f64) / 2.0,
+        }
+    }
+}
+
+/// A link that flaps: down for `down`, up for `up`, again and again from the fault's `at` until
+/// its `until` or `count` down periods.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlapSpec {
+    pub down: Holding,
+    pub up: Holding,
+    pub count: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct FaultSpec {
-    pub ends: [NodeName; 2],
+    pub target: FaultTarget,
     pub kind: FaultKind,
     pub at_ps: Time,
     pub until_ps: Option<Time>,
+    pub detection_ps: Time,
+    /// `kind = "flap"`: repeated down periods (the kind is then `Down`).
+    pub flap: Option<FlapSpec>,
+}
+
+/// Which components a failure process fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessComponents {
+    /// Links (cables, both directions), of one tier or all.
+    Links { tier: Option<String> },
+    /// Every node of a role ("spine", "leaf", "nic", "gpu", "host", ...).
+    Role(String),
+    /// The GPU servers of a `[cluster]`.
+    Servers,
+}
+
+/// `[[failure_process]]`: every component of a class fails after a time drawn from `mtbf` and is
+/// repaired after one drawn from `mttr`, independently, over `[start, until)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureProcessSpec {
+    pub components: ProcessComponents,
+    pub mtbf: Holding,
+    pub mttr: Holding,
+    pub start_ps: Time,
+    pub until_ps: Time,
     pub detection_ps: Time,
 }
 
@@ -795,6 +910,8 @@ pub struct Scenario {
     pub switch: SwitchSpec,
     pub routing: RoutingSpec,
     pub faults: Vec<FaultSpec>,
+    /// `[[failure_process]]` entries: failures drawn from MTBF / MTTR when the scenario is built.
+    pub failure_processes: Vec<FailureProcessSpec>,
     pub transport: TransportSpec,
     pub workloads: Vec<NamedWorkload>,
     pub trace: TraceSpec,

@@ -1,23 +1,65 @@
-//! Link faults: a link goes down (what is on it and queued for it is lost) or slows down; routing
-//! notices a down link after a detection delay and recomputes its tables around it.
+//! Faults: links (or every link of a component, or of a tier) go down, slow down, lose packets
+//! at random or gain latency for a while; routing notices a down link after a detection delay and
+//! recomputes its tables around it. Overlapping faults on one link add up: a link is down while
+//! any down fault covers it, runs at the lowest rate of its active degradations, loses packets
+//! as its active loss faults together would, and carries the sum of its added delays.
 
 use super::queue::Event;
 use super::world::World;
 use crate::ids::{FlowId, IdVec, LinkId, PortId};
 use crate::packet::PacketId;
+use crate::rng::{Rng, RngStream};
 use crate::routing::RouteTable;
-use crate::scenario::{FaultKind, FaultSpec};
+use crate::scenario::FaultKind;
+use crate::topology::faults::LinkFault;
+use crate::units::Time;
 
-/// A fault resolved against the fabric: the two directed links (one per direction) of the cable.
+/// A fault resolved against the fabric, and its state in the run.
 #[derive(Debug, Clone)]
 pub(super) struct Fault {
-    pub links: [LinkId; 2],
-    pub kind: FaultKind,
-    /// Rates before a degradation.
-    pub saved_rates: [u64; 2],
+    pub spec: LinkFault,
+    /// Its row in `Faults::applied` while it is active.
+    row: Option<usize>,
+    /// Loss faults: packets its links had lost when it started.
+    lost_before: u64,
 }
 
-/// The faults part of the World: the scenario's faults and what routing knows of them.
+impl Fault {
+    pub fn new(spec: LinkFault) -> Self {
+        Self {
+            spec,
+            row: None,
+            lost_before: 0,
+        }
+    }
+}
+
+/// One fault period that happened (a row of faults.arrow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppliedFault {
+    /// Index into the resolved faults (`Built::faults`).
+    pub fault: u32,
+    pub start_ps: Time,
+    /// None: still active when the run stopped.
+    pub end_ps: Option<Time>,
+    /// Packets it cost: on the wire and queued when its links went down (down, flap), or
+    /// corrupted on its links while it was active (loss).
+    pub packets_lost: u64,
+}
+
+/// The random loss of one link while loss faults cover it: a packet of `b` wire bits survives
+/// with probability `exp(keep_ln + b keep_ln_per_bit)`.
+struct LossLink {
+    keep_ln: f64,
+    keep_ln_per_bit: f64,
+    /// Loss faults covering the link now.
+    active: u32,
+    rng: Rng,
+    drops: u64,
+}
+
+/// The faults part of the World: the scenario's faults, what each link suffers now and what
+/// routing knows of it.
 pub(super) struct Faults {
     list: Vec<Fault>,
     /// Ports routing avoids (failed links, once detected).
@@ -25,15 +67,61 @@ pub(super) struct Faults {
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
     /// may come back.
     events_left: u32,
+    /// Per port: down faults covering its link now, and since when it is down.
+    down_count: IdVec<PortId, u32>,
+    down_since: IdVec<PortId, Time>,
+    /// Link-ps down so far of links that came back; with `down_now` links down since a sum of
+    /// `down_since_sum`, the total is `down_ps + down_now * now - down_since_sum`.
+    down_ps: u64,
+    down_now: u64,
+    down_since_sum: u64,
+    /// Per port: its loss state, for links a loss fault covers at some point.
+    loss_slot: IdVec<PortId, Option<u32>>,
+    loss: Vec<LossLink>,
+    /// Whether each fault is active now.
+    active: Vec<bool>,
+    /// Every fault period applied so far.
+    applied: Vec<AppliedFault>,
 }
 
 impl Faults {
-    /// The resolved faults of a fabric with `num_ports` ports, none scheduled yet.
-    pub fn new(list: Vec<Fault>, num_ports: usize) -> Self {
+    /// The resolved faults of a fabric with `num_ports` ports, none scheduled yet; loss draws
+    /// come from each link's stream under `seed`.
+    pub fn new(list: Vec<Fault>, num_ports: usize, seed: u64) -> Self {
+        let per_port = !list.is_empty();
+        let mut loss_slot = IdVec::from_elem(None, if per_port { num_ports } else { 0 });
+        let mut loss = Vec::new();
+        for f in &list {
+            if let FaultKind::Loss { .. } = f.spec.kind {
+                for l in &f.spec.links {
+                    let p = l.egress();
+                    if loss_slot[p].is_none() {
+                        loss_slot[p] = Some(loss.len() as u32);
+                        loss.push(LossLink {
+                            keep_ln: 0.0,
+                            keep_ln_per_bit: 0.0,
+                            active: 0,
+                            rng: RngStream::LinkLoss(p.get()).rng(seed),
+                            drops: 0,
+                        });
+                    }
+                }
+            }
+        }
+        let n = if per_port { num_ports } else { 0 };
         Self {
+            active: vec![false; list.len()],
             list,
             excluded: IdVec::from_elem(false, num_ports),
             events_left: 0,
+            down_count: IdVec::from_elem(0, n),
+            down_since: IdVec::from_elem(0, n),
+            down_ps: 0,
+            down_now: 0,
+            down_since_sum: 0,
+            loss_slot,
+            loss,
+            applied: Vec::new(),
         }
     }
 
@@ -43,31 +131,67 @@ impl Faults {
         self.events_left == 0
     }
 
-    /// Fault `i`'s event happened: one fewer to come; the fault.
-    fn event(&mut self, i: u32) -> Fault {
+    /// Fault `i`'s event happened: one fewer to come; the fault's kind and links.
+    fn event(&mut self, i: u32) -> (FaultKind, Vec<LinkId>) {
         self.events_left -= 1;
-        self.list[i as usize].clone()
+        let f = &self.list[i as usize].spec;
+        (f.kind, f.links.clone())
+    }
+
+    /// Every fault period applied so far (faults.arrow), in start order, with the fault it is
+    /// of; a loss fault still active counts the packets lost so far.
+    pub fn applied(&self) -> Vec<(AppliedFault, &LinkFault)> {
+        self.applied
+            .iter()
+            .map(|a| {
+                let f = &self.list[a.fault as usize];
+                let mut a = *a;
+                if let (None, FaultKind::Loss { .. }) = (a.end_ps, f.spec.kind) {
+                    a.packets_lost = self.loss_drops(&f.spec.links) - f.lost_before;
+                }
+                (a, &f.spec)
+            })
+            .collect()
+    }
+
+    /// Link-ps spent down by time `now` (each direction of a cable counted).
+    pub fn link_down_ps(&self, now: Time) -> u64 {
+        self.down_ps + self.down_now * now - self.down_since_sum
+    }
+
+    /// Packets lost so far by random loss on `links`.
+    fn loss_drops(&self, links: &[LinkId]) -> u64 {
+        links
+            .iter()
+            .filter_map(|l| self.loss_slot.get(l.egress()).copied().flatten())
+            .map(|s| self.loss[s as usize].drops)
+            .sum()
     }
 }
 
 impl World {
     /// Schedule every fault's start, end and detection.
-    pub(super) fn schedule_faults(&mut self, specs: &[FaultSpec]) {
-        for (i, f) in specs.iter().enumerate() {
+    pub(super) fn schedule_faults(&mut self) {
+        for i in 0..self.faults.list.len() {
+            let f = &self.faults.list[i].spec;
+            let (at, until, detection, down) = (
+                f.at_ps,
+                f.until_ps,
+                f.detection_ps,
+                matches!(f.kind, FaultKind::Down),
+            );
             let i = i as u32;
-            self.events.push(f.at_ps, Event::FaultStart(i));
+            self.events.push(at, Event::FaultStart(i));
             self.faults.events_left += 1;
-            if matches!(f.kind, FaultKind::Down) {
-                self.events
-                    .push(f.at_ps + f.detection_ps, Event::FaultDetected(i));
+            if down {
+                self.events.push(at + detection, Event::FaultDetected(i));
                 self.faults.events_left += 1;
             }
-            if let Some(u) = f.until_ps {
+            if let Some(u) = until {
                 self.events.push(u, Event::FaultEnd(i));
                 self.faults.events_left += 1;
-                if matches!(f.kind, FaultKind::Down) {
-                    self.events
-                        .push(u + f.detection_ps, Event::FaultDetected(i));
+                if down {
+                    self.events.push(u + detection, Event::FaultDetected(i));
                     self.faults.events_left += 1;
                 }
             }
@@ -75,36 +199,148 @@ impl World {
     }
 
     pub(super) fn fault_start(&mut self, i: u32) {
-        let f = self.faults.event(i);
-        for &l in &f.links {
-            match f.kind {
-                FaultKind::Down => self.link_down(l),
-                FaultKind::Degrade { rate_bps } => self.set_rate(l.egress(), rate_bps),
+        let (kind, links) = self.faults.event(i);
+        let now = self.now;
+        let mut lost = 0;
+        self.faults.active[i as usize] = true;
+        for &l in &links {
+            let p = l.egress();
+            match kind {
+                FaultKind::Down => {
+                    let f = &mut self.faults;
+                    f.down_count[p] += 1;
+                    if f.down_count[p] == 1 {
+                        f.down_since[p] = now;
+                        f.down_now += 1;
+                        f.down_since_sum += now;
+                        lost += self.link_down(l);
+                    }
+                }
+                FaultKind::Degrade { .. } => self.degraded_rate(p),
+                FaultKind::Loss { probability, ber } => {
+                    let slot = self.faults.loss_slot[p].expect("a slot per lossy link") as usize;
+                    let s = &mut self.faults.loss[slot];
+                    s.keep_ln += (-probability).ln_1p();
+                    s.keep_ln_per_bit += (-ber).ln_1p();
+                    s.active += 1;
+                    self.ports[p].lossy = true;
+                }
+                FaultKind::Delay { added_ps } => self.ports[p].arrival_delay += added_ps,
+            }
+        }
+        let f = &mut self.faults;
+        if matches!(kind, FaultKind::Loss { .. }) {
+            f.list[i as usize].lost_before = f.loss_drops(&links);
+        }
+        f.list[i as usize].row = Some(f.applied.len());
+        f.applied.push(AppliedFault {
+            fault: i,
+            start_ps: now,
+            end_ps: None,
+            packets_lost: lost,
+        });
+        self.stats.faults_applied += 1;
+    }
+
+    pub(super) fn fault_end(&mut self, i: u32) {
+        let (kind, links) = self.faults.event(i);
+        let now = self.now;
+        self.faults.active[i as usize] = false;
+        for &l in &links {
+            let p = l.egress();
+            match kind {
+                FaultKind::Down => {
+                    let f = &mut self.faults;
+                    f.down_count[p] -= 1;
+                    if f.down_count[p] == 0 {
+                        f.down_ps += now - f.down_since[p];
+                        f.down_now -= 1;
+                        f.down_since_sum -= f.down_since[p];
+                        self.ports[p].down = false;
+                        self.kick(p);
+                    }
+                }
+                FaultKind::Degrade { .. } => self.degraded_rate(p),
+                FaultKind::Loss { probability, ber } => {
+                    let slot = self.faults.loss_slot[p].expect("a slot per lossy link") as usize;
+                    let s = &mut self.faults.loss[slot];
+                    s.active -= 1;
+                    if s.active == 0 {
+                        // Exactly lossless again (no rounding left over).
+                        s.keep_ln = 0.0;
+                        s.keep_ln_per_bit = 0.0;
+                        self.ports[p].lossy = false;
+                    } else {
+                        s.keep_ln -= (-probability).ln_1p();
+                        s.keep_ln_per_bit -= (-ber).ln_1p();
+                    }
+                }
+                FaultKind::Delay { added_ps } => {
+                    let port = &mut self.ports[p];
+                    port.arrival_delay -= added_ps;
+                    if !port.pipe.is_empty() {
+                        // A link delivers in order: nothing new starts before the packets
+                        // still delayed would be overtaken.
+                        port.busy_until = port.busy_until.max(now) + added_ps;
+                    }
+                }
+            }
+        }
+        let f = &mut self.faults;
+        let lost = match kind {
+            FaultKind::Loss { .. } => Some(f.loss_drops(&links) - f.list[i as usize].lost_before),
+            _ => None,
+        };
+        if let Some(row) = f.list[i as usize].row.take() {
+            let r = &mut f.applied[row];
+            r.end_ps = Some(now);
+            if let Some(lost) = lost {
+                r.packets_lost = lost;
             }
         }
     }
 
-    pub(super) fn fault_end(&mut self, i: u32) {
-        let f = self.faults.event(i);
-        for (k, &l) in f.links.iter().enumerate() {
-            let p = l.egress();
-            match f.kind {
-                FaultKind::Down => {
-                    self.ports[p].down = false;
-                    self.kick(p);
+    /// The packet that just crossed link `p` (which a loss fault covers) is corrupted: it is
+    /// dropped (the receiver's CRC check fails) and counted. PFC frames are not lost.
+    #[inline(never)]
+    pub(super) fn corrupted(&mut self, p: PortId, pkt: PacketId) -> bool {
+        let packet = self.packets.get(pkt);
+        if packet.kind.is_pfc() {
+            return false;
+        }
+        let bits = 8.0 * packet.wire_bytes as f64;
+        let slot = self.faults.loss_slot[p].expect("a slot per lossy link") as usize;
+        let s = &mut self.faults.loss[slot];
+        let lost_p = -(s.keep_ln + bits * s.keep_ln_per_bit).exp_m1();
+        if s.rng.unit() >= lost_p {
+            return false;
+        }
+        s.drops += 1;
+        self.stats.corrupted_drops += 1;
+        self.drop_packet(pkt);
+        true
+    }
+
+    /// Port `p`'s rate: the lowest of its active degradations, else the fabric's.
+    fn degraded_rate(&mut self, p: PortId) {
+        let mut rate = self.fabric.rate_bps[p];
+        for (f, &on) in self.faults.list.iter().zip(&self.faults.active) {
+            if let (true, FaultKind::Degrade { rate_bps }) = (on, f.spec.kind) {
+                if f.spec.links.iter().any(|l| l.egress() == p) {
+                    rate = rate.min(rate_bps);
                 }
-                FaultKind::Degrade { .. } => self.set_rate(p, f.saved_rates[k]),
             }
         }
+        self.set_rate(p, rate);
     }
 
     /// Routing learns the link's current state: routes are recomputed around the links known to be
     /// down (as a routing protocol converges: a spine that lost its link to a leaf stops being a
     /// next hop toward that leaf everywhere).
     pub(super) fn fault_detected(&mut self, i: u32) {
-        let f = self.faults.event(i);
+        let (_, links) = self.faults.event(i);
         let mut changed = false;
-        for l in f.links {
+        for l in links {
             let p = l.egress();
             let down = self.ports[p].down;
             if self.faults.excluded[p] != down {
@@ -121,12 +357,14 @@ impl World {
         }
     }
 
-    /// Link `l` fails: what is on the wire and queued at its egress port is lost.
-    fn link_down(&mut self, l: LinkId) {
+    /// Link `l` fails: what is on the wire and queued at its egress port is lost (how many).
+    fn link_down(&mut self, l: LinkId) -> u64 {
         let p = l.egress();
         self.ports[p].down = true;
+        let mut lost = 0;
         while let Some(pkt) = self.ports[p].pipe.pop_front(&self.packets) {
             self.fault_drop(pkt);
+            lost += 1;
         }
         let node = self.ports[p].node;
         let from_host = self.ports[p].from_host;
@@ -135,7 +373,9 @@ impl World {
                 self.release_from_switch(node, pkt);
             }
             self.fault_drop(pkt);
+            lost += 1;
         }
+        lost
     }
 
     /// A switch has no live path to the packet's destination: it drops the packet (a link-fault

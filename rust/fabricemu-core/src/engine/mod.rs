@@ -56,6 +56,18 @@ pub struct RunStats {
     /// Of `link_fault_drops`, packets a switch dropped because no live path led to their
     /// destination any more (routing knew every path to be down).
     pub unreachable_drops: u64,
+    /// Packets lost to random loss (`[[fault]] kind = "loss"`: corrupted on a link, dropped by
+    /// the receiver). Written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub corrupted_drops: u64,
+    /// Fault periods applied (rows of faults.arrow: a flap's down periods and a failure
+    /// process's failures each count). Written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub faults_applied: u64,
+    /// Time links spent down, summed over links (each direction of a cable counts: a cable down
+    /// for 1 ms is 2 link-ms), in ps. Written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub link_down_ps: u64,
     /// Flows given up on: their destination was cut off for good (no fault ends or is noticed
     /// later) when their retransmission timer expired; and flows that waited on those.
     pub flows_unreachable: u64,
@@ -74,6 +86,10 @@ pub struct RunStats {
     pub uplink_utilisation_mean: f64,
     pub uplink_utilisation_max: f64,
     pub uplink_utilisation_cv: f64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Whether `step` may be called again.
@@ -285,6 +301,32 @@ impl Simulation {
             }
         }
         rows
+    }
+
+    /// Whether the scenario has faults (`[[fault]]` or `[[failure_process]]`): its run writes
+    /// faults.arrow.
+    pub fn has_faults(&self) -> bool {
+        !self.scenario.faults.is_empty() || !self.scenario.failure_processes.is_empty()
+    }
+
+    /// One row per fault period applied so far (faults.arrow).
+    pub fn fault_rows(&self) -> Vec<crate::trace::faults::FaultRow> {
+        self.world
+            .faults
+            .applied()
+            .into_iter()
+            .map(|(a, f)| crate::trace::faults::FaultRow {
+                source: f.source.name(),
+                index: f.source.index(),
+                kind: f.kind_name,
+                target: f.target.clone(),
+                time_ps: a.start_ps,
+                end_ps: a.end_ps,
+                links: f.links.iter().map(|l| l.egress().get()).collect(),
+                detection_ps: f.detection_ps,
+                packets_lost: a.packets_lost,
+            })
+            .collect()
     }
 
     /// Names of the workloads, indexed by `FlowRow::workload`.

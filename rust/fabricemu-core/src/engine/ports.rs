@@ -230,6 +230,10 @@ impl World {
         }
         let pkt = port.pipe.pop_front(&self.packets).expect("checked");
         self.stats.packet_hops += 1;
+        // A flag on the port, not a draw per packet: only links a loss fault covers now draw.
+        if self.ports[p].lossy && self.corrupted(p, pkt) {
+            return;
+        }
         let PortHot {
             peer_node: node,
             to_host,

@@ -59,6 +59,8 @@ pub(super) struct PortHot {
     pub to_relay: bool,
     /// The link is down (a fault): nothing is sent on it.
     pub down: bool,
+    /// A loss fault covers the link now: each packet that crosses it may be corrupted.
+    pub lossy: bool,
 }
 
 /// GPU clusters, PXN: where one direction of a flow (its data, or its control packets back) leaves
@@ -232,6 +234,7 @@ impl World {
                     to_relay: pxn_cluster
                         && cluster.is_some_and(|c| c.is_scaleup_switch(fabric.port_node[p])),
                     down: false,
+                    lossy: false,
                 }
             })
             .collect();
@@ -357,14 +360,7 @@ impl World {
             flows_total: flows.len() as u64,
             ..RunStats::default()
         };
-        let faults = faults
-            .iter()
-            .map(|f| Fault {
-                links: f.links,
-                kind: f.spec.kind,
-                saved_rates: f.links.map(|l| fabric.rate_bps[l.egress()]),
-            })
-            .collect();
+        let faults = faults.iter().cloned().map(Fault::new).collect();
         let mut world = World {
             router,
             packets: PacketArena::default(),
@@ -376,7 +372,7 @@ impl World {
             pause_since: IdVec::from_elem(NEVER, np),
             paused_ps: IdVec::from_elem(0, np),
             port_rate: fabric.rate_bps.clone(),
-            faults: Faults::new(faults, np),
+            faults: Faults::new(faults, np, s.seed),
             switches: Switches {
                 dwrr: match s.switch.scheduler {
                     Scheduler::Dwrr(_) => IdVec::from_elem(DwrrState::default(), np),
@@ -419,7 +415,7 @@ impl World {
             finished: false,
             fabric,
         };
-        world.schedule_faults(&s.faults);
+        world.schedule_faults();
         world
     }
 
@@ -504,6 +500,7 @@ impl World {
         s.packets_created = self.packets.created();
         s.packets_in_flight = self.packets.live();
         s.paused_ps = self.ports.ids().map(|p| self.paused_time(p)).sum();
+        s.link_down_ps = self.faults.link_down_ps(self.now);
         let up = self.uplink_utilisation();
         if !up.is_empty() {
             let n = up.len() as f64;

@@ -20,7 +20,8 @@ pub struct Built {
     pub fabric: Fabric,
     /// Every flow, in flow-id order, with the collectives, replay tags and per-workload reports.
     pub plan: FlowPlan,
-    /// The `[[fault]]` entries with their links resolved, in order.
+    /// The `[[fault]]` entries with their links resolved, in order (a flap as its down periods),
+    /// then the failures the `[[failure_process]]` entries drew.
     pub faults: Vec<LinkFault>,
     /// PFC state (when enabled) and the headroom each node reserves out of its buffer.
     pub pfc: Option<Pfc>,
@@ -41,7 +42,7 @@ impl Built {
 pub fn build(scenario: &Scenario) -> Res<Built> {
     let s = scenario;
     let fabric = topology::build_scenario(s);
-    let faults = faults::resolve(&fabric, &s.faults)?;
+    let faults = faults::resolve(&fabric, &s.faults, &s.failure_processes, s.seed)?;
     let max_wire = s.transport.mtu_bytes + s.transport.header_bytes;
     let mut warnings = Vec::new();
     let (pfc, reserved_headroom) = match s.switch.pfc {

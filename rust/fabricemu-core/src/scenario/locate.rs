@@ -109,7 +109,9 @@ fn serde_error(mut path: String, message: &str) -> ScenarioError {
         None => message,
     };
     let mut message = clean_message(message);
-    if message == "expected a list, found map" && (path == "workload" || path == "fault") {
+    if message == "expected a list, found map"
+        && (path == "workload" || path == "fault" || path == "failure_process")
+    {
         message = format!(
             "expected a list of tables, found one table: write [[{path}]] (double brackets) for \
              each {path}, not [{path}]"

@@ -17,7 +17,7 @@ pub use crate::routing::config::RoutingFile;
 pub use crate::switch::config::{EcnFile, PfcFile, SwitchFile};
 pub use crate::topology::cluster::config::{ClusterFile, NicAttachFile, ScaleUpFile};
 pub use crate::topology::config::TopologyFile;
-pub use crate::topology::faults::{FaultFile, NodeRef};
+pub use crate::topology::faults::{FailureProcessFile, FaultFile, NodeRef};
 pub use crate::trace::config::{IntervalTraceFile, QueuesTraceFile, RatesTraceFile, TraceFile};
 pub use crate::transport::config::{NicFile, TransportFile};
 pub use crate::workload::config::WorkloadFile;
@@ -83,6 +83,9 @@ pub struct ScenarioFile {
     /// Link failures and degradations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fault: Vec<FaultFile>,
+    /// Failures drawn from MTBF / MTTR per component class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failure_process: Vec<FailureProcessFile>,
     #[serde(default)]
     pub transport: TransportFile,
     /// `[nic]`: how a NIC arbitrates among its active flows.

@@ -31,6 +31,16 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         .enumerate()
         .map(|(i, f)| f.validate(i))
         .collect::<Res<Vec<_>>>()?;
+    let stop_ps = match stop {
+        StopAt::Time(t) => Some(t),
+        StopAt::AllFlowsDone => None,
+    };
+    let failure_processes = file
+        .failure_process
+        .iter()
+        .enumerate()
+        .map(|(i, f)| f.validate(i, stop_ps))
+        .collect::<Res<Vec<_>>>()?;
     let transport = t.validate(topology.host_link().rate_bps, per_packet(&routing))?;
     let mut switch = file.switch.validate(&transport)?;
     hop_classes(&routing, &transport, &mut switch)?;
@@ -98,6 +108,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         switch,
         routing,
         faults,
+        failure_processes,
         transport,
         workloads,
         trace,
