@@ -518,6 +518,37 @@ fn bisection(f: &Fabric) -> (u64, u64) {
     (g.max_flow(source, sink).min(demand), demand)
 }
 
+/// The maximum flow from `sources` to `sinks` (hosts or any nodes, each unlimited) over the
+/// fabric's links, leaving out the links `down(port)` says are down: the throughput bound of a
+/// degraded fabric between two groups of endpoints (the bisection above with faults).
+pub fn max_flow_between(
+    f: &Fabric,
+    sources: &[NodeId],
+    sinks: &[NodeId],
+    down: impl Fn(super::PortId) -> bool,
+) -> u64 {
+    let n = f.num_nodes as usize;
+    let (source, sink) = (n, n + 1);
+    let mut g = FlowNetwork::new(n + 2);
+    let unlimited = u64::MAX / 4;
+    for s in sources {
+        g.add_edge(source, s.index(), unlimited);
+    }
+    for t in sinks {
+        g.add_edge(t.index(), sink, unlimited);
+    }
+    for p in f.ports() {
+        if !down(p) {
+            g.add_edge(
+                f.port_node[p].index(),
+                f.peer_node[p].index(),
+                f.rate_bps[p],
+            );
+        }
+    }
+    g.max_flow(source, sink)
+}
+
 /// Dinic's maximum flow on a directed graph with `u64` capacities.
 struct FlowNetwork {
     head: Vec<Vec<usize>>,
