@@ -131,7 +131,7 @@ fn goodput_under_random_loss_matches_the_recovery_models() {
 /// (per-packet loss 1 - (1 - ber)^(8 x 4158 bits)), with a deterministic seed.
 #[test]
 fn loss_rate_and_ber_lose_the_stated_fraction() {
-    let ber = 1e-6;
+    let ber: f64 = 1e-6;
     let per_packet_ber = 1.0 - (1.0 - ber).powf(8.0 * 4158.0);
     for (text, p) in [
         (lossy_flow(0.02, "selective", 20_000, 7), 0.02),
