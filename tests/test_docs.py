@@ -202,6 +202,7 @@ PAGE_TESTS = {
     "collectives.md": "test_collectives_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
     "congestion-control.md": "test_congestion_control_page_runs",
+    "failures.md": "test_failures_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
@@ -221,6 +222,18 @@ def test_gpu_clusters_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert ns["fct"]["pxn"] < ns["fct"]["spine"]  # two 100G hops instead of four
     f = json.loads((tmp_path / "superpod_unit.json").read_text())
     assert f["cluster"]["servers"] == 32
+
+
+def test_failures_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "failures.md", tmp_path, with_required=False)
+    flaps = ns["flaps"]
+    assert len(flaps) == 3 and flaps[0]["target"] == "leaf:0--spine:0"
+    assert flaps[0]["time_ps"] == 20_000_000 and flaps[0]["duration_ps"] == 20_000_000
+    summary = ns["summary"]
+    assert summary["faults_applied"] == len(ns["faults"]) >= 4  # the flaps and the loss fault
+    assert summary["link_seconds_down"] > 0
+    assert (tmp_path / "runs" / "gray" / "faults.arrow").is_file()
 
 
 def test_synthetic_traffic_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -264,8 +264,15 @@ def _print_fabric(result: Any) -> None:
             f"(control {_fmt.count(st.get('control_packets_nonminimal', 0))})   "
             f"most global hops {st['max_global_hops']}"
         )
+    if st.get("faults_applied"):
+        parts.append(
+            f"faults {_fmt.count(st['faults_applied'])} "
+            f"(links down {st.get('link_down_ps', 0) / 1e12:.3g} link-s)"
+        )
     if st.get("link_fault_drops"):
         parts.append(f"lost to link faults {_fmt.count(st['link_fault_drops'])}")
+    if st.get("corrupted_drops"):
+        parts.append(f"corrupted {_fmt.count(st['corrupted_drops'])}")
     if st.get("flows_unreachable"):
         parts.append(f"flows cut off by faults {_fmt.count(st['flows_unreachable'])}")
     if st.get("timeouts"):

@@ -9,7 +9,8 @@ Keys of :func:`run_metrics` (:data:`METRICS_SCHEMA`, a sweep table's metric colu
 unknown): ``flows``, ``flows_finished``, ``fct_p50_us``, ``fct_p99_us``, ``slowdown_p50``,
 ``slowdown_p95``, ``slowdown_p99``, ``goodput_gbps``, ``drops``, ``retransmits``, ``ecn_marks``,
 ``cnps``, ``pause_us``, ``max_queue_bytes``, ``simulated_us``, ``events``, ``packet_hops``,
-``events_per_second``, ``packet_hops_per_second``, ``wall_seconds`` and the :data:`SYNTHETIC_KEYS`.
+``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``, the :data:`SYNTHETIC_KEYS`, and
+the :data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``).
 
 Keys of :func:`summary_view` (:data:`SUMMARY_KEYS`; counters 0 rather than null when run.json
 lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``fct_p50_us``,
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = [
+    "FAULT_KEYS",
     "METRICS_SCHEMA",
     "SUMMARY_KEYS",
     "SYNTHETIC_KEYS",
@@ -108,8 +110,16 @@ METRICS_SCHEMA = pa.schema(
         ("latency_max_us", pa.float64()),
         ("messages_measured", pa.int64()),
         ("messages_unfinished", pa.int64()),
+        # Faults (docs/failures.md): 0 without them (null when run.json is missing).
+        ("faults_applied", pa.int64()),
+        ("link_seconds_down", pa.float64()),
+        ("corrupted_drops", pa.int64()),
     ]
 )
+
+#: What the run's faults did: fault periods applied (rows of faults.arrow), time links spent down
+#: (link-seconds, each direction of a cable counted) and packets lost to random loss.
+FAULT_KEYS: Tuple[str, ...] = ("faults_applied", "link_seconds_down", "corrupted_drops")
 
 #: Metric columns that depend on the machine and its load, not on the scenario.
 WALL_CLOCK_METRICS: Tuple[str, ...] = ("events_per_second", "packet_hops_per_second", "wall_seconds")
@@ -272,7 +282,10 @@ def run_metrics(
       ``accepted_throughput`` and ``offered_load`` (fractions of the injection bandwidth),
       ``latency_mean_us``, ``latency_p50_us``, ``latency_p99_us``, ``latency_max_us`` (message
       generation to last byte delivered), ``messages_measured``, ``messages_unfinished``
-      (run.json's ``synthetic``).
+      (run.json's ``synthetic``);
+    - ``faults_applied`` (fault periods: rows of faults.arrow), ``link_seconds_down`` (time links
+      spent down, summed over directed links) and ``corrupted_drops`` (packets lost to random loss)
+      from run.json: 0 when the run had none, null without run.json.
     """
     info = run_info or {}
     stats = info.get("stats", {})
@@ -328,6 +341,10 @@ def run_metrics(
         "packet_hops_per_second": rate("packet_hops_per_second"),
         "wall_seconds": rate("wall_seconds"),
         **(synthetic_metrics(info) or dict.fromkeys(SYNTHETIC_KEYS)),
+        # run.json writes these counters only when they are not 0.
+        "faults_applied": int(stats.get("faults_applied", 0)) if stats else None,
+        "link_seconds_down": float(stats.get("link_down_ps", 0)) / 1e12 if stats else None,
+        "corrupted_drops": int(stats.get("corrupted_drops", 0)) if stats else None,
     }
 
 

@@ -42,6 +42,7 @@ TABLES: Dict[str, str] = {
     '(with [transport] cc = "dcqcn", "dctcp", "swift" or "hpcc")',
     "packets": "enable the packet trace in the scenario's [trace] table",
     "collectives": "runs with collective workloads write it",
+    "faults": "runs with [[fault]] or [[failure_process]] tables write it",
 }
 
 #: ``progress(simulated_ps, stop_ps, events, flows_finished, flows_total)``; ``stop_ps`` is None
@@ -292,6 +293,14 @@ class Result:
         ``scaleout_busbw_bps`` (docs/collectives.md defines them). The flows of each carry its
         ``collective`` id and ``collective_iteration`` in ``flows``."""
         return self.table("collectives")
+
+    @property
+    def faults(self) -> pa.Table:
+        """One row per fault period applied (faults.arrow, runs with ``[[fault]]`` or
+        ``[[failure_process]]`` tables): ``source``, ``index``, ``kind``, ``target``, ``time_ps``,
+        ``end_ps``, ``duration_ps``, ``links``, ``num_links``, ``detection_ps``, ``packets_lost``
+        (docs/failures.md defines them)."""
+        return self.table("faults")
 
     def metrics(self) -> Dict[str, Any]:
         """The run's metrics as a sweep row has them (:func:`fabricemu.metrics.run_metrics`: the
