@@ -508,12 +508,12 @@ flows = [{src = 0, dst = 7, size = "64KB"}]
     };
     let f = faults("target = \"spine:1\"\nat = \"1us\"");
     assert_eq!(f[0].links.len(), 8);
-    assert_eq!(f[0].target, "spine:1");
+    assert_eq!(&*f[0].target, "spine:1");
     let f = faults("target = \"host:3\"\nat = \"1us\"");
     assert_eq!(f[0].links.len(), 2);
     let f = faults("tier = \"host\"\nkind = \"loss\"\nrate = 1e-3");
     assert_eq!(f[0].links.len(), 16);
-    assert_eq!(f[0].target, "tier:host");
+    assert_eq!(&*f[0].target, "tier:host");
 
     let cluster = r#"
 [topology]
@@ -678,4 +678,34 @@ until = "100s"
     let e = load_toml(text, "t.toml").expect_err("refused");
     assert_eq!(e.path, "fault.0");
     assert!(e.message.contains("more than 1000000 down periods"), "{e}");
+}
+
+/// Limits: the periods of all entries together are capped, one delay adds at most 1 s, and
+/// random periods near the end of the time range neither overflow nor apply after the stop.
+#[test]
+fn fault_times_and_counts_stay_bounded() {
+    let base = r#"
+stop = "1ms"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+[[workload]]
+kind = "flows"
+flows = [{src = 0, dst = 3, size = "64KB"}]
+"#;
+    let flap = "[[fault]]\nlink = [\"leaf:0\", \"spine:0\"]\nkind = \"flap\"\ndown = \"1ns\"\nup = \"1ns\"\ncount = 600000\n";
+    let e = load_toml(&format!("{base}\n{flap}\n{flap}"), "t.toml").expect_err("capped");
+    assert_eq!(e.path, "fault.1", "the second entry crosses the cap: {e}");
+    let e = scenario_error(&format!(
+        "{base}\n[[fault]]\nlink = [\"leaf:0\", \"spine:0\"]\nkind = \"delay\"\ndelay = \"2s\"\n"
+    ));
+    assert_eq!(e.path, "fault.0.delay");
+    // Exponential periods with a mean of 10^6 s: draws may exceed the time range; they are
+    // clamped, and nothing past the stop is applied.
+    let huge = "[[fault]]\nlink = [\"leaf:0\", \"spine:0\"]\nkind = \"flap\"\nat = \"999999s\"\ndown = { distribution = \"exponential\", mean = \"1000000s\" }\nup = { distribution = \"exponential\", mean = \"1000000s\" }\ncount = 50\ndetection = \"1000000s\"\n";
+    let sim = run(&format!("{base}\n{huge}"));
+    assert_eq!(sim.stats().faults_applied, 0);
+    assert_eq!(sim.fault_rows().len(), 0);
 }

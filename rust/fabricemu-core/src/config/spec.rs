@@ -417,7 +417,8 @@ pub enum Holding {
 }
 
 impl Holding {
-    /// One draw, in ps (at least 1 ps, so that a fault never ends before it starts).
+    /// One draw, in ps (at least 1 ps, so that a fault never ends before it starts, and at most
+    /// the longest scenario time, so that sums of draws stay far from overflowing).
     pub fn draw(&self, rng: &mut crate::rng::Rng) -> Time {
         let t = match *self {
             Holding::Fixed(t) => t,
@@ -428,7 +429,7 @@ impl Holding {
             }
             Holding::Uniform { min_ps, max_ps } => min_ps + rng.below(max_ps - min_ps + 1),
         };
-        t.max(1)
+        t.clamp(1, super::values::MAX_TIME_PS)
     }
 
     /// The mean of the distribution, ps.

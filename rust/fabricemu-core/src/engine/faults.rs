@@ -4,6 +4,8 @@
 //! any down fault covers it, runs at the lowest rate of its active degradations, loses packets
 //! as its active loss faults together would, and carries the sum of its added delays.
 
+use std::sync::Arc;
+
 use super::queue::Event;
 use super::world::World;
 use crate::ids::{FlowId, IdVec, LinkId, PortId};
@@ -80,6 +82,8 @@ pub(super) struct Faults {
     loss: Vec<LossLink>,
     /// Whether each fault is active now.
     active: Vec<bool>,
+    /// The degrade faults (a degraded link's rate is the lowest of those active on it).
+    degrades: Vec<u32>,
     /// Every fault period applied so far.
     applied: Vec<AppliedFault>,
 }
@@ -93,7 +97,7 @@ impl Faults {
         let mut loss = Vec::new();
         for f in &list {
             if let FaultKind::Loss { .. } = f.spec.kind {
-                for l in &f.spec.links {
+                for l in f.spec.links.iter() {
                     let p = l.egress();
                     if loss_slot[p].is_none() {
                         loss_slot[p] = Some(loss.len() as u32);
@@ -109,7 +113,11 @@ impl Faults {
             }
         }
         let n = if per_port { num_ports } else { 0 };
+        let degrades = (0..list.len() as u32)
+            .filter(|&i| matches!(list[i as usize].spec.kind, FaultKind::Degrade { .. }))
+            .collect();
         Self {
+            degrades,
             active: vec![false; list.len()],
             list,
             excluded: IdVec::from_elem(false, num_ports),
@@ -132,7 +140,7 @@ impl Faults {
     }
 
     /// Fault `i`'s event happened: one fewer to come; the fault's kind and links.
-    fn event(&mut self, i: u32) -> (FaultKind, Vec<LinkId>) {
+    fn event(&mut self, i: u32) -> (FaultKind, Arc<[LinkId]>) {
         self.events_left -= 1;
         let f = &self.list[i as usize].spec;
         (f.kind, f.links.clone())
@@ -203,7 +211,7 @@ impl World {
         let now = self.now;
         let mut lost = 0;
         self.faults.active[i as usize] = true;
-        for &l in &links {
+        for &l in links.iter() {
             let p = l.egress();
             match kind {
                 FaultKind::Down => {
@@ -246,7 +254,7 @@ impl World {
         let (kind, links) = self.faults.event(i);
         let now = self.now;
         self.faults.active[i as usize] = false;
-        for &l in &links {
+        for &l in links.iter() {
             let p = l.egress();
             match kind {
                 FaultKind::Down => {
@@ -324,7 +332,11 @@ impl World {
     /// Port `p`'s rate: the lowest of its active degradations, else the fabric's.
     fn degraded_rate(&mut self, p: PortId) {
         let mut rate = self.fabric.rate_bps[p];
-        for (f, &on) in self.faults.list.iter().zip(&self.faults.active) {
+        for &i in &self.faults.degrades {
+            let (f, on) = (
+                &self.faults.list[i as usize],
+                self.faults.active[i as usize],
+            );
             if let (true, FaultKind::Degrade { rate_bps }) = (on, f.spec.kind) {
                 if f.spec.links.iter().any(|l| l.egress() == p) {
                     rate = rate.min(rate_bps);
@@ -340,7 +352,7 @@ impl World {
     pub(super) fn fault_detected(&mut self, i: u32) {
         let (_, links) = self.faults.event(i);
         let mut changed = false;
-        for l in links {
+        for &l in links.iter() {
             let p = l.egress();
             let down = self.ports[p].down;
             if self.faults.excluded[p] != down {

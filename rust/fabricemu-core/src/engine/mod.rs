@@ -319,7 +319,7 @@ impl Simulation {
                 source: f.source.name(),
                 index: f.source.index(),
                 kind: f.kind_name,
-                target: f.target.clone(),
+                target: f.target.to_string(),
                 time_ps: a.start_ps,
                 end_ps: a.end_ps,
                 links: f.links.iter().map(|l| l.egress().get()).collect(),

@@ -6,13 +6,14 @@
 //! `fault.N.target`, `failure_process.N.components`).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::{Fabric, IdVec, LinkId, NodeId, Role, Tier};
 use crate::config::check::Res;
-use crate::config::values::{Duration, LinkRate};
+use crate::config::values::{Duration, LinkRate, MAX_TIME_PS};
 use crate::config::{
     FailureProcessSpec, FaultDirection, FaultKind, FaultSpec, FaultTarget, FlapSpec, Holding,
     NodeName, ProcessComponents, ScenarioError,
@@ -256,6 +257,9 @@ pub struct FaultFile {
     pub detection: Option<Duration>,
 }
 
+/// The most latency one `delay` fault may add (1 s): delays add up on a link.
+pub const MAX_ADDED_DELAY_PS: Time = 1_000_000_000_000;
+
 /// Default detection delay of a failed or restored link.
 pub const DEFAULT_DETECTION_PS: Time = 10_000_000;
 
@@ -444,6 +448,12 @@ impl FaultFile {
                 FaultKind::Loss { probability, ber }
             }
             FaultKindName::Delay => match self.delay {
+                Some(d) if d.0 > MAX_ADDED_DELAY_PS => {
+                    return Err(ScenarioError::at(
+                        p("delay"),
+                        "expected at most 1s of added latency",
+                    ))
+                }
                 Some(d) if d.0 > 0 => FaultKind::Delay { added_ps: d.0 },
                 Some(_) => return Err(ScenarioError::at(p("delay"), "must be longer than 0")),
                 None => {
@@ -635,9 +645,10 @@ pub struct LinkFault {
     pub kind: FaultKind,
     /// What failed, as faults.arrow names it: `"leaf:0--spine:1"` (a cable), `"leaf:0->spine:1"`
     /// (one direction), `"spine:3"`, `"server:5"`, `"tier:fabric"`.
-    pub target: String,
-    /// The directed links it covers (named by their egress ports), sorted.
-    pub links: Vec<LinkId>,
+    pub target: Arc<str>,
+    /// The directed links it covers (named by their egress ports), sorted; shared by the periods
+    /// of one flap or one component.
+    pub links: Arc<[LinkId]>,
     pub at_ps: Time,
     pub until_ps: Option<Time>,
     pub detection_ps: Time,
@@ -699,8 +710,9 @@ fn shown(fabric: &Fabric, name: &NodeName, id: NodeId) -> String {
     }
 }
 
-/// The most fault periods one entry may expand into (a flap of nanosecond periods over seconds,
-/// or a failure process of tiny MTBF over many components, would otherwise take the memory).
+/// The most fault periods a scenario may expand into, all entries together (a flap of nanosecond
+/// periods over seconds, or a failure process of tiny MTBF over many components, would otherwise
+/// take the memory).
 pub const MAX_FAULT_PERIODS: usize = 1_000_000;
 
 /// Each node's name as faults.arrow writes it: `"role:index"` (index among its role's nodes).
@@ -801,15 +813,20 @@ fn flap_periods(
     flap: &FlapSpec,
     at: Time,
     until: Option<Time>,
+    before: usize,
     rng: &mut crate::rng::Rng,
 ) -> Res<Vec<(Time, Time)>> {
     let mut out = Vec::new();
     let mut t = at;
     loop {
-        if until.is_some_and(|u| t >= u) || flap.count.is_some_and(|c| out.len() >= c as usize) {
+        // A period past the time range never happens (and times stay far from overflowing).
+        if until.is_some_and(|u| t >= u)
+            || flap.count.is_some_and(|c| out.len() >= c as usize)
+            || t >= MAX_TIME_PS
+        {
             break;
         }
-        if out.len() >= MAX_FAULT_PERIODS {
+        if before + out.len() >= MAX_FAULT_PERIODS {
             return Err(ScenarioError::at(
                 path,
                 format!(
@@ -817,7 +834,7 @@ fn flap_periods(
                 ),
             ));
         }
-        let mut end = t.saturating_add(flap.down.draw(rng));
+        let mut end = t.saturating_add(flap.down.draw(rng)).min(MAX_TIME_PS);
         if let Some(u) = until {
             end = end.min(u);
         }
@@ -905,6 +922,7 @@ pub fn resolve(
                 (links, format!("tier:{t}"))
             }
         };
+        let (links, target): (Arc<[LinkId]>, Arc<str>) = (links.into(), target.into());
         let one = |at_ps: Time, until_ps: Option<Time>, kind_name: &'static str| LinkFault {
             source: FaultSource::Fault(i as u32),
             kind_name,
@@ -918,8 +936,14 @@ pub fn resolve(
         match &f.flap {
             Some(flap) => {
                 let mut rng = RngStream::Flap(i).rng(seed);
-                let periods =
-                    flap_periods(format!("fault.{i}"), flap, f.at_ps, f.until_ps, &mut rng)?;
+                let periods = flap_periods(
+                    format!("fault.{i}"),
+                    flap,
+                    f.at_ps,
+                    f.until_ps,
+                    out.len(),
+                    &mut rng,
+                )?;
                 for (a, b) in periods {
                     out.push(one(a, Some(b), "flap"));
                 }
@@ -982,8 +1006,8 @@ pub fn resolve(
                 nodes
             }
         };
-        let first = out.len();
         for (c, (name, links)) in members.into_iter().enumerate() {
+            let (name, links): (Arc<str>, Arc<[LinkId]>) = (name.into(), links.into());
             let mut rng = RngStream::FailureProcess(i, c as u32).rng(seed);
             let mut t = pr.start_ps;
             loop {
@@ -991,7 +1015,7 @@ pub fn resolve(
                 if t >= pr.until_ps {
                     break;
                 }
-                if out.len() - first >= MAX_FAULT_PERIODS {
+                if out.len() >= MAX_FAULT_PERIODS {
                     return Err(ScenarioError::at(
                         format!("failure_process.{i}.mtbf"),
                         format!(
