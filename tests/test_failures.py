@@ -1,0 +1,79 @@
+"""Issue 17 from Python: faults.arrow through ``Result.faults``, the fault metrics in summaries and
+sweep rows, and the CLI's summary line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fabricemu
+
+BASE = {
+    "name": "faults-py",
+    "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+    "transport": {"loss_recovery": "selective", "rto": "20us"},
+    "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 3, "size": "2MB"}]}],
+}
+
+
+def test_faults_table_and_summary(tmp_path: Path) -> None:
+    s = fabricemu.Scenario.from_dict(
+        {
+            **BASE,
+            "fault": [
+                {"link": ["leaf:0", "spine:0"], "at": "10us", "until": "60us", "detection": "1us"},
+                {"link": ["host:0", "leaf:0"], "direction": "a->b", "kind": "loss", "rate": 0.02},
+            ],
+        }
+    )
+    r = fabricemu.run(s, out=tmp_path / "run")
+    assert "faults" in r.tables()
+    rows = r.faults.to_pylist()
+    assert [row["kind"] for row in rows] == ["loss", "down"]  # in start order
+    down = rows[1]
+    assert down["target"] == "leaf:0--spine:0" and down["num_links"] == 2
+    assert (down["time_ps"], down["end_ps"], down["duration_ps"]) == (10_000_000, 60_000_000, 50_000_000)
+    loss = rows[0]
+    assert loss["target"] == "host:0->leaf:0" and loss["end_ps"] is None
+    summary = r.summary()
+    assert summary["faults_applied"] == 2
+    assert summary["link_seconds_down"] == pytest.approx(2 * 50e-6)
+    assert summary["corrupted_drops"] == loss["packets_lost"] > 0
+    assert r.run_info["stats"]["corrupted_drops"] == summary["corrupted_drops"]
+
+
+def test_no_faults_no_table_and_zero_metrics(tmp_path: Path) -> None:
+    r = fabricemu.run(fabricemu.Scenario.from_dict(BASE), out=tmp_path / "run")
+    assert "faults" not in r.tables()
+    with pytest.raises(fabricemu.MissingTableError, match=r"\[\[fault\]\]"):
+        r.faults  # noqa: B018 - the property raises
+    summary = r.summary()
+    assert summary["faults_applied"] == summary["corrupted_drops"] == 0
+    assert summary["link_seconds_down"] == 0.0
+    # run.json stays as before: the counters are written only when not 0.
+    assert "faults_applied" not in r.run_info["stats"]
+
+
+def test_sweep_over_loss_rates(tmp_path: Path) -> None:
+    base = {**BASE, "fault": [{"link": ["host:0", "leaf:0"], "kind": "loss", "rate": 0.0}]}
+    table = fabricemu.sweep(base, {"fault.0.rate": [0.0, 0.05]}, jobs=1, out=tmp_path / "sweep")
+    rows = sorted(table.to_pylist(), key=lambda row: row["fault.0.rate"])
+    assert rows[0]["corrupted_drops"] == 0 and rows[1]["corrupted_drops"] > 0
+    assert rows[1]["goodput_gbps"] < rows[0]["goodput_gbps"]
+
+
+def test_cli_prints_the_faults(tmp_path: Path) -> None:
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "flapping_link.toml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabricemu.cli", "run", str(scenario), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "faults " in proc.stdout and "corrupted " in proc.stdout, proc.stdout
+    assert (tmp_path / "out" / "faults.arrow").is_file()
