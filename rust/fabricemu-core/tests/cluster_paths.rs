@@ -4,53 +4,30 @@
 
 mod common;
 
-use common::run;
+use common::{leaf_spine, role_bytes, run, tier_bytes};
 use fabricemu_core::ids::{FlowId, NodeId};
-use fabricemu_core::topology::{Fabric, Role, Tier};
+use fabricemu_core::topology::{Role, Tier};
 use fabricemu_core::transport::ideal::{ideal_fct_by_recurrence, Hop};
 use fabricemu_core::Simulation;
 
-/// Bytes sent on all ports of links of `tier` (both directions).
-fn tier_bytes(sim: &Simulation, tier: Tier) -> u64 {
-    let w = sim.world();
-    w.fabric
-        .ports()
-        .filter(|&p| w.fabric.tier[p] == tier)
-        .map(|p| w.port_tx_bytes(p))
-        .sum()
-}
-
-/// Bytes sent by switches of `role` (all their ports).
-fn role_bytes(sim: &Simulation, role: Role) -> u64 {
-    let w = sim.world();
-    let f: &Fabric = &w.fabric;
-    f.ports()
-        .filter(|&p| f.role[f.port_node[p]] == role)
-        .map(|p| w.port_tx_bytes(p))
-        .sum()
-}
-
 /// One server of 8 GPUs on 8 rail leaves (one slot each), NVLink at 4000 Gbps (2 ps per byte, so
-/// serialisation is exact), 100 ns through the NVSwitch, 10 ns links.
-const ONE_SERVER: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 8
-spines = 1
-hosts_per_leaf = 1
-link_rate = "400Gbps"
-[cluster]
-gpus_per_server = 8
-scaleup = { gpus = 8, rate = "4000Gbps", latency = "100ns", link_delay = "10ns" }
-"#;
+/// serialisation is exact), 100 ns through the NVSwitch, 10 ns links; then `workload`.
+fn one_server(workload: &str) -> String {
+    format!(
+        "{}[cluster]\ngpus_per_server = 8\n\
+         scaleup = {{ gpus = 8, rate = \"4000Gbps\", latency = \"100ns\", link_delay = \"10ns\" }}\n\
+         [[workload]]\n{workload}",
+        leaf_spine(8, 1, 1, "400Gbps", None, "500ns")
+    )
+}
 
 #[test]
 fn a_transfer_inside_a_domain_is_exact() {
     // Source: store-and-forward timing, as tests/exactness.rs (no tolerance). GPU 0 -> GPU 3:
     // GPU 0's scale-up link (4000 Gbps, 10 ns, then the NVSwitch's 100 ns), the switch's link to
     // GPU 3 (4000 Gbps, 10 ns). 1 MB = 244 packets of 4096 B payload + one of 576 B, 62 B header.
-    let sim = run(&format!(
-        "{ONE_SERVER}[[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 3, size = \"1MB\", start = \"1us\" }}]\n"
+    let sim = run(&one_server(
+        "kind = \"flows\"\nflows = [{ src = 0, dst = 3, size = \"1MB\", start = \"1us\" }]\n",
     ));
     let r = &sim.flow_rows()[0];
     let hop = |delay_ps| Hop {
@@ -74,8 +51,8 @@ fn ring_all_reduce_inside_a_domain_takes_the_bandwidth_term_plus_latency() {
     // (two link delays, the switch latency, one packet's serialisation) and the ACK-free
     // pipeline; packets carry 62 B of header per 4096 B. Tolerance: 5 %.
     let (n, size) = (8u64, 32u64 << 20);
-    let sim = run(&format!(
-        "{ONE_SERVER}[[workload]]\nkind = \"collective\"\nop = \"all_reduce\"\nalgorithm = \"ring\"\nsize = \"32MiB\"\n"
+    let sim = run(&one_server(
+        "kind = \"collective\"\nop = \"all_reduce\"\nalgorithm = \"ring\"\nsize = \"32MiB\"\n",
     ));
     let rows = sim.collective_rows();
     assert_eq!(rows.len(), 1);
@@ -100,19 +77,15 @@ fn ring_all_reduce_inside_a_domain_takes_the_bandwidth_term_plus_latency() {
 fn two_servers(cross_rail: &str, flows: &str) -> String {
     format!(
         r#"
-[topology]
-kind = "leaf_spine"
-leaves = 4
-spines = 2
-hosts_per_leaf = 2
-link_rate = "100Gbps"
+{}
 [cluster]
 gpus_per_server = 4
 cross_rail = "{cross_rail}"
 [[workload]]
 kind = "flows"
 flows = [{flows}]
-"#
+"#,
+        leaf_spine(4, 2, 2, "100Gbps", None, "500ns")
     )
 }
 
