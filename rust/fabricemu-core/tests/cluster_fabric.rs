@@ -483,6 +483,18 @@ fn bad_keys_and_combinations_name_their_key() {
             8,
         ),
         (
+            "gpus_per_server = 2\npxn_buffer = \"64KiB\"",
+            "cluster.pxn_buffer",
+            "at least 133761 B",
+            8,
+        ),
+        (
+            "gpus_per_server = 2\ncross_rail = \"spine\"\npxn_buffer = \"1MiB\"",
+            "cluster.pxn_buffer",
+            "only PXN relays",
+            9,
+        ),
+        (
             "gpus_per_server = 2\nscaleup = { gpus = 3 }",
             "cluster.scaleup.gpus",
             "multiple of gpus_per_server",

@@ -267,3 +267,65 @@ fn rail_cabling_keeps_the_spine_idle_where_tor_cabling_crosses_it() {
         last(&tor, 0)
     );
 }
+
+#[test]
+fn a_pxn_relay_holds_a_bounded_transit_buffer_and_pauses_the_scale_up_switch() {
+    // Three GPUs of server 0 (0, 2, 3) send 4 MiB each to GPU 5 (server 1, rail 1): all three
+    // relay through GPU 1 (server 0, rail 1), each paced at the relay NIC's 100 Gbps, so 300 Gbps
+    // arrive for a 100 Gbps NIC. Source: NCCL's PXN proxy stages the relayed data in a bounded
+    // buffer (NCCL_BUFFSIZE) and NVLink is credit-based, so the relay never holds more than its
+    // buffer and the scale-up domain loses nothing (engine/relay.rs). Exact: the relay's transit
+    // bytes never pass `cluster.pxn_buffer`, every pause is resumed, no packet is dropped.
+    let flows = r#"{ src = 0, dst = 5, size = "4MiB" }, { src = 2, dst = 5, size = "4MiB" }, { src = 3, dst = 5, size = "4MiB" }"#;
+    let with_buffer = |buffer: &str| {
+        run(&two_servers("pxn", flows).replace(
+            "cross_rail = \"pxn\"",
+            &format!("cross_rail = \"pxn\"\npxn_buffer = \"{buffer}\""),
+        ))
+    };
+    let relay = NodeId::new(1);
+    let mut finish = Vec::new();
+    for (buffer, bytes) in [
+        ("256KiB", 256u64 << 10),
+        ("4MiB", 4 << 20),
+        ("1GiB", 1 << 30),
+    ] {
+        let sim = with_buffer(buffer);
+        let st = sim.stats();
+        assert_eq!(st.flows_finished, 3, "{buffer}");
+        assert_eq!(st.packets_dropped, 0, "{buffer}");
+        assert_eq!(
+            role_bytes(&sim, Role::Spine),
+            0,
+            "{buffer}: PXN, not the spine"
+        );
+        let relays = sim.world().relays().expect("a PXN cluster has relays");
+        let peak = relays.peak(relay);
+        assert!(peak <= bytes, "{buffer}: the relay held {peak} B");
+        assert_eq!(st.pfc_pause_frames, st.pfc_resume_frames, "{buffer}");
+        if bytes < 8 << 20 {
+            // Bounded: it filled to its pause threshold and paused the NVSwitch.
+            assert!(peak >= relays.xoff(), "{buffer}: {peak}");
+            assert!(st.pfc_pause_frames > 0, "{buffer}");
+        } else {
+            // Unbounded, the relay would hold about 2/3 of the 12 MiB (300 Gbps in, 100 out).
+            assert!(peak > 7 << 20, "{buffer}: {peak}");
+            assert_eq!(st.pfc_pause_frames, 0);
+        }
+        finish.push(
+            sim.flow_rows()
+                .iter()
+                .filter_map(|r| r.finish_ps)
+                .max()
+                .unwrap(),
+        );
+    }
+    // The relay NIC is the bottleneck either way: back-pressure moves the queue into the
+    // NVSwitch without slowing the transfers (within 1 %).
+    for f in &finish[..2] {
+        assert!(
+            (*f as f64 / finish[2] as f64 - 1.0).abs() < 0.01,
+            "{finish:?}"
+        );
+    }
+}
