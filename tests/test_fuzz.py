@@ -264,7 +264,8 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
             )
         )
         old = parent[key]
-        workloads = [w for w in data.get("workload", []) if isinstance(w, dict)]
+        listed = data.get("workload")
+        workloads = [w for w in listed if isinstance(w, dict)] if isinstance(listed, list) else []
         if op == "cluster":
             data["cluster"] = draw(CLUSTER)
         elif op == "hosts" and workloads:
