@@ -338,3 +338,30 @@ def test_progress_lines_in_a_batch_log(fabricemu_exe, tmp_path):
     assert lines, proc.stderr
     assert all(" left " in ln and "simulated" in ln for ln in lines)
     assert "\r" not in proc.stderr
+
+
+def test_bench_gpu_cases_are_the_issue_case_at_two_sizes():
+    """The 256-GPU hierarchical all-reduce: 16 MiB in the default set, 1 GiB (the issue's case)
+    only with ``--slow``; the two scenarios differ only in name and size."""
+    import fabricemu.bench as bench
+    from fabricemu import Scenario
+
+    cases = {b.name: b for b in bench.BENCHMARKS}
+    small, big = cases["gpu256_hierarchical_allreduce"], cases["gpu256_hierarchical_allreduce_1gib"]
+    assert (small.quick, small.slow) == (False, False)
+    assert (big.quick, big.slow) == (False, True)
+    a, b = Scenario.load(small.path).to_dict(), Scenario.load(big.path).to_dict()
+    assert (a["workload"][0]["size"], b["workload"][0]["size"]) == ("16MiB", "1GiB")
+    for d in (a, b):
+        d.pop("name")
+        d["workload"][0].pop("size")
+    assert a == b
+    fabric = Scenario.load(big.path).describe()["topology"]
+    assert fabric["hosts"] == 256
+    assert fabric["cluster"]["servers"] == 32
+
+
+def test_bench_help_names_the_slow_option(cli):
+    proc = cli("bench", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "--slow" in proc.stdout and "1 GiB 256-GPU" in proc.stdout

@@ -122,3 +122,60 @@ def test_workloads_address_gpus_and_a_cluster_runs(tmp_path: Path):
     assert flows.num_rows == 4
     assert sorted(flows.column("src").to_pylist()) == [0, 1, 2, 3]
     assert r.run_info["fabric"]["cluster"]["gpus"] == 4
+
+
+def _small_cluster() -> Scenario:
+    """4 servers x 4 GPUs (2 NICs each: GPUs 0-1 of a server on rail 0, 2-3 on rail 1), 2 servers
+    per rack, as a scenario dictionary."""
+    return Scenario.from_dict(
+        {
+            "topology": {
+                "kind": "leaf_spine",
+                "leaves": 2,
+                "spines": 1,
+                "hosts_per_leaf": 4,
+                "link_rate": "100Gbps",
+            },
+            "cluster": {"gpus_per_server": 4, "nics_per_server": 2, "servers_per_rack": 2},
+            "workload": [{"kind": "permutation", "hosts": "server:1", "size": "16KiB"}],
+        }
+    )
+
+
+def test_workloads_take_server_rack_and_rail_selectors(tmp_path: Path):
+    s = _small_cluster()
+    r = fabricemu.run(s, out=tmp_path / "server")
+    assert sorted(r.table("flows").column("src").to_pylist()) == [4, 5, 6, 7]
+    rail = s.with_({"workload.0.hosts": "rail:1"})
+    r = fabricemu.run(rail, out=tmp_path / "rail")
+    assert sorted(r.table("flows").column("src").to_pylist()) == [2, 3, 6, 7, 10, 11, 14, 15]
+    mixed = s.with_({"workload.0.hosts": ["rack:1", 0]})
+    r = fabricemu.run(mixed, out=tmp_path / "mixed")
+    assert sorted(r.table("flows").column("src").to_pylist()) == [0, *range(8, 16)]
+    # Collectives: one group per server, per rail index or per rack.
+    for layout, groups in [("servers", 4), ("rails", 2), ("racks", 2)]:
+        c = s.with_(
+            {"workload.0": {"kind": "collective", "op": "all_reduce", "groups": layout, "size": "64KiB"}}
+        )
+        r = fabricemu.run(c, out=tmp_path / layout)
+        rows = r.table("collectives")
+        assert rows.num_rows == groups, layout
+    explicit = {"kind": "collective", "op": "all_gather", "groups": ["server:0", [8, 12]], "size": "4KiB"}
+    g = s.with_({"workload.0": explicit})
+    r = fabricemu.run(g, out=tmp_path / "explicit")
+    assert r.table("collectives").num_rows == 2
+
+
+def test_selectors_without_a_cluster_or_out_of_range_name_the_key():
+    s = _small_cluster()
+    with pytest.raises(ScenarioError, match=r"workload\.0\.hosts: server 4 is out of range"):
+        s.with_({"workload.0.hosts": "server:4"})
+    with pytest.raises(ScenarioError, match=r"workload\.0\.hosts\.1: host 5 is listed twice"):
+        s.with_({"workload.0.hosts": ["server:1", 5]})
+    plain = s.to_dict()
+    del plain["cluster"]
+    with pytest.raises(ScenarioError, match=r'workload\.0\.hosts: "server:1" needs a \[cluster\] section'):
+        Scenario.from_dict(plain)
+    plain["workload"][0] = {"kind": "collective", "op": "all_reduce", "groups": "servers", "size": "1MiB"}
+    with pytest.raises(ScenarioError, match=r'workload\.0\.groups: groups = "servers" needs a \[cluster\]'):
+        Scenario.from_dict(plain)

@@ -219,6 +219,27 @@ CLUSTER = st.fixed_dictionaries(
 )
 
 
+#: Host selectors and group layouts (issue 13): valid, out of range and malformed, alone or in lists.
+HOST_SELECTORS = [
+    "server:0",
+    "server:1",
+    "rack:0",
+    "rail:1",
+    "server:99999",
+    "rail:-1",
+    "rack:x",
+    "gpu:0",
+    "servers",
+    "rails",
+    "racks",
+]
+HOSTS = st.one_of(
+    st.sampled_from(HOST_SELECTORS),
+    st.lists(st.one_of(st.sampled_from(HOST_SELECTORS), st.integers(min_value=-2, max_value=40)), max_size=4),
+    st.lists(st.lists(st.integers(min_value=0, max_value=20), max_size=3), max_size=3),
+)
+
+
 def _get(data: Any, path: Tuple[Any, ...]) -> Any:
     for p in path:
         data = data[p]
@@ -238,11 +259,19 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
         parent = _get(data, path[:-1])
         key = path[-1]
         op = draw(
-            st.sampled_from(["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster"])
+            st.sampled_from(
+                ["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster", "hosts"]
+            )
         )
         old = parent[key]
+        listed = data.get("workload")
+        workloads = [w for w in listed if isinstance(w, dict)] if isinstance(listed, list) else []
         if op == "cluster":
             data["cluster"] = draw(CLUSTER)
+        elif op == "hosts" and workloads:
+            # A host list or group layout where workloads take them (with or without a cluster).
+            w = draw(st.sampled_from(workloads))
+            w[draw(st.sampled_from(["hosts", "groups", "senders", "hot_spot"]))] = draw(HOSTS)
         elif op == "remove":
             if isinstance(parent, dict):
                 del parent[key]

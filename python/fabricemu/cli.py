@@ -1076,9 +1076,19 @@ def _ratio(v: Optional[float]) -> str:
 Examples:
   fabricemu bench
   fabricemu bench --quick --json bench.json
+  fabricemu bench --slow
 """
 )
-@click.option("--quick", is_flag=True, help="Only the small scenarios (skips fat_tree k=16), each run once.")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Only the small scenarios (skips fat_tree k=16 and the GPU cases), each run once.",
+)
+@click.option(
+    "--slow",
+    is_flag=True,
+    help="Also the slow cases: the 1 GiB 256-GPU hierarchical all-reduce (run once, minutes).",
+)
 @click.option(
     "--min-time",
     type=float,
@@ -1095,7 +1105,7 @@ Examples:
     default=None,
     help="Print the figures as JSON (to stdout) instead of the table; --json FILE: also write them to FILE.",
 )
-def bench(quick: bool, min_time: float, json_path: Optional[str]) -> None:
+def bench(quick: bool, slow: bool, min_time: float, json_path: Optional[str]) -> None:
     """Run the fixed benchmark scenarios, each in its own process, and print per scenario:
     packet-hops, events, simulated time, wall seconds, packet-hops/s, events/s and peak memory.
 
@@ -1106,7 +1116,7 @@ def bench(quick: bool, min_time: float, json_path: Optional[str]) -> None:
 
     rows: List[Dict[str, Any]] = []
     for b in BENCHMARKS:
-        if quick and not b.quick:
+        if (quick and not b.quick) or (b.slow and not slow):
             continue
         click.echo(f"running {b.name} ({b.description}) ...", err=True)
         proc = subprocess.run(
@@ -1116,7 +1126,8 @@ def bench(quick: bool, min_time: float, json_path: Optional[str]) -> None:
                 "fabricemu.bench",
                 str(b.path),
                 "--min-time",
-                str(0.0 if quick else min_time),
+                str(0.0 if quick or b.slow else min_time),
+                *(["--no-warmup"] if b.slow else []),
             ],
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},

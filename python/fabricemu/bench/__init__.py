@@ -15,6 +15,7 @@ class Benchmark:
     file: str
     description: str
     quick: bool  # part of `fabricemu bench --quick`
+    slow: bool = False  # only with `fabricemu bench --slow`
 
     @property
     def path(self) -> Path:
@@ -41,5 +42,18 @@ BENCHMARKS: Tuple[Benchmark, ...] = (
         "fat_tree_k16_permutation.toml",
         "fat_tree k=16, 1024 hosts, 100Gbps, permutation of 1MB flows",
         False,
+    ),
+    Benchmark(
+        "gpu256_hierarchical_allreduce",
+        "gpu256_hierarchical_allreduce.toml",
+        "256 GPUs (32 servers x 8, NVSwitch, rail-optimised 400G), hierarchical ring all-reduce of 16MiB",
+        False,
+    ),
+    Benchmark(
+        "gpu256_hierarchical_allreduce_1gib",
+        "gpu256_hierarchical_allreduce_1gib.toml",
+        "the same all-reduce of 1GiB (the issue's case; --slow only)",
+        False,
+        slow=True,
     ),
 )

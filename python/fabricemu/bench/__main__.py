@@ -5,7 +5,9 @@ loaded, so every counted run builds the fabric and flow plan itself), then repea
 ``--min-time`` seconds of engine time have passed (at least once, at most 50 times) and prints one
 JSON line: the figures of the fastest run plus the peak resident memory of this process. ``fabricemu
 bench`` starts one such process per scenario, so the peak belongs to that scenario alone;
-``base_rss_mib`` is the same measure after imports, before the first run."""
+``base_rss_mib`` is the same measure after imports, before the first run. ``--no-warmup`` (the slow
+cases, which take minutes) runs once, counted: the build made when the scenario was loaded may then
+be reused, which is negligible next to such a run."""
 
 from __future__ import annotations
 
@@ -29,14 +31,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fabricemu.bench")
     parser.add_argument("scenario")
     parser.add_argument("--min-time", type=float, default=1.0)
+    parser.add_argument("--no-warmup", action="store_true")
     args = parser.parse_args(argv)
 
     import fabricemu
 
     scenario = fabricemu.Scenario.load(args.scenario)
     base = _rss_mib()
-    with tempfile.TemporaryDirectory(prefix="fabricemu-bench-") as out:
-        fabricemu.run(scenario, out=out)
+    if not args.no_warmup:
+        with tempfile.TemporaryDirectory(prefix="fabricemu-bench-") as out:
+            fabricemu.run(scenario, out=out)
     runs: List[Dict[str, Any]] = []
     total = 0.0
     while not runs or (total < args.min_time and len(runs) < MAX_RUNS):

@@ -48,6 +48,8 @@ pub mod flags {
     pub const DECIDED: u8 = 32;
     /// On an ACK: the receiver saw a congestion-experienced packet since its previous ACK.
     pub const ECE: u8 = 64;
+    /// At a PXN relay GPU: held in its transit buffer (counted there until it leaves).
+    pub const RELAYED: u8 = 128;
 }
 
 /// `Packet::via` when the packet routes minimally (no intermediate group, or already past it): a

@@ -326,6 +326,111 @@ fn workloads_address_gpus() {
 }
 
 #[test]
+fn workloads_address_servers_racks_and_rails() {
+    use fabricemu_core::config::{IncastSenders, WorkloadSpec};
+    // 4 servers of 4 GPUs with 2 NICs each (GPUs 0-1 of a server on rail 0, 2-3 on rail 1), 2
+    // servers per rack: 16 GPUs.
+    let base = "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 4\n\
+                [cluster]\ngpus_per_server = 4\nnics_per_server = 2\nservers_per_rack = 2\n\
+                [[workload]]\n";
+    let w = |text: &str| spec(&format!("{base}{text}")).workloads[0].spec.clone();
+    match w("kind = \"all_to_all\"\nhosts = \"server:2\"\nsize = \"1KiB\"") {
+        WorkloadSpec::AllToAll { hosts, .. } => assert_eq!(hosts, [8, 9, 10, 11]),
+        other => panic!("{other:?}"),
+    }
+    match w("kind = \"permutation\"\nhosts = [\"rail:1\", 0]\nsize = \"1KiB\"") {
+        WorkloadSpec::Permutation { hosts, .. } => {
+            assert_eq!(hosts, [2, 3, 6, 7, 10, 11, 14, 15, 0])
+        }
+        other => panic!("{other:?}"),
+    }
+    match w("kind = \"incast\"\nreceiver = 0\nsenders = \"rack:1\"\nsize = \"1KiB\"") {
+        WorkloadSpec::Incast { senders, .. } => {
+            assert_eq!(senders, IncastSenders::Listed((8..16).collect()))
+        }
+        other => panic!("{other:?}"),
+    }
+    let groups = |layout: &str| match w(&format!(
+        "kind = \"collective\"\nop = \"all_reduce\"\ngroups = {layout}\nsize = \"1MiB\""
+    )) {
+        WorkloadSpec::Collective(c) => c.groups,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(groups("\"servers\"").len(), 4);
+    assert_eq!(groups("\"servers\"")[3], [12, 13, 14, 15]);
+    assert_eq!(
+        groups("\"rails\""),
+        [
+            vec![0, 1, 4, 5, 8, 9, 12, 13],
+            vec![2, 3, 6, 7, 10, 11, 14, 15]
+        ]
+    );
+    assert_eq!(groups("\"racks\"")[1], (8..16).collect::<Vec<u32>>());
+    assert_eq!(
+        groups("[\"server:1\", [0, 8]]"),
+        [vec![4, 5, 6, 7], vec![0, 8]]
+    );
+    // A layout of some hosts: each server's GPUs among them.
+    match w("kind = \"collective\"\nop = \"all_reduce\"\nhosts = \"rack:0\"\ngroups = \"rails\"\nsize = \"1MiB\"") {
+        WorkloadSpec::Collective(c) => assert_eq!(c.groups, [vec![0, 1, 4, 5], vec![2, 3, 6, 7]]),
+        other => panic!("{other:?}"),
+    }
+
+    // Errors name the key (and its line).
+    let err = |text: &str| scenario_error(&format!("{base}{text}"));
+    let e = err("kind = \"all_to_all\"\nhosts = \"server:4\"\nsize = \"1KiB\"");
+    assert_eq!(e.path, "workload.0.hosts");
+    assert_eq!(e.line, Some(12));
+    assert_eq!(
+        e.message,
+        "server 4 is out of range: this cluster has servers 0..=3"
+    );
+    let e = err("kind = \"all_to_all\"\nhosts = [\"server:0\", \"rail:0\"]\nsize = \"1KiB\"");
+    assert_eq!(e.path, "workload.0.hosts.1");
+    assert_eq!(e.message, "host 0 is listed twice");
+    let e = err("kind = \"all_to_all\"\nhosts = \"gpu:1\"\nsize = \"1KiB\"");
+    assert!(e.message.contains("found \"gpu:1\""), "{e}");
+    let e = err("kind = \"incast\"\nreceiver = 5\nsenders = \"server:1\"\nsize = \"1KiB\"");
+    assert_eq!(e.path, "workload.0.senders");
+    assert_eq!(e.message, "the receiver cannot be one of the senders");
+    let e = err("kind = \"collective\"\nop = \"all_reduce\"\ngroups = \"planes\"\nsize = \"1MiB\"");
+    assert_eq!(e.path, "workload.0.groups");
+    assert!(
+        e.message.contains("\"servers\", \"racks\", \"rails\""),
+        "{e}"
+    );
+    let e = err("kind = \"collective\"\nop = \"all_reduce\"\ngroups = \"servers\"\ngroup_size = 2\nsize = \"1MiB\"");
+    assert_eq!(e.path, "workload.0.group_size");
+    let e = err("kind = \"collective\"\nop = \"all_reduce\"\nhosts = [0, 1, 4]\ngroups = \"servers\"\nsize = \"1MiB\"");
+    assert_eq!(e.path, "workload.0.groups");
+    assert!(
+        e.message.contains("the group of host 4 has one rank"),
+        "{e}"
+    );
+
+    // Without a [cluster]: hosts only.
+    let plain = "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 4\n[[workload]]\n";
+    let e = scenario_error(&format!(
+        "{plain}kind = \"all_to_all\"\nhosts = \"server:3\"\nsize = \"1KiB\""
+    ));
+    assert_eq!(e.path, "workload.0.hosts");
+    assert!(
+        e.message
+            .starts_with("\"server:3\" needs a [cluster] section"),
+        "{e}"
+    );
+    let e = scenario_error(&format!(
+        "{plain}kind = \"collective\"\nop = \"all_reduce\"\ngroups = \"racks\"\nsize = \"1MiB\""
+    ));
+    assert_eq!(e.path, "workload.0.groups");
+    assert!(
+        e.message
+            .starts_with("groups = \"racks\" needs a [cluster] section"),
+        "{e}"
+    );
+}
+
+#[test]
 fn bad_keys_and_combinations_name_their_key() {
     let topo = "[topology]\nkind = \"leaf_spine\"\nleaves = 6\nspines = 2\nhosts_per_leaf = 6\n";
     for (cluster, path, fragment, line) in [
@@ -376,6 +481,18 @@ fn bad_keys_and_combinations_name_their_key() {
             "cluster.cross_rail",
             "pxn",
             8,
+        ),
+        (
+            "gpus_per_server = 2\npxn_buffer = \"64KiB\"",
+            "cluster.pxn_buffer",
+            "at least 133761 B",
+            8,
+        ),
+        (
+            "gpus_per_server = 2\ncross_rail = \"spine\"\npxn_buffer = \"1MiB\"",
+            "cluster.pxn_buffer",
+            "only PXN relays",
+            9,
         ),
         (
             "gpus_per_server = 2\nscaleup = { gpus = 3 }",

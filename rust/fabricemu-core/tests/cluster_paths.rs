@@ -4,53 +4,30 @@
 
 mod common;
 
-use common::run;
+use common::{leaf_spine, role_bytes, run, tier_bytes};
 use fabricemu_core::ids::{FlowId, NodeId};
-use fabricemu_core::topology::{Fabric, Role, Tier};
+use fabricemu_core::topology::{Role, Tier};
 use fabricemu_core::transport::ideal::{ideal_fct_by_recurrence, Hop};
 use fabricemu_core::Simulation;
 
-/// Bytes sent on all ports of links of `tier` (both directions).
-fn tier_bytes(sim: &Simulation, tier: Tier) -> u64 {
-    let w = sim.world();
-    w.fabric
-        .ports()
-        .filter(|&p| w.fabric.tier[p] == tier)
-        .map(|p| w.port_tx_bytes(p))
-        .sum()
-}
-
-/// Bytes sent by switches of `role` (all their ports).
-fn role_bytes(sim: &Simulation, role: Role) -> u64 {
-    let w = sim.world();
-    let f: &Fabric = &w.fabric;
-    f.ports()
-        .filter(|&p| f.role[f.port_node[p]] == role)
-        .map(|p| w.port_tx_bytes(p))
-        .sum()
-}
-
 /// One server of 8 GPUs on 8 rail leaves (one slot each), NVLink at 4000 Gbps (2 ps per byte, so
-/// serialisation is exact), 100 ns through the NVSwitch, 10 ns links.
-const ONE_SERVER: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 8
-spines = 1
-hosts_per_leaf = 1
-link_rate = "400Gbps"
-[cluster]
-gpus_per_server = 8
-scaleup = { gpus = 8, rate = "4000Gbps", latency = "100ns", link_delay = "10ns" }
-"#;
+/// serialisation is exact), 100 ns through the NVSwitch, 10 ns links; then `workload`.
+fn one_server(workload: &str) -> String {
+    format!(
+        "{}[cluster]\ngpus_per_server = 8\n\
+         scaleup = {{ gpus = 8, rate = \"4000Gbps\", latency = \"100ns\", link_delay = \"10ns\" }}\n\
+         [[workload]]\n{workload}",
+        leaf_spine(8, 1, 1, "400Gbps", None, "500ns")
+    )
+}
 
 #[test]
 fn a_transfer_inside_a_domain_is_exact() {
     // Source: store-and-forward timing, as tests/exactness.rs (no tolerance). GPU 0 -> GPU 3:
     // GPU 0's scale-up link (4000 Gbps, 10 ns, then the NVSwitch's 100 ns), the switch's link to
     // GPU 3 (4000 Gbps, 10 ns). 1 MB = 244 packets of 4096 B payload + one of 576 B, 62 B header.
-    let sim = run(&format!(
-        "{ONE_SERVER}[[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 3, size = \"1MB\", start = \"1us\" }}]\n"
+    let sim = run(&one_server(
+        "kind = \"flows\"\nflows = [{ src = 0, dst = 3, size = \"1MB\", start = \"1us\" }]\n",
     ));
     let r = &sim.flow_rows()[0];
     let hop = |delay_ps| Hop {
@@ -74,8 +51,8 @@ fn ring_all_reduce_inside_a_domain_takes_the_bandwidth_term_plus_latency() {
     // (two link delays, the switch latency, one packet's serialisation) and the ACK-free
     // pipeline; packets carry 62 B of header per 4096 B. Tolerance: 5 %.
     let (n, size) = (8u64, 32u64 << 20);
-    let sim = run(&format!(
-        "{ONE_SERVER}[[workload]]\nkind = \"collective\"\nop = \"all_reduce\"\nalgorithm = \"ring\"\nsize = \"32MiB\"\n"
+    let sim = run(&one_server(
+        "kind = \"collective\"\nop = \"all_reduce\"\nalgorithm = \"ring\"\nsize = \"32MiB\"\n",
     ));
     let rows = sim.collective_rows();
     assert_eq!(rows.len(), 1);
@@ -100,19 +77,15 @@ fn ring_all_reduce_inside_a_domain_takes_the_bandwidth_term_plus_latency() {
 fn two_servers(cross_rail: &str, flows: &str) -> String {
     format!(
         r#"
-[topology]
-kind = "leaf_spine"
-leaves = 4
-spines = 2
-hosts_per_leaf = 2
-link_rate = "100Gbps"
+{}
 [cluster]
 gpus_per_server = 4
 cross_rail = "{cross_rail}"
 [[workload]]
 kind = "flows"
 flows = [{flows}]
-"#
+"#,
+        leaf_spine(4, 2, 2, "100Gbps", None, "500ns")
     )
 }
 
@@ -293,4 +266,66 @@ fn rail_cabling_keeps_the_spine_idle_where_tor_cabling_crosses_it() {
         last(&rail, 0),
         last(&tor, 0)
     );
+}
+
+#[test]
+fn a_pxn_relay_holds_a_bounded_transit_buffer_and_pauses_the_scale_up_switch() {
+    // Three GPUs of server 0 (0, 2, 3) send 4 MiB each to GPU 5 (server 1, rail 1): all three
+    // relay through GPU 1 (server 0, rail 1), each paced at the relay NIC's 100 Gbps, so 300 Gbps
+    // arrive for a 100 Gbps NIC. Source: NCCL's PXN proxy stages the relayed data in a bounded
+    // buffer (NCCL_BUFFSIZE) and NVLink is credit-based, so the relay never holds more than its
+    // buffer and the scale-up domain loses nothing (engine/relay.rs). Exact: the relay's transit
+    // bytes never pass `cluster.pxn_buffer`, every pause is resumed, no packet is dropped.
+    let flows = r#"{ src = 0, dst = 5, size = "4MiB" }, { src = 2, dst = 5, size = "4MiB" }, { src = 3, dst = 5, size = "4MiB" }"#;
+    let with_buffer = |buffer: &str| {
+        run(&two_servers("pxn", flows).replace(
+            "cross_rail = \"pxn\"",
+            &format!("cross_rail = \"pxn\"\npxn_buffer = \"{buffer}\""),
+        ))
+    };
+    let relay = NodeId::new(1);
+    let mut finish = Vec::new();
+    for (buffer, bytes) in [
+        ("256KiB", 256u64 << 10),
+        ("4MiB", 4 << 20),
+        ("1GiB", 1 << 30),
+    ] {
+        let sim = with_buffer(buffer);
+        let st = sim.stats();
+        assert_eq!(st.flows_finished, 3, "{buffer}");
+        assert_eq!(st.packets_dropped, 0, "{buffer}");
+        assert_eq!(
+            role_bytes(&sim, Role::Spine),
+            0,
+            "{buffer}: PXN, not the spine"
+        );
+        let relays = sim.world().relays().expect("a PXN cluster has relays");
+        let peak = relays.peak(relay);
+        assert!(peak <= bytes, "{buffer}: the relay held {peak} B");
+        assert_eq!(st.pfc_pause_frames, st.pfc_resume_frames, "{buffer}");
+        if bytes < 8 << 20 {
+            // Bounded: it filled to its pause threshold and paused the NVSwitch.
+            assert!(peak >= relays.xoff(), "{buffer}: {peak}");
+            assert!(st.pfc_pause_frames > 0, "{buffer}");
+        } else {
+            // Unbounded, the relay would hold about 2/3 of the 12 MiB (300 Gbps in, 100 out).
+            assert!(peak > 7 << 20, "{buffer}: {peak}");
+            assert_eq!(st.pfc_pause_frames, 0);
+        }
+        finish.push(
+            sim.flow_rows()
+                .iter()
+                .filter_map(|r| r.finish_ps)
+                .max()
+                .unwrap(),
+        );
+    }
+    // The relay NIC is the bottleneck either way: back-pressure moves the queue into the
+    // NVSwitch without slowing the transfers (within 1 %).
+    for f in &finish[..2] {
+        assert!(
+            (*f as f64 / finish[2] as f64 - 1.0).abs() < 0.01,
+            "{finish:?}"
+        );
+    }
 }

@@ -8,6 +8,7 @@
 
 pub mod check;
 mod error;
+pub mod hosts;
 pub mod kinds;
 pub mod spec;
 pub mod values;

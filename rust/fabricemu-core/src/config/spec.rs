@@ -143,6 +143,8 @@ pub struct ClusterSpec {
     /// Whether `nic` was given (a one-NIC-per-GPU server without it attaches the GPU directly).
     pub nic_given: bool,
     pub servers_per_rack: u32,
+    /// PXN: the relay GPU's transit buffer (bytes) before it pauses its scale-up link.
+    pub pxn_buffer_bytes: u64,
 }
 
 /// How NICs are cabled to the leaves (the topology's slot switches).

@@ -383,6 +383,8 @@ impl World {
         while let Some(pkt) = self.queues[p].pop_strict(&self.packets, 0) {
             if !from_host {
                 self.release_from_switch(node, pkt);
+            } else if self.relays.is_some() {
+                self.relay_release(node, pkt);
             }
             self.fault_drop(pkt);
             lost += 1;

@@ -5,11 +5,13 @@ mod forwarding;
 mod nic;
 mod ports;
 mod queue;
+mod relay;
 mod sampling;
 mod synthetic;
 mod world;
 
 pub use queue::{Event, EventQueue};
+pub use relay::Relays;
 pub use synthetic::SyntheticStats;
 pub use world::World;
 

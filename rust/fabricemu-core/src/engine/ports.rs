@@ -67,6 +67,8 @@ impl World {
             Some(pkt) => {
                 if !from_host {
                     self.leave_switch(node, p, pkt);
+                } else if self.relays.is_some() {
+                    self.relay_release(node, pkt);
                 }
                 pkt
             }
@@ -246,7 +248,7 @@ impl World {
             self.receive_pfc_frame(p, pkt);
         } else if to_host {
             if to_relay && dst != node {
-                self.pxn_transit(pkt);
+                self.pxn_transit(node, p, pkt);
             } else {
                 self.host_receive(pkt);
             }
@@ -272,15 +274,22 @@ impl World {
         self.scaleup_out(node, packet.dst, flow, packet.kind == PacketKind::Data)
     }
 
-    /// GPU clusters, PXN: a packet for another GPU reached the relay GPU over the scale-up
-    /// domain; it leaves on the relay's NIC port, queued like the NIC's control packets (ahead
-    /// of its own data; a NIC does not drop).
-    fn pxn_transit(&mut self, pkt: PacketId) {
+    /// GPU clusters, PXN: a packet for another GPU reached relay GPU `node` over the scale-up
+    /// domain (link `arrived`); it leaves on the relay's NIC port, queued like the NIC's control
+    /// packets (ahead of its own data), in the relay's bounded transit buffer (see
+    /// [`super::relay`]).
+    fn pxn_transit(&mut self, node: NodeId, arrived: PortId, pkt: PacketId) {
         let packet = self.packets.get(pkt);
         let data = packet.kind == PacketKind::Data;
-        match packet.flow_id().and_then(|flow| self.relay_out(flow, data)) {
-            Some(out) => self.host_enqueue(out, pkt),
-            None => self.unreachable_drop(pkt),
+        let priority = packet.priority;
+        let Some(out) = packet.flow_id().and_then(|flow| self.relay_out(flow, data)) else {
+            self.unreachable_drop(pkt);
+            return;
+        };
+        let straight = self.port_idle(out) && self.ports[out].paused & (1 << priority) == 0;
+        self.host_enqueue(out, pkt);
+        if !straight {
+            self.relay_hold(node, arrived, pkt);
         }
     }
 
@@ -417,7 +426,7 @@ impl World {
 
     /// The switch downstream of link `ingress` pauses (or resumes) `priority` on it: a real frame
     /// sent back over the reverse link, ahead of any queued packet.
-    fn send_pfc_frame(&mut self, ingress: PortId, priority: u8, pause: bool) {
+    pub(super) fn send_pfc_frame(&mut self, ingress: PortId, priority: u8, pause: bool) {
         let back = self.fabric.peer_port[ingress];
         let switch = self.ports[back].node;
         let upstream = self.ports[ingress].node;

@@ -163,6 +163,8 @@ pub struct World {
     /// GPU clusters with PXN, per flow: where its packets leave the scale-up switch and the relay
     /// GPU, data then control (see [`PxnHops`]). Empty without PXN.
     pub(super) pxn: IdVec<FlowId, FlowPxn>,
+    /// GPU clusters with PXN: the relay GPUs' transit buffers (None without PXN).
+    pub(super) relays: Option<super::relay::Relays>,
     /// Congestion control: the scheme and every flow's sender and receiver state.
     pub(super) cc: Cc,
     /// INT records of packets in flight, when the controller uses INT (HPCC); None otherwise.
@@ -203,6 +205,13 @@ impl World {
         let cluster = fabric.cluster.as_deref();
         let pxn_cluster = cluster
             .is_some_and(|c| c.spec.cross_rail == crate::config::CrossRail::Pxn && c.domains > 0);
+        let relays = cluster.filter(|_| pxn_cluster).and_then(|c| {
+            super::relay::Relays::new(
+                &fabric,
+                c.spec.pxn_buffer_bytes,
+                s.transport.mtu_bytes + s.transport.header_bytes,
+            )
+        });
         let ports: IdVec<PortId, PortHot> = fabric
             .ports()
             .map(|p| {
@@ -394,6 +403,7 @@ impl World {
             synth: super::synthetic::SynthMeter::new(s),
             flows,
             pxn,
+            relays,
             int: cc.int_bytes_per_hop().map(crate::cc::IntStore::new),
             cc,
             static_order,

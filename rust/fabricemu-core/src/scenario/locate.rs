@@ -150,7 +150,8 @@ fn is_unknown_key(e: &ScenarioError) -> bool {
 fn clean_message(message: &str) -> String {
     let msg = first_line(message);
     if msg.starts_with("data did not match any variant of untagged enum Senders") {
-        return "expected a number of senders or a list of host ids".to_string();
+        return "expected a number of senders or a list of host ids (or a selector like \"server:3\")"
+            .to_string();
     }
     // A string enum (`rename_all = "snake_case"`): serde's "unknown variant `x`, expected one of
     // `a`, `b`" said as "expected one of "a", "b", found "x"".

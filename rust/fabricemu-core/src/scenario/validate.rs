@@ -6,6 +6,7 @@
 
 use super::schema::ScenarioFile;
 use crate::config::check::Res;
+use crate::config::hosts::Groups;
 use crate::config::spec::*;
 use crate::config::ScenarioError;
 use crate::routing::config::hop_classes;
@@ -91,6 +92,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
                 .as_ref()
                 .and_then(|c| c.scaleup.as_ref())
                 .map(|u| u.gpus),
+            groups: cluster.as_ref().map(|c| Groups::new(c, endpoints)),
             ..ctx
         };
         let spec = w.validate(&ctx)?;

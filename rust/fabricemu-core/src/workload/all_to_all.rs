@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use crate::config::check::{hosts_or_all, Res};
+use crate::config::check::Res;
+use crate::config::hosts::Hosts;
 use crate::config::values::{Duration, Size};
 use crate::config::WorkloadSpec;
 
@@ -50,7 +51,8 @@ pub struct AllToAllFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<Size>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hosts: Option<Vec<i64>>,
+    /// Host ids and selectors (`"server:3"`, `"rack:1"`, `"rail:2"`); default: every host.
+    pub hosts: Option<Hosts>,
     /// Flows to the k-th next host start (k - 1) x stagger after `start`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stagger: Option<Duration>,
@@ -58,12 +60,7 @@ pub struct AllToAllFile {
 
 impl AllToAllFile {
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
-        let hosts = hosts_or_all(
-            &ctx.path("hosts"),
-            self.hosts.as_deref(),
-            ctx.n_hosts,
-            "an all-to-all",
-        )?;
+        let hosts = ctx.hosts_or_all("hosts", self.hosts.as_ref(), "an all-to-all")?;
         Ok(WorkloadSpec::AllToAll {
             hosts,
             size_bytes: ctx.size(self.size, "a flow size like \"1MB\"")?,

@@ -11,6 +11,7 @@ use super::permutation::PermutationFile;
 use super::poisson::PoissonFile;
 use super::synthetic::SyntheticFile;
 use crate::config::check::{positive_size, Res};
+use crate::config::hosts::{resolve, resolve_or_all, Groups, Hosts};
 use crate::config::kinds::kind_table;
 use crate::config::values::{Duration, Size};
 use crate::config::{ReplaySpec, ScenarioError, StopAt, TopologySpec, WorkloadSpec};
@@ -59,6 +60,9 @@ pub struct Context {
     /// GPUs per scale-up domain of the scenario's `[cluster]` (None without one, or without a
     /// scale-up domain): the collectives' default `domain_size`.
     pub scaleup_gpus: Option<u32>,
+    /// The servers, racks and rails of the scenario's `[cluster]` (None without one): what host
+    /// selectors (`"server:3"`) name.
+    pub groups: Option<Groups>,
 }
 
 /// The most flows one workload may generate (a guard against a typo'd duration or load).
@@ -81,12 +85,29 @@ impl Context {
             header_bytes,
             group_size: host_group_size(topology),
             scaleup_gpus: None,
+            groups: None,
         }
     }
 
     /// The key path of `key` of this workload.
     pub fn path(&self, key: &str) -> String {
         format!("workload.{}.{key}", self.index)
+    }
+
+    /// The hosts of list `key` (ids and selectors), at least two; every host when absent.
+    pub fn hosts_or_all(&self, key: &str, hosts: Option<&Hosts>, what: &str) -> Res<Vec<u32>> {
+        resolve_or_all(
+            &self.path(key),
+            hosts,
+            self.n_hosts,
+            self.groups.as_ref(),
+            what,
+        )
+    }
+
+    /// The hosts of a host list at key path `path` (ids and selectors).
+    pub fn host_set(&self, path: &str, hosts: &Hosts) -> Res<Vec<u32>> {
+        resolve(path, hosts, self.n_hosts, self.groups.as_ref())
     }
 
     /// A required positive `size` (`what`: how the missing-key error describes it).

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
 use crate::config::check::{count, host_id, within_time_range, Res};
+use crate::config::hosts::{is_selector, Hosts};
 use crate::config::values::{Duration, Size};
 use crate::config::{IncastSenders, ScenarioError, WorkloadSpec};
 use crate::rng::{Rng, RngStream};
@@ -51,12 +52,13 @@ pub fn expand(
     }
 }
 
-/// `senders = 63` (that many distinct hosts, drawn with the seed) or `senders = [1, 2, 3]`.
+/// `senders = 63` (that many distinct hosts, drawn with the seed), `senders = [1, 2, 3]` or host
+/// selectors (`senders = "server:1"`, `["rack:0", 40]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Senders {
     Count(i64),
-    List(Vec<i64>),
+    List(Hosts),
 }
 
 /// `kind = "incast"`: senders to one receiver at once, optionally in rounds.
@@ -109,24 +111,42 @@ impl IncastFile {
                 )?,
                 n_hosts,
             },
+            Some(Senders::List(Hosts::Select(text))) if !is_selector(text) => {
+                return Err(ScenarioError::at(
+                    ctx.path("senders"),
+                    format!(
+                        "expected a number of senders or a list of host ids (or a selector like \
+                         \"server:3\"), found \"{text}\""
+                    ),
+                ))
+            }
             Some(Senders::List(list)) => {
-                if list.is_empty() {
+                let out = ctx.host_set(&ctx.path("senders"), list)?;
+                if out.is_empty() {
                     return Err(ScenarioError::at(
                         ctx.path("senders"),
                         "expected at least one sender",
                     ));
                 }
-                let mut out = Vec::with_capacity(list.len());
-                for (j, &h) in list.iter().enumerate() {
-                    let path = ctx.path(&format!("senders.{j}"));
-                    let id = host_id(path.clone(), h, n_hosts)?;
-                    if id == receiver {
-                        return Err(ScenarioError::at(
-                            path,
-                            "the receiver cannot be one of the senders",
-                        ));
-                    }
-                    out.push(id);
+                if out.contains(&receiver) {
+                    // The entry that names it (an id, or the selector that includes it).
+                    let path = match list {
+                        Hosts::List(items) => {
+                            let j = items
+                                .iter()
+                                .position(|item| {
+                                    ctx.host_set("", &Hosts::List(vec![item.clone()]))
+                                        .is_ok_and(|ids| ids.contains(&receiver))
+                                })
+                                .unwrap_or(0);
+                            ctx.path(&format!("senders.{j}"))
+                        }
+                        Hosts::Select(_) => ctx.path("senders"),
+                    };
+                    return Err(ScenarioError::at(
+                        path,
+                        "the receiver cannot be one of the senders",
+                    ));
                 }
                 IncastSenders::Listed(out)
             }

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use crate::config::check::{hosts_or_all, Res};
+use crate::config::check::Res;
+use crate::config::hosts::Hosts;
 use crate::config::values::{Duration, Size};
 use crate::config::WorkloadSpec;
 
@@ -56,17 +57,13 @@ pub struct PermutationFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<Size>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hosts: Option<Vec<i64>>,
+    /// Host ids and selectors (`"server:3"`, `"rack:1"`, `"rail:2"`); default: every host.
+    pub hosts: Option<Hosts>,
 }
 
 impl PermutationFile {
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
-        let hosts = hosts_or_all(
-            &ctx.path("hosts"),
-            self.hosts.as_deref(),
-            ctx.n_hosts,
-            "a permutation",
-        )?;
+        let hosts = ctx.hosts_or_all("hosts", self.hosts.as_ref(), "a permutation")?;
         Ok(WorkloadSpec::Permutation {
             hosts,
             size_bytes: ctx.size(self.size, "a flow size like \"1MB\"")?,

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use super::cdf::{self, Cdf};
 use super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
 use super::{FlowInit, FlowPlan, PoissonReport};
-use crate::config::check::{host_id, hosts_or_all, quoted_list, Res};
+use crate::config::check::{host_id, quoted_list, Res};
+use crate::config::hosts::Hosts;
 use crate::config::values::Duration;
 use crate::config::{CdfSource, PoissonPeers, PoissonSpec, ScenarioError, StopAt};
 use crate::ids::NodeId;
@@ -36,7 +37,8 @@ pub struct PoissonFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hosts: Option<Vec<i64>>,
+    /// Host ids and selectors (`"server:3"`, `"rack:1"`, `"rail:2"`); default: every host.
+    pub hosts: Option<Hosts>,
     /// A shipped CDF name (`websearch`, `datamining`, `fb_hadoop`, `alistorage`, `google_rpc`) or the
     /// path of a CSV file of `size_bytes,cdf` points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,12 +113,7 @@ impl PoissonFile {
             }
             (Some(pairs), None) => self.pairs(ctx, pairs)?,
             (None, hosts) => {
-                let hosts = hosts_or_all(
-                    &p("hosts"),
-                    hosts.as_deref(),
-                    ctx.n_hosts,
-                    "a poisson workload",
-                )?;
+                let hosts = ctx.hosts_or_all("hosts", hosts.as_ref(), "a poisson workload")?;
                 (hosts.clone(), PoissonPeers::Among(hosts))
             }
         };

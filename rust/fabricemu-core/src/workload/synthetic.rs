@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
 use super::{FlowInit, FlowPlan};
-use crate::config::check::{fraction, host_list, positive_size, Res};
+use crate::config::check::{fraction, positive_size, Res};
+use crate::config::hosts::Hosts;
 use crate::config::values::{Duration, Size};
 use crate::config::{ArrivalProcess, ScenarioError, StopAt, SyntheticPattern, SyntheticSpec};
 use crate::ids::NodeId;
@@ -75,7 +76,7 @@ pub struct SyntheticFile {
     pub shift: Option<i64>,
     /// Pattern `hot_spot`: the hot hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hot_spot: Option<Vec<i64>>,
+    pub hot_spot: Option<Hosts>,
     /// Pattern `hot_spot`: the fraction of messages sent to a hot host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_fraction: Option<f64>,
@@ -191,13 +192,13 @@ impl SyntheticFile {
                 let list = self.hot_spot.as_ref().ok_or_else(|| {
                     ScenarioError::at(p("hot_spot"), "missing: expected a list of hot host ids")
                 })?;
-                if list.is_empty() {
+                let hosts = ctx.host_set(&p("hot_spot"), list)?;
+                if hosts.is_empty() {
                     return Err(ScenarioError::at(
                         p("hot_spot"),
                         "expected at least one hot host",
                     ));
                 }
-                let hosts = host_list(&p("hot_spot"), list, n_hosts)?;
                 let fraction = match self.hot_fraction {
                     None => return Err(ScenarioError::at(
                         p("hot_fraction"),

@@ -64,3 +64,61 @@ pub fn scenario_error(text: &str) -> ScenarioError {
         Err(e) => e,
     }
 }
+
+/// The `[topology]` table of a leaf-spine: `leaves` x `spines`, `per_leaf` host slots per leaf,
+/// host links of `link_rate`, `fabric` (leaf-spine links; the host rate when None) and delay
+/// `link_delay`.
+pub fn leaf_spine(
+    leaves: u32,
+    spines: u32,
+    per_leaf: u32,
+    link_rate: &str,
+    fabric: Option<&str>,
+    link_delay: &str,
+) -> String {
+    let fabric = fabric.map_or(String::new(), |r| format!("fabric_link_rate = \"{r}\"\n"));
+    format!(
+        "[topology]\nkind = \"leaf_spine\"\nleaves = {leaves}\nspines = {spines}\n\
+         hosts_per_leaf = {per_leaf}\nlink_rate = \"{link_rate}\"\n{fabric}link_delay = \"{link_delay}\"\n"
+    )
+}
+
+/// Bytes sent on all ports of links of `tier` (both directions).
+pub fn tier_bytes(sim: &Simulation, tier: fabricemu_core::topology::Tier) -> u64 {
+    let w = sim.world();
+    w.fabric
+        .ports()
+        .filter(|&p| w.fabric.tier[p] == tier)
+        .map(|p| w.port_tx_bytes(p))
+        .sum()
+}
+
+/// Bytes sent by nodes of `role` (all their ports).
+pub fn role_bytes(sim: &Simulation, role: fabricemu_core::topology::Role) -> u64 {
+    let w = sim.world();
+    let f = &w.fabric;
+    f.ports()
+        .filter(|&p| f.role[f.port_node[p]] == role)
+        .map(|p| w.port_tx_bytes(p))
+        .sum()
+}
+
+/// Run TOML `text` (conservation checked) and return its flows with their labels and its
+/// collectives.arrow rows.
+pub fn collective_run(
+    text: &str,
+) -> (
+    Vec<(
+        fabricemu_core::trace::flows::FlowRow,
+        fabricemu_core::trace::flows::FlowLabels,
+    )>,
+    Vec<fabricemu_core::trace::collectives::CollectiveRow>,
+) {
+    let sim = run(text);
+    let rows = sim.flow_rows();
+    let labels = sim.flow_labels();
+    (
+        rows.into_iter().zip(labels).collect(),
+        sim.collective_rows(),
+    )
+}

@@ -12,6 +12,10 @@
 //! - `nic` (the GPU-NIC attachment): PCIe Gen5 x16, 32 GT/s x 16 lanes = 512 Gbps raw
 //!   (PCI-SIG PCIe 5.0 base specification), latency 100 ns (an assumption), buffer: `switch.buffer`.
 //! - `servers_per_rack`: the servers of one scale-up domain (1 without a domain spanning servers).
+//! - `pxn_buffer`: 4 MiB, NCCL's default `NCCL_BUFFSIZE` (the buffer of one connection, through
+//!   which NCCL's proxy stages what a PXN relay forwards; NCCL environment variables
+//!   documentation): a relay GPU holds at most this much in transit for its NIC, then pauses its
+//!   scale-up link (engine/relay.rs).
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +32,8 @@ pub const DEFAULT_SCALEUP_LINK_DELAY: u64 = 5_000;
 /// PCIe Gen5 x16: 32 GT/s x 16 lanes.
 pub const DEFAULT_PCIE_RATE: u64 = 512_000_000_000;
 pub const DEFAULT_PCIE_LATENCY: u64 = 100_000;
+/// NCCL_BUFFSIZE's default.
+pub const DEFAULT_PXN_BUFFER: u64 = 4 << 20;
 
 /// The most GPUs a cluster may have.
 const MAX_GPUS: u64 = 1 << 20;
@@ -78,6 +84,9 @@ pub struct ClusterFile {
     pub nic: Option<NicAttachFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servers_per_rack: Option<i64>,
+    /// PXN: what a relay GPU holds in transit for its NIC before it pauses its scale-up link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pxn_buffer: Option<Size>,
 }
 
 /// `cluster.scaleup`.
@@ -239,6 +248,32 @@ impl ClusterFile {
                  gpus_per_server)",
             ));
         }
+        let pxn_buffer_bytes = match self.pxn_buffer {
+            None => DEFAULT_PXN_BUFFER,
+            Some(b) => {
+                let Some(up) = scaleup.filter(|_| cross_rail == CrossRail::Pxn) else {
+                    return Err(ScenarioError::at(
+                        "cluster.pxn_buffer",
+                        "only PXN relays hold packets in transit: cross_rail = \"pxn\" with a \
+                         scale-up domain",
+                    ));
+                };
+                // Room for what arrives while the pause is on its way, and two packets more.
+                let least = relay_headroom(&up, packet_bytes) + 2 * packet_bytes;
+                if b.0 < least {
+                    return Err(ScenarioError::at(
+                        "cluster.pxn_buffer",
+                        format!(
+                            "a relay's transit buffer of {} B cannot hold what arrives while its \
+                             pause reaches the scale-up switch and two packets more: at least \
+                             {least} B with this scale-up rate, latency and link delay",
+                            b.0
+                        ),
+                    ));
+                }
+                b.0
+            }
+        };
         Ok(ClusterSpec {
             gpus_per_server: gpus,
             nics_per_server: nics,
@@ -249,6 +284,7 @@ impl ClusterFile {
             nic,
             nic_given,
             servers_per_rack,
+            pxn_buffer_bytes,
         })
     }
 
@@ -316,6 +352,19 @@ impl ClusterFile {
             },
         }))
     }
+}
+
+/// What still reaches a PXN relay after it decides to pause its scale-up link (`packet` the largest
+/// packet): the packet its scale-up port is sending (the frame waits for it), then the frame's
+/// serialisation, the link's delay both ways and the scale-up switch's forwarding latency (the
+/// frame is received like any packet) at the scale-up rate, and the packet the switch is sending
+/// when the frame arrives.
+pub fn relay_headroom(up: &ScaleUpSpec, packet: u64) -> u64 {
+    let frame = crate::switch::pfc::PFC_FRAME_BYTES as u64;
+    let ps =
+        2 * up.link_delay_ps + up.latency_ps + crate::units::serialisation_ps(frame, up.rate_bps);
+    let in_flight = (ps as u128 * up.rate_bps as u128).div_ceil(8 * 1_000_000_000_000) as u64;
+    2 * packet + frame + in_flight
 }
 
 /// A buffer that holds at least one packet.

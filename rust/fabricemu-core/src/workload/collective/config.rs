@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::super::config::{start_of, Context, MAX_WORKLOAD_FLOWS};
-use crate::config::check::{count, host_list, hosts_or_all, quoted_list, within_time_range, Res};
+use crate::config::check::{count, quoted_list, within_time_range, Res};
+use crate::config::hosts::{Hosts, Layout};
 use crate::config::values::{Duration, Size};
 use crate::config::{
     CollectiveAlgorithm, CollectiveOp, CollectiveSpec, RankPlacement, ScenarioError,
@@ -41,8 +42,9 @@ pub struct CollectiveFile {
     pub start: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<Size>,
+    /// Host ids and selectors (`"server:3"`, `"rack:1"`, `"rail:2"`); default: every host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hosts: Option<Vec<i64>>,
+    pub hosts: Option<Hosts>,
     /// `all_reduce`, `all_gather`, `reduce_scatter` or `all_to_all`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<CollectiveOp>,
@@ -51,9 +53,11 @@ pub struct CollectiveFile {
     /// `direct`, `pairwise`, `pxn` (all-to-all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<CollectiveAlgorithm>,
-    /// Explicit groups of host ids in rank order, each running the collective at the same time.
+    /// Explicit groups in rank order (each a list of host ids and selectors, or one selector),
+    /// each running the collective at the same time; or a layout of a `[cluster]`: `"servers"`,
+    /// `"racks"`, `"rails"` (one group per server, rack or rail index, of `hosts` if given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub groups: Option<Vec<Vec<i64>>>,
+    pub groups: Option<GroupsValue>,
     /// Split `hosts` into groups of this many ranks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<i64>,
@@ -74,6 +78,56 @@ pub struct CollectiveFile {
     /// Default: the `[cluster]` scale-up domain's GPUs (none without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain_size: Option<i64>,
+}
+
+/// `groups`: explicit groups, or a layout of the cluster (`"servers"`, `"racks"`, `"rails"`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum GroupsValue {
+    Layout(Layout),
+    List(Vec<Hosts>),
+}
+
+impl Serialize for GroupsValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            GroupsValue::Layout(l) => l.serialize(s),
+            GroupsValue::List(groups) => groups.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for GroupsValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<GroupsValue, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = GroupsValue;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"servers\", \"racks\", \"rails\" or a list of groups")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<GroupsValue, E> {
+                match v {
+                    "servers" => Ok(GroupsValue::Layout(Layout::Servers)),
+                    "racks" => Ok(GroupsValue::Layout(Layout::Racks)),
+                    "rails" => Ok(GroupsValue::Layout(Layout::Rails)),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<GroupsValue, A::Error> {
+                let mut groups = Vec::new();
+                while let Some(g) = seq.next_element::<Hosts>()? {
+                    groups.push(g);
+                }
+                Ok(GroupsValue::List(groups))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The algorithms of `op` (the first is the default).
@@ -313,11 +367,77 @@ impl CollectiveFile {
         Ok(())
     }
 
+    /// `groups = "servers" | "racks" | "rails"`: one group per server, rack or rail index (of
+    /// `hosts` when given: each group keeps the hosts of `hosts` in it, in GPU order).
+    fn layout_groups(&self, ctx: &Context, layout: Layout) -> Res<Vec<Vec<u32>>> {
+        let p = |key: &str| ctx.path(key);
+        let Some(cluster) = &ctx.groups else {
+            return Err(ScenarioError::at(
+                p("groups"),
+                format!(
+                    "groups = \"{}\" needs a [cluster] section: without one there are no \
+                     servers, racks or rails (give the groups' host ids)",
+                    layout.name()
+                ),
+            ));
+        };
+        for (key, set) in [
+            ("group_size", self.group_size.is_some()),
+            ("group_layout", self.group_layout.is_some()),
+            ("rank_order", self.rank_order.is_some()),
+        ] {
+            if set {
+                return Err(ScenarioError::at(
+                    p(key),
+                    format!(
+                        "groups = \"{}\" gives every group and its rank order: leave out this key",
+                        layout.name()
+                    ),
+                ));
+            }
+        }
+        let mut keep = vec![self.hosts.is_none(); ctx.n_hosts as usize];
+        if self.hosts.is_some() {
+            for h in ctx.hosts_or_all("hosts", self.hosts.as_ref(), "a collective")? {
+                keep[h as usize] = true;
+            }
+        }
+        let mut groups = Vec::new();
+        for all in cluster.layout(layout) {
+            let g: Vec<u32> = all.into_iter().filter(|&h| keep[h as usize]).collect();
+            match g.len() {
+                0 => continue,
+                1 => {
+                    return Err(ScenarioError::at(
+                        p("groups"),
+                        format!(
+                            "groups = \"{}\": the group of host {} has one rank (a group needs \
+                             at least two)",
+                            layout.name(),
+                            g[0]
+                        ),
+                    ))
+                }
+                _ => groups.push(g),
+            }
+        }
+        if groups.is_empty() {
+            return Err(ScenarioError::at(
+                p("groups"),
+                format!("groups = \"{}\" leaves no group", layout.name()),
+            ));
+        }
+        Ok(groups)
+    }
+
     /// The groups in rank order (before a shuffle, which keeps their sizes), and the placement to
     /// shuffle when `rank_order = "shuffled"`.
     fn groups(&self, ctx: &Context) -> Res<(Vec<Vec<u32>>, Option<RankPlacement>)> {
         let p = |key: &str| ctx.path(key);
-        if let Some(list) = &self.groups {
+        if let Some(GroupsValue::Layout(layout)) = &self.groups {
+            return self.layout_groups(ctx, *layout).map(|g| (g, None));
+        }
+        if let Some(GroupsValue::List(list)) = &self.groups {
             for (key, set) in [
                 ("hosts", self.hosts.is_some()),
                 ("group_size", self.group_size.is_some()),
@@ -340,7 +460,7 @@ impl CollectiveFile {
             let mut groups = Vec::with_capacity(list.len());
             for (g, hosts) in list.iter().enumerate() {
                 let gp = p(&format!("groups.{g}"));
-                let hosts = host_list(&gp, hosts, ctx.n_hosts)?;
+                let hosts = ctx.host_set(&gp, hosts)?;
                 if hosts.len() < 2 {
                     return Err(ScenarioError::at(gp, "a group needs at least two ranks"));
                 }
@@ -348,12 +468,7 @@ impl CollectiveFile {
             }
             return Ok((groups, None));
         }
-        let hosts = hosts_or_all(
-            &p("hosts"),
-            self.hosts.as_deref(),
-            ctx.n_hosts,
-            "a collective",
-        )?;
+        let hosts = ctx.hosts_or_all("hosts", self.hosts.as_ref(), "a collective")?;
         let len = hosts.len();
         let group_size = match self.group_size {
             None => {

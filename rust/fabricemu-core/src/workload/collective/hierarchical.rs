@@ -302,7 +302,7 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
                         continue;
                     };
                     let tree = &trees[t];
-                    let post = post_order(tree);
+                    let post = tree.post_order();
                     // up[x]: x's send of this piece to its parent, once made (post-order makes
                     // every child's before its parent's).
                     let mut up: Vec<Option<u32>> = vec![None; n2];
@@ -382,23 +382,6 @@ pub fn all_reduce(dom: &Domains, size: u64, tree: Option<(u64, Time)>) -> Vec<Tr
 }
 
 const CHILD_FIRST: &str = "post-order: every child's send is made before its parent's";
-
-/// Children before parents.
-fn post_order(tree: &super::tree::BinaryTree) -> Vec<u32> {
-    let mut post = Vec::with_capacity(tree.parent.len());
-    let mut stack = vec![(tree.root, false)];
-    while let Some((x, expanded)) = stack.pop() {
-        if expanded {
-            post.push(x);
-        } else {
-            stack.push((x, true));
-            for &c in tree.children[x as usize].iter().rev() {
-                stack.push((c, false));
-            }
-        }
-    }
-    post
-}
 
 // The chains index their per-rank tables by rank (domain, local index) as they go round.
 #[allow(clippy::needless_range_loop)]

@@ -18,7 +18,7 @@ pub mod tree;
 
 use std::collections::HashMap;
 
-pub use config::{CollectiveFile, GroupLayout, RankOrder};
+pub use config::{CollectiveFile, GroupLayout, GroupsValue, RankOrder};
 pub use hierarchical::Domains;
 
 use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};

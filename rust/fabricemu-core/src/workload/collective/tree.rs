@@ -29,6 +29,25 @@ pub struct BinaryTree {
     pub children: Vec<Vec<u32>>,
 }
 
+impl BinaryTree {
+    /// The ranks with every child before its parent (depth first, children in order).
+    pub fn post_order(&self) -> Vec<u32> {
+        let mut post = Vec::with_capacity(self.parent.len());
+        let mut stack = vec![(self.root, false)];
+        while let Some((x, expanded)) = stack.pop() {
+            if expanded {
+                post.push(x);
+            } else {
+                stack.push((x, true));
+                for &c in self.children[x as usize].iter().rev() {
+                    stack.push((c, false));
+                }
+            }
+        }
+        post
+    }
+}
+
 /// The in-order tree (tree 1).
 pub fn in_order_tree(n: usize) -> BinaryTree {
     let root_pos = 1usize << (usize::BITS - 1 - n.leading_zeros());
@@ -211,6 +230,26 @@ mod tests {
             d += 1;
         }
         d
+    }
+
+    #[test]
+    fn post_order_visits_every_rank_once_children_first() {
+        for n in 1..40 {
+            for t in double_tree(n) {
+                let post = t.post_order();
+                let mut at = vec![None; n];
+                for (i, &x) in post.iter().enumerate() {
+                    assert!(at[x as usize].replace(i).is_none(), "n={n}: {x} twice");
+                }
+                assert_eq!(post.len(), n);
+                assert_eq!(*post.last().unwrap(), t.root, "the root last");
+                for (x, p) in t.parent.iter().enumerate() {
+                    if let Some(p) = p {
+                        assert!(at[x] < at[*p as usize], "n={n}: {x} after its parent {p}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
