@@ -126,6 +126,7 @@ impl World {
         let p = l.egress();
         self.ports[p].down = true;
         while let Some(pkt) = self.ports[p].pipe.pop_front(&self.packets) {
+            self.trace_packet(crate::trace::packets::PacketEvent::Drop, p, pkt);
             self.fault_drop(pkt);
         }
         let node = self.ports[p].node;
@@ -134,6 +135,7 @@ impl World {
             if !from_host {
                 self.release_from_switch(node, pkt);
             }
+            self.trace_packet(crate::trace::packets::PacketEvent::Drop, p, pkt);
             self.fault_drop(pkt);
         }
     }

@@ -6,6 +6,8 @@ pub mod atomic;
 pub mod collectives;
 pub mod config;
 pub mod flows;
+pub mod latency;
+pub mod packets;
 pub mod run_json;
 
 pub use atomic::{write_atomic, AtomicFile};
