@@ -190,6 +190,11 @@ def test_pcap_of_pfc_frames(tmp_path: Path) -> None:
         assert b[:6] == bytes.fromhex("0180c2000001")
 
 
+def _int(text: str) -> int:
+    """A tshark field: decimal, or hexadecimal with 0x."""
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
 def test_tshark_reads_the_pcap(incast: Any, tmp_path: Path) -> None:
     tshark = shutil.which("tshark")
     if tshark is None:
@@ -226,11 +231,11 @@ def test_tshark_reads_the_pcap(incast: Any, tmp_path: Path) -> None:
     for fields, row in zip(lines, rows):
         secs, frac = fields[0].split(".")
         assert int(secs) * 10**9 + int(frac.ljust(9, "0")[:9]) == row["time_ps"] // 1000
-        assert int(fields[1], 0) == row["ecn"]
-        assert int(fields[2]) == ROCE_PORT
+        assert _int(fields[1]) == row["ecn"]
+        assert _int(fields[2]) == ROCE_PORT
         if row["kind"] == "data":
-            assert int(fields[3]) == row["seq"]
-            assert int(fields[4], 0) == row["flow_id"] + QPN_BASE
+            assert _int(fields[3]) == row["seq"]
+            assert _int(fields[4]) == row["flow_id"] + QPN_BASE
 
 
 def test_pcap_cli(fabricemu_exe: str, incast: Any, tmp_path: Path) -> None:
@@ -296,3 +301,22 @@ def test_missing_tables_say_how_to_turn_them_on(tmp_path: Path) -> None:
     with pytest.raises(fabricemu.MissingTableError, match="latency = true"):
         _ = r.latency
     assert "one_way_p50_us" not in r.summary() and "packet_trace_truncated" not in r.summary()
+
+
+def test_an_interrupted_run_leaves_a_readable_packet_trace(tmp_path: Path) -> None:
+    calls = []
+
+    def progress(*args: Any) -> None:
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        s = fabricemu.Scenario.from_toml(INCAST)
+        fabricemu.run(s, tmp_path / "cut", progress=progress, slice_events=300)
+    partial = fabricemu.open(tmp_path / "cut")
+    assert partial.interrupted
+    p = partial.packets
+    assert 0 < p.num_rows == partial.run_info["packet_trace_rows"]
+    assert max(p.column("time_ps").to_pylist()) <= partial.run_info["simulated_ps"]
+    assert partial.latency.num_rows > 0
