@@ -265,7 +265,14 @@ def test_pcap_cli(fabricemu_exe: str, incast: Any, tmp_path: Path) -> None:
             check=False,
         )
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
         assert not (tmp_path / "x.pcapng").exists()
+
+
+def test_pcap_help_has_examples(fabricemu_exe: str) -> None:
+    cmd = [fabricemu_exe, "pcap", "--help"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and "Example" in proc.stdout and "fabricemu pcap " in proc.stdout
 
 
 def test_cli_trace_shorthands(fabricemu_exe: str, tmp_path: Path) -> None:
