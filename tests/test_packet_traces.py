@@ -103,7 +103,18 @@ def test_packets_and_latency_tables_from_the_python_api(incast: Any) -> None:
     assert s["one_way_p50_us"] > 0 and s["one_way_p99_us"] >= s["one_way_p50_us"]
     assert s["one_way_jitter_us"] == pytest.approx(s["one_way_p99_us"] - s["one_way_p50_us"])
     lat = incast.latency
-    assert lat.column_names == ["workload", "workload_index", "lower_ps", "upper_ps", "count"]
+    assert lat.column_names == [
+        "workload",
+        "workload_index",
+        "size_min_bytes",
+        "size_max_bytes",
+        "lower_ps",
+        "upper_ps",
+        "count",
+    ]
+    # 60 KB flows: all in the [10 KB, 100 KB) flow-size bucket.
+    assert set(lat.column("size_min_bytes").to_pylist()) == {10_000}
+    assert incast.run_info["latency"]["sizes"][0]["packets"] == incast.run_info["latency"]["packets"]
     assert sum(lat.column("count").to_pylist()) == incast.run_info["latency"]["packets"]
     assert set(lat.column("workload").to_pylist()) == {"incast"}
     assert "latency" in incast.tables() and "packets" in incast.tables()

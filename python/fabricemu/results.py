@@ -297,9 +297,10 @@ class Result:
     @property
     def latency(self) -> pa.Table:
         """One-way packet latency histograms per workload (latency.arrow, when ``[trace] latency``
-        is on): ``workload``, ``workload_index``, ``lower_ps``, ``upper_ps``, ``count`` (non-empty
-        buckets); ``run_info["latency"]`` holds the exact min, max, mean, stddev and the
-        percentiles and jitter."""
+        is on): ``workload``, ``workload_index``, ``size_min_bytes``, ``size_max_bytes`` (the flow-size
+        bucket), ``lower_ps``, ``upper_ps``, ``count`` (non-empty buckets); ``run_info["latency"]``
+        holds the exact min, max, mean, stddev and the percentiles and jitter, in all, per workload
+        and per flow-size bucket."""
         return self.table("latency")
 
     @property

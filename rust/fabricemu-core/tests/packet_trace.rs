@@ -115,6 +115,9 @@ fn one_way_latency_on_an_idle_path_is_the_analytic_sum() {
         "[{lo}, {hi})"
     );
     assert_eq!(i64s(&t, "count")[0], Some(20));
+    // A 20 kB flow: the [10 kB, 100 kB) flow-size bucket.
+    assert_eq!(i64s(&t, "size_min_bytes")[0], Some(10_000));
+    assert_eq!(i64s(&t, "size_max_bytes")[0], Some(100_000));
     assert_eq!(strs(&t, "workload")[0].as_deref(), Some("one"));
     let l = &run_json(&dir)["latency"];
     for key in ["min_ps", "p50_ps", "p99_ps", "p999_ps", "max_ps"] {
@@ -123,6 +126,8 @@ fn one_way_latency_on_an_idle_path_is_the_analytic_sum() {
     assert_eq!(l["jitter_ps"].as_u64(), Some(0));
     assert_eq!(l["packets"].as_u64(), Some(20));
     assert_eq!(l["workloads"]["one"]["p50_ps"].as_u64(), Some(analytic));
+    assert_eq!(l["sizes"][0]["size_min_bytes"].as_u64(), Some(10_000));
+    assert_eq!(l["sizes"][0]["max_ps"].as_u64(), Some(analytic));
 }
 
 #[test]

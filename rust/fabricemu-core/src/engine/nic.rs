@@ -233,7 +233,8 @@ impl World {
         match p.kind {
             PacketKind::Data => {
                 if let Some(l) = &mut self.tracer.latency {
-                    l.received(pkt.index(), self.flows[p.flow].workload, self.now);
+                    let f = &self.flows[p.flow];
+                    l.received(pkt.index(), f.workload, f.size_bytes, self.now);
                 }
                 if let Some(int) = &mut self.int {
                     // Its ACK echoes the records (the slot is free but untouched until reused).

@@ -1,7 +1,8 @@
 //! One-way packet latency without a packet trace: each data packet's delivery time minus the time
-//! its transmission started at the source NIC, accumulated per workload into a log-bucketed
-//! histogram (latency.arrow) with exact count, sum, sum of squares, min and max (the run.json
-//! summary: percentiles, mean, standard deviation and jitter).
+//! its transmission started at the source NIC, accumulated per workload and flow-size bucket
+//! ([`SIZE_EDGES`]) into a log-bucketed histogram (latency.arrow) with exact count, sum, sum of
+//! squares, min and max (the run.json summary: percentiles, mean, standard deviation and jitter,
+//! for all packets, per workload and per flow-size bucket).
 //!
 //! A packet's send time is not in the 48-byte packet record (no room): it lives in a side array
 //! indexed by the packet's arena slot, like the INT records, written when the source NIC creates
@@ -29,6 +30,23 @@ pub const LATENCY_FILE: &str = "latency.arrow";
 
 const SUB_BITS: u32 = 5;
 const SUB: u64 = 1 << SUB_BITS;
+/// Flow-size buckets: `[0, 10 KB)`, `[10 KB, 100 KB)`, `[100 KB, 1 MB)`, `[1 MB, 10 MB)`,
+/// `[10 MB, ...)` (decimal units, as sizes are written in scenarios).
+pub const SIZE_EDGES: [u64; 4] = [10_000, 100_000, 1_000_000, 10_000_000];
+const NUM_SIZES: usize = SIZE_EDGES.len() + 1;
+
+/// The flow-size bucket of a flow of `bytes`.
+#[inline(always)]
+pub fn size_bucket(bytes: u64) -> usize {
+    SIZE_EDGES.iter().filter(|&&e| bytes >= e).count()
+}
+
+/// The edges of flow-size bucket `s`: `[min, max)`, max None for the last.
+pub fn size_edges(s: usize) -> (u64, Option<u64>) {
+    let lo = if s == 0 { 0 } else { SIZE_EDGES[s - 1] };
+    (lo, SIZE_EDGES.get(s).copied())
+}
+
 /// Buckets of one histogram (every u64 value has one).
 pub const NUM_BUCKETS: usize = ((64 - SUB_BITS as usize) + 1) * SUB as usize;
 
@@ -56,7 +74,7 @@ pub fn bucket_edges(b: usize) -> (u64, u64) {
     (lower, u64::try_from(upper).unwrap_or(u64::MAX))
 }
 
-/// One workload's histogram and exact moments.
+/// One histogram and exact moments (`counts` is allocated with the first value).
 #[derive(Debug, Clone)]
 pub struct Histogram {
     pub counts: Vec<u64>,
@@ -70,7 +88,7 @@ pub struct Histogram {
 impl Default for Histogram {
     fn default() -> Self {
         Self {
-            counts: vec![0; NUM_BUCKETS],
+            counts: Vec::new(),
             count: 0,
             sum: 0,
             sum_sq: 0,
@@ -83,6 +101,9 @@ impl Default for Histogram {
 impl Histogram {
     #[inline(always)]
     pub fn add(&mut self, v: u64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; NUM_BUCKETS]; // once per histogram, not per packet
+        }
         self.counts[bucket_of(v)] += 1;
         self.count += 1;
         self.sum += v as u128;
@@ -92,6 +113,12 @@ impl Histogram {
     }
 
     pub fn merge(&mut self, o: &Histogram) {
+        if o.count == 0 {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.counts = vec![0; NUM_BUCKETS];
+        }
         for (a, b) in self.counts.iter_mut().zip(&o.counts) {
             *a += b;
         }
@@ -147,20 +174,49 @@ impl Histogram {
     }
 }
 
-/// The latency part of the World: send times per packet slot, a histogram per workload.
+/// The latency part of the World: send times per packet slot, a histogram per workload and
+/// flow-size bucket.
 #[derive(Debug, Default)]
 pub struct Latency {
     /// Per packet arena slot: when its transmission started at the source NIC.
     sent: Vec<Time>,
-    pub per_workload: Vec<Histogram>,
+    /// Index `workload * NUM_SIZES + size bucket`.
+    hists: Vec<Histogram>,
 }
 
 impl Latency {
     pub fn new(workloads: usize) -> Self {
         Self {
             sent: Vec::new(),
-            per_workload: vec![Histogram::default(); workloads.max(1)],
+            hists: vec![Histogram::default(); workloads.max(1) * NUM_SIZES],
         }
+    }
+
+    /// The histogram of workload `w` and flow-size bucket `s`.
+    pub fn histogram(&self, w: usize, s: usize) -> &Histogram {
+        &self.hists[w * NUM_SIZES + s]
+    }
+
+    fn workloads(&self) -> usize {
+        self.hists.len() / NUM_SIZES
+    }
+
+    /// Workload `w`, all flow sizes.
+    pub fn of_workload(&self, w: usize) -> Histogram {
+        let mut t = Histogram::default();
+        for h in &self.hists[w * NUM_SIZES..(w + 1) * NUM_SIZES] {
+            t.merge(h);
+        }
+        t
+    }
+
+    /// Flow-size bucket `s`, all workloads.
+    pub fn of_size(&self, s: usize) -> Histogram {
+        let mut t = Histogram::default();
+        for w in 0..self.workloads() {
+            t.merge(self.histogram(w, s));
+        }
+        t
     }
 
     /// Data packet in arena slot `slot` starts its transmission at its source NIC at `now`.
@@ -173,38 +229,51 @@ impl Latency {
         self.sent[slot] = now;
     }
 
-    /// The data packet in `slot` of workload `w` reached its destination at `now`.
+    /// The data packet in `slot`, of workload `w` and a flow of `flow_bytes`, reached its
+    /// destination at `now`.
     #[inline(always)]
-    pub fn received(&mut self, slot: usize, workload: u32, now: Time) {
+    pub fn received(&mut self, slot: usize, workload: u32, flow_bytes: u64, now: Time) {
         let v = now - self.sent[slot];
-        self.per_workload[workload as usize].add(v);
+        self.hists[workload as usize * NUM_SIZES + size_bucket(flow_bytes)].add(v);
     }
 
     /// All workloads together.
     pub fn total(&self) -> Histogram {
         let mut t = Histogram::default();
-        for h in &self.per_workload {
+        for h in &self.hists {
             t.merge(h);
         }
         t
     }
 
-    /// run.json's `latency`: the summary of all packets, and per workload.
+    /// run.json's `latency`: the summary of all packets, then `workloads` (by name) and `sizes`
+    /// (the non-empty flow-size buckets, with `size_min_bytes` and `size_max_bytes`, null for the
+    /// last).
     pub fn summary(&self, names: &[String]) -> Value {
         let mut all = self.total().summary();
-        let per: serde_json::Map<String, Value> = self
-            .per_workload
-            .iter()
-            .enumerate()
-            .map(|(i, h)| (name_of(names, i), h.summary()))
+        let per: serde_json::Map<String, Value> = (0..self.workloads())
+            .map(|w| (name_of(names, w), self.of_workload(w).summary()))
             .collect();
-        all.as_object_mut()
-            .expect("an object")
-            .insert("workloads".into(), Value::Object(per));
+        let sizes: Vec<Value> = (0..NUM_SIZES)
+            .map(|s| (s, self.of_size(s)))
+            .filter(|(_, h)| h.count > 0)
+            .map(|(s, h)| {
+                let (lo, hi) = size_edges(s);
+                let mut v = h.summary();
+                let m = v.as_object_mut().expect("an object");
+                m.insert("size_min_bytes".into(), json!(lo));
+                m.insert("size_max_bytes".into(), json!(hi));
+                v
+            })
+            .collect();
+        let m = all.as_object_mut().expect("an object");
+        m.insert("workloads".into(), Value::Object(per));
+        m.insert("sizes".into(), Value::Array(sizes));
         all
     }
 
-    /// latency.arrow: one row per workload and non-empty bucket (workload order, then bucket).
+    /// latency.arrow: one row per workload, flow-size bucket and non-empty latency bucket (in
+    /// that order).
     pub fn batch(
         &self,
         names: &[String],
@@ -212,26 +281,35 @@ impl Latency {
     ) -> io::Result<RecordBatch> {
         let mut workload = StringBuilder::new();
         let mut index = UInt32Builder::new();
+        let mut size_min = Int64Builder::new();
+        let mut size_max = Int64Builder::new();
         let mut lower = Int64Builder::new();
         let mut upper = Int64Builder::new();
         let mut count = Int64Builder::new();
-        for (w, h) in self.per_workload.iter().enumerate() {
-            for (b, &c) in h.counts.iter().enumerate() {
-                if c == 0 {
-                    continue;
+        for w in 0..self.workloads() {
+            for s in 0..NUM_SIZES {
+                let (smin, smax) = size_edges(s);
+                for (b, &c) in self.histogram(w, s).counts.iter().enumerate() {
+                    if c == 0 {
+                        continue;
+                    }
+                    let (lo, hi) = bucket_edges(b);
+                    workload.append_value(name_of(names, w));
+                    index.append_value(w as u32);
+                    size_min.append_value(int64(smin));
+                    size_max.append_option(smax.map(int64));
+                    lower.append_value(int64(lo));
+                    upper.append_value(int64(hi));
+                    count.append_value(int64(c));
                 }
-                let (lo, hi) = bucket_edges(b);
-                workload.append_value(name_of(names, w));
-                index.append_value(w as u32);
-                lower.append_value(int64(lo));
-                upper.append_value(int64(hi));
-                count.append_value(int64(c));
             }
         }
         let schema = Schema::new_with_metadata(
             vec![
                 Field::new("workload", DataType::Utf8, false),
                 Field::new("workload_index", DataType::UInt32, false),
+                Field::new("size_min_bytes", DataType::Int64, false),
+                Field::new("size_max_bytes", DataType::Int64, true),
                 Field::new("lower_ps", DataType::Int64, false),
                 Field::new("upper_ps", DataType::Int64, false),
                 Field::new("count", DataType::Int64, false),
@@ -241,6 +319,8 @@ impl Latency {
         let cols: Vec<ArrayRef> = vec![
             Arc::new(workload.finish()),
             Arc::new(index.finish()),
+            Arc::new(size_min.finish()),
+            Arc::new(size_max.finish()),
             Arc::new(lower.finish()),
             Arc::new(upper.finish()),
             Arc::new(count.finish()),
@@ -347,5 +427,33 @@ mod tests {
         let exact = ((1000f64 * 1000.0 - 1.0) / 12.0).sqrt() * 1000.0;
         assert!((sd - exact).abs() < 1.0, "{sd} vs {exact}");
         assert_eq!(Histogram::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn flow_sizes_fall_in_decade_buckets_and_merge_per_workload() {
+        assert_eq!(size_bucket(0), 0);
+        assert_eq!(size_bucket(9_999), 0);
+        assert_eq!(size_bucket(10_000), 1);
+        assert_eq!(size_bucket(999_999), 2);
+        assert_eq!(size_bucket(20_000_000), 4);
+        assert_eq!(size_edges(0), (0, Some(10_000)));
+        assert_eq!(size_edges(4), (10_000_000, None));
+        let mut l = Latency::new(2);
+        l.sent(0, 100);
+        l.received(0, 1, 5_000, 1_100);
+        l.sent(3, 200);
+        l.received(3, 1, 5_000_000, 2_200);
+        assert_eq!(l.histogram(1, 0).count, 1);
+        assert_eq!(l.histogram(1, 3).count, 1);
+        assert_eq!(l.of_workload(1).count, 2);
+        assert_eq!(l.of_workload(0).count, 0);
+        let s = l.summary(&["a".into(), "b".into()]);
+        assert_eq!(s["workloads"]["b"]["min_ps"], 1000);
+        assert_eq!(s["workloads"]["b"]["max_ps"], 2000);
+        assert_eq!(s["sizes"][1]["size_min_bytes"], 1_000_000);
+        assert_eq!(s["sizes"][1]["p50_ps"], 2000);
+        assert_eq!(s["workloads"]["a"]["packets"], 0);
+        let b = l.batch(&["a".into(), "b".into()], &[]).unwrap();
+        assert_eq!(b.num_rows(), 2);
     }
 }
