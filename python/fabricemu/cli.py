@@ -209,6 +209,14 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
     )
     if s.get("accepted_throughput") is not None:
         _print_synthetic(s, result)
+    if s.get("one_way_p50_us") is not None:
+        click.echo(
+            f"  one-way   p50 {_fmt.micros(s['one_way_p50_us'])}   p99 {_fmt.micros(s['one_way_p99_us'])}"
+            f"   p999 {_fmt.micros(s['one_way_p999_us'])}"
+            f"   jitter (p99 - p50) {_fmt.micros(s['one_way_jitter_us'])}"
+        )
+    if s.get("packet_trace_truncated"):
+        click.echo("  packets.arrow stopped at [trace] packets.max_rows (packet_trace_truncated)")
     if result is not None:
         _print_fabric(result)
         _print_workloads(result)
