@@ -302,7 +302,8 @@ def test_cli_trace_shorthands(fabricemu_exe: str, tmp_path: Path) -> None:
     assert r.packets.num_rows == r.run_info["packet_trace_rows"] > 0
     assert r.run_info["scenario"]["trace"]["packets"] == {"max_rows": 1_000_000}
     assert r.latency.num_rows > 0
-    shown = subprocess.run([fabricemu_exe, "show", str(out)], capture_output=True, text=True, timeout=60, check=False)
+    cmd = [fabricemu_exe, "show", str(out)]
+    shown = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     assert shown.returncode == 0 and "one-way   p50" in shown.stdout and "jitter (p99 - p50)" in shown.stdout
 
 
