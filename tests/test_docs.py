@@ -201,6 +201,7 @@ PAGE_TESTS = {
     "architecture.md": "test_architecture_page_runs",
     "collectives.md": "test_collectives_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
+    "packet-traces.md": "test_packet_traces_page_runs",
     "congestion-control.md": "test_congestion_control_page_runs",
     "failures.md": "test_failures_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
@@ -213,6 +214,14 @@ def test_every_docs_page_is_run_by_a_test():
     assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGE_TESTS)
     for test in PAGE_TESTS.values():
         assert callable(globals()[test])
+
+
+def test_packet_traces_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "packet-traces.md", tmp_path, with_required=False)
+    assert ns["r"].latency.num_rows > 1 and ns["drops"].num_rows > 0
+    assert ns["n"] > 0 and (tmp_path / "leaf0-python.pcapng").read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
+    assert (tmp_path / "leaf0.pcapng").is_file() and (tmp_path / "two.pcapng").is_file()
 
 
 def test_gpu_clusters_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

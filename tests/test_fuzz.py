@@ -169,6 +169,7 @@ SCALARS = st.one_of(
     st.text(max_size=12),
 )
 RATES_ANY = ["512Gbps", "3600Gbps", "1bps", "100Tbps", "0bps", "fast"]
+DURATIONS_ANY = ["0ns", "1ns", "2us", "1ms", "-1ns", "1e30s", "abc"]
 VALUES = st.one_of(
     SCALARS,
     st.lists(SCALARS, max_size=4),
@@ -240,6 +241,32 @@ HOSTS = st.one_of(
 )
 
 
+#: `[trace] packets` (issue 18): filters by flow, node, port and time window, and a row bound.
+PACKETS = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "flows": st.lists(st.one_of(st.integers(min_value=-2, max_value=2**33), SCALARS), max_size=3),
+            "nodes": st.lists(
+                st.one_of(
+                    st.sampled_from(["leaf:0", "spine:1", "host:3", "edge:0", "core:99", "x", "leaf:-1"]),
+                    SCALARS,
+                ),
+                max_size=3,
+            ),
+            "ports": st.lists(
+                st.one_of(st.sampled_from(["leaf:0/0", "0/0", "edge:1/99", "/", "leaf:0/", "x/1"]), SCALARS),
+                max_size=3,
+            ),
+            "start": st.sampled_from(DURATIONS_ANY),
+            "end": st.sampled_from(DURATIONS_ANY),
+            "max_rows": st.one_of(st.sampled_from([1, 100, 10**6, 0, -1, 2**63 - 1, 2**64]), SCALARS),
+        },
+    ),
+    VALUES,
+)
+
+
 def _get(data: Any, path: Tuple[Any, ...]) -> Any:
     for p in path:
         data = data[p]
@@ -260,7 +287,7 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
         key = path[-1]
         op = draw(
             st.sampled_from(
-                ["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster", "hosts"]
+                ["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster", "hosts", "packets"]
             )
         )
         old = parent[key]
@@ -272,6 +299,11 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
             # A host list or group layout where workloads take them (with or without a cluster).
             w = draw(st.sampled_from(workloads))
             w[draw(st.sampled_from(["hosts", "groups", "senders", "hot_spot"]))] = draw(HOSTS)
+        elif op == "packets":
+            trace = data.setdefault("trace", {})
+            if isinstance(trace, dict):
+                trace["packets"] = draw(PACKETS)
+                trace["latency"] = draw(st.one_of(st.booleans(), SCALARS))
         elif op == "remove":
             if isinstance(parent, dict):
                 del parent[key]

@@ -47,12 +47,13 @@ SET_HELP = (
 
 SEED_HELP = "The seed (the same as --set seed=N)."
 TRACE_HELP = (
-    "Traces to write, e.g. queues=1us,links=10us,pfc,rates: NAME=INTERVAL sets "
-    "[trace] NAME = { interval = INTERVAL }; pfc and rates alone turn the table on "
-    "(rates: every change). Adds to the scenario's [trace] table. Repeatable."
+    "Traces to write, e.g. queues=1us,links=10us,pfc,rates,packets,latency: NAME=INTERVAL sets "
+    "[trace] NAME = { interval = INTERVAL }; pfc, rates, packets and latency alone turn the table on "
+    "(rates: every change; packets: every packet event, at most 1000000 rows). Adds to the "
+    "scenario's [trace] table. Repeatable."
 )
 #: ``--trace NAME`` without an interval: the value it sets.
-TRACE_FLAGS: Dict[str, Any] = {"pfc": True, "rates": {}}
+TRACE_FLAGS: Dict[str, Any] = {"pfc": True, "rates": {}, "packets": {"max_rows": 1_000_000}, "latency": True}
 
 
 def scenario_options(command: Any) -> Any:
@@ -208,6 +209,14 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
     )
     if s.get("accepted_throughput") is not None:
         _print_synthetic(s, result)
+    if s.get("one_way_p50_us") is not None:
+        click.echo(
+            f"  one-way   p50 {_fmt.micros(s['one_way_p50_us'])}   p99 {_fmt.micros(s['one_way_p99_us'])}"
+            f"   p999 {_fmt.micros(s['one_way_p999_us'])}"
+            f"   jitter (p99 - p50) {_fmt.micros(s['one_way_jitter_us'])}"
+        )
+    if s.get("packet_trace_truncated"):
+        click.echo("  packets.arrow stopped at [trace] packets.max_rows (packet_trace_truncated)")
     if result is not None:
         _print_fabric(result)
         _print_workloads(result)
@@ -958,6 +967,75 @@ def show(out: str, as_json: bool) -> None:
         return
     name = result.run_info.get("scenario", {}).get("name") or folder.name
     _print_summary(name, summary, folder, result)
+
+
+@main.command(
+    epilog="""\b
+Examples:
+  fabricemu run scenarios/incast.toml --trace packets -o runs/incast
+  fabricemu pcap runs/incast --port leaf:0/0 -o incast.pcapng
+  fabricemu pcap runs/incast --port leaf:0/0 --port spine:1/2 -o two-ports.pcapng
+  tshark -r incast.pcapng -V | less
+"""
+)
+@click.argument("out", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--port",
+    "ports",
+    multiple=True,
+    required=True,
+    metavar="NODE/INDEX",
+    help="An egress port: a node as faults name it and the index of the port among the node's ports "
+    '("leaf:3/2"), or a node id ("15/0"). Repeatable: one pcapng interface per port.',
+)
+@click.option(
+    "-o",
+    "--out",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The pcapng file to write (-o is where every command writes). Default: OUT/packets.pcapng.",
+)
+@click.option(
+    "--snaplen",
+    type=int,
+    default=None,
+    help="Bytes captured per packet (default 128: every synthesised header); the original length is kept.",
+)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+def pcap(
+    out: str, ports: Tuple[str, ...], output: Optional[str], snaplen: Optional[int], as_json: bool
+) -> None:
+    """Write a pcapng file (Wireshark, tshark) of the packets that crossed the chosen ports of the
+    run in OUT, with synthesised Ethernet/IPv4/UDP/RoCEv2 headers (ECN bits, QPN from the flow, PSN
+    from the packet) and the simulated timestamps (ns). The run must have traced packets there:
+    [trace] packets (or --trace packets)."""
+    from .pcap import DEFAULT_SNAPLEN, write_pcap
+    from .results import open_result
+
+    folder = Path(out)
+    try:
+        result = open_result(folder)
+    except FileNotFoundError as e:
+        _die(f"{out}: {e.strerror}", EXIT_USAGE)
+    if not result.has_table("packets"):
+        _die(
+            f"{out}: the run has no packet trace (packets.arrow): run it with --trace packets "
+            "or [trace] packets = {} in the scenario",
+            EXIT_USAGE,
+        )
+    path = Path(output) if output else folder / "packets.pcapng"
+    try:
+        n = write_pcap(result, list(ports), path, snaplen=snaplen or DEFAULT_SNAPLEN)
+    except ValueError as e:
+        _die(str(e), EXIT_USAGE)
+    except OSError as e:
+        _die(str(e), EXIT_FAILED)
+    if as_json:
+        click.echo(json.dumps({"file": str(path), "packets": n, "ports": list(ports)}))
+        return
+    click.echo(f"wrote {path}: {n} packets on {len(ports)} port{'s' if len(ports) != 1 else ''}")
 
 
 def _short(path: str) -> str:

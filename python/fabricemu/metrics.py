@@ -18,7 +18,8 @@ lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``f
 ``events_per_second``, ``packet_hops``, ``packet_hops_per_second``, ``wall_seconds``, ``drops``,
 ``interrupted``; then every other metric key (``flows_finished``, ``goodput_gbps``,
 ``retransmits``, ``ecn_marks``, ``cnps``, ``pause_us``, ``max_queue_bytes``); the synthetic keys
-only when the run had synthetic workloads.
+only when the run had synthetic workloads; the :data:`ONE_WAY_KEYS` only when the run measured
+one-way latency (``[trace] latency``), and ``packet_trace_truncated`` only when it traced packets.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ import pyarrow.compute as pc
 __all__ = [
     "FAULT_KEYS",
     "METRICS_SCHEMA",
+    "ONE_WAY_KEYS",
     "SUMMARY_KEYS",
     "SYNTHETIC_KEYS",
     "WALL_CLOCK_METRICS",
+    "one_way_metrics",
     "pause_intervals",
     "run_metrics",
     "summary_view",
@@ -53,6 +56,39 @@ SYNTHETIC_KEYS: Tuple[str, ...] = (
     "messages_measured",
     "messages_unfinished",
 )
+
+
+#: One-way packet latency (``[trace] latency``) in :meth:`Result.summary`, in us: percentiles of
+#: the histogram, jitter = p99 - p50, and the exact mean and standard deviation.
+ONE_WAY_KEYS: Tuple[str, ...] = (
+    "one_way_p50_us",
+    "one_way_p99_us",
+    "one_way_p999_us",
+    "one_way_jitter_us",
+    "one_way_mean_us",
+    "one_way_stddev_us",
+)
+
+
+def one_way_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The :data:`ONE_WAY_KEYS` from a run.json's ``latency`` (ps there, us here), or None if the
+    run did not measure one-way latency."""
+    lat = run_info.get("latency")
+    if not lat:
+        return None
+
+    def us(key: str) -> Optional[float]:
+        v = lat.get(key)
+        return None if v is None else float(v) / 1e6
+
+    return {
+        "one_way_p50_us": us("p50_ps"),
+        "one_way_p99_us": us("p99_ps"),
+        "one_way_p999_us": us("p999_ps"),
+        "one_way_jitter_us": us("jitter_ps"),
+        "one_way_mean_us": us("mean_ps"),
+        "one_way_stddev_us": us("stddev_ps"),
+    }
 
 
 def synthetic_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -377,6 +413,9 @@ def summary_view(metrics: Mapping[str, Any], run_info: Optional[Mapping[str, Any
         if key in summary or (key in SYNTHETIC_KEYS and not synthetic):
             continue
         summary[key] = value
+    summary.update(one_way_metrics(info) or {})
+    if "packet_trace_truncated" in info:
+        summary["packet_trace_truncated"] = bool(info["packet_trace_truncated"])
     return summary
 
 

@@ -40,7 +40,9 @@ TABLES: Dict[str, str] = {
     "pfc": "add pfc = true to the scenario's [trace] table (with [switch] pfc = { enabled = true })",
     "rates": 'add rates = { interval = "1us" } to the [trace] table '
     '(with [transport] cc = "dcqcn", "dctcp", "swift" or "hpcc")',
-    "packets": "enable the packet trace in the scenario's [trace] table",
+    "packets": "add packets = {} to the scenario's [trace] table (filters: flows, nodes, ports, start, "
+    "end, max_rows; CLI: --trace packets)",
+    "latency": "add latency = true to the scenario's [trace] table (CLI: --trace latency)",
     "collectives": "runs with collective workloads write it",
     "faults": "runs with [[fault]] or [[failure_process]] tables write it",
 }
@@ -282,6 +284,25 @@ class Result:
     def rates(self) -> pa.Table:
         """Congestion-control rate changes per flow (rates.arrow)."""
         return self.table("rates")
+
+    @property
+    def packets(self) -> pa.Table:
+        """Per-packet events at egress queues (packets.arrow, when ``[trace] packets`` is on):
+        ``time_ps``, ``event`` (enqueue, dequeue, drop, ecn_mark, trim, pause_blocked), ``node``,
+        ``port``, ``port_index``, ``prio``, ``flow_id``, ``seq``, ``size``, ``queue_bytes``, ``ecn``,
+        ``kind`` (data, ack, nack, cnp, pfc), ``src``, ``dst``, ``retx``, ``pfc_class``,
+        ``pfc_action`` (docs/packet-traces.md). :func:`fabricemu.pcap.write_pcap` turns the rows of
+        chosen ports into a pcapng file."""
+        return self.table("packets")
+
+    @property
+    def latency(self) -> pa.Table:
+        """One-way packet latency histograms per workload (latency.arrow, when ``[trace] latency``
+        is on): ``workload``, ``workload_index``, ``size_min_bytes``, ``size_max_bytes`` (the flow-size
+        bucket), ``lower_ps``, ``upper_ps``, ``count`` (non-empty buckets); ``run_info["latency"]``
+        holds the exact min, max, mean, stddev and the percentiles and jitter, in all, per workload
+        and per flow-size bucket."""
+        return self.table("latency")
 
     @property
     def collectives(self) -> pa.Table:

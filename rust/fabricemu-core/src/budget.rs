@@ -45,6 +45,9 @@ const BASE_BYTES: u64 = 64 << 20;
 /// Bytes of one trace row in an Arrow file (the widest tables: links and queues).
 const BYTES_PER_TRACE_ROW: u64 = 40;
 
+/// Bytes of one packets.arrow row (seventeen narrow columns, two short strings).
+const BYTES_PER_PACKET_ROW: u64 = 64;
+
 /// What a scenario's run is estimated to need.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct Estimate {
@@ -69,6 +72,8 @@ pub struct Estimate {
     pub trace_links: u64,
     pub trace_queues: u64,
     pub trace_rates: u64,
+    /// packets.arrow: at most `trace.packets.max_rows` rows.
+    pub trace_packets: u64,
     pub trace_bytes: u64,
 }
 
@@ -427,10 +432,14 @@ pub fn estimate(s: &Scenario) -> Estimate {
             e.trace_rates = rows(flows, r.interval_ps);
         }
     }
+    if let Some(p) = &s.trace.packets {
+        e.trace_packets = p.max_rows.saturating_mul(BYTES_PER_PACKET_ROW);
+    }
     e.trace_bytes = e
         .trace_links
         .saturating_add(e.trace_queues)
-        .saturating_add(e.trace_rates);
+        .saturating_add(e.trace_rates)
+        .saturating_add(e.trace_packets);
     e
 }
 
@@ -544,19 +553,24 @@ pub fn check_traces(e: &Estimate, limits: &Limits) -> Result<(), ScenarioError> 
         (e.trace_links, "trace.links", "links"),
         (e.trace_queues, "trace.queues", "queues"),
         (e.trace_rates, "trace.rates", "rates"),
+        (e.trace_packets, "trace.packets.max_rows", "packets"),
     ]
     .iter()
     .max_by_key(|t| t.0)
     .map(|t| (t.1, t.2))
-    .expect("three tables");
+    .expect("four tables");
     Err(ScenarioError::at(
         path,
         format!(
             "the trace files would hold about {} ({what}: {} over {} of simulated time), more \
-             than the budget of {}{}: lengthen the interval, or raise the budget with \
+             than the budget of {}{}: lengthen the interval (packets: lower max_rows), or raise the budget with \
              max_trace_size= (CLI: --max-trace-size)",
             gb(e.trace_bytes),
-            gb(e.trace_links.max(e.trace_queues).max(e.trace_rates)),
+            gb(e
+                .trace_links
+                .max(e.trace_queues)
+                .max(e.trace_rates)
+                .max(e.trace_packets)),
             crate::units::format_time(e.duration_ps),
             gb(limits.trace),
             if limits.trace_is_default {

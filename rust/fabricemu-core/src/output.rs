@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use crate::engine::Simulation;
 use crate::trace::collectives::write_collectives;
 use crate::trace::flows::write_labelled_flows;
+pub use crate::trace::latency::LATENCY_FILE;
 use crate::trace::run_json::write_run_json;
 use crate::workload::FlowPlan;
 
@@ -91,6 +92,9 @@ pub fn write_outputs(
     }
 
     sim.finish_traces(dir, &metadata)?;
+    if let Some(l) = sim.latency() {
+        l.write(&dir.join(LATENCY_FILE), &names, &metadata)?;
+    }
     let plan = sim.workload_plan();
 
     let stats = sim.stats();
@@ -118,6 +122,16 @@ pub fn write_outputs(
         run.as_object_mut()
             .expect("an object")
             .insert("warnings".into(), json!(sim.warnings()));
+    }
+    if let Some(l) = sim.latency() {
+        run.as_object_mut()
+            .expect("an object")
+            .insert("latency".into(), l.summary(&names));
+    }
+    if let Some((rows, truncated)) = sim.packet_trace() {
+        let m = run.as_object_mut().expect("an object");
+        m.insert("packet_trace_rows".into(), json!(rows));
+        m.insert("packet_trace_truncated".into(), json!(truncated));
     }
     if let Some(synth) = sim.synthetic_stats() {
         run.as_object_mut().expect("an object").insert(

@@ -884,6 +884,31 @@ pub struct RatesTraceSpec {
     pub interval_ps: Time,
 }
 
+/// A port named in `trace.packets.ports`: its id, or a node and the index of the port among
+/// the node's ports (`"leaf:3/2"`, `"17/0"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortName {
+    Id(u32),
+    OfNode { node: NodeName, index: u32 },
+}
+
+/// `trace.packets`: which packet events packets.arrow records (each filter: None = all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketsTraceSpec {
+    /// Only these flows (sorted ids); PFC frames belong to no flow and are left out by a flow
+    /// filter.
+    pub flows: Option<Vec<u32>>,
+    /// Only events at these nodes (resolved against the fabric when it is built).
+    pub nodes: Option<Vec<NodeName>>,
+    /// Only events at these egress ports.
+    pub ports: Option<Vec<PortName>>,
+    /// Only events in `[start_ps, end_ps)`.
+    pub start_ps: Time,
+    pub end_ps: Option<Time>,
+    /// Stop recording after this many rows (run.json then says `packet_trace_truncated`).
+    pub max_rows: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceSpec {
     pub unfinished_flows: bool,
@@ -891,6 +916,10 @@ pub struct TraceSpec {
     pub pfc: bool,
     pub links_interval_ps: Option<Time>,
     pub rates: Option<RatesTraceSpec>,
+    /// packets.arrow (off by default).
+    pub packets: Option<PacketsTraceSpec>,
+    /// latency.arrow and the one-way latency summary.
+    pub latency: bool,
 }
 
 /// How a NIC picks the next data packet among its active flows.

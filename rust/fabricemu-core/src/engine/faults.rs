@@ -375,6 +375,7 @@ impl World {
         self.ports[p].down = true;
         let mut lost = 0;
         while let Some(pkt) = self.ports[p].pipe.pop_front(&self.packets) {
+            self.trace_packet(crate::trace::packets::PacketEvent::Drop, p, pkt);
             self.fault_drop(pkt);
             lost += 1;
         }
@@ -386,6 +387,7 @@ impl World {
             } else if self.relays.is_some() {
                 self.relay_release(node, pkt);
             }
+            self.trace_packet(crate::trace::packets::PacketEvent::Drop, p, pkt);
             self.fault_drop(pkt);
             lost += 1;
         }

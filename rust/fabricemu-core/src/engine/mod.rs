@@ -122,9 +122,13 @@ impl Simulation {
             faults,
             pfc,
             reserved_headroom,
+            packet_filter,
             warnings,
         } = built;
-        let world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
+        let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
+        if let Some(f) = packet_filter {
+            world.tracer.trace_packets(f);
+        }
         Self {
             scenario,
             plan,
@@ -373,6 +377,26 @@ impl Simulation {
     /// The trace tables (rows kept in memory when `open_traces` was not called).
     pub fn traces_mut(&mut self) -> &mut crate::trace::Traces {
         &mut self.world.tracer.traces
+    }
+
+    /// The one-way latency histograms, when `trace.latency` is on.
+    pub fn latency(&self) -> Option<&crate::trace::latency::Latency> {
+        self.world.tracer.latency.as_ref()
+    }
+
+    /// packets.arrow, when traced: rows written and whether `max_rows` cut it short.
+    pub fn packet_trace(&self) -> Option<(u64, bool)> {
+        let t = &self.world.tracer;
+        t.traces
+            .packets
+            .as_ref()
+            .map(|_| (t.packet_rows(), t.packets_truncated))
+    }
+
+    /// The engine state, mutable, for the engine's own tests.
+    #[cfg(test)]
+    pub(crate) fn world_mut(&mut self) -> &mut World {
+        &mut self.world
     }
 
     /// The engine state, for tests and tools that inspect it.

@@ -100,6 +100,9 @@ impl World {
             if let Some(int) = &mut self.int {
                 int.slot_mut(id.index()).clear(); // switches stamp it hop by hop
             }
+            if let Some(l) = &mut self.tracer.latency {
+                l.sent(id.index(), now); // its transmission starts now (see `start_next`)
+            }
             return Ok(id);
         }
         Err(earliest)
@@ -229,6 +232,10 @@ impl World {
         }
         match p.kind {
             PacketKind::Data => {
+                if let Some(l) = &mut self.tracer.latency {
+                    let f = &self.flows[p.flow];
+                    l.received(pkt.index(), f.workload, f.size_bytes, self.now);
+                }
                 if let Some(int) = &mut self.int {
                     // Its ACK echoes the records (the slot is free but untouched until reused).
                     int.take_echo(pkt.index());

@@ -10,10 +10,72 @@ use crate::scenario::Scheduler;
 use crate::switch::buffer::Admission;
 use crate::switch::pfc::{PfcAction, PFC_FRAME_BYTES};
 use crate::switch::MAC_CONTROL_CLASS;
+use crate::trace::packets::{PacketEvent, PacketRow};
 use crate::transport::NEVER;
 use crate::units::Time;
 
 impl World {
+    /// packets.arrow: event `ev` of `pkt` at egress port `p`, if packets are traced (one
+    /// predictable branch when they are not).
+    #[inline(always)]
+    pub(super) fn trace_packet(&mut self, ev: PacketEvent, p: PortId, pkt: PacketId) {
+        if self.tracer.packets_on {
+            self.record_packet(ev, p, pkt);
+        }
+    }
+
+    /// Packet trimming: `pkt`, queued or about to be at port `p`, lost its payload (its
+    /// `wire_bytes` are the trimmed size). The hook the trimming switch calls.
+    #[inline(always)]
+    #[allow(dead_code)] // the trimming switch (issue 15) calls it; tested here
+    pub(super) fn trace_trim(&mut self, p: PortId, pkt: PacketId) {
+        self.trace_packet(PacketEvent::Trim, p, pkt);
+    }
+
+    #[inline(never)]
+    fn record_packet(&mut self, event: PacketEvent, p: PortId, pkt: PacketId) {
+        let packet = *self.packets.get(pkt);
+        let node = self.ports[p].node;
+        let flow = packet.flow_id();
+        let (src, dst) = match flow {
+            Some(f) => {
+                let f = &self.flows[f];
+                if packet.kind == PacketKind::Data {
+                    (f.src, f.dst)
+                } else {
+                    (f.dst, f.src)
+                }
+            }
+            None => (node, packet.dst),
+        };
+        let row = PacketRow {
+            time_ps: self.now,
+            event,
+            node,
+            port: p,
+            port_index: self.fabric.ports_of(node).offset_of(p) as u32,
+            packet,
+            src,
+            dst,
+            queue_bytes: self.queues[p].bytes,
+        };
+        self.tracer.packet_event(|| row, flow.map(|f| f.get()));
+    }
+
+    /// packets.arrow: `pkt` was just queued at `p`; if its class is paused there and it is the
+    /// class's head, it is blocked by PFC.
+    #[inline(always)]
+    fn trace_queued(&mut self, p: PortId, pkt: PacketId, class: u8) {
+        if self.tracer.packets_on {
+            self.record_packet(PacketEvent::Enqueue, p, pkt);
+            if self.ports[p].paused & (1 << class) != 0
+                && self.queues[p].class_packets[class as usize] == 1
+            {
+                self.record_packet(PacketEvent::PauseBlocked, p, pkt);
+            }
+        }
+    }
+
     /// Nothing being sent, no wake-up pending, nothing sendable queued.
     #[inline]
     pub(super) fn port_idle(&self, p: PortId) -> bool {
@@ -124,7 +186,7 @@ impl World {
                 // The queue the packet leaves, itself included.
                 let depth =
                     self.queues[p].class_bytes[priority as usize] as u64 + wire_bytes as u64;
-                self.maybe_mark(pkt, depth);
+                self.maybe_mark(p, pkt, depth);
             }
         }
     }
@@ -165,19 +227,21 @@ impl World {
     }
 
     #[inline]
-    fn maybe_mark(&mut self, pkt: PacketId, depth: u64) {
+    fn maybe_mark(&mut self, p: PortId, pkt: PacketId, depth: u64) {
         if self.packets.get(pkt).flags & flags::CE != 0 {
             return; // already marked upstream
         }
         if self.switches.ecn_marks(depth) {
             self.packets.get_mut(pkt).flags |= flags::CE;
             self.stats.ecn_marks += 1;
+            self.trace_packet(PacketEvent::EcnMark, p, pkt);
         }
     }
 
     /// Serialise `pkt` on `p` from now; it reaches the far end after serialisation and delay.
     #[inline(always)]
     pub(super) fn transmit(&mut self, p: PortId, pkt: PacketId) {
+        self.trace_packet(PacketEvent::Dequeue, p, pkt);
         let pu = p;
         let packet = self.packets.get_mut(pkt);
         if let Some(int) = &mut self.int {
@@ -301,10 +365,12 @@ impl World {
             ..
         } = self.packets.get(pkt);
         if self.port_idle(p) && self.ports[p].paused & (1 << priority) == 0 {
+            self.trace_packet(PacketEvent::Enqueue, p, pkt);
             self.transmit(p, pkt);
             return;
         }
         self.queues[p].push(&mut self.packets, pkt, priority, wire_bytes);
+        self.trace_queued(p, pkt, priority);
         self.kick(p);
     }
 
@@ -335,6 +401,7 @@ impl World {
         } = self.packets.get(pkt);
         let w = wire_bytes as u64;
         if self.ports[p].down {
+            self.trace_packet(PacketEvent::Drop, p, pkt);
             self.fault_drop(pkt); // routed into a failed link before routing noticed
             return;
         }
@@ -342,6 +409,7 @@ impl World {
         // Straight through: nothing queued ahead, port free, class not paused. The packet never
         // occupies the buffer (and a dequeue-time mark would see an empty queue).
         if paused & (1 << priority) == 0 && self.port_idle(p) {
+            self.trace_packet(PacketEvent::Enqueue, p, pkt);
             self.transmit(p, pkt);
             return;
         }
@@ -381,6 +449,7 @@ impl World {
                 if lossless {
                     self.stats.lossless_drops += 1;
                 }
+                self.trace_packet(PacketEvent::Drop, p, pkt);
                 self.drop_packet(pkt);
                 return;
             }
@@ -403,13 +472,14 @@ impl World {
                 && f & flags::ECT != 0
             {
                 let depth = self.queues[p].class_bytes[priority as usize] as u64 + w;
-                self.maybe_mark(pkt, depth);
+                self.maybe_mark(p, pkt, depth);
             }
         }
         let q = &mut self.queues[p];
         q.push(&mut self.packets, pkt, priority, wire_bytes);
         let depth = q.bytes;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(depth);
+        self.trace_queued(p, pkt, priority);
         self.kick(p);
     }
 
@@ -446,9 +516,11 @@ impl World {
             .pfc_frame(self.now, switch, back, upstream, ingress, priority, pause);
         let id = self.packets.alloc(frame);
         if self.port_idle(back) {
+            self.trace_packet(PacketEvent::Enqueue, back, id);
             self.transmit(back, id);
         } else {
             self.queues[back].push(&mut self.packets, id, MAC_CONTROL_CLASS, PFC_FRAME_BYTES);
+            self.trace_packet(PacketEvent::Enqueue, back, id);
             self.kick(back);
         }
     }
@@ -466,6 +538,12 @@ impl World {
         let was = self.ports[t].paused;
         if kind == PacketKind::Pause {
             self.ports[t].paused |= bit;
+            if self.tracer.packets_on && was & bit == 0 {
+                // The packet at the head of the paused class now waits for the RESUME.
+                if let Some(head) = self.queues[t].class_list(pfc_class as usize).front() {
+                    self.record_packet(PacketEvent::PauseBlocked, t, head);
+                }
+            }
             if was == 0 {
                 self.pause_since[t] = self.now;
             }
@@ -483,5 +561,50 @@ impl World {
             // Resume sending what waited (queued packets, or a NIC's flows).
             self.kick(target);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::World;
+    use crate::ids::{FlowId, NodeId, PortId};
+    use crate::packet::Packet;
+    use crate::trace::packets::PacketEvent;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt32Type;
+
+    #[test]
+    fn the_trim_hook_writes_a_trim_row_with_the_trimmed_size() {
+        let (_, s) = crate::scenario::parse_toml(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 1\n\
+             [trace]\npackets = { nodes = [\"leaf:0\"] }\n\
+             [[workload]]\nkind = \"flows\"\nflows = [{src = 0, dst = 1, size = \"1KB\"}]",
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        let w: &mut World = sim.world_mut();
+        let leaf = NodeId::new(2);
+        let p = w.fabric.ports_of(leaf).nth_id(1).unwrap();
+        let mut pkt = Packet::data(FlowId::new(0), 7, NodeId::new(1), 0, 4158, 3, false);
+        pkt.wire_bytes = 64; // trimmed to its header
+        let id = w.packets.alloc(pkt);
+        w.trace_trim(p, id);
+        // A port of another node is filtered out.
+        w.trace_packet(PacketEvent::Trim, PortId::new(0), id);
+        let b = w.tracer.traces.packets.as_mut().unwrap().batches().unwrap();
+        assert_eq!(b[0].num_rows(), 1);
+        let col = |n: &str| b[0].column(b[0].schema().index_of(n).unwrap()).clone();
+        assert_eq!(col("event").as_string::<i32>().value(0), "trim");
+        assert_eq!(col("size").as_primitive::<UInt32Type>().value(0), 64);
+        assert_eq!(col("seq").as_primitive::<UInt32Type>().value(0), 7);
+        assert_eq!(col("port_index").as_primitive::<UInt32Type>().value(0), 1);
+        assert_eq!(
+            (
+                col("src").as_primitive::<UInt32Type>().value(0),
+                col("dst").as_primitive::<UInt32Type>().value(0)
+            ),
+            (0, 1)
+        );
     }
 }

@@ -352,13 +352,16 @@ impl World {
             events.push(flows[first].start, Event::NextFlowStarts);
         }
         let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
-        let tracer = Tracer::new(
+        let mut tracer = Tracer::new(
             s.trace.clone(),
             pfc.is_some(),
             cc.reports_rates(),
             np,
             flows.len(),
         );
+        if s.trace.latency {
+            tracer.measure_latency(s.workloads.len());
+        }
         if let Some(i) = tracer.queues_interval() {
             events.push(i, Event::SampleQueues);
         }

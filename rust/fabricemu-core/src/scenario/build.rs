@@ -26,6 +26,8 @@ pub struct Built {
     /// PFC state (when enabled) and the headroom each node reserves out of its buffer.
     pub pfc: Option<Pfc>,
     pub reserved_headroom: IdVec<NodeId, u64>,
+    /// `trace.packets` resolved against the fabric (None: packets are not traced).
+    pub packet_filter: Option<crate::trace::packets::PacketFilter>,
     /// Settings that are allowed but probably not meant (each "key.path: message"); run.json
     /// carries them as `warnings`.
     pub warnings: Vec<String>,
@@ -43,6 +45,10 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
     let s = scenario;
     let fabric = topology::build_scenario(s);
     let faults = faults::resolve(&fabric, &s.faults, &s.failure_processes, s.seed)?;
+    let packet_filter = match &s.trace.packets {
+        Some(p) => Some(crate::trace::packets::resolve(&fabric, p)?),
+        None => None,
+    };
     let max_wire = s.transport.mtu_bytes + s.transport.header_bytes;
     let mut warnings = Vec::new();
     let (pfc, reserved_headroom) = match s.switch.pfc {
@@ -69,6 +75,7 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
         faults,
         pfc,
         reserved_headroom,
+        packet_filter,
         warnings,
     })
 }

@@ -280,7 +280,7 @@ fn check_tier(path: String, tier: &str) -> Res<String> {
     }
 }
 
-fn node_name(path: String, n: &NodeRef) -> Res<NodeName> {
+pub(crate) fn node_name(path: String, n: &NodeRef) -> Res<NodeName> {
     match n {
         NodeRef::Id(id) if (0..=u32::MAX as i64).contains(id) => Ok(NodeName::Id(*id as u32)),
         NodeRef::Id(id) => Err(ScenarioError::at(
@@ -665,7 +665,7 @@ fn roles(fabric: &Fabric) -> Vec<&'static str> {
     out
 }
 
-fn node_id(fabric: &Fabric, path: String, name: &NodeName) -> Res<NodeId> {
+pub(crate) fn node_id(fabric: &Fabric, path: String, name: &NodeName) -> Res<NodeId> {
     match name {
         NodeName::Id(id) if *id < fabric.num_nodes => Ok(NodeId::new(*id)),
         NodeName::Id(id) => Err(ScenarioError::at(

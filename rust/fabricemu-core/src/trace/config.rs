@@ -4,7 +4,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::check::{positive_time, Res};
 use crate::config::values::Duration;
-use crate::config::{QueuesTraceSpec, RatesTraceSpec, ScenarioError, TraceSpec};
+use crate::config::{
+    NodeName, PacketsTraceSpec, PortName, QueuesTraceSpec, RatesTraceSpec, ScenarioError, TraceSpec,
+};
+use crate::topology::faults::{node_name, NodeRef};
+
+/// `trace.packets.max_rows` when not given: about 40 MB of packets.arrow.
+pub const DEFAULT_PACKET_ROWS: u64 = 1_000_000;
+/// Whether latency.arrow (and the one-way latency summary) is on when `trace.latency` is not given.
+pub const LATENCY_DEFAULT: bool = false;
 
 /// `[trace]`: which tables to write besides flows.arrow (more come with later features).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -25,6 +33,126 @@ pub struct TraceFile {
     /// rates.arrow: DCQCN rate changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rates: Option<RatesTraceFile>,
+    /// packets.arrow: per-packet events at switch and NIC queues (off by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets: Option<PacketsTraceFile>,
+    /// latency.arrow: a histogram of one-way packet latency per workload, and its summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<bool>,
+}
+
+/// A port in `trace.packets.ports`: its id or `"node/index"` (`"leaf:3/2"`, `"17/0"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PortRef {
+    Id(i64),
+    Name(String),
+}
+
+/// `[trace] packets = { flows, nodes, ports, start, end, max_rows }`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PacketsTraceFile {
+    /// Only these flow ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Vec<i64>>,
+    /// Only events at these nodes: ids or names like "leaf:3".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<NodeRef>>,
+    /// Only events at these egress ports: ids or "node/index" like "leaf:3/2".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<PortRef>>,
+    /// Only events from this time on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Duration>,
+    /// Only events before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Duration>,
+    /// At most this many rows (default 1000000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rows: Option<i64>,
+}
+
+fn port_name(path: String, p: &PortRef) -> Res<PortName> {
+    match p {
+        PortRef::Id(id) if (0..=u32::MAX as i64).contains(id) => Ok(PortName::Id(*id as u32)),
+        PortRef::Id(id) => Err(ScenarioError::at(
+            path,
+            format!("expected a port id, found {id}"),
+        )),
+        PortRef::Name(s) => {
+            let bad = || {
+                ScenarioError::at(
+                    path.clone(),
+                    format!("expected a port id or \"node/index\" like \"leaf:3/2\", found {s:?}"),
+                )
+            };
+            let (node, index) = s.rsplit_once('/').ok_or_else(bad)?;
+            let index: u32 = index.trim().parse().map_err(|_| bad())?;
+            let node = node.trim();
+            let node = match node.parse::<i64>() {
+                Ok(id) => NodeRef::Id(id),
+                Err(_) => NodeRef::Name(node.to_string()),
+            };
+            let node: NodeName = node_name(path.clone(), &node)?;
+            Ok(PortName::OfNode { node, index })
+        }
+    }
+}
+
+impl PacketsTraceFile {
+    pub fn validate(&self) -> Res<PacketsTraceSpec> {
+        let flows = match &self.flows {
+            None => None,
+            Some(list) => Some(flow_ids("trace.packets.flows", list)?),
+        };
+        let nodes = match &self.nodes {
+            None => None,
+            Some(list) => Some(
+                list.iter()
+                    .enumerate()
+                    .map(|(i, n)| node_name(format!("trace.packets.nodes.{i}"), n))
+                    .collect::<Res<Vec<_>>>()?,
+            ),
+        };
+        let ports = match &self.ports {
+            None => None,
+            Some(list) => Some(
+                list.iter()
+                    .enumerate()
+                    .map(|(i, p)| port_name(format!("trace.packets.ports.{i}"), p))
+                    .collect::<Res<Vec<_>>>()?,
+            ),
+        };
+        let start_ps = self.start.map(|d| d.0).unwrap_or(0);
+        let end_ps = self.end.map(|d| d.0);
+        if let Some(end) = end_ps {
+            if end <= start_ps {
+                return Err(ScenarioError::at(
+                    "trace.packets.end",
+                    "must be after `start`",
+                ));
+            }
+        }
+        let max_rows = match self.max_rows {
+            None => DEFAULT_PACKET_ROWS,
+            Some(n) if n > 0 => n as u64,
+            Some(n) => {
+                return Err(ScenarioError::at(
+                    "trace.packets.max_rows",
+                    format!("expected a positive number of rows, found {n}"),
+                ))
+            }
+        };
+        Ok(PacketsTraceSpec {
+            flows,
+            nodes,
+            ports,
+            start_ps,
+            end_ps,
+            max_rows,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,7 +203,7 @@ impl TraceFile {
             Some(r) => Some(RatesTraceSpec {
                 flows: match &r.flows {
                     None => None,
-                    Some(list) => Some(flow_ids(list)?),
+                    Some(list) => Some(flow_ids("trace.rates.flows", list)?),
                 },
                 interval_ps: r.interval.map(|d| d.0).unwrap_or(0),
             }),
@@ -86,17 +214,22 @@ impl TraceFile {
             pfc: self.pfc.unwrap_or(false),
             links_interval_ps,
             rates,
+            packets: match &self.packets {
+                None => None,
+                Some(p) => Some(p.validate()?),
+            },
+            latency: self.latency.unwrap_or(LATENCY_DEFAULT),
         })
     }
 }
 
-/// `trace.rates.flows`: flow ids, sorted.
-fn flow_ids(list: &[i64]) -> Res<Vec<u32>> {
+/// `trace.rates.flows`, `trace.packets.flows` (at `path`): flow ids, sorted.
+fn flow_ids(path: &str, list: &[i64]) -> Res<Vec<u32>> {
     let mut out = Vec::with_capacity(list.len());
     for (i, &f) in list.iter().enumerate() {
         if !(0..=u32::MAX as i64).contains(&f) {
             return Err(ScenarioError::at(
-                format!("trace.rates.flows.{i}"),
+                format!("{path}.{i}"),
                 format!("expected a flow id, found {f}"),
             ));
         }

@@ -7,6 +7,8 @@ pub mod collectives;
 pub mod config;
 pub mod faults;
 pub mod flows;
+pub mod latency;
+pub mod packets;
 pub mod run_json;
 
 pub use atomic::{write_atomic, AtomicFile};

@@ -9,6 +9,8 @@
 use std::io;
 use std::path::Path;
 
+use super::latency::Latency;
+use super::packets::{PacketFilter, PacketRow, PacketRows, META_NODE_ROLES};
 use super::stream::Stream;
 use super::tables::{LinkRows, PfcRows, QueueRows, RateRows};
 use crate::cc::RateSample;
@@ -26,6 +28,7 @@ pub struct Traces {
     pub links: Option<Stream<LinkRows>>,
     pub pfc: Option<Stream<PfcRows>>,
     pub rates: Option<Stream<RateRows>>,
+    pub packets: Option<Stream<PacketRows>>,
     /// The first error writing a trace (reported when the run's outputs are written).
     pub error: Option<io::Error>,
 }
@@ -51,6 +54,15 @@ pub struct Tracer {
     links_last: IdVec<LinkId, (u64, u64)>,
     /// Per flow: when its last rates row was written.
     rates_last: IdVec<FlowId, Time>,
+    /// packets.arrow is recording: the one branch the per-packet hooks take when it is off (and
+    /// once `max_rows` rows are written).
+    pub packets_on: bool,
+    packet_filter: Option<PacketFilter>,
+    packet_rows: u64,
+    /// packets.arrow stopped at `max_rows`.
+    pub packets_truncated: bool,
+    /// One-way latency histograms (`trace.latency`).
+    pub latency: Option<Latency>,
 }
 
 impl Tracer {
@@ -68,6 +80,7 @@ impl Tracer {
             links: spec.links_interval_ps.map(|_| Stream::default()),
             pfc: (spec.pfc && pfc).then(Stream::default),
             rates: (spec.rates.is_some() && cc_reports_rates).then(Stream::default),
+            packets: None,
             error: None,
         };
         Self {
@@ -75,7 +88,62 @@ impl Tracer {
             traces,
             links_last: IdVec::from_elem((0, 0), num_ports),
             rates_last: IdVec::from_elem(NEVER, num_flows),
+            packets_on: false,
+            packet_filter: None,
+            packet_rows: 0,
+            packets_truncated: false,
+            latency: None,
         }
+    }
+
+    /// Record packets.arrow with `filter` (the scenario's `trace.packets` resolved).
+    pub fn trace_packets(&mut self, filter: PacketFilter) {
+        self.packet_filter = Some(filter);
+        self.traces.packets = Some(Stream::default());
+        self.packets_on = true;
+    }
+
+    /// Measure one-way latency for `workloads` workloads.
+    pub fn measure_latency(&mut self, workloads: usize) {
+        self.latency = Some(Latency::new(workloads));
+    }
+
+    /// Rows written to packets.arrow so far.
+    pub fn packet_rows(&self) -> u64 {
+        self.packet_rows
+    }
+
+    /// A packet event, if packets are traced and the filter keeps it (`flow`: None for a PFC
+    /// frame); `row` builds the row only then.
+    #[inline(never)]
+    pub fn packet_event(&mut self, row: impl FnOnce() -> PacketRow, flow: Option<u32>) {
+        let (Some(filter), Some(table)) = (&self.packet_filter, &mut self.traces.packets) else {
+            return;
+        };
+        let r = row();
+        if !filter.keeps(r.time_ps, r.node, r.port, flow) {
+            return;
+        }
+        if self.packet_rows >= filter.max_rows {
+            self.packets_truncated = true;
+            self.packets_on = false;
+            return;
+        }
+        table.cols.push(&r);
+        self.packet_rows += 1;
+        let res = table.row_done();
+        if !self.keep_error(res) {
+            self.packets_on = false;
+        }
+    }
+
+    /// packets.arrow's schema metadata: the run's, and the fabric's node roles.
+    fn packets_metadata(&self, metadata: &[(String, String)]) -> Vec<(String, String)> {
+        let mut m = metadata.to_vec();
+        if let Some(f) = &self.packet_filter {
+            m.push((META_NODE_ROLES.to_string(), f.node_roles.clone()));
+        }
+        m
     }
 
     /// The queues sampling interval, if queues are traced.
@@ -235,6 +303,10 @@ impl Tracer {
         if let Some(s) = &mut t.rates {
             s.open(dir, metadata)?;
         }
+        let pm = self.packets_metadata(metadata);
+        if let Some(s) = &mut self.traces.packets {
+            s.open(dir, &pm)?;
+        }
         Ok(())
     }
 
@@ -256,6 +328,10 @@ impl Tracer {
         }
         if let Some(s) = &mut t.rates {
             s.finish(dir, metadata)?;
+        }
+        let pm = self.packets_metadata(metadata);
+        if let Some(s) = &mut self.traces.packets {
+            s.finish(dir, &pm)?;
         }
         Ok(())
     }
@@ -281,6 +357,8 @@ mod tests {
                 flows: Some(vec![1, 3]),
                 interval_ps: 100,
             }),
+            packets: None,
+            latency: false,
         }
     }
 
@@ -405,6 +483,8 @@ mod tests {
                 flows: None,
                 interval_ps: 0,
             }),
+            packets: None,
+            latency: false,
         };
         // PFC traced but off in the switch; rates traced but the scheme reports none.
         let mut t = Tracer::new(none, false, false, 2, 2);
