@@ -5,6 +5,7 @@
 pub mod atomic;
 pub mod collectives;
 pub mod config;
+pub mod fabric;
 pub mod flows;
 pub mod run_json;
 
