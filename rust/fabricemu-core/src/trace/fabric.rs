@@ -171,6 +171,24 @@ fn write_batch(path: &Path, batch: &RecordBatch) -> io::Result<()> {
     w.into_inner().map_err(io::Error::other)?.commit()
 }
 
+/// The nodes and ports tables of `fabric` as the bytes of two Arrow IPC files (what nodes.arrow
+/// and ports.arrow hold, without schema metadata): for tools that want the fabric without a run.
+pub fn fabric_tables_ipc(
+    fabric: &Fabric,
+    topology: &TopologySpec,
+) -> io::Result<(Vec<u8>, Vec<u8>)> {
+    let ipc = |b: RecordBatch| -> io::Result<Vec<u8>> {
+        let mut w = FileWriter::try_new(Vec::new(), &b.schema()).map_err(io::Error::other)?;
+        w.write(&b).map_err(io::Error::other)?;
+        w.finish().map_err(io::Error::other)?;
+        w.into_inner().map_err(io::Error::other)
+    };
+    Ok((
+        ipc(nodes_batch(fabric, topology, &[])?)?,
+        ipc(ports_batch(fabric, &[])?)?,
+    ))
+}
+
 /// Write `dir/nodes.arrow` and `dir/ports.arrow`, each atomically.
 pub fn write_fabric_tables(
     dir: &Path,
