@@ -609,7 +609,7 @@ def test_every_kind_of_source(traced: fabricemu.Result):
 
 
 def test_missing_tables_say_how_to_get_them(untraced: fabricemu.Result):
-    assert untraced.tables() == ["flows"]
+    assert untraced.tables() == ["flows", "nodes", "ports"]
     cases = [
         (lambda: analysis.queue_cdf(untraced), "queues", "queues = { interval"),
         (lambda: analysis.queue_timeseries(untraced.out), "queues", "[trace]"),
@@ -638,7 +638,7 @@ def test_missing_tables_say_how_to_get_them(untraced: fabricemu.Result):
 
 
 def test_traced_run_has_every_table(traced: fabricemu.Result):
-    assert traced.tables() == ["flows", "links", "pfc", "queues", "rates"]
+    assert traced.tables() == ["flows", "links", "nodes", "pfc", "ports", "queues", "rates"]
     for name in traced.tables():
         assert traced.table(name).num_rows > 0, name
     assert traced.pfc.num_rows > 0, "the incast must pause"

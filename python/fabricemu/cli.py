@@ -213,7 +213,8 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
         _print_workloads(result)
         for warning in result.run_info.get("warnings", []):
             click.echo(f"  warning: {warning}")
-    click.echo(f"  output: {out}/flows.arrow, {out}/run.json")
+    flows = result.path_of("flows").name if result is not None else "flows.arrow"
+    click.echo(f"  output: {out}/{flows}, {out}/run.json")
 
 
 def _print_synthetic(s: Dict[str, Any], result: Any) -> None:
