@@ -226,7 +226,7 @@ def test_duckdb_reads_the_outputs_directly(named: fabricemu.Result, tmp_path: Pa
     ports = ds.dataset(str(named.out / "ports.arrow"), format="ipc")  # noqa: F841
     top = duckdb.sql(
         """
-        SELECT p.node_name || ' -> ' || p.peer_name AS queue, q.priority, max(q.bytes) AS max_bytes
+        SELECT p.node_name || ' -> ' || p.peer_name AS queue, q.priority, max(q.max_bytes) AS max_bytes
         FROM queues q JOIN ports p ON q.port = p.port
         GROUP BY ALL ORDER BY max_bytes DESC, queue LIMIT 1
         """
@@ -238,8 +238,8 @@ def test_duckdb_reads_the_outputs_directly(named: fabricemu.Result, tmp_path: Pa
     # Parquet files: read_parquet, no Python in between.
     out = tmp_path / "pq"
     fabricemu.run(Scenario.from_toml(NAMED).with_({"output.format": "parquet"}), out=out)
-    n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out / 'flows.parquet'}')").fetchone()
-    assert n is not None and n[0] == named.flows.num_rows
+    n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out / 'flows.parquet'}')").fetchall()
+    assert n == [(named.flows.num_rows,)]
     tier = duckdb.sql(
         f"SELECT tier, count(*) FROM read_parquet('{out / 'ports.parquet'}') GROUP BY tier ORDER BY tier"
     ).fetchall()
