@@ -215,6 +215,11 @@ def test_parquet_and_compressed_outputs(cli, tmp_path: Path) -> None:
 
     bad = cli("run", str(toml), "-o", str(tmp_path / "bad"), "--set", 'output.compression="gzip"')
     assert bad.returncode == 2 and "output.compression" in bad.stderr
+    # The report reads Parquet runs too, and names their files.
+    pytest.importorskip("matplotlib")
+    from fabricemu.report import report_html
+
+    assert "<code>flows.parquet</code>" in report_html(parquet)
 
 
 def test_duckdb_reads_the_outputs_directly(named: fabricemu.Result, tmp_path: Path) -> None:

@@ -220,7 +220,8 @@ def _run_report(result: Result, title: Optional[str]) -> str:
     except (ValueError, KeyError) as e:
         page.note(f"scenario unavailable: {e}")
     present = result.tables()
-    page.p("Tables: " + ", ".join(f"<code>{html.escape(t)}.arrow</code>" for t in present), "meta")
+    files = [result.path_of(t).name for t in present]
+    page.p("Tables: " + ", ".join(f"<code>{html.escape(f)}</code>" for f in files), "meta")
 
     flows = result.flows
     page.h2("FCT slowdown by flow size")
