@@ -123,7 +123,7 @@ def test_analysis_page_runs(
 ):
     monkeypatch.chdir(tmp_path)
     ns = run_blocks(DOCS / "analysis.md", tmp_path, with_required=False)
-    assert ns["run"].tables() == ["flows", "links", "pfc", "queues", "rates"]
+    assert ns["run"].tables() == ["flows", "links", "nodes", "pfc", "ports", "queues", "rates"]
     printed = capsys.readouterr().out
     # What the page says `print(e)` shows is what the code prints.
     quoted = re.findall(r"print\(e\)\s+# (.*?)(?:: \.\.\.)?\n", (DOCS / "analysis.md").read_text())

@@ -372,10 +372,14 @@ def _disarm(previous: Any) -> None:
 
 
 def _check_outputs(out: Path, info: Dict[str, Any]) -> None:
-    """Every Arrow file in the folder reads, and run.json conserves packets."""
+    """Every Arrow (or Parquet) file in the folder reads, and run.json conserves packets."""
     for f in sorted(out.glob("*.arrow")):
         with pa.memory_map(str(f)) as source:
             pa.ipc.open_file(source).read_all()
+    for f in sorted(out.glob("*.parquet")):
+        import pyarrow.parquet as pq
+
+        pq.read_table(f)
     stats = info["stats"]
     assert stats["packets_created"] == (
         stats["packets_delivered"] + stats["packets_dropped"] + stats["packets_in_flight"]

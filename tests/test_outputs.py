@@ -26,12 +26,12 @@ from conftest import LONG, SMALL, TRACED, read_arrow, staging_folders, wait_for_
 def test_a_rerun_leaves_no_trace_of_the_earlier_run(tmp_path):
     out = tmp_path / "out"
     first = fabricemu.run(fabricemu.Scenario.from_toml(TRACED), out=out)
-    assert set(first.tables()) == {"flows", "queues", "links", "pfc", "rates"}
+    assert set(first.tables()) == {"flows", "queues", "links", "pfc", "rates", "nodes", "ports"}
     (out / "notes.txt").write_text("an earlier run's folder, replaced whole")
     second = fabricemu.run(fabricemu.Scenario.from_toml(SMALL), out=out)
-    assert second.tables() == ["flows"]
-    assert sorted(p.name for p in out.iterdir()) == ["flows.arrow", "run.json"]
-    assert fabricemu.open(out).tables() == ["flows"]
+    assert second.tables() == ["flows", "nodes", "ports"]
+    assert sorted(p.name for p in out.iterdir()) == ["flows.arrow", "nodes.arrow", "ports.arrow", "run.json"]
+    assert fabricemu.open(out).tables() == ["flows", "nodes", "ports"]
     assert staging_folders(out) == [], "no temporary folder is left beside"
 
 
@@ -47,7 +47,8 @@ def test_a_folder_that_is_not_a_run_is_refused_unless_overwrite(tmp_path):
     # An empty folder is fine without overwrite.
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert fabricemu.run(fabricemu.Scenario.from_toml(SMALL), out=empty).tables() == ["flows"]
+    tables = fabricemu.run(fabricemu.Scenario.from_toml(SMALL), out=empty).tables()
+    assert tables == ["flows", "nodes", "ports"]
 
 
 def test_cli_refuses_a_foreign_folder_with_a_usage_error(cli, small_toml, tmp_path):
@@ -59,7 +60,7 @@ def test_cli_refuses_a_foreign_folder_with_a_usage_error(cli, small_toml, tmp_pa
     assert "--overwrite" in proc.stderr and "Traceback" not in proc.stderr
     proc = cli("run", str(small_toml), "-o", str(out), "--overwrite", "-q")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["flows.arrow", "run.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["flows.arrow", "nodes.arrow", "ports.arrow", "run.json"]
 
 
 def test_a_locked_folder_is_refused(tmp_path):
@@ -70,7 +71,7 @@ def test_a_locked_folder_is_refused(tmp_path):
         with pytest.raises(fabricemu.OutputFolderBusy):
             fabricemu.sweep(SMALL_PATH(tmp_path), grid={"seed": [1]}, out=out, jobs=1)
     # Unlocked again: the run goes through.
-    assert fabricemu.run(fabricemu.Scenario.from_toml(SMALL), out=out).tables() == ["flows"]
+    assert fabricemu.run(fabricemu.Scenario.from_toml(SMALL), out=out).tables() == ["flows", "nodes", "ports"]
 
 
 def SMALL_PATH(tmp_path: Path) -> Path:

@@ -19,7 +19,7 @@ from .scenario import Scenario
 
 if TYPE_CHECKING:
     from . import analysis
-    from .results import Result, run
+    from .results import Result, attach_names, run
     from .results import open_result as open  # noqa: A004 - fabricemu.open(path) reads an output folder
     from .sweep import PointDone, open_sweep, sweep
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "analysis": ("fabricemu.analysis", None),
     "Result": ("fabricemu.results", "Result"),
+    "attach_names": ("fabricemu.results", "attach_names"),
     "run": ("fabricemu.results", "run"),
     "open": ("fabricemu.results", "open_result"),
     "PointDone": ("fabricemu.sweep", "PointDone"),
@@ -82,6 +83,7 @@ __all__ = [
     "Terminated",
     "__version__",
     "analysis",
+    "attach_names",
     "open",
     "open_sweep",
     "run",

@@ -1,12 +1,13 @@
 """Type stubs of the compiled module ``fabricemu._core`` (kept honest by ``mypy.stubtest``)."""
 
 from os import PathLike
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 __all__ = [
     "__version__",
     "describe",
     "estimate",
+    "fabric_tables",
     "kept_build",
     "parse_duration",
     "parse_json",
@@ -39,6 +40,7 @@ def run(
     max_trace_size: Optional[int] = None,
 ) -> str: ...
 def topology_summary(scenario_json: str, max_memory: Optional[int] = None) -> str: ...
+def fabric_tables(scenario_json: str, max_memory: Optional[int] = None) -> Tuple[bytes, bytes]: ...
 def parse_duration(text: str) -> int: ...
 def parse_size(text: str) -> int: ...
 def parse_rate(text: str) -> int: ...

@@ -10,8 +10,7 @@ import platform
 from pathlib import Path
 from typing import Any, Dict, List
 
-import pyarrow as pa
-
+from . import _storage
 from .scenario import Scenario
 
 RUN_FILE = "run.json"
@@ -35,17 +34,16 @@ def host() -> Dict[str, Any]:
 
 
 def outputs(folder: Path) -> List[Dict[str, Any]]:
-    """Every file of the run folder but run.json, by name: its size and, for Arrow IPC files, its
-    rows (read from the record batches' headers through a memory map: nothing is copied)."""
+    """Every file of the run folder but run.json, by name: its size and, for Arrow IPC and Parquet
+    files, its rows (from the record batches' headers through a memory map, or the Parquet
+    footer)."""
     files = []
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
         if not path.is_file() or path.name == RUN_FILE:
             continue
         entry: Dict[str, Any] = {"file": path.name, "bytes": path.stat().st_size}
-        if path.suffix == ".arrow":
-            with pa.memory_map(str(path)) as source:
-                reader = pa.ipc.open_file(source)
-                entry["rows"] = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        if path.suffix in (".arrow", ".parquet"):
+            entry["rows"] = _storage.rows(path)
         files.append(entry)
     return files
 

@@ -222,7 +222,8 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
         _print_workloads(result)
         for warning in result.run_info.get("warnings", []):
             click.echo(f"  warning: {warning}")
-    click.echo(f"  output: {out}/flows.arrow, {out}/run.json")
+    flows = result.path_of("flows").name if result is not None else "flows.arrow"
+    click.echo(f"  output: {out}/{flows}, {out}/run.json")
 
 
 def _print_synthetic(s: Dict[str, Any], result: Any) -> None:
@@ -288,6 +289,31 @@ def _print_fabric(result: Any) -> None:
         parts.append(f"timeouts {_fmt.count(st['timeouts'])}")
     if parts:
         click.echo("  " + "   ".join(parts))
+    _print_busiest(result)
+
+
+def _print_busiest(result: Any) -> None:
+    """The deepest queue and the busiest link, by name ("agg:3 -> core:1 prio 3"), when traced."""
+    from .analysis import busiest_ports, link_utilisation
+
+    names = result.names()
+    if result.has_table("queues"):
+        top = busiest_ports(result, n=1).to_pylist()
+        if top:
+            q = top[0]
+            click.echo(
+                f"  deepest queue       {names.queue(q['port'], q['priority'])}: "
+                f"max {_fmt.size(q['max_bytes'])}, mean {_fmt.size(q['mean_bytes'])}"
+            )
+    if result.has_table("links"):
+        per_link = link_utilisation(result, by="link")
+        if per_link.num_rows and "utilisation_mean" in per_link.column_names:
+            rows = sorted(per_link.to_pylist(), key=lambda r: -(r["utilisation_mean"] or 0.0))
+            r = rows[0]
+            click.echo(
+                f"  busiest link        {names.port(r['link'])}: mean utilisation "
+                f"{(r['utilisation_mean'] or 0.0):.2f}, max {(r['utilisation_max'] or 0.0):.2f}"
+            )
 
 
 #: Flow-size bucket edges of the run summary's slowdown lines.
@@ -409,6 +435,20 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("--max-memory", default=None, metavar="SIZE", help=MAX_MEMORY_HELP)
 @click.option("--max-trace-size", default=None, metavar="SIZE", help=MAX_TRACE_HELP)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["arrow", "parquet"]),
+    default=None,
+    help="How to store the tables: Arrow IPC files (default) or Parquet (the same as "
+    "--set output.format=...).",
+)
+@click.option(
+    "--compression",
+    type=click.Choice(["none", "zstd", "lz4"]),
+    default=None,
+    help="Compress the tables (the same as --set output.compression=...).",
+)
 def run(
     scenario: str,
     out: Optional[str],
@@ -420,10 +460,14 @@ def run(
     as_json: bool,
     max_memory: Optional[str],
     max_trace_size: Optional[str],
+    fmt: Optional[str],
+    compression: Optional[str],
 ) -> None:
     """Run SCENARIO (a TOML file, or an earlier run's run.json to run it again) and print a summary.
 
-    Writes OUT/flows.arrow and OUT/run.json. A run shows its progress on stderr: a bar on a
+    Writes OUT/flows.arrow, OUT/nodes.arrow, OUT/ports.arrow (the fabric by name), the traces and
+    OUT/run.json ([output] or --format/--compression store the tables as Parquet or compressed
+    Arrow). A run shows its progress on stderr: a bar on a
     terminal, otherwise (a batch log) a line every 10 seconds (FABRICEMU_PROGRESS_INTERVAL changes
     it). A bad scenario prints one line naming the key, line and column, and exits with 2. Ctrl-C
     stops the run, writes the partial outputs (run.json has "interrupted": true) and exits with 130;
@@ -433,7 +477,12 @@ def run(
     """
     from .results import run as run_scenario
 
-    s, explicit = _load(scenario, sets, seed, traces)
+    storage = {
+        **({"output.format": fmt} if fmt else {}),
+        **({"output.compression": compression} if compression else {}),
+    }
+    storage_sets = [f"{k}={json.dumps(v)}" for k, v in storage.items()]
+    s, explicit = _load(scenario, [*sets, *storage_sets], seed, traces)
     out_dir = Path(out) if out else _default_out(scenario, explicit)
     progress = _Progress(enabled=not quiet)
     try:
@@ -482,7 +531,8 @@ def _interrupted_outputs(out: Path) -> bool:
         info = json.loads((out / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return bool(info.get("interrupted")) and (out / "flows.arrow").is_file()
+    flows = (out / "flows.arrow").is_file() or (out / "flows.parquet").is_file()
+    return bool(info.get("interrupted")) and flows
 
 
 @main.command(
@@ -1068,20 +1118,63 @@ Examples:
   fabricemu topo scenarios/permutation.toml --set topology.k=16
   fabricemu topo scenarios/incast.toml --json
   fabricemu topo scenarios/quickstart.toml --set cluster.gpus_per_server=2
+  fabricemu topo scenarios/dragonfly.toml --export graphml -o dragonfly.graphml
 """
 )
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
 @scenario_options
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@click.option(
+    "--export",
+    "export",
+    type=click.Choice(["graphml", "json"]),
+    default=None,
+    help="Write the fabric for drawing tools (Gephi, yEd, networkx, d3): nodes by name with their "
+    "role, pod, group, rack..., one edge per link with its rate, delay and tier. Needs -o.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The file --export writes.",
+)
 def topo(
-    scenario: str, sets: Tuple[str, ...], seed: Optional[int], traces: Tuple[str, ...], as_json: bool
+    scenario: str,
+    sets: Tuple[str, ...],
+    seed: Optional[int],
+    traces: Tuple[str, ...],
+    as_json: bool,
+    export: Optional[str],
+    out: Optional[str],
 ) -> None:
     """Print the size of SCENARIO's fabric without running it: hosts, switches, links per tier,
     bisection bandwidth (maximum flow between the two halves of the hosts), oversubscription
     (overall and per switch role) and diameter (the longest shortest host-to-host path). With a
     [cluster]: GPUs, servers, scale-up domains, racks, NICs, rails, planes and the per-GPU
-    scale-up and scale-out bandwidth (the bisection then leaves scale-up links out)."""
+    scale-up and scale-out bandwidth (the bisection then leaves scale-up links out).
+
+    Links are counted as cables, each carrying both directions; the traces count directions
+    (links.arrow has a row per direction and interval, ports.arrow a row per direction): the line
+    says both. --export writes the fabric as GraphML or JSON (node-link) to -o FILE."""
+    if (export is None) != (out is None):
+        _die("--export and -o go together: --export graphml -o fabric.graphml", EXIT_USAGE)
     s, _ = _load(scenario, sets, seed, traces)
+    if export is not None and out is not None:
+        from . import _export
+
+        try:
+            nodes, ports = s.fabric_tables()
+        except ScenarioError as e:
+            _die(str(e), EXIT_USAGE)
+        text = (_export.to_graphml if export == "graphml" else _export.to_json)(nodes, ports, s.name)
+        try:
+            _export.write(Path(out), text)
+        except OSError as e:
+            _die(f"{out}: {e}", EXIT_FAILED)
+        click.echo(f"{out}: {nodes.num_rows:,} nodes, {ports.num_rows // 2:,} links ({export})")
+        return
     f = s.fabric_summary()
     if as_json:
         click.echo(json.dumps(f, indent=2))
@@ -1097,7 +1190,11 @@ def topo(
         f"{t['links']:,} {t['tier']} at {_rate_range(t['rate_min_bps'], t['rate_max_bps'])}"
         for t in f["tiers"]
     )
-    click.echo(f"  links             {f['links']:,} ({tiers})")
+    directed = f.get("directed_links", 2 * f["links"])
+    click.echo(
+        f"  links             {f['links']:,} ({tiers}), each both directions: "
+        f"{directed:,} one-direction links as links.arrow and ports.arrow count them"
+    )
     ratio = f["bisection_ratio"]
     full = "full bisection" if ratio >= 1.0 else f"{ratio:.3g} of full"
     click.echo(

@@ -220,7 +220,8 @@ def _run_report(result: Result, title: Optional[str]) -> str:
     except (ValueError, KeyError) as e:
         page.note(f"scenario unavailable: {e}")
     present = result.tables()
-    page.p("Tables: " + ", ".join(f"<code>{html.escape(t)}.arrow</code>" for t in present), "meta")
+    files = [result.path_of(t).name for t in present]
+    page.p("Tables: " + ", ".join(f"<code>{html.escape(f)}</code>" for f in files), "meta")
 
     flows = result.flows
     page.h2("FCT slowdown by flow size")
@@ -264,6 +265,8 @@ def _run_report(result: Result, title: Optional[str]) -> str:
         ax.legend()
         page.figure(fig, "CDF of FCT slowdown per workload")
 
+    names = result.names()
+
     def queues() -> None:
         busiest = analysis.busiest_ports(result, n=5)
         if busiest.num_rows == 0:
@@ -278,7 +281,7 @@ def _run_report(result: Result, title: Optional[str]) -> str:
             ax.plot(
                 _floats(ts.column("time_ps")) / 1e6,
                 _floats(ts.column("bytes")) / 1e3,
-                label=f"switch {row['switch']} port {row['port']} prio {row['priority']}",
+                label=names.queue(row["port"], row["priority"]),
             )
         ax.set_xlabel("time (us)")
         ax.set_ylabel("queue depth (KB)")
@@ -286,11 +289,10 @@ def _run_report(result: Result, title: Optional[str]) -> str:
         ax.legend(fontsize=8)
         page.figure(fig, "Queue depth over time of the five queues that grew largest")
         page.table(
-            ["switch", "port", "priority", "max bytes", "mean bytes", "p99 bytes", "non-empty"],
+            ["queue (port: node -> peer)", "priority", "max bytes", "mean bytes", "p99 bytes", "non-empty"],
             [
                 (
-                    r["switch"],
-                    r["port"],
+                    names.port(r["port"]),
                     r["priority"],
                     r["max_bytes"],
                     r["mean_bytes"],
@@ -406,17 +408,16 @@ def _run_report(result: Result, title: Optional[str]) -> str:
             ]
             ax.broken_barh(spans, (y - 0.4, 0.8), color="#c0392b")
         ax.set_yticks(range(len(keys)))
-        ax.set_yticklabels([f"sw {s} port {p} prio {q}" for s, p, q in keys], fontsize=7)
+        ax.set_yticklabels([names.queue(p, q) for _s, p, q in keys], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("time (us)")
         ax.grid(alpha=0.3, axis="x")
         page.figure(fig, f"PFC pauses over time (the {len(keys)} most paused of {per_queue.num_rows} queues)")
         page.table(
-            ["switch", "port", "priority", "pauses", "paused time", "fraction of run"],
+            ["paused by (port: node -> peer)", "priority", "pauses", "paused time", "fraction of run"],
             [
                 (
-                    r["switch"],
-                    r["port"],
+                    names.port(r["port"]),
                     r["priority"],
                     r["pauses"],
                     _fmt.duration_ps(r["paused_ps"]),

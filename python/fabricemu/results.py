@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core, _fmt, _record
+from . import _core, _fmt, _record, _storage
 from ._outdir import OutputFolder, sigterm_as_interrupt
 from .errors import MissingTableError
 from .metrics import SYNTHETIC_KEYS, run_metrics, summary_view, synthetic_metrics
@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 __all__ = [
     "SYNTHETIC_KEYS",
     "TABLES",
+    "FabricNames",
     "ProgressCallback",
     "Result",
+    "attach_names",
     "open_result",
     "run",
     "synthetic_metrics",
@@ -45,7 +47,16 @@ TABLES: Dict[str, str] = {
     "latency": "add latency = true to the scenario's [trace] table (CLI: --trace latency)",
     "collectives": "runs with collective workloads write it",
     "faults": "runs with [[fault]] or [[failure_process]] tables write it",
+    "nodes": "every run writes it (runs of fabricemu 0.1 before nodes.arrow existed do not)",
+    "ports": "every run writes it (runs of fabricemu 0.1 before ports.arrow existed do not)",
 }
+
+#: Columns holding node ids, in the tables fabricemu writes (flows' ``src``/``dst`` are hosts,
+#: whose node ids are their host ids).
+NODE_COLUMNS = ("node", "switch", "src", "dst", "upstream", "peer_node")
+#: Columns holding port ids (a port is one direction of a link: links.arrow's ``link`` is its
+#: egress port).
+PORT_COLUMNS = ("port", "paused_port", "link", "peer_port")
 
 #: ``progress(simulated_ps, stop_ps, events, flows_finished, flows_total)``; ``stop_ps`` is None
 #: when the run ends with its last flow.
@@ -100,12 +111,14 @@ def run(
                 _complete_partial(Path(tmp.name), s, started)
                 _note(e, "a temporary folder (pass out= to keep it)")
                 raise
+            _convert(Path(tmp.name), s)
             record = _record.complete(Path(tmp.name), json.loads(info), s, started)
         return Result(Path(tmp.name), run_info=record, _keep=tmp)
     folder = OutputFolder(out, overwrite=overwrite)
     with sigterm_as_interrupt(), folder as staging:
         try:
             info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events, *limits)
+            _convert(Path(staging), s)
             record = _record.complete(Path(staging), json.loads(info), s, started)
         except BaseException as e:
             # Ctrl-C, SIGTERM or an exception from ``progress``: the core wrote the partial outputs
@@ -119,11 +132,18 @@ def run(
     return Result(folder.target, run_info=record)
 
 
+def _convert(folder: Path, s: Scenario) -> None:
+    """Store the tables as the scenario's ``[output]`` asks (format, compression)."""
+    fmt, compression = _storage.options(s.to_dict(normalised=True))
+    _storage.convert(folder, fmt, compression)
+
+
 def _complete_partial(folder: Path, s: Scenario, started: str) -> None:
     """The record of an interrupted run, when the core wrote its run.json (best effort: the
     interruption is what propagates)."""
     try:
         info = json.loads((folder / _record.RUN_FILE).read_text(encoding="utf-8"))
+        _convert(folder, s)
         _record.complete(folder, info, s, started)
     except (OSError, ValueError, pa.ArrowException):
         pass
@@ -210,15 +230,18 @@ class Result:
     # -- tables -------------------------------------------------------------------------------
 
     def path_of(self, name: str) -> Path:
-        """The file of table ``name`` (``<out>/<name>.arrow``), whether or not it exists."""
-        return self.out / f"{name}.arrow"
+        """The file of table ``name``: ``<out>/<name>.arrow``, or ``<name>.parquet`` for a run with
+        ``[output] format = "parquet"`` (the ``.arrow`` path when neither exists)."""
+        return _storage.find(self.out, name) or self.out / f"{name}.arrow"
 
     def has_table(self, name: str) -> bool:
-        return self.path_of(name).is_file()
+        return _storage.find(self.out, name) is not None
 
     def tables(self) -> List[str]:
         """The names of the tables in the output folder (``flows`` first, then by name)."""
-        names = sorted(p.name[: -len(".arrow")] for p in self.out.glob("*.arrow") if p.is_file())
+        names = sorted(
+            {p.stem for p in self.out.iterdir() if p.is_file() and p.suffix in (".arrow", ".parquet")}
+        )
         return sorted(names, key=lambda n: (n != "flows", n))
 
     def table(
@@ -227,11 +250,14 @@ class Result:
         columns: Optional[Sequence[str]] = None,
         filter: Optional[Any] = None,  # noqa: A002 - the name pyarrow.dataset uses
     ) -> pa.Table:
-        """Table ``name`` (``"flows"``, ``"queues"``, ``"links"``, ``"pfc"``, ``"rates"``, ...).
+        """Table ``name`` (``"flows"``, ``"queues"``, ``"links"``, ``"pfc"``, ``"rates"``, ``"nodes"``,
+        ``"ports"``, ...).
 
         Without ``columns`` and ``filter`` the whole table, memory-mapped (its pages are read when
         used) and cached; with them, only those columns and the rows matching ``filter`` (a
         ``pyarrow.compute`` expression such as ``pc.field("flow_id") == 3``), scanned batch by batch.
+        The files store string columns dictionary-encoded; tables read here have them as plain
+        strings. Arrow files (compressed or not) and Parquet files (``[output]``) read alike.
         Raises :class:`fabricemu.MissingTableError` (a ``FileNotFoundError``) if the run did not write
         the table, saying how to turn it on.
         """
@@ -241,15 +267,18 @@ class Result:
                 cached = self._read(name)
                 self._tables[name] = cached
             return cached
-        return self.dataset(name).to_table(columns=list(columns) if columns else None, filter=filter)
+        scanned = self.dataset(name).to_table(columns=list(columns) if columns else None, filter=filter)
+        return _storage.plain_strings(scanned)
 
     def dataset(self, name: str) -> pyarrow.dataset.Dataset:
         """A ``pyarrow.dataset.Dataset`` over table ``name``, for filtered or batched scans of a
-        trace too large to read whole (``ds.to_batches(filter=...)``, ``ds.scanner(...)``)."""
+        trace too large to read whole (``ds.to_batches(filter=...)``, ``ds.scanner(...)``); its
+        string columns are dictionary-encoded, as in the file."""
         import pyarrow.dataset as pads
 
         self._require(name)
-        return pads.dataset(os.fspath(self.path_of(name)), format="ipc")
+        path = self.path_of(name)
+        return pads.dataset(os.fspath(path), format="parquet" if path.suffix == ".parquet" else "ipc")
 
     def _require(self, name: str) -> None:
         if not self.has_table(name):
@@ -257,8 +286,38 @@ class Result:
 
     def _read(self, name: str) -> pa.Table:
         self._require(name)
-        source = pa.memory_map(os.fspath(self.path_of(name)), "r")
-        return pa.ipc.open_file(source).read_all()
+        return _storage.plain_strings(_storage.read(self.path_of(name)))
+
+    @property
+    def nodes(self) -> pa.Table:
+        """The fabric's nodes (nodes.arrow): ``node`` (id), ``name`` (``"leaf:3"``, ``"gpu:17"``: the
+        names ``[[fault]]`` accepts), ``role``, ``index`` (position among its role), ``host``,
+        ``ports``, and ``pod``, ``group``, ``plane``, ``server``, ``rack``, ``rail``, ``domain`` (null
+        where they do not apply). Row ``i`` is node ``i``."""
+        return self.table("nodes")
+
+    @property
+    def ports(self) -> pa.Table:
+        """The fabric's ports (ports.arrow), one per direction of every link: ``port`` (id; links.arrow's
+        ``link`` and queues.arrow's ``port``), ``node``, ``node_name``, ``index`` (position on its
+        node), ``peer_node``, ``peer_name``, ``peer_port`` (the reverse direction), ``rate_bps``,
+        ``delay_ps``, ``tier``. Row ``i`` is port ``i``."""
+        return self.table("ports")
+
+    def names(self) -> FabricNames:
+        """Names of this run's nodes and ports (:class:`FabricNames`), from nodes.arrow and
+        ports.arrow; a run written before those tables existed gets ``"node 5"``, ``"port 12"``."""
+        if self.has_table("nodes") and self.has_table("ports"):
+            return FabricNames(self.nodes, self.ports)
+        return FabricNames(None, None)
+
+    def with_names(self, table: Union[str, pa.Table]) -> pa.Table:
+        """``table`` (a table or its name) with a ``<column>_name`` column after every node or
+        port column (``switch`` -> ``switch_name`` ``"agg:3"``, ``port`` -> ``port_name``
+        ``"agg:3 -> core:1"``, ``link`` -> ``link_name``, ``src``, ``dst``, ``upstream``, ...):
+        :func:`attach_names` with this run's nodes and ports."""
+        t = self.table(table) if isinstance(table, str) else table
+        return attach_names(t, self.nodes, self.ports)
 
     @property
     def flows(self) -> pa.Table:
@@ -403,9 +462,88 @@ class Result:
 
 
 def _count_rows(path: Path) -> int:
-    with pa.memory_map(os.fspath(path), "r") as source:
-        reader = pa.ipc.open_file(source)
-        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    return _storage.rows(path)
+
+
+def _string_column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name).combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col
+
+
+class FabricNames:
+    """Names of a run's nodes (``"agg:3"``) and ports (``"agg:3 -> core:1"``: the port's node, then
+    the node at the far end), from its nodes and ports tables (``None``: ids only)."""
+
+    def __init__(self, nodes: Optional[pa.Table], ports: Optional[pa.Table]) -> None:
+        self._nodes: List[str] = []
+        self._ports: List[str] = []
+        if nodes is not None and nodes.num_rows:
+            ids = nodes.column("node").to_pylist()
+            names = _string_column(nodes, "name").to_pylist()
+            self._nodes = [""] * (max(ids) + 1)
+            for i, n in zip(ids, names):
+                self._nodes[i] = n
+        if ports is not None and ports.num_rows:
+            ids = ports.column("port").to_pylist()
+            a = _string_column(ports, "node_name").to_pylist()
+            b = _string_column(ports, "peer_name").to_pylist()
+            self._ports = [""] * (max(ids) + 1)
+            for i, x, y in zip(ids, a, b):
+                self._ports[i] = f"{x} -> {y}"
+
+    def __bool__(self) -> bool:
+        return bool(self._nodes)
+
+    def node(self, node: Optional[int]) -> str:
+        """``"leaf:3"`` for node id 3's name, ``"node 3"`` without names."""
+        if node is None:
+            return "-"
+        n = int(node)
+        return self._nodes[n] if 0 <= n < len(self._nodes) and self._nodes[n] else f"node {n}"
+
+    def port(self, port: Optional[int]) -> str:
+        """``"agg:3 -> core:1"`` for a port (one direction of a link), ``"port 52"`` without names."""
+        if port is None:
+            return "-"
+        p = int(port)
+        return self._ports[p] if 0 <= p < len(self._ports) and self._ports[p] else f"port {p}"
+
+    def queue(self, port: Optional[int], priority: Optional[int]) -> str:
+        """``"agg:3 -> core:1 prio 3"``: an egress queue."""
+        return f"{self.port(port)} prio {priority}"
+
+
+def attach_names(table: pa.Table, nodes: pa.Table, ports: pa.Table) -> pa.Table:
+    """``table`` with a ``<column>_name`` string column after each column of node ids (``node``,
+    ``switch``, ``src``, ``dst``, ``upstream``, ``peer_node``: ``"leaf:3"``) and of port ids
+    (``port``, ``paused_port``, ``link``, ``peer_port``: ``"leaf:3 -> spine:0"``, the port's node
+    and the node at the far end). ``nodes`` and ``ports`` are a run's nodes and ports tables
+    (``result.nodes``, ``result.ports``, or read from nodes.arrow / ports.arrow); a column whose
+    ``<column>_name`` already exists is left alone. A null id gives a null name."""
+    node_names = _string_column(nodes, "name")
+    node_index = pc.sort_indices(nodes.column("node"))
+    node_names = node_names.take(node_index)
+    port_labels = pc.binary_join_element_wise(
+        _string_column(ports, "node_name"), _string_column(ports, "peer_name"), " -> "
+    ).take(pc.sort_indices(ports.column("port")))
+    out = table
+    for name in list(table.column_names):
+        if f"{name}_name" in out.column_names:
+            continue
+        if name in NODE_COLUMNS:
+            labels = node_names
+        elif name in PORT_COLUMNS:
+            labels = port_labels
+        else:
+            continue
+        ids = out.column(name)
+        if not pa.types.is_integer(ids.type):
+            continue
+        named = pc.take(labels, ids.cast(pa.int64()))
+        out = out.add_column(out.column_names.index(name) + 1, f"{name}_name", named)
+    return out
 
 
 def _quantile(values: pa.Array, q: float) -> Optional[float]:

@@ -7,7 +7,7 @@ import html
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _core, _fmt
 from .errors import ScenarioError
@@ -176,6 +176,21 @@ class Scenario:
         ``oversubscription`` and ``diameter_links`` (longest shortest host-to-host path).
         ``fabricemu topo`` prints it."""
         return dict(json.loads(_core.topology_summary(self._json, max_memory)))
+
+    def fabric_tables(self, max_memory: Optional[int] = None) -> Tuple[Any, Any]:
+        """The fabric this scenario builds, by name, without running it: ``(nodes, ports)`` as
+        pyarrow Tables, the same as a run's nodes.arrow and ports.arrow (:attr:`Result.nodes`,
+        :attr:`Result.ports`; string columns as plain strings). ``fabricemu topo --export`` writes
+        them as GraphML or JSON."""
+        import pyarrow as pa
+
+        from ._storage import plain_strings
+
+        nodes, ports = _core.fabric_tables(self._json, max_memory)
+        return (
+            plain_strings(pa.ipc.open_file(pa.py_buffer(nodes)).read_all()),
+            plain_strings(pa.ipc.open_file(pa.py_buffer(ports)).read_all()),
+        )
 
     def summary_line(self, max_memory: Optional[int] = None) -> str:
         """One line describing the fabric and the workloads."""

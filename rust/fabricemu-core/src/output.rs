@@ -1,4 +1,5 @@
-//! Writing a run's output folder: flows.arrow and run.json, each complete or absent.
+//! Writing a run's output folder: flows.arrow, nodes.arrow, ports.arrow and run.json, each
+//! complete or absent.
 
 use std::io;
 use std::path::Path;
@@ -43,7 +44,8 @@ fn per_second(count: u64, wall_seconds: f64) -> f64 {
     }
 }
 
-/// Write `dir/flows.arrow`, `dir/collectives.arrow` (if the scenario has collectives) and then
+/// Write `dir/flows.arrow`, `dir/collectives.arrow` (if the scenario has collectives), the traces,
+/// `dir/nodes.arrow` and `dir/ports.arrow` (the fabric by name, [`crate::trace::fabric`]) and then
 /// `dir/run.json` (creating `dir` if needed), each atomically, and return the run.json value:
 /// `scenario` (the scenario as a JSON object), `seed`, `version`, `interrupted`, `wall_seconds`,
 /// `stats` (every [`crate::RunStats`] counter), `workloads` (see [`workload_reports`]), `fabric`
@@ -95,6 +97,12 @@ pub fn write_outputs(
     if let Some(l) = sim.latency() {
         l.write(&dir.join(LATENCY_FILE), &names, &metadata)?;
     }
+    crate::trace::fabric::write_fabric_tables(
+        dir,
+        &sim.world().fabric,
+        &sim.scenario().topology,
+        &metadata,
+    )?;
     let plan = sim.workload_plan();
 
     let stats = sim.stats();

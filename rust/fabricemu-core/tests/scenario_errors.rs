@@ -655,3 +655,42 @@ fn the_engine_runs_the_built_plan_as_it_is() {
     let st = sim.run_to_end();
     assert_eq!((st.flows_total, st.flows_finished), (3, 3));
 }
+
+#[test]
+fn output_format_and_compression() {
+    // Line 20: the key of the [output] table after the workloads.
+    let ok = format!("{BASE}\n[output]\nformat = \"parquet\"\ncompression = \"zstd\"\n");
+    let (file, _) = parse_toml(&ok, "ok.toml").unwrap();
+    let json = to_json(&file);
+    assert!(
+        json.contains(r#""output":{"format":"parquet","compression":"zstd"}"#),
+        "{json}"
+    );
+    assert_eq!(
+        parse_json(&json).unwrap().0,
+        file,
+        "the JSON form reads back"
+    );
+    // Without [output] the scenario's JSON has no output key (unchanged from before it existed).
+    let (plain, _) = parse_toml(BASE, "base.toml").unwrap();
+    assert!(!to_json(&plain).contains("output"));
+
+    let e = err(&format!("{BASE}\n[output]\ncompression = \"gzip\"\n"));
+    check(
+        &e,
+        "output.compression",
+        20,
+        15,
+        r#"expected one of "none", "zstd", "lz4", found "gzip""#,
+    );
+    let e = err(&format!("{BASE}\n[output]\nformat = \"csv\"\n"));
+    check(
+        &e,
+        "output.format",
+        20,
+        10,
+        r#"expected one of "arrow", "parquet""#,
+    );
+    let e = err(&format!("{BASE}\n[output]\nlevel = 3\n"));
+    check(&e, "output.level", 20, 1, "unknown field `level`");
+}

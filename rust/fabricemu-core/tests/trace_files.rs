@@ -98,11 +98,35 @@ fn every_column_nulls_and_metadata() {
         .map(|f| f.data_type().clone())
         .collect();
     use DataType::*;
+    // String columns are dictionary-encoded (int32 keys, utf8 values).
+    let dict = || Dictionary(Box::new(Int32), Box::new(Utf8));
     assert_eq!(
         types,
         vec![
-            Int64, UInt32, UInt32, Int64, Int64, Int64, Int64, Int64, Float64, Utf8, UInt32, Int64,
-            Int64, Int64, Int64, Int64, Int64, Int64, Int64, UInt32, UInt32, UInt32, Utf8, Boolean,
+            Int64,
+            UInt32,
+            UInt32,
+            Int64,
+            Int64,
+            Int64,
+            Int64,
+            Int64,
+            Float64,
+            dict(),
+            UInt32,
+            Int64,
+            Int64,
+            Int64,
+            Int64,
+            Int64,
+            Int64,
+            Int64,
+            Int64,
+            UInt32,
+            UInt32,
+            UInt32,
+            dict(),
+            Boolean,
             Boolean
         ]
     );
@@ -176,13 +200,18 @@ fn every_column_nulls_and_metadata() {
         assert_eq!(col.null_count(), 1, "{name}");
         assert!(col.is_null(2), "{name}");
     }
-    let workload: Vec<&str> = b
-        .column_by_name("workload")
-        .unwrap()
-        .as_string::<i32>()
-        .iter()
-        .map(|s| s.unwrap())
-        .collect();
+    let workload: Vec<&str> = {
+        let d = b
+            .column_by_name("workload")
+            .unwrap()
+            .as_dictionary::<arrow_array::types::Int32Type>();
+        let values = d.values().as_string::<i32>();
+        d.keys()
+            .values()
+            .iter()
+            .map(|&k| values.value(k as usize))
+            .collect()
+    };
     assert_eq!(
         workload,
         vec!["incast", "background", "background", "incast"]
@@ -330,7 +359,10 @@ flows = [{ src = 0, dst = 15, size = "64KB" }]
     let scenario_json = fabricemu_core::scenario::to_json(&file);
     let run = fabricemu_core::output::write_outputs(&dir, &mut sim, &scenario_json, 5, false, 0.0)
         .unwrap();
-    assert_eq!(entries(&dir), vec!["flows.arrow", "run.json"]);
+    assert_eq!(
+        entries(&dir),
+        vec!["flows.arrow", "nodes.arrow", "ports.arrow", "run.json"]
+    );
 
     let on_disk: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
@@ -364,6 +396,9 @@ flows = [{ src = 0, dst = 15, size = "64KB" }]
         .unwrap();
     assert_eq!(run["interrupted"], true);
     assert_eq!(run["events_per_second"], stats.events as f64 / 2.0);
-    assert_eq!(entries(&dir), vec!["flows.arrow", "run.json"]);
+    assert_eq!(
+        entries(&dir),
+        vec!["flows.arrow", "nodes.arrow", "ports.arrow", "run.json"]
+    );
     fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }

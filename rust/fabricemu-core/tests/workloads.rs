@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::RecordBatch;
 use fabricemu_core::scenario::{load_toml, parse_toml};
 use fabricemu_core::trace::collectives::CollectiveRow;
 use fabricemu_core::trace::flows::{FlowLabels, FlowRow};
@@ -707,8 +707,13 @@ fn replay_reproduces_an_earlier_runs_flows_exactly() {
     let tags: Vec<String> = batches
         .iter()
         .flat_map(|b| {
-            let c = b.column_by_name("tag").unwrap().as_string::<i32>().clone();
-            (0..c.len()).map(move |i| c.value(i).to_string())
+            let d = b
+                .column_by_name("tag")
+                .unwrap()
+                .as_dictionary::<arrow_array::types::Int32Type>()
+                .clone();
+            let values = d.values().as_string::<i32>().clone();
+            (0..d.len()).map(move |i| values.value(d.keys().value(i) as usize).to_string())
         })
         .collect();
     let a_names = original.workload_names();

@@ -24,6 +24,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scenario::kept_build, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(topology::topology_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(topology::fabric_tables, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_rate, m)?)?;

@@ -403,4 +403,9 @@ impl Simulation {
     pub fn world(&self) -> &World {
         &self.world
     }
+
+    /// The validated scenario this simulation runs.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
 }

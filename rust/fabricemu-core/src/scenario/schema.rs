@@ -18,7 +18,9 @@ pub use crate::switch::config::{EcnFile, PfcFile, SwitchFile};
 pub use crate::topology::cluster::config::{ClusterFile, NicAttachFile, ScaleUpFile};
 pub use crate::topology::config::TopologyFile;
 pub use crate::topology::faults::{FailureProcessFile, FaultFile, NodeRef};
-pub use crate::trace::config::{IntervalTraceFile, QueuesTraceFile, RatesTraceFile, TraceFile};
+pub use crate::trace::config::{
+    IntervalTraceFile, OutputFile, QueuesTraceFile, RatesTraceFile, TraceFile,
+};
 pub use crate::transport::config::{NicFile, TransportFile};
 pub use crate::workload::config::WorkloadFile;
 pub use crate::workload::explicit::FlowEntry;
@@ -95,4 +97,7 @@ pub struct ScenarioFile {
     pub workload: Vec<WorkloadFile>,
     #[serde(default)]
     pub trace: TraceFile,
+    /// `[output]`: the format and compression of the run's tables (applied by the Python layer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputFile>,
 }

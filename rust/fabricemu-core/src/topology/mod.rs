@@ -7,6 +7,7 @@ mod dragonfly;
 mod fat_tree;
 pub mod faults;
 mod leaf_spine;
+pub mod nodes;
 pub mod summary;
 
 pub use cluster::ClusterLayout;

@@ -35,6 +35,9 @@ pub struct FabricSummary {
     pub switches: u32,
     /// Bidirectional links (cables), host links included.
     pub links: u32,
+    /// One-direction links: two per cable, what links.arrow has a row for per interval (its
+    /// `link` column, the egress port) and ports.arrow one row each.
+    pub directed_links: u32,
     /// Switches per role, in the order of their ids.
     pub roles: Vec<RoleSummary>,
     /// Links per tier, in the order host, fabric, core, global (tiers without links are left out).
@@ -291,6 +294,7 @@ pub fn summarize(fabric: &Fabric) -> FabricSummary {
         hosts: fabric.num_hosts,
         switches: fabric.num_nodes - fabric.num_hosts,
         links: fabric.num_ports() / 2,
+        directed_links: fabric.num_ports(),
         roles,
         tiers,
         bisection_bps,

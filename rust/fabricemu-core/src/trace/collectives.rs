@@ -29,9 +29,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt32Builder,
-};
+use arrow_array::builder::{Float64Builder, Int64Builder, ListBuilder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -132,14 +130,15 @@ pub const COLUMNS: [&str; 24] = [
 ];
 
 pub fn collectives_schema(metadata: &[(String, String)]) -> Schema {
-    use DataType::{Float64, Int64, UInt32, Utf8};
+    use super::tables::dict_field;
+    use DataType::{Float64, Int64, UInt32};
     let fields = vec![
         Field::new("collective", UInt32, false),
-        Field::new("workload", Utf8, false),
+        dict_field("workload", false),
         Field::new("workload_index", UInt32, false),
         Field::new("group", UInt32, false),
-        Field::new("op", Utf8, false),
-        Field::new("algorithm", Utf8, false),
+        dict_field("op", false),
+        dict_field("algorithm", false),
         Field::new("ranks", UInt32, false),
         Field::new(
             "hosts",
@@ -167,10 +166,46 @@ pub fn collectives_schema(metadata: &[(String, String)]) -> Schema {
     Schema::new_with_metadata(fields, metadata)
 }
 
+/// The values of the table's string columns, the same for every batch: (workload, op,
+/// algorithm), each in order of first appearance (workloads: the scenario's names).
+struct Dictionaries {
+    workload: Vec<String>,
+    op: Vec<String>,
+    algorithm: Vec<String>,
+}
+
+impl Dictionaries {
+    fn of(rows: &[CollectiveRow], workload_names: &[String]) -> Self {
+        let mut d = Dictionaries {
+            workload: workload_names.to_vec(),
+            op: Vec::new(),
+            algorithm: Vec::new(),
+        };
+        for r in rows {
+            if r.workload as usize >= d.workload.len() && !d.workload.contains(&String::new()) {
+                d.workload.push(String::new());
+            }
+            for (list, v) in [
+                (&mut d.op, r.op.to_string()),
+                (&mut d.algorithm, r.algorithm.to_string()),
+            ] {
+                if !list.contains(&v) {
+                    list.push(v);
+                }
+            }
+        }
+        d
+    }
+
+    fn key(list: &[String], v: &str) -> usize {
+        list.iter().position(|x| x == v).expect("in the dictionary")
+    }
+}
+
 fn batch(
     schema: &SchemaRef,
     rows: &[CollectiveRow],
-    workload_names: &[String],
+    dicts: &Dictionaries,
 ) -> io::Result<RecordBatch> {
     let n = rows.len();
     let u32_col = |f: &dyn Fn(&CollectiveRow) -> u32| -> ArrayRef {
@@ -189,10 +224,11 @@ fn batch(
         rows.iter().for_each(|r| b.append_option(f(r)));
         Arc::new(b.finish())
     };
-    let str_col = |f: &dyn Fn(&CollectiveRow) -> String| -> ArrayRef {
-        let mut b = StringBuilder::new();
-        rows.iter().for_each(|r| b.append_value(f(r)));
-        Arc::new(b.finish())
+    let str_col = |list: &[String], f: &dyn Fn(&CollectiveRow) -> String| -> ArrayRef {
+        let mut b = super::tables::DictColumn::new(list);
+        rows.iter()
+            .for_each(|r| b.append(Dictionaries::key(list, &f(r))));
+        b.finish()
     };
     let hosts: ArrayRef = {
         let mut b = ListBuilder::new(UInt32Builder::new());
@@ -204,16 +240,17 @@ fn batch(
     };
     let columns = vec![
         u32_col(&|r| r.collective),
-        str_col(&|r| {
-            workload_names
+        str_col(&dicts.workload, &|r| {
+            dicts
+                .workload
                 .get(r.workload as usize)
                 .cloned()
                 .unwrap_or_default()
         }),
         u32_col(&|r| r.workload),
         u32_col(&|r| r.group),
-        str_col(&|r| r.op.to_string()),
-        str_col(&|r| r.algorithm.to_string()),
+        str_col(&dicts.op, &|r| r.op.to_string()),
+        str_col(&dicts.algorithm, &|r| r.algorithm.to_string()),
         u32_col(&|r| r.ranks()),
         hosts,
         u32_col(&|r| r.iteration),
@@ -245,8 +282,9 @@ pub fn write_collectives_to<W: Write>(
 ) -> io::Result<W> {
     let schema: SchemaRef = Arc::new(collectives_schema(metadata));
     let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
+    let dicts = Dictionaries::of(rows, workload_names);
     for chunk in rows.chunks(super::flows::BATCH_ROWS) {
-        let b = batch(&schema, chunk, workload_names)?;
+        let b = batch(&schema, chunk, &dicts)?;
         writer.write(&b).map_err(io::Error::other)?;
     }
     writer.finish().map_err(io::Error::other)?;

@@ -155,6 +155,37 @@ impl PacketsTraceFile {
     }
 }
 
+/// `[output]`: how the run's tables are stored. The engine writes Arrow IPC files; the Python
+/// layer (`fabricemu.run`, `fabricemu run`) converts them after the run when asked (each file
+/// written under a temporary name and renamed, in the run's staging folder, before the folder is
+/// moved into place), so no compression library is built into the engine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputFile {
+    /// `"arrow"` (Arrow IPC files, `<table>.arrow`; default) or `"parquet"` (`<table>.parquet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<OutputFormat>,
+    /// `"none"` (default), `"zstd"` or `"lz4"`: buffer compression of Arrow files, page
+    /// compression of Parquet files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<OutputCompression>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputFormat {
+    Arrow,
+    Parquet,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputCompression {
+    None,
+    Zstd,
+    Lz4,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueuesTraceFile {

@@ -10,15 +10,13 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder,
-};
+use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::atomic::AtomicFile;
-use super::tables::int64;
+use super::tables::{dict_field, int64, DictColumn};
 
 /// What the engine knows of one flow at the end of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,7 +123,7 @@ pub const COLUMNS: [&str; 25] = [
 pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
     // Times, sizes and counts are int64 (Arrow's and the PyData tools' convention: differences
     // cannot wrap); ids are uint32.
-    use DataType::{Boolean, Float64, Int64, UInt32, Utf8};
+    use DataType::{Boolean, Float64, Int64, UInt32};
     let fields = vec![
         Field::new("flow_id", Int64, false),
         Field::new("src", UInt32, false),
@@ -136,7 +134,7 @@ pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
         Field::new("fct_ps", Int64, true),
         Field::new("ideal_fct_ps", Int64, false),
         Field::new("slowdown", Float64, true),
-        Field::new("workload", Utf8, false),
+        dict_field("workload", false),
         Field::new("workload_index", UInt32, false),
         Field::new("packets_sent", Int64, false),
         Field::new("retransmits", Int64, false),
@@ -149,7 +147,7 @@ pub fn flows_schema(metadata: &[(String, String)]) -> Schema {
         Field::new("collective", UInt32, true),
         Field::new("collective_iteration", UInt32, true),
         Field::new("collective_step", UInt32, true),
-        Field::new("tag", Utf8, true),
+        dict_field("tag", true),
         Field::new("measured", Boolean, true),
         Field::new("started", Boolean, false),
     ];
@@ -175,17 +173,16 @@ fn batch(
         Arc::new(b.finish())
     };
     let tag: ArrayRef = {
-        let name_of = |i: usize| {
-            label(i)
-                .tag
-                .map(|t| tag_names.get(t as usize).map(String::as_str).unwrap_or(""))
-        };
-        let bytes: usize = (0..n).map(|i| name_of(i).map_or(0, str::len)).sum();
-        let mut b = StringBuilder::with_capacity(n, bytes);
+        let mut b = DictColumn::new(tag_names);
         for i in 0..n {
-            b.append_option(name_of(i));
+            b.append_option(
+                label(i)
+                    .tag
+                    .map(|t| t as usize)
+                    .filter(|&t| t < tag_names.len()),
+            );
         }
-        Arc::new(b.finish())
+        b.finish()
     };
     let measured: ArrayRef = {
         let mut b = BooleanBuilder::with_capacity(n);
@@ -230,18 +227,14 @@ fn batch(
         Arc::new(b.finish())
     };
     let workload: ArrayRef = {
-        let name_of = |i: u32| {
-            workload_names
-                .get(i as usize)
-                .map(String::as_str)
-                .unwrap_or("")
-        };
-        let bytes: usize = rows.iter().map(|r| name_of(r.workload).len()).sum();
-        let mut b = StringBuilder::with_capacity(n, bytes);
+        // A workload index without a name (never, from the engine) is the empty string, the
+        // dictionary's last entry.
+        let mut b = DictColumn::new(workload_names);
+        let missing = workload_names.len();
         for r in rows {
-            b.append_value(name_of(r.workload));
+            b.append((r.workload as usize).min(missing));
         }
-        Arc::new(b.finish())
+        b.finish()
     };
     let columns = vec![
         u64_col(|r| r.flow_id),
@@ -296,6 +289,18 @@ pub fn write_labelled_flows_to<W: Write>(
 ) -> io::Result<W> {
     let schema: SchemaRef = Arc::new(flows_schema(metadata));
     let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
+    let named = |w: u32| (w as usize) < workload_names.len();
+    let padded: Vec<String>;
+    let workload_names = if rows.iter().all(|r| named(r.workload)) {
+        workload_names
+    } else {
+        padded = workload_names
+            .iter()
+            .cloned()
+            .chain([String::new()])
+            .collect();
+        &padded
+    };
     for (k, chunk) in rows.chunks(BATCH_ROWS).enumerate() {
         let from = (k * BATCH_ROWS).min(labels.len());
         let to = (from + chunk.len()).min(labels.len());

@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod collectives;
 pub mod config;
 pub mod faults;
+pub mod fabric;
 pub mod flows;
 pub mod latency;
 pub mod packets;

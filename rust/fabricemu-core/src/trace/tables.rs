@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    ArrayBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt8Builder,
+    ArrayBuilder, Float64Builder, Int32Builder, Int64Builder, UInt32Builder, UInt8Builder,
 };
-use arrow_array::ArrayRef;
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, DictionaryArray, StringArray};
 use arrow_schema::{DataType, Field};
 
 use super::stream::Columns;
@@ -23,6 +24,72 @@ fn done<B: ArrayBuilder>(b: &mut B) -> ArrayRef {
     b.finish()
 }
 
+/// The Arrow type of a dictionary-encoded string column: int32 keys into utf8 values (what
+/// `pyarrow`'s `dictionary_encode` gives; DuckDB, polars and pandas read it as a category).
+pub fn dict_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// A dictionary-encoded string field.
+pub fn dict_field(name: &str, nullable: bool) -> Field {
+    Field::new(name, dict_type(), nullable)
+}
+
+/// A string column whose values come from a list fixed when the table starts: each row is a
+/// key into it. Every batch carries the same dictionary (an Arrow IPC *file* allows one per
+/// column), and a row costs a key, not a string.
+#[derive(Debug)]
+pub struct DictColumn {
+    keys: Int32Builder,
+    values: ArrayRef,
+}
+
+impl DictColumn {
+    pub fn new<S: AsRef<str>>(values: &[S]) -> Self {
+        let values: StringArray = values.iter().map(|v| Some(v.as_ref())).collect();
+        Self {
+            keys: Int32Builder::new(),
+            values: Arc::new(values),
+        }
+    }
+
+    /// A row with value `values[key]`.
+    #[inline]
+    pub fn append(&mut self, key: usize) {
+        debug_assert!(key < self.values.len());
+        self.keys.append_value(key as i32);
+    }
+
+    /// A row with value `values[key]`, or null.
+    #[inline]
+    pub fn append_option(&mut self, key: Option<usize>) {
+        match key {
+            Some(k) => self.append(k),
+            None => self.keys.append_null(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.len() == 0
+    }
+
+    /// The rows so far, leaving the column empty (the dictionary stays).
+    pub fn finish(&mut self) -> ArrayRef {
+        let keys = self.keys.finish();
+        Arc::new(
+            DictionaryArray::<Int32Type>::try_new(keys, self.values.clone())
+                .expect("keys index the dictionary"),
+        )
+    }
+}
+
+/// The names of the link tiers, in the order of [`crate::topology::Tier`] (its `as u8`).
+pub const TIER_NAMES: [&str; 6] = ["host", "fabric", "core", "global", "scaleup", "pcie"];
+
 /// queues.arrow: one row per (switch port, priority) and sample.
 #[derive(Default)]
 pub struct QueueRows {
@@ -34,6 +101,9 @@ pub struct QueueRows {
     pub packets: UInt32Builder,
     /// Most bytes the queue held since the previous sample.
     pub max_bytes: Int64Builder,
+    /// The node the port belongs to (a switch, or a host with `trace.queues.hosts`): the same
+    /// value as `switch`, under a name that fits both (join with nodes.arrow's `node`).
+    pub node: UInt32Builder,
 }
 
 impl QueueRows {
@@ -55,6 +125,7 @@ impl QueueRows {
         self.bytes.append_value(int64(bytes));
         self.packets.append_value(packets);
         self.max_bytes.append_value(int64(max_bytes));
+        self.node.append_value(switch.get());
     }
 }
 
@@ -69,6 +140,7 @@ impl Columns for QueueRows {
             Field::new("bytes", DataType::Int64, false),
             Field::new("packets", DataType::UInt32, false),
             Field::new("max_bytes", DataType::Int64, false),
+            Field::new("node", DataType::UInt32, false),
         ]
     }
     fn rows(&self) -> usize {
@@ -83,22 +155,37 @@ impl Columns for QueueRows {
             Arc::new(self.bytes.finish()),
             Arc::new(self.packets.finish()),
             Arc::new(self.max_bytes.finish()),
+            Arc::new(self.node.finish()),
         ]
     }
 }
 
 /// links.arrow: one row per link (named by its egress port) and interval.
-#[derive(Default)]
 pub struct LinkRows {
     /// End of the interval.
     pub time_ps: Int64Builder,
     pub link: UInt32Builder,
     pub src: UInt32Builder,
     pub dst: UInt32Builder,
-    pub tier: StringBuilder,
+    pub tier: DictColumn,
     pub tx_bytes: Int64Builder,
     pub utilisation: Float64Builder,
     pub paused_ps: Int64Builder,
+}
+
+impl Default for LinkRows {
+    fn default() -> Self {
+        Self {
+            time_ps: Int64Builder::new(),
+            link: UInt32Builder::new(),
+            src: UInt32Builder::new(),
+            dst: UInt32Builder::new(),
+            tier: DictColumn::new(&TIER_NAMES),
+            tx_bytes: Int64Builder::new(),
+            utilisation: Float64Builder::new(),
+            paused_ps: Int64Builder::new(),
+        }
+    }
 }
 
 impl LinkRows {
@@ -109,7 +196,7 @@ impl LinkRows {
         link: LinkId,
         src: NodeId,
         dst: NodeId,
-        tier: &str,
+        tier: crate::topology::Tier,
         tx_bytes: u64,
         utilisation: f64,
         paused_ps: u64,
@@ -118,7 +205,7 @@ impl LinkRows {
         self.link.append_value(link.get());
         self.src.append_value(src.get());
         self.dst.append_value(dst.get());
-        self.tier.append_value(tier);
+        self.tier.append(tier as usize);
         self.tx_bytes.append_value(int64(tx_bytes));
         self.utilisation.append_value(utilisation);
         self.paused_ps.append_value(int64(paused_ps));
@@ -133,7 +220,7 @@ impl Columns for LinkRows {
             Field::new("link", DataType::UInt32, false),
             Field::new("src", DataType::UInt32, false),
             Field::new("dst", DataType::UInt32, false),
-            Field::new("tier", DataType::Utf8, false),
+            dict_field("tier", false),
             Field::new("tx_bytes", DataType::Int64, false),
             Field::new("utilisation", DataType::Float64, false),
             Field::new("paused_ps", DataType::Int64, false),
@@ -148,7 +235,7 @@ impl Columns for LinkRows {
             done(&mut self.link),
             done(&mut self.src),
             done(&mut self.dst),
-            done(&mut self.tier),
+            self.tier.finish(),
             done(&mut self.tx_bytes),
             done(&mut self.utilisation),
             done(&mut self.paused_ps),
@@ -157,7 +244,6 @@ impl Columns for LinkRows {
 }
 
 /// pfc.arrow: one row per PAUSE or RESUME frame a switch sends.
-#[derive(Default)]
 pub struct PfcRows {
     pub time_ps: Int64Builder,
     /// The switch that sent the frame, and the port it left on.
@@ -167,7 +253,21 @@ pub struct PfcRows {
     pub upstream: UInt32Builder,
     pub paused_port: UInt32Builder,
     pub priority: UInt8Builder,
-    pub action: StringBuilder,
+    pub action: DictColumn,
+}
+
+impl Default for PfcRows {
+    fn default() -> Self {
+        Self {
+            time_ps: Int64Builder::new(),
+            switch: UInt32Builder::new(),
+            port: UInt32Builder::new(),
+            upstream: UInt32Builder::new(),
+            paused_port: UInt32Builder::new(),
+            priority: UInt8Builder::new(),
+            action: DictColumn::new(&["pause", "resume"]),
+        }
+    }
 }
 
 impl PfcRows {
@@ -188,8 +288,7 @@ impl PfcRows {
         self.upstream.append_value(upstream.get());
         self.paused_port.append_value(paused_port.get());
         self.priority.append_value(priority);
-        self.action
-            .append_value(if pause { "pause" } else { "resume" });
+        self.action.append(if pause { 0 } else { 1 });
     }
 }
 
@@ -203,7 +302,7 @@ impl Columns for PfcRows {
             Field::new("upstream", DataType::UInt32, false),
             Field::new("paused_port", DataType::UInt32, false),
             Field::new("priority", DataType::UInt8, false),
-            Field::new("action", DataType::Utf8, false),
+            dict_field("action", false),
         ]
     }
     fn rows(&self) -> usize {
@@ -217,7 +316,7 @@ impl Columns for PfcRows {
             done(&mut self.upstream),
             done(&mut self.paused_port),
             done(&mut self.priority),
-            done(&mut self.action),
+            self.action.finish(),
         ]
     }
 }

@@ -218,14 +218,13 @@ impl Tracer {
                 std::mem::replace(&mut self.links_last[s.link], (s.tx_bytes, s.paused_ps));
             let bytes = s.tx_bytes - last_tx;
             let utilisation = (bytes as f64 * 8.0) / (s.rate_bps as f64 * interval as f64 * 1e-12);
-            let tier = crate::topology::summary::tier_name(s.tier);
             let table = self.traces.links.as_mut()?;
             table.cols.push(
                 now,
                 s.link,
                 s.node,
                 s.peer_node,
-                tier,
+                s.tier,
                 bytes,
                 utilisation,
                 s.paused_ps - last_paused,

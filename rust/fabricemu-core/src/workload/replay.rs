@@ -524,7 +524,41 @@ fn supported(t: &DataType) -> bool {
             | Utf8
             | LargeUtf8
             | Utf8View
-    )
+    ) || matches!(t, Dictionary(k, v) if k.is_integer() && matches!(**v, Utf8 | LargeUtf8))
+}
+
+/// Row `r` of a dictionary-encoded string column (as fabricemu writes its string columns).
+fn dict_text(a: &dyn Array, r: usize) -> Cell<'_> {
+    fn of<K: arrow_array::types::ArrowDictionaryKeyType>(a: &dyn Array, r: usize) -> Cell<'_> {
+        let d = a.as_dictionary::<K>();
+        let Some(k) = arrow_buffer::ArrowNativeType::to_usize(d.keys().value(r)) else {
+            return Cell::Null;
+        };
+        let values = d.values();
+        if k >= values.len() || values.is_null(k) {
+            return Cell::Null;
+        }
+        match values.data_type() {
+            DataType::Utf8 => Cell::Text(values.as_string::<i32>().value(k)),
+            DataType::LargeUtf8 => Cell::Text(values.as_string::<i64>().value(k)),
+            _ => Cell::Null,
+        }
+    }
+    let DataType::Dictionary(key, _) = a.data_type() else {
+        return Cell::Null;
+    };
+    use DataType::*;
+    match **key {
+        Int8 => of::<Int8Type>(a, r),
+        Int16 => of::<Int16Type>(a, r),
+        Int32 => of::<Int32Type>(a, r),
+        Int64 => of::<Int64Type>(a, r),
+        UInt8 => of::<UInt8Type>(a, r),
+        UInt16 => of::<UInt16Type>(a, r),
+        UInt32 => of::<UInt32Type>(a, r),
+        UInt64 => of::<UInt64Type>(a, r),
+        _ => Cell::Null,
+    }
 }
 
 fn arrow_cell(a: &dyn Array, r: usize) -> Cell<'_> {
@@ -546,6 +580,7 @@ fn arrow_cell(a: &dyn Array, r: usize) -> Cell<'_> {
         Utf8 => Cell::Text(a.as_string::<i32>().value(r)),
         LargeUtf8 => Cell::Text(a.as_string::<i64>().value(r)),
         Utf8View => Cell::Text(a.as_string_view().value(r)),
+        Dictionary(..) => dict_text(a, r),
         _ => Cell::Null,
     }
 }
