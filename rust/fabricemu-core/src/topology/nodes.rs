@@ -210,7 +210,7 @@ mod tests {
                 serde_json::from_value(serde_json::json!({"link": [name, peer], "at": "1us"}))
                     .unwrap();
             let spec = file.validate(0).unwrap();
-            let resolved = super::super::faults::resolve(&f, &[spec]).unwrap();
+            let resolved = super::super::faults::resolve(&f, &[spec], &[], 0).unwrap();
             assert_eq!(f.port_node[resolved[0].links[0].egress()], n, "{name}");
         }
         // Routers of group 1 are routers 2 and 3; host 5 is on router 2.
