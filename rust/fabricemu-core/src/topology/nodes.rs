@@ -33,12 +33,16 @@ pub struct NodePlace {
 
 /// Every node's position among the nodes of its role (its name's index).
 pub fn role_indices(fabric: &Fabric) -> IdVec<NodeId, u32> {
-    let mut next = [0u32; 16];
+    // Per role (by its `repr(u8)`), the nodes of that role seen so far.
+    let mut next: Vec<u32> = Vec::new();
     let mut out = IdVec::with_capacity(fabric.num_nodes as usize);
     for r in fabric.role.iter() {
-        let slot = &mut next[*r as usize];
-        out.push(*slot);
-        *slot += 1;
+        let k = *r as usize;
+        if next.len() <= k {
+            next.resize(k + 1, 0);
+        }
+        out.push(next[k]);
+        next[k] += 1;
     }
     out
 }

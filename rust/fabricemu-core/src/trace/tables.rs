@@ -384,3 +384,77 @@ impl Columns for RateRows {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Tier;
+    use crate::trace::stream::{Stream, STREAM_BATCH_ROWS};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int32Type;
+    use arrow_array::Array;
+
+    #[test]
+    fn a_streamed_dictionary_column_spans_batches() {
+        // More rows than one batch: every batch carries the same dictionary, which an Arrow IPC
+        // file requires (a changed one is refused as a replacement).
+        let dir = std::env::temp_dir().join(format!("fabricemu-dict-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut s: Stream<PfcRows> = Stream::default();
+        s.open(&dir, &[]).unwrap();
+        let n = STREAM_BATCH_ROWS + 10;
+        for i in 0..n {
+            let id = i as u32;
+            s.cols.push(
+                i as u64,
+                NodeId::new(id),
+                PortId::new(id),
+                NodeId::new(id),
+                PortId::new(id),
+                3,
+                i % 3 == 0,
+            );
+            s.row_done().unwrap();
+        }
+        s.finish(&dir, &[]).unwrap();
+        let f = std::fs::File::open(dir.join(PfcRows::FILE)).unwrap();
+        let batches: Vec<_> = arrow_ipc::reader::FileReader::try_new(f, None)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+        assert_eq!(batches.len(), 2);
+        let mut k = 0;
+        for b in &batches {
+            let d = b
+                .column_by_name("action")
+                .unwrap()
+                .as_dictionary::<Int32Type>();
+            let values = d.values().as_string::<i32>();
+            assert_eq!(values.len(), 2);
+            for key in d.keys().values() {
+                let want = if k % 3 == 0 { "pause" } else { "resume" };
+                assert_eq!(values.value(*key as usize), want);
+                k += 1;
+            }
+        }
+        assert_eq!(k, n);
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Tiers: the key is the tier's position in TIER_NAMES.
+        let mut links = LinkRows::default();
+        links.push(
+            0,
+            LinkId::new(0),
+            NodeId::new(0),
+            NodeId::new(1),
+            Tier::Global,
+            1,
+            0.5,
+            0,
+        );
+        let tier = links.tier.finish();
+        let d = tier.as_dictionary::<Int32Type>();
+        assert_eq!(d.keys().value(0), 3);
+        assert_eq!(d.values().as_string::<i32>().value(3), "global");
+        assert_eq!(d.len(), 1);
+    }
+}
