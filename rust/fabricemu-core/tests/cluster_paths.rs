@@ -266,6 +266,21 @@ fn rail_cabling_keeps_the_spine_idle_where_tor_cabling_crosses_it() {
         last(&rail, 0),
         last(&tor, 0)
     );
+    // Bus bandwidths (nccl-tests' definition) ordered the same way: every rail-aligned group's
+    // busbw on rails above the slowest group's on ToR cabling.
+    let busbw = |sim: &Simulation| -> Vec<f64> {
+        sim.collective_rows()
+            .iter()
+            .filter(|r| r.workload == 0)
+            .map(|r| r.busbw_bps().expect("finished"))
+            .collect()
+    };
+    let (rail_bw, tor_bw) = (busbw(&rail), busbw(&tor));
+    let worst_tor = tor_bw.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(
+        rail_bw.iter().all(|&b| b > worst_tor),
+        "rail {rail_bw:?} vs tor {tor_bw:?}"
+    );
 }
 
 #[test]
