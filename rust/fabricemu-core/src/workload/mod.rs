@@ -17,6 +17,7 @@ pub mod permutation;
 pub mod poisson;
 pub mod replay;
 pub mod synthetic;
+pub mod training;
 
 use std::borrow::Cow;
 

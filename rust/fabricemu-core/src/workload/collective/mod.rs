@@ -10,7 +10,7 @@
 //! (NVLink inside a server) are not modelled: every rank is one host (one NIC).
 
 pub mod all_to_all;
-mod config;
+pub(crate) mod config;
 pub mod halving_doubling;
 pub mod hierarchical;
 pub mod ring;
