@@ -147,11 +147,29 @@ pub struct WorkloadReport {
     pub tags: u32,
 }
 
-/// All flows of a scenario, in flow-id order, and the number of flows each barrier waits for.
+/// One arrival at barrier `to`, `delay` after barrier `from` released: how barriers chain without
+/// a flow between them (a step graph's op releases its dependents when it ends; a compute op
+/// ends its duration after it started).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierEdge {
+    pub from: u32,
+    pub to: u32,
+    pub delay: Time,
+}
+
+/// All flows of a scenario, in flow-id order, and the number of arrivals each barrier waits for.
+/// An arrival is a flow that finished (its `completes`), an edge from a released barrier
+/// ([`BarrierEdge`]) or a timed arrival (`barrier_timers`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowPlan {
     pub flows: Vec<FlowInit>,
     pub barrier_sizes: Vec<u32>,
+    /// Barrier-to-barrier arrivals (step graphs; empty otherwise).
+    pub barrier_edges: Vec<BarrierEdge>,
+    /// (time, barrier): one arrival at a fixed time (a step graph's first ops start so).
+    pub barrier_timers: Vec<(Time, u32)>,
+    /// The ops of step-graph workloads, in planning order (ops.arrow, steps.arrow).
+    pub ops: Vec<graph::PlannedOp>,
     pub collectives: Vec<CollectiveInstance>,
     /// Replay tags, all workloads together.
     pub tag_names: Vec<String>,

@@ -322,7 +322,7 @@ pub fn check_algorithm(
     groups: &[Vec<u32>],
     domain_size: Option<u32>,
 ) -> Res<()> {
-    let choices = super::collective::config::algorithms(op);
+    let choices = super::collective::algorithms(op);
     if !choices.contains(&algorithm) {
         let names: Vec<&str> = choices.iter().map(|a| a.name()).collect();
         return Err(ScenarioError::at(

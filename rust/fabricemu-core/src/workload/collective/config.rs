@@ -77,7 +77,7 @@ pub struct CollectiveFile {
 }
 
 /// The algorithms of `op` (the first is the default).
-pub(crate) fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
+pub fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
     use CollectiveAlgorithm as A;
     match op {
         CollectiveOp::AllReduce => &[

@@ -91,11 +91,7 @@ impl Graph {
     /// The ranks an op occupies: its compute rank, both ends of a send, every member of a
     /// collective's group.
     pub fn op_ranks(&self, op: &GraphOp) -> Vec<u32> {
-        match &op.kind {
-            OpKind::Compute { rank, .. } => vec![*rank],
-            OpKind::Send { src, dst, .. } => vec![*src, *dst],
-            OpKind::Collective { group, .. } => self.groups[*group as usize].clone(),
-        }
+        op.kind.ranks(&self.groups)
     }
 
     /// The ops in an order where every op comes after its dependencies (Kahn's algorithm; among
