@@ -728,6 +728,8 @@ pub enum WorkloadSpec {
     Collective(CollectiveSpec),
     Replay(ReplaySpec),
     Synthetic(SyntheticSpec),
+    /// A training step, expanded into a step graph when the scenario is built.
+    Training(crate::workload::training::TrainingSpec),
 }
 
 impl WorkloadSpec {
@@ -741,6 +743,7 @@ impl WorkloadSpec {
             WorkloadSpec::Collective(_) => "collective",
             WorkloadSpec::Replay(_) => "replay",
             WorkloadSpec::Synthetic(_) => "synthetic",
+            WorkloadSpec::Training(_) => "training",
         }
     }
 }

@@ -10,6 +10,7 @@ use super::incast::IncastFile;
 use super::permutation::PermutationFile;
 use super::poisson::PoissonFile;
 use super::synthetic::SyntheticFile;
+use super::training::TrainingFile;
 use crate::config::check::{positive_size, Res};
 use crate::config::kinds::kind_table;
 use crate::config::values::{Duration, Size};
@@ -28,6 +29,7 @@ kind_table!(
         Collective(CollectiveFile) = "collective",
         Replay(ReplayFile) = "replay",
         Synthetic(SyntheticFile) = "synthetic",
+        Training(Box<TrainingFile>) = "training",
     }
 );
 
@@ -134,6 +136,7 @@ impl WorkloadFile {
             WorkloadFile::Collective(w) => w.name.as_deref(),
             WorkloadFile::Replay(w) => w.name.as_deref(),
             WorkloadFile::Synthetic(w) => w.name.as_deref(),
+            WorkloadFile::Training(w) => w.name.as_deref(),
         }
     }
 
@@ -147,6 +150,7 @@ impl WorkloadFile {
             WorkloadFile::Collective(w) => w.validate(ctx).map(WorkloadSpec::Collective),
             WorkloadFile::Replay(w) => w.validate(ctx).map(WorkloadSpec::Replay),
             WorkloadFile::Synthetic(w) => w.validate(ctx).map(WorkloadSpec::Synthetic),
+            WorkloadFile::Training(w) => w.validate(ctx).map(WorkloadSpec::Training),
         }
     }
 }

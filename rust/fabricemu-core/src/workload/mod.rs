@@ -262,6 +262,7 @@ fn expand(
         WorkloadSpec::Synthetic(s) => {
             synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
         }
+        WorkloadSpec::Training(t) => training::expand(plan, index, t, seed),
     }
     let made = &plan.flows[first..];
     plan.reports.push(WorkloadReport {
@@ -320,6 +321,7 @@ pub fn describe(spec: &WorkloadSpec, report: &WorkloadReport) -> serde_json::Val
             },
             "senders": s.n_hosts, "window_ps": s.end_ps - s.start_ps,
         }),
+        WorkloadSpec::Training(t) => t.describe(),
     }
 }
 

@@ -38,7 +38,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use super::graph::{Graph, GraphOp, OpKind, OpPhase};
+use super::graph::{CollectiveParams, Graph, GraphOp, Noise, NoiseFile, OpKind, OpPhase};
 use crate::config::check::{count, quoted_list, Res};
 use crate::config::values::{Duration, Size};
 use crate::config::{CollectiveAlgorithm, CollectiveOp, ScenarioError};
@@ -119,6 +119,9 @@ pub struct TrainingFile {
     /// Optimizer step per rank after its gradient reductions (default none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimizer: Option<Duration>,
+    /// Compute jitter and stragglers, as in `kind = "graph"` (ranks are global ranks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseFile>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,6 +212,9 @@ pub struct TrainingSpec {
     pub start_ps: Time,
     /// GPUs per scale-up domain (the hierarchical algorithms' domains; the default algorithm).
     pub domain_size: Option<u32>,
+    pub noise: Noise,
+    /// What the step's collectives take from the scenario (as `kind = "collective"`).
+    pub collective: CollectiveParams,
 }
 
 /// PyTorch DDP's default bucket (`bucket_cap_mb = 25`).
@@ -603,6 +609,16 @@ impl TrainingFile {
             optimizer_ps: self.optimizer.map_or(0, |d| d.0),
             start_ps: start_of(self.start),
             domain_size: ctx.scaleup_gpus,
+            noise: match &self.noise {
+                None => Noise::default(),
+                Some(n) => n.check(&p("noise"), dp * tp * pp)?,
+            },
+            collective: CollectiveParams::new(
+                ctx.mtu_bytes,
+                ctx.header_bytes,
+                ctx.host_rate_bps,
+                ctx.scaleup_gpus,
+            ),
         };
         // Sizes every collective needs at least one byte per rank of.
         let act = spec.activation_bytes();
@@ -808,6 +824,75 @@ impl TrainingSpec {
         (chunks * layers * per_layer + sends + buckets + self.ranks() as u64)
             .saturating_mul(self.iterations as u64)
     }
+}
+
+impl TrainingSpec {
+    /// What `validate` and `describe()` show of the workload.
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "dp": self.dp, "tp": self.tp, "pp": self.pp, "ep": self.ep,
+            "ranks": self.ranks(), "micro_batches": self.micro_batches,
+            "layers": self.layers, "iterations": self.iterations,
+            "schedule": match self.schedule {
+                PipelineSchedule::Gpipe => "gpipe",
+                PipelineSchedule::OneFOneB => "1f1b",
+            },
+            "sequence_parallel": self.sequence_parallel,
+            "activation_bytes": self.activation_bytes(),
+            "layer_forward_ps": self.dense.attn_fwd_ps + self.dense.mlp_fwd_ps,
+        })
+    }
+}
+
+/// Flows and payload bytes a step graph plans (sends one flow each; collectives as their
+/// algorithm expands them), for the run's budget.
+pub fn graph_flows(graph: &Graph, params: &CollectiveParams) -> (u64, u64) {
+    let (mut flows, mut bytes) = (0u64, 0u64);
+    for op in &graph.ops {
+        match &op.kind {
+            OpKind::Compute { .. } => {}
+            OpKind::Send { bytes: b, .. } => {
+                flows += 1;
+                bytes = bytes.saturating_add(*b);
+            }
+            OpKind::Collective {
+                group,
+                op: cop,
+                algorithm,
+                bytes: b,
+                domain_size,
+            } => {
+                let hosts: Vec<u32> = graph.groups[*group as usize]
+                    .iter()
+                    .map(|&r| graph.ranks[r as usize])
+                    .collect();
+                let n = hosts.len() as u64;
+                let spec = crate::config::CollectiveSpec {
+                    op: *cop,
+                    algorithm: *algorithm,
+                    groups: vec![hosts],
+                    shuffle: None,
+                    size_bytes: *b,
+                    iterations: 1,
+                    compute_gap_ps: 0,
+                    start_ps: 0,
+                    chunk_bytes: params.chunk_bytes,
+                    chunk_interval_ps: params.chunk_interval_ps,
+                    domain_size: domain_size.or(params.domain_size),
+                };
+                flows += super::collective::flows_per_iteration(&spec);
+                bytes = bytes.saturating_add(b.saturating_mul(2 * n));
+            }
+        }
+    }
+    (flows, bytes)
+}
+
+/// Expand a training workload into `plan` (the build phase): its graph through the one step
+/// graph planner.
+pub fn expand(plan: &mut super::FlowPlan, index: usize, spec: &TrainingSpec, seed: u64) {
+    let graph = generate(spec);
+    super::graph::plan_graph(plan, index, seed, &graph, &spec.noise, &spec.collective);
 }
 
 /// The order of (micro-batch, is_backward) on stage `s` of `p` under `schedule` with `m`
@@ -1383,6 +1468,8 @@ mod tests {
             optimizer_ps: 0,
             start_ps: 0,
             domain_size: None,
+            noise: Noise::default(),
+            collective: CollectiveParams::new(4096, 64, 100_000_000_000, None),
         }
     }
 
@@ -1412,6 +1499,7 @@ mod tests {
             algorithms: None,
             placement: None,
             optimizer: None,
+            noise: None,
         }
     }
 
