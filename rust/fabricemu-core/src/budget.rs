@@ -331,6 +331,11 @@ pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
             &crate::workload::training::generate(t),
             &t.collective,
         ),
+        WorkloadSpec::Inference(i) => {
+            // The arrivals are drawn by the build; seed 0's draw sizes the estimate.
+            let (graph, _) = crate::workload::inference::generate(i, 0, 0);
+            crate::workload::training::graph_flows(&graph, &i.collective)
+        }
         WorkloadSpec::Synthetic(s) => {
             // One message per slot of one message's wire time, with probability `load`.
             let slot_ps = s.wire_bytes as f64 * 8.0 * PS_PER_SEC as f64 / s.host_rate_bps as f64;
@@ -452,6 +457,7 @@ fn last_fixed_start(s: &Scenario) -> u64 {
             WorkloadSpec::Replay(r) => r.offset_ps,
             WorkloadSpec::Synthetic(sy) => sy.end_ps,
             WorkloadSpec::Training(t) => t.start_ps,
+            WorkloadSpec::Inference(i) => i.start_ps + i.window_ps.unwrap_or(0),
         })
         .max()
         .unwrap_or(0)

@@ -730,6 +730,8 @@ pub enum WorkloadSpec {
     Synthetic(SyntheticSpec),
     /// A training step, expanded into a step graph when the scenario is built.
     Training(crate::workload::training::TrainingSpec),
+    /// LLM serving steps, expanded into a step graph when the scenario is built.
+    Inference(crate::workload::inference::InferenceSpec),
 }
 
 impl WorkloadSpec {
@@ -744,6 +746,7 @@ impl WorkloadSpec {
             WorkloadSpec::Replay(_) => "replay",
             WorkloadSpec::Synthetic(_) => "synthetic",
             WorkloadSpec::Training(_) => "training",
+            WorkloadSpec::Inference(_) => "inference",
         }
     }
 }

@@ -7,6 +7,7 @@ use super::all_to_all::AllToAllFile;
 use super::collective::CollectiveFile;
 use super::explicit::FlowsFile;
 use super::incast::IncastFile;
+use super::inference::InferenceFile;
 use super::permutation::PermutationFile;
 use super::poisson::PoissonFile;
 use super::synthetic::SyntheticFile;
@@ -30,6 +31,7 @@ kind_table!(
         Replay(ReplayFile) = "replay",
         Synthetic(SyntheticFile) = "synthetic",
         Training(Box<TrainingFile>) = "training",
+        Inference(Box<InferenceFile>) = "inference",
     }
 );
 
@@ -137,6 +139,7 @@ impl WorkloadFile {
             WorkloadFile::Replay(w) => w.name.as_deref(),
             WorkloadFile::Synthetic(w) => w.name.as_deref(),
             WorkloadFile::Training(w) => w.name.as_deref(),
+            WorkloadFile::Inference(w) => w.name.as_deref(),
         }
     }
 
@@ -151,6 +154,7 @@ impl WorkloadFile {
             WorkloadFile::Replay(w) => w.validate(ctx).map(WorkloadSpec::Replay),
             WorkloadFile::Synthetic(w) => w.validate(ctx).map(WorkloadSpec::Synthetic),
             WorkloadFile::Training(w) => w.validate(ctx).map(WorkloadSpec::Training),
+            WorkloadFile::Inference(w) => w.validate(ctx).map(WorkloadSpec::Inference),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod explicit;
 pub mod graph;
 pub mod incast;
+pub mod inference;
 pub mod permutation;
 pub mod poisson;
 pub mod replay;
@@ -263,6 +264,7 @@ fn expand(
             synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
         }
         WorkloadSpec::Training(t) => training::expand(plan, index, t, seed),
+        WorkloadSpec::Inference(i) => inference::expand(plan, index, i, seed),
     }
     let made = &plan.flows[first..];
     plan.reports.push(WorkloadReport {
@@ -322,6 +324,7 @@ pub fn describe(spec: &WorkloadSpec, report: &WorkloadReport) -> serde_json::Val
             "senders": s.n_hosts, "window_ps": s.end_ps - s.start_ps,
         }),
         WorkloadSpec::Training(t) => t.describe(),
+        WorkloadSpec::Inference(i) => i.describe(),
     }
 }
 

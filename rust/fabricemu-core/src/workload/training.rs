@@ -1398,7 +1398,7 @@ fn reduce_buckets(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]

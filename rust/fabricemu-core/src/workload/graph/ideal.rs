@@ -154,9 +154,24 @@ impl Graph {
     /// The schedule with communication op `i` taking `comm_ps(i, op)`; compute takes its duration.
     pub fn schedule_with(
         &self,
+        comm_ps: impl FnMut(u32, &GraphOp) -> Time,
+    ) -> Result<Schedule, ScheduleError> {
+        self.schedule_released(comm_ps, &[])
+    }
+
+    /// The same where op `i` of each `(i, t)` of `release` also starts no earlier than `t`.
+    pub fn schedule_released(
+        &self,
         mut comm_ps: impl FnMut(u32, &GraphOp) -> Time,
+        release: &[(u32, Time)],
     ) -> Result<Schedule, ScheduleError> {
         let order = self.topological_order()?;
+        let mut not_before = vec![0; self.ops.len()];
+        for &(i, t) in release {
+            if let Some(x) = not_before.get_mut(i as usize) {
+                *x = t.max(*x);
+            }
+        }
         let n = self.ops.len();
         let mut start_ps = vec![0; n];
         let mut end_ps = vec![0; n];
@@ -167,7 +182,8 @@ impl Graph {
                 .iter()
                 .map(|&d| end_ps[d as usize])
                 .max()
-                .unwrap_or(self.start_ps);
+                .unwrap_or(self.start_ps)
+                .max(not_before[i as usize]);
             let took = match op.kind {
                 OpKind::Compute { duration_ps, .. } => duration_ps,
                 _ => comm_ps(i, op),
