@@ -327,6 +327,7 @@ pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
             let len = std::fs::metadata(&r.file).map_or(0, |m| m.len());
             (len / REPLAY_ROW_BYTES, 0)
         }
+        WorkloadSpec::Graph(g) => g.estimate(),
         WorkloadSpec::Synthetic(s) => {
             // One message per slot of one message's wire time, with probability `load`.
             let slot_ps = s.wire_bytes as f64 * 8.0 * PS_PER_SEC as f64 / s.host_rate_bps as f64;
@@ -447,6 +448,7 @@ fn last_fixed_start(s: &Scenario) -> u64 {
             WorkloadSpec::Collective(c) => c.start_ps,
             WorkloadSpec::Replay(r) => r.offset_ps,
             WorkloadSpec::Synthetic(sy) => sy.end_ps,
+            WorkloadSpec::Graph(g) => g.start_ps,
         })
         .max()
         .unwrap_or(0)

@@ -728,6 +728,8 @@ pub enum WorkloadSpec {
     Collective(CollectiveSpec),
     Replay(ReplaySpec),
     Synthetic(SyntheticSpec),
+    /// A step graph (`kind = "graph"`).
+    Graph(Box<crate::workload::graph::GraphSpec>),
 }
 
 impl WorkloadSpec {
@@ -741,6 +743,7 @@ impl WorkloadSpec {
             WorkloadSpec::Collective(_) => "collective",
             WorkloadSpec::Replay(_) => "replay",
             WorkloadSpec::Synthetic(_) => "synthetic",
+            WorkloadSpec::Graph(_) => "graph",
         }
     }
 }

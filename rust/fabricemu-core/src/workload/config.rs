@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::all_to_all::AllToAllFile;
 use super::collective::CollectiveFile;
 use super::explicit::FlowsFile;
+use super::graph::GraphFile;
 use super::incast::IncastFile;
 use super::permutation::PermutationFile;
 use super::poisson::PoissonFile;
@@ -28,6 +29,7 @@ kind_table!(
         Collective(CollectiveFile) = "collective",
         Replay(ReplayFile) = "replay",
         Synthetic(SyntheticFile) = "synthetic",
+        Graph(GraphFile) = "graph",
     }
 );
 
@@ -134,6 +136,7 @@ impl WorkloadFile {
             WorkloadFile::Collective(w) => w.name.as_deref(),
             WorkloadFile::Replay(w) => w.name.as_deref(),
             WorkloadFile::Synthetic(w) => w.name.as_deref(),
+            WorkloadFile::Graph(w) => w.name.as_deref(),
         }
     }
 
@@ -147,6 +150,7 @@ impl WorkloadFile {
             WorkloadFile::Collective(w) => w.validate(ctx).map(WorkloadSpec::Collective),
             WorkloadFile::Replay(w) => w.validate(ctx).map(WorkloadSpec::Replay),
             WorkloadFile::Synthetic(w) => w.validate(ctx).map(WorkloadSpec::Synthetic),
+            WorkloadFile::Graph(w) => w.validate(ctx),
         }
     }
 }

@@ -261,6 +261,10 @@ fn expand(
         WorkloadSpec::Synthetic(s) => {
             synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
         }
+        WorkloadSpec::Graph(g) => {
+            let (graph, noise) = g.graph(index)?;
+            graph::plan_graph(plan, index, seed, &graph, &noise, &g.params);
+        }
     }
     let made = &plan.flows[first..];
     plan.reports.push(WorkloadReport {
@@ -319,6 +323,15 @@ pub fn describe(spec: &WorkloadSpec, report: &WorkloadReport) -> serde_json::Val
             },
             "senders": s.n_hosts, "window_ps": s.end_ps - s.start_ps,
         }),
+        WorkloadSpec::Graph(g) => match &g.source {
+            graph::config::GraphSource::Inline(graph) => json!({
+                "ops": graph.ops.len(), "ranks": graph.ranks.len(),
+                "groups": graph.groups.len(), "iterations": g.iterations,
+            }),
+            graph::config::GraphSource::File { path, .. } => json!({
+                "file": path, "iterations": g.iterations,
+            }),
+        },
     }
 }
 
