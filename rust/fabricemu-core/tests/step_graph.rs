@@ -419,3 +419,101 @@ fn op_rows_cover_every_rank_of_each_op() {
     );
     assert_eq!(r.iter().find(|r| r.op == 4 && r.rank == 2).unwrap().node, 3);
 }
+
+#[test]
+fn an_arrow_file_of_ops_is_the_same_graph() {
+    use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder};
+    use arrow_array::{ArrayRef, RecordBatch};
+    use std::sync::Arc;
+    let dir = scratch("step_graph", "arrow");
+    let path = dir.join("step.arrow");
+    // compute on 0 -> send 0 -> 1 -> all-reduce over 0..4 -> compute on 3
+    let kinds = ["compute", "send", "collective", "compute"];
+    let mut kind = StringBuilder::new();
+    let mut op = StringBuilder::new();
+    let (mut rank, mut dur, mut src, mut dst, mut size) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
+    let mut deps = ListBuilder::new(Int64Builder::new());
+    let mut ranks = ListBuilder::new(Int64Builder::new());
+    for (i, k) in kinds.iter().enumerate() {
+        kind.append_value(k);
+        rank.append_option(match i {
+            0 => Some(0),
+            3 => Some(3),
+            _ => None,
+        });
+        dur.append_option((*k == "compute").then_some(2_000_000));
+        src.append_option((i == 1).then_some(0));
+        dst.append_option((i == 1).then_some(1));
+        size.append_option(match i {
+            1 => Some(8192),
+            2 => Some(65536),
+            _ => None,
+        });
+        op.append_option((i == 2).then_some("all_reduce"));
+        if i > 0 {
+            deps.values().append_value(i as i64 - 1);
+        }
+        deps.append(true);
+        if i == 2 {
+            ranks.values().append_slice(&[0, 1, 2, 3]);
+            ranks.append(true);
+        } else {
+            ranks.append(false);
+        }
+    }
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        ("kind", Arc::new(kind.finish())),
+        ("rank", Arc::new(rank.finish())),
+        ("duration_ps", Arc::new(dur.finish())),
+        ("src", Arc::new(src.finish())),
+        ("dst", Arc::new(dst.finish())),
+        ("size_bytes", Arc::new(size.finish())),
+        ("op", Arc::new(op.finish())),
+        ("deps", Arc::new(deps.finish())),
+        ("ranks", Arc::new(ranks.finish())),
+        // Other columns are ignored.
+        (
+            "comment",
+            Arc::new(arrow_array::StringArray::from(vec!["a", "b", "c", "d"])),
+        ),
+    ];
+    let batch = RecordBatch::try_from_iter(cols).unwrap();
+    let f = std::fs::File::create(&path).unwrap();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(f, &batch.schema()).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let from_file = run(&format!(
+        "{}[[workload]]\nkind = \"graph\"\nfile = {:?}\n",
+        fabric(1),
+        path.display().to_string()
+    ));
+    let inline = run(&format!(
+        "{}[[workload]]\nkind = \"graph\"\nops = [\n\
+         {{ kind = \"compute\", rank = 0, duration = \"2us\" }},\n\
+         {{ kind = \"send\", src = 0, dst = 1, size = \"8KiB\", deps = [0] }},\n\
+         {{ kind = \"collective\", op = \"all_reduce\", ranks = [0, 1, 2, 3], size = \"64KiB\", deps = [1] }},\n\
+         {{ kind = \"compute\", rank = 3, duration = \"2us\", deps = [2] }},\n]\n",
+        fabric(1)
+    ));
+    assert_eq!(from_file.op_rows(), inline.op_rows());
+    assert_eq!(from_file.op_rows().len(), 1 + 2 + 4 + 1);
+    // A corrupt file is an error naming the key, not a panic.
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let text = format!(
+        "{}[[workload]]\nkind = \"graph\"\nfile = {:?}\n",
+        fabric(1),
+        path.display().to_string()
+    );
+    let e = fabricemu_core::Simulation::build(&common::spec(&text))
+        .err()
+        .expect("an error")
+        .to_string();
+    assert!(e.contains("workload.0.file") && e.contains("Arrow"), "{e}");
+}
