@@ -42,6 +42,8 @@ TABLES: Dict[str, str] = {
     '(with [transport] cc = "dcqcn", "dctcp", "swift" or "hpcc")',
     "packets": "enable the packet trace in the scenario's [trace] table",
     "collectives": "runs with collective workloads write it",
+    "ops": 'runs with step workloads (kind = "graph", "training" or "inference") write it',
+    "steps": 'runs with step workloads (kind = "graph", "training" or "inference") write it',
 }
 
 #: ``progress(simulated_ps, stop_ps, events, flows_finished, flows_total)``; ``stop_ps`` is None
@@ -292,6 +294,23 @@ class Result:
         ``scaleout_busbw_bps`` (docs/collectives.md defines them). The flows of each carry its
         ``collective`` id and ``collective_iteration`` in ``flows``."""
         return self.table("collectives")
+
+    @property
+    def ops(self) -> pa.Table:
+        """One row per step-graph op and rank it occupies (ops.arrow, read on first use):
+        ``workload``, ``op``, ``iteration``, ``rank``, ``node``, ``kind`` (compute, send,
+        collective), ``phase``, ``name``, ``collective_op``, ``algorithm``, ``start_ps``, ``end_ps``,
+        ``duration_ps``, ``bytes``, ``is_compute`` (docs/step-workloads.md)."""
+        return self.table("ops")
+
+    @property
+    def steps(self) -> pa.Table:
+        """One row per step workload and iteration (steps.arrow): ``start_ps``, ``end_ps``,
+        ``time_ps``, per-rank mean and max of compute, communication, exposed communication and
+        bubble time (``compute_ps_mean``, ``exposed_comm_ps_max``, ...), and the fractions
+        ``compute_fraction``, ``exposed_comm_fraction``, ``bubble_fraction``
+        (docs/step-workloads.md defines them)."""
+        return self.table("steps")
 
     def metrics(self) -> Dict[str, Any]:
         """The run's metrics as a sweep row has them (:func:`fabricemu.metrics.run_metrics`: the

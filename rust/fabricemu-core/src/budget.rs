@@ -336,6 +336,7 @@ pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
             let (graph, _) = crate::workload::inference::generate(i, 0, 0);
             crate::workload::training::graph_flows(&graph, &i.collective)
         }
+        WorkloadSpec::Graph(g) => g.estimate(),
         WorkloadSpec::Synthetic(s) => {
             // One message per slot of one message's wire time, with probability `load`.
             let slot_ps = s.wire_bytes as f64 * 8.0 * PS_PER_SEC as f64 / s.host_rate_bps as f64;
@@ -458,6 +459,7 @@ fn last_fixed_start(s: &Scenario) -> u64 {
             WorkloadSpec::Synthetic(sy) => sy.end_ps,
             WorkloadSpec::Training(t) => t.start_ps,
             WorkloadSpec::Inference(i) => i.start_ps + i.window_ps.unwrap_or(0),
+            WorkloadSpec::Graph(g) => g.start_ps,
         })
         .max()
         .unwrap_or(0)

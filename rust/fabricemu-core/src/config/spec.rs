@@ -732,6 +732,8 @@ pub enum WorkloadSpec {
     Training(crate::workload::training::TrainingSpec),
     /// LLM serving steps, expanded into a step graph when the scenario is built.
     Inference(crate::workload::inference::InferenceSpec),
+    /// A step graph (`kind = "graph"`).
+    Graph(Box<crate::workload::graph::GraphSpec>),
 }
 
 impl WorkloadSpec {
@@ -747,6 +749,7 @@ impl WorkloadSpec {
             WorkloadSpec::Synthetic(_) => "synthetic",
             WorkloadSpec::Training(_) => "training",
             WorkloadSpec::Inference(_) => "inference",
+            WorkloadSpec::Graph(_) => "graph",
         }
     }
 }

@@ -129,6 +129,8 @@ pub(super) struct Barrier {
     pub then: Vec<(u32, Time)>,
     /// When it released (NEVER: not yet).
     pub released_at: Time,
+    /// It can never release: a flow it waits for was given up on.
+    pub dead: bool,
 }
 
 pub struct World {
@@ -267,6 +269,7 @@ impl World {
                 waiting: Vec::new(),
                 then: Vec::new(),
                 released_at: NEVER,
+                dead: false,
             })
             .collect();
         for e in &plan.barrier_edges {

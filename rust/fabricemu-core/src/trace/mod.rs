@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod collectives;
 pub mod config;
 pub mod flows;
+pub mod ops;
 pub mod run_json;
 
 pub use atomic::{write_atomic, AtomicFile};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::all_to_all::AllToAllFile;
 use super::collective::CollectiveFile;
 use super::explicit::FlowsFile;
+use super::graph::GraphFile;
 use super::incast::IncastFile;
 use super::inference::InferenceFile;
 use super::permutation::PermutationFile;
@@ -32,6 +33,7 @@ kind_table!(
         Synthetic(SyntheticFile) = "synthetic",
         Training(Box<TrainingFile>) = "training",
         Inference(Box<InferenceFile>) = "inference",
+        Graph(GraphFile) = "graph",
     }
 );
 
@@ -140,6 +142,7 @@ impl WorkloadFile {
             WorkloadFile::Synthetic(w) => w.name.as_deref(),
             WorkloadFile::Training(w) => w.name.as_deref(),
             WorkloadFile::Inference(w) => w.name.as_deref(),
+            WorkloadFile::Graph(w) => w.name.as_deref(),
         }
     }
 
@@ -155,6 +158,7 @@ impl WorkloadFile {
             WorkloadFile::Synthetic(w) => w.validate(ctx).map(WorkloadSpec::Synthetic),
             WorkloadFile::Training(w) => w.validate(ctx).map(WorkloadSpec::Training),
             WorkloadFile::Inference(w) => w.validate(ctx).map(WorkloadSpec::Inference),
+            WorkloadFile::Graph(w) => w.validate(ctx),
         }
     }
 }

@@ -265,6 +265,10 @@ fn expand(
         }
         WorkloadSpec::Training(t) => training::expand(plan, index, t, seed),
         WorkloadSpec::Inference(i) => inference::expand(plan, index, i, seed),
+        WorkloadSpec::Graph(g) => {
+            let (graph, noise) = g.graph(index)?;
+            graph::plan_graph(plan, index, seed, &graph, &noise, &g.params);
+        }
     }
     let made = &plan.flows[first..];
     plan.reports.push(WorkloadReport {
@@ -325,6 +329,15 @@ pub fn describe(spec: &WorkloadSpec, report: &WorkloadReport) -> serde_json::Val
         }),
         WorkloadSpec::Training(t) => t.describe(),
         WorkloadSpec::Inference(i) => i.describe(),
+        WorkloadSpec::Graph(g) => match &g.source {
+            graph::config::GraphSource::Inline(graph) => json!({
+                "ops": graph.ops.len(), "ranks": graph.ranks.len(),
+                "groups": graph.groups.len(), "iterations": g.iterations,
+            }),
+            graph::config::GraphSource::File { path, .. } => json!({
+                "file": path, "iterations": g.iterations,
+            }),
+        },
     }
 }
 
