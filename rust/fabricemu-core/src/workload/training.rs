@@ -829,7 +829,16 @@ impl TrainingSpec {
 impl TrainingSpec {
     /// What `validate` and `describe()` show of the workload.
     pub fn describe(&self) -> serde_json::Value {
+        // The network-free iteration time (communication taking no time) of the first iteration.
+        let mut one = self.clone();
+        one.iterations = 1;
+        let graph = generate(&one);
+        let ideal = graph.ideal_schedule().ok().map(|s| {
+            let end = s.end();
+            end - graph.start_ps
+        });
         serde_json::json!({
+            "ideal_iteration_ps": ideal,
             "dp": self.dp, "tp": self.tp, "pp": self.pp, "ep": self.ep,
             "ranks": self.ranks(), "micro_batches": self.micro_batches,
             "layers": self.layers, "iterations": self.iterations,
@@ -1773,6 +1782,17 @@ pub(crate) mod tests {
             assert!(w[1].start_ps >= w[0].start_ps + one - 2 * 300_000);
             assert_eq!(w[1].time_ps(), one);
         }
+    }
+
+    #[test]
+    fn describe_gives_the_network_free_iteration_time() {
+        let mut f = file();
+        f.pp = Some(4);
+        f.micro_batches = Some(4);
+        f.iterations = Some(3);
+        let d = f.validate(&ctx(8, None)).unwrap().describe();
+        assert_eq!(d["ideal_iteration_ps"], 7 * 300_000);
+        assert_eq!(d["schedule"], "1f1b");
     }
 
     #[test]
