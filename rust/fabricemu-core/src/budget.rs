@@ -333,8 +333,11 @@ pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
         ),
         WorkloadSpec::Inference(i) => {
             // The arrivals are drawn by the build; seed 0's draw sizes the estimate.
-            let (graph, _) = crate::workload::inference::generate(i, 0, 0);
-            crate::workload::training::graph_flows(&graph, &i.collective)
+            match crate::workload::inference::generate(i, 0, 0) {
+                Ok((graph, _)) => crate::workload::training::graph_flows(&graph, &i.collective),
+                // Too large a graph: the build refuses it with its own error.
+                Err(_) => (u64::MAX, u64::MAX),
+            }
         }
         WorkloadSpec::Graph(g) => g.estimate(),
         WorkloadSpec::Synthetic(s) => {

@@ -80,7 +80,7 @@ fn the_engine_runs_the_serving_steps_exactly() {
     let WorkloadSpec::Inference(i) = &s.workloads[0].spec else {
         panic!("not inference")
     };
-    let (graph, release) = generate(i, 0, s.seed);
+    let (graph, release) = generate(i, 0, s.seed).unwrap();
     assert!(!release.is_empty());
     let (times, steps) = run_steps(&text);
     assert_eq!(times.len(), graph.ops.len());

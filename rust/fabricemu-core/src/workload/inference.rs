@@ -39,7 +39,7 @@ use super::config::{start_of, Context};
 use super::graph::{CollectiveParams, Graph, Noise, NoiseFile, OpKind, OpPhase};
 use super::training::{
     check_algorithm, default_algorithm, flops_time, AlgorithmsFile, Builder, MoeFile, MoeSpec,
-    DEFAULT_EFFICIENCY,
+    DEFAULT_EFFICIENCY, MAX_GRAPH_OPS,
 };
 use crate::config::check::{count, Res};
 use crate::config::values::Duration;
@@ -411,6 +411,21 @@ impl InferenceFile {
             "a number of requests per batch",
         )?;
         let algorithms = self.algorithms.clone().unwrap_or_default();
+        let least_requests = requests.map_or(expected.floor(), |r| r as f64).max(1.0);
+        let per_step = {
+            let comm = if tp > 1 { 4.0 } else { 0.0 };
+            pp as f64
+                * ((layers / pp) as f64 * (2.0 * tp as f64 + comm)
+                    + if pp > 1 { tp as f64 } else { 0.0 })
+        };
+        let least_ops =
+            (least_requests / max_batch as f64).ceil() * (1.0 + decode_steps as f64) * per_step;
+        if least_ops > MAX_GRAPH_OPS as f64 {
+            return Err(ScenarioError::at(
+                p("requests"),
+                format!("this run would have at least {least_ops:.3e} ops (at most {MAX_GRAPH_OPS}): fewer requests, decode steps or layers, or a larger max_batch"),
+            ));
+        }
         if let Some(a) = algorithms.dp {
             let _ = a;
             return Err(ScenarioError::at(
@@ -554,7 +569,7 @@ impl InferenceSpec {
         let tokens = prefill_tokens + step.decode_contexts.len() as u64;
         match self.compute {
             TokenCompute::Time(per_token) => {
-                let t = per_token * tokens;
+                let t = per_token.saturating_mul(tokens);
                 let attn = t / 2;
                 (attn, t - attn)
             }
@@ -595,6 +610,14 @@ impl InferenceSpec {
         }
     }
 
+    /// Ops of one step's graph with `requests` requests in it.
+    pub fn ops_per_step(&self) -> u64 {
+        let lps = (self.layers / self.pp) as u64;
+        let tp = self.tp as u64;
+        let comm = if self.tp > 1 { 4 } else { 0 };
+        self.pp as u64 * (lps * (2 * tp + comm) + if self.pp > 1 { tp } else { 0 })
+    }
+
     /// The steps of continuous batching on the network-free timeline.
     pub fn steps(&self, arrivals: &[Time]) -> Vec<Step> {
         let mut out = Vec::new();
@@ -628,10 +651,10 @@ impl InferenceSpec {
             for s in 0..self.pp {
                 for l in 0..lps {
                     let (a, m) = self.block_times(s * lps + l, &step);
-                    took += a + m;
+                    took = took.saturating_add(a).saturating_add(m);
                 }
             }
-            t += took;
+            t = t.saturating_add(took);
             // Decoders advance; the finished leave; joiners start decoding.
             for a in active.iter_mut() {
                 a.1 += 1;
@@ -659,11 +682,35 @@ impl InferenceSpec {
 }
 
 /// The step graph of an inference workload and the release times of some of its ops (op index,
-/// not before), drawn from stream `WorkloadPlan(index)` under `seed`.
-pub fn generate(spec: &InferenceSpec, index: usize, seed: u64) -> (Graph, Vec<(u32, Time)>) {
+/// not before), drawn from stream `WorkloadPlan(index)` under `seed`; an error (naming the keys of
+/// workload `index`) if it would hold more than [`MAX_GRAPH_OPS`] ops.
+pub fn generate(
+    spec: &InferenceSpec,
+    index: usize,
+    seed: u64,
+) -> Result<(Graph, Vec<(u32, Time)>), ScenarioError> {
     let arrivals = spec.arrivals(&mut RngStream::WorkloadPlan(index).rng(seed));
+    // Every request takes at least 1 + decode_steps steps of at most max_batch requests.
+    let least =
+        (arrivals.len() as u64).div_ceil(spec.max_batch as u64) * (1 + spec.decode_steps as u64);
+    let too_many = |steps: u64| {
+        ScenarioError::at(
+            format!("workload.{index}.requests"),
+            format!(
+                "{} requests make {steps} or more steps of {} ops (at most {MAX_GRAPH_OPS} ops): fewer requests, decode steps or layers, or a larger max_batch",
+                arrivals.len(),
+                spec.ops_per_step()
+            ),
+        )
+    };
+    if least.saturating_mul(spec.ops_per_step()) > MAX_GRAPH_OPS {
+        return Err(too_many(least));
+    }
     let steps = spec.steps(&arrivals);
-    graph_of(spec, &steps)
+    if (steps.len() as u64).saturating_mul(spec.ops_per_step()) > MAX_GRAPH_OPS {
+        return Err(too_many(steps.len() as u64));
+    }
+    Ok(graph_of(spec, &steps))
 }
 
 /// The graph of `steps`.
@@ -798,14 +845,20 @@ pub fn graph_of(spec: &InferenceSpec, steps: &[Step]) -> (Graph, Vec<(u32, Time)
 
 /// Expand an inference workload into `plan`: its graph through the step graph planner, and one
 /// more (timed) arrival at the ready barrier of each op with a release time.
-pub fn expand(plan: &mut super::FlowPlan, index: usize, spec: &InferenceSpec, seed: u64) {
-    let (graph, release) = generate(spec, index, seed);
+pub fn expand(
+    plan: &mut super::FlowPlan,
+    index: usize,
+    spec: &InferenceSpec,
+    seed: u64,
+) -> Result<(), ScenarioError> {
+    let (graph, release) = generate(spec, index, seed)?;
     let ops = super::graph::plan_graph(plan, index, seed, &graph, &spec.noise, &spec.collective);
     for (op, at) in release {
         let ready = plan.ops[ops.start + op as usize].ready;
         plan.barrier_sizes[ready as usize] += 1;
         plan.barrier_timers.push((at, ready));
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1071,5 +1124,9 @@ mod tests {
         f.requests = None;
         f.window = Some(Duration(1_000_000_000_000));
         check(f, "window", "requests would arrive");
+        let mut f = file();
+        f.requests = Some(1_000_000);
+        f.decode_steps = Some(1000);
+        check(f, "requests", "ops (at most");
     }
 }

@@ -264,7 +264,7 @@ fn expand(
             synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
         }
         WorkloadSpec::Training(t) => training::expand(plan, index, t, seed),
-        WorkloadSpec::Inference(i) => inference::expand(plan, index, i, seed),
+        WorkloadSpec::Inference(i) => inference::expand(plan, index, i, seed)?,
         WorkloadSpec::Graph(g) => {
             let (graph, noise) = g.graph(index)?;
             graph::plan_graph(plan, index, seed, &graph, &noise, &g.params);

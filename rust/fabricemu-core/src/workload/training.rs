@@ -223,7 +223,9 @@ pub const DEFAULT_DP_BUCKET: Bytes = 25 << 20;
 /// A100s, Narayanan et al. 2021, Table 1).
 pub const DEFAULT_EFFICIENCY: f64 = 0.5;
 /// The most ops one generated graph may hold (a guard against a typo'd size).
-pub const MAX_GRAPH_OPS: u64 = 20_000_000;
+pub const MAX_GRAPH_OPS: u64 = 2_000_000;
+/// The largest activation (or gradient bucket) one op may move: 1 TiB.
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 40;
 
 /// Forward FLOPs of one layer's attention and MLP blocks for b sequences of s tokens, hidden h
 /// (Narayanan et al. 2021): attention 8bsh^2 + 4bs^2h, MLP 16bsh^2.
@@ -620,6 +622,41 @@ impl TrainingFile {
                 ctx.scaleup_gpus,
             ),
         };
+        let act_wide =
+            micro_batch_size as u128 * seq_len as u128 * hidden as u128 * bytes_per_element as u128;
+        if act_wide > MAX_MESSAGE_BYTES as u128 {
+            return Err(ScenarioError::at(
+                p("hidden"),
+                format!("one micro-batch's activations, b x s x h x bytes = {act_wide} B, exceed {MAX_MESSAGE_BYTES} B"),
+            ));
+        }
+        let h2e = hidden as u128 * hidden as u128 * bytes_per_element as u128;
+        let experts = moe.map_or(0, |m| m.experts / ep) as u128;
+        let params = h2e * (12 + 8 * experts);
+        if params > MAX_MESSAGE_BYTES as u128 {
+            return Err(ScenarioError::at(
+                p("hidden"),
+                format!(
+                    "a layer's gradients on one rank, {params} B, exceed {MAX_MESSAGE_BYTES} B"
+                ),
+            ));
+        }
+        // Compute on the critical path of all iterations must stay within a scenario's time range.
+        let per_mb = spec.dense.attn_fwd_ps.max(spec.expert.attn_fwd_ps) as u128
+            + spec.dense.mlp_fwd_ps.max(spec.expert.mlp_fwd_ps) as u128
+            + spec.dense.attn_bwd_ps.max(spec.expert.attn_bwd_ps) as u128
+            + spec.dense.mlp_bwd_ps.max(spec.expert.mlp_bwd_ps) as u128;
+        let total = per_mb
+            * (micro_batches as u128 + pp as u128)
+            * spec.layers_per_stage() as u128
+            * iterations as u128
+            + spec.optimizer_ps as u128 * iterations as u128;
+        if total > crate::config::values::MAX_TIME_PS as u128 {
+            return Err(ScenarioError::at(
+                p("forward"),
+                "the iterations' compute exceeds the longest time a scenario may span: shorter compute or fewer iterations, micro-batches or layers",
+            ));
+        }
         // Sizes every collective needs at least one byte per rank of.
         let act = spec.activation_bytes();
         if act < tp as u64 {
@@ -816,13 +853,26 @@ impl TrainingSpec {
 
     /// An upper bound of the ops of the generated graph.
     pub fn op_count(&self) -> u64 {
-        let per_layer = 2 * (2 * self.tp as u64 + 4 + 2);
-        let chunks = 2 * self.micro_batches as u64 * (self.pp * self.dp) as u64;
-        let layers = self.layers_per_stage() as u64;
-        let sends = 2 * self.micro_batches as u64 * self.ranks() as u64;
-        let buckets = 2 * (self.layers as u64 + 1) * (self.tp * self.dp) as u64;
-        (chunks * layers * per_layer + sends + buckets + self.ranks() as u64)
-            .saturating_mul(self.iterations as u64)
+        let f = |x: u32| x as f64;
+        let per_layer = 2.0 * (4.0 * f(self.tp) + 6.0);
+        let chunks = 2.0 * f(self.micro_batches) * f(self.pp) * f(self.dp);
+        let layers = f(self.layers_per_stage());
+        let sends = 2.0 * f(self.micro_batches) * f(self.ranks());
+        // Buckets per reduction group: its bytes over the bucket size, plus one per layer.
+        let (dense, expert) = (0..self.layers).fold((0.0, 0.0), |(d, e), l| {
+            let (a, b) = self.grad_bytes(l);
+            (d + a as f64, e + b as f64)
+        });
+        let cap = self.dp_bucket_bytes as f64;
+        let groups = f(self.tp) * f(self.ep);
+        let buckets = groups * ((dense + expert) / cap + 2.0 * f(self.layers));
+        let n =
+            (chunks * layers * per_layer + sends + buckets + f(self.ranks())) * f(self.iterations);
+        if n >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            n as u64
+        }
     }
 }
 
@@ -1861,5 +1911,17 @@ pub(crate) mod tests {
         });
         let e = f.validate(&ctx(16, None)).unwrap_err();
         assert_eq!(e.path, "workload.0.algorithms.dp");
+        let mut f = file();
+        f.layers = Some(1 << 20);
+        f.micro_batches = Some(1000);
+        check(f, 16, "layers", "ops (at most");
+        let mut f = file();
+        f.hidden = Some(1 << 24);
+        f.seq_len = Some(1 << 24);
+        check(f, 16, "hidden", "exceed");
+        let mut f = file();
+        f.forward = Some(Duration(crate::config::values::MAX_TIME_PS));
+        f.micro_batches = Some(100);
+        check(f, 16, "forward", "longest time");
     }
 }

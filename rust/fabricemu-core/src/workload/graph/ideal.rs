@@ -189,7 +189,7 @@ impl Graph {
                 _ => comm_ps(i, op),
             };
             start_ps[i as usize] = start;
-            end_ps[i as usize] = start + took;
+            end_ps[i as usize] = start.saturating_add(took);
         }
         Ok(Schedule { start_ps, end_ps })
     }
