@@ -203,6 +203,7 @@ PAGE_TESTS = {
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
     "congestion-control.md": "test_congestion_control_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
+    "training.md": "test_training_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
 }
@@ -221,6 +222,14 @@ def test_gpu_clusters_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert ns["fct"]["pxn"] < ns["fct"]["spine"]  # two 100G hops instead of four
     f = json.loads((tmp_path / "superpod_unit.json").read_text())
     assert f["cluster"]["servers"] == 32
+
+
+def test_training_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "training.md", tmp_path, with_required=False)
+    assert abs(ns["s"]["bubble_fraction"] - 3 / 7) < 0.02
+    assert ns["steps"].num_rows == 1
+    assert len(ns["step_times"]) >= 2 * 9
 
 
 def test_synthetic_traffic_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -510,6 +510,8 @@ pub struct Step {
     pub release_ps: Option<Time>,
     /// The network-free start of the step (compute only).
     pub ideal_start_ps: Time,
+    /// Its network-free duration (its compute on every stage).
+    pub ideal_ps: Time,
 }
 
 impl Step {
@@ -654,6 +656,7 @@ impl InferenceSpec {
                     took = took.saturating_add(a).saturating_add(m);
                 }
             }
+            step.ideal_ps = took;
             t = t.saturating_add(took);
             // Decoders advance; the finished leave; joiners start decoding.
             for a in active.iter_mut() {
@@ -707,6 +710,21 @@ pub fn generate(
         return Err(too_many(least));
     }
     let steps = spec.steps(&arrivals);
+    let end = steps
+        .last()
+        .map_or(0, |s| s.ideal_start_ps.saturating_add(s.ideal_ps));
+    if end > crate::config::values::MAX_TIME_PS {
+        return Err(ScenarioError::at(
+            format!(
+                "workload.{index}.{}",
+                match spec.compute {
+                    TokenCompute::Time(_) => "token_time",
+                    TokenCompute::Flops { .. } => "gpu_flops",
+                }
+            ),
+            "the steps' compute exceeds the longest time a scenario may span: less compute per token or fewer requests",
+        ));
+    }
     if (steps.len() as u64).saturating_mul(spec.ops_per_step()) > MAX_GRAPH_OPS {
         return Err(too_many(steps.len() as u64));
     }
@@ -1072,6 +1090,16 @@ mod tests {
             ((4.0 * h * h * 2.0 + 2.0 * h * 100.0 * 2.0) / 1e12 * 1e12_f64).round() as u64
         );
         assert_eq!(m, (8.0 * h * h * 2.0_f64).round() as u64);
+    }
+
+    #[test]
+    fn steps_beyond_the_time_range_are_a_build_error() {
+        let mut f = file();
+        f.token_time = Some(Duration(crate::config::values::MAX_TIME_PS));
+        let spec = f.validate(&ctx(8, None)).unwrap();
+        let e = generate(&spec, 2, 1).unwrap_err();
+        assert_eq!(e.path, "workload.2.token_time");
+        assert!(e.message.contains("longest time"), "{}", e.message);
     }
 
     #[test]

@@ -236,9 +236,14 @@ pub fn layer_forward_flops(b: f64, s: f64, h: f64) -> (f64, f64) {
     )
 }
 
-/// `flops` at `rate` FLOP/s in picoseconds (rounded to the nearest).
+/// `flops` at `rate` FLOP/s in picoseconds (rounded to the nearest; at most the longest time a
+/// scenario may span, which validation then refuses).
 pub fn flops_time(flops: f64, rate: f64) -> Time {
-    (flops / rate * PS_PER_SEC as f64).round() as Time
+    let t = (flops / rate * PS_PER_SEC as f64).round();
+    if t.is_nan() {
+        return crate::config::values::MAX_TIME_PS;
+    }
+    (t as Time).min(crate::config::values::MAX_TIME_PS)
 }
 
 /// `total` split in the ratio a : b (the first part rounded down; the parts sum to `total`).
