@@ -205,6 +205,7 @@ PAGE_TESTS = {
     "congestion-control.md": "test_congestion_control_page_runs",
     "failures.md": "test_failures_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
+    "training.md": "test_training_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
 }
@@ -243,6 +244,14 @@ def test_failures_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert summary["faults_applied"] == len(ns["faults"]) >= 4  # the flaps and the loss fault
     assert summary["link_seconds_down"] > 0
     assert (tmp_path / "runs" / "gray" / "faults.arrow").is_file()
+
+
+def test_training_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "training.md", tmp_path, with_required=False)
+    assert abs(ns["s"]["bubble_fraction"] - 3 / 7) < 0.02
+    assert ns["steps"].num_rows == 1
+    assert len(ns["step_times"]) >= 2 * 9
 
 
 def test_synthetic_traffic_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -18,7 +18,8 @@ from .errors import MissingTableError, OutputFolderBusy, ScenarioError, Simulati
 from .scenario import Scenario
 
 if TYPE_CHECKING:
-    from . import analysis
+    from . import analysis, graph
+    from .graph import StepGraph
     from .results import Result, attach_names, run
     from .results import open_result as open  # noqa: A004 - fabricemu.open(path) reads an output folder
     from .sweep import PointDone, open_sweep, sweep
@@ -33,6 +34,8 @@ _LAZY = {
     "open": ("fabricemu.results", "open_result"),
     "PointDone": ("fabricemu.sweep", "PointDone"),
     "open_sweep": ("fabricemu.sweep", "open_sweep"),
+    "graph": ("fabricemu.graph", None),
+    "StepGraph": ("fabricemu.graph", "StepGraph"),
 }
 
 
@@ -80,10 +83,12 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "SimulationError",
+    "StepGraph",
     "Terminated",
     "__version__",
     "analysis",
     "attach_names",
+    "graph",
     "open",
     "open_sweep",
     "run",

@@ -217,6 +217,13 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
         )
     if s.get("packet_trace_truncated"):
         click.echo("  packets.arrow stopped at [trace] packets.max_rows (packet_trace_truncated)")
+    if s.get("iteration_time_mean_us") is not None:
+        click.echo(
+            f"  steps: {s['iterations']} iterations, time mean {_fmt.micros(s['iteration_time_mean_us'])}"
+            f"   p50 {_fmt.micros(s['iteration_time_p50_us'])}   p99 {_fmt.micros(s['iteration_time_p99_us'])}"
+            f"   exposed comm {_fmt.number(s['exposed_comm_fraction'])}"
+            f"   bubble {_fmt.number(s['bubble_fraction'])}"
+        )
     if result is not None:
         _print_fabric(result)
         _print_workloads(result)

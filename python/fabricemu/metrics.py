@@ -9,8 +9,8 @@ Keys of :func:`run_metrics` (:data:`METRICS_SCHEMA`, a sweep table's metric colu
 unknown): ``flows``, ``flows_finished``, ``fct_p50_us``, ``fct_p99_us``, ``slowdown_p50``,
 ``slowdown_p95``, ``slowdown_p99``, ``goodput_gbps``, ``drops``, ``retransmits``, ``ecn_marks``,
 ``cnps``, ``pause_us``, ``max_queue_bytes``, ``simulated_us``, ``events``, ``packet_hops``,
-``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``, the :data:`SYNTHETIC_KEYS`, and
-the :data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``).
+``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``, the :data:`SYNTHETIC_KEYS`, the
+:data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``) and the :data:`STEP_KEYS`.
 
 Keys of :func:`summary_view` (:data:`SUMMARY_KEYS`; counters 0 rather than null when run.json
 lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``fct_p50_us``,
@@ -18,8 +18,9 @@ lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``f
 ``events_per_second``, ``packet_hops``, ``packet_hops_per_second``, ``wall_seconds``, ``drops``,
 ``interrupted``; then every other metric key (``flows_finished``, ``goodput_gbps``,
 ``retransmits``, ``ecn_marks``, ``cnps``, ``pause_us``, ``max_queue_bytes``); the synthetic keys
-only when the run had synthetic workloads; the :data:`ONE_WAY_KEYS` only when the run measured
-one-way latency (``[trace] latency``), and ``packet_trace_truncated`` only when it traced packets.
+only when the run had synthetic workloads; the step keys only when it had step workloads; the
+:data:`ONE_WAY_KEYS` only when the run measured one-way latency (``[trace] latency``), and
+``packet_trace_truncated`` only when it traced packets.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ __all__ = [
     "FAULT_KEYS",
     "METRICS_SCHEMA",
     "ONE_WAY_KEYS",
+    "STEP_KEYS",
     "SUMMARY_KEYS",
     "SYNTHETIC_KEYS",
     "WALL_CLOCK_METRICS",
     "one_way_metrics",
     "pause_intervals",
     "run_metrics",
+    "step_metrics",
     "summary_view",
     "synthetic_metrics",
 ]
@@ -114,6 +117,47 @@ def synthetic_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     }
 
 
+#: Step workloads (``graph``, ``training``, ``inference``) in :meth:`Result.summary` and the sweep
+#: metrics: over every complete iteration (steps.arrow's rows with an end), the iteration time's
+#: mean, median and 99th percentile (nearest rank) in us, and the mean fractions of the iteration
+#: a rank spends in exposed communication and idle (docs/step-workloads.md defines them).
+STEP_KEYS: Tuple[str, ...] = (
+    "iterations",
+    "iteration_time_mean_us",
+    "iteration_time_p50_us",
+    "iteration_time_p99_us",
+    "compute_fraction",
+    "exposed_comm_fraction",
+    "bubble_fraction",
+)
+
+
+def step_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The step workloads' figures from a run.json (``run_info["steps"]``) in the summary's units
+    (times in us), or None if the run had no step workload."""
+    s = run_info.get("steps")
+    if not s:
+        return None
+
+    def us(key: str) -> Optional[float]:
+        v = s.get(key)
+        return None if v is None else float(v) / 1e6
+
+    def frac(key: str) -> Optional[float]:
+        v = s.get(key)
+        return None if v is None else float(v)
+
+    return {
+        "iterations": int(s.get("iterations", 0)),
+        "iteration_time_mean_us": us("time_ps_mean"),
+        "iteration_time_p50_us": us("time_ps_p50"),
+        "iteration_time_p99_us": us("time_ps_p99"),
+        "compute_fraction": frac("compute_fraction"),
+        "exposed_comm_fraction": frac("exposed_comm_fraction"),
+        "bubble_fraction": frac("bubble_fraction"),
+    }
+
+
 #: The metric columns of :func:`metrics` (and of a sweep's table), in order, with their types.
 METRICS_SCHEMA = pa.schema(
     [
@@ -150,6 +194,14 @@ METRICS_SCHEMA = pa.schema(
         ("faults_applied", pa.int64()),
         ("link_seconds_down", pa.float64()),
         ("corrupted_drops", pa.int64()),
+        # Step workloads (null without them): complete iterations (steps.arrow).
+        ("iterations", pa.int64()),
+        ("iteration_time_mean_us", pa.float64()),
+        ("iteration_time_p50_us", pa.float64()),
+        ("iteration_time_p99_us", pa.float64()),
+        ("compute_fraction", pa.float64()),
+        ("exposed_comm_fraction", pa.float64()),
+        ("bubble_fraction", pa.float64()),
     ]
 )
 
@@ -322,6 +374,7 @@ def run_metrics(
     - ``faults_applied`` (fault periods: rows of faults.arrow), ``link_seconds_down`` (time links
       spent down, summed over directed links) and ``corrupted_drops`` (packets lost to random loss)
       from run.json: 0 when the run had none, null without run.json.
+    - with step workloads (null otherwise): the :data:`STEP_KEYS` (run.json's ``steps``).
     """
     info = run_info or {}
     stats = info.get("stats", {})
@@ -381,13 +434,15 @@ def run_metrics(
         "faults_applied": int(stats.get("faults_applied", 0)) if stats else None,
         "link_seconds_down": float(stats.get("link_down_ps", 0)) / 1e12 if stats else None,
         "corrupted_drops": int(stats.get("corrupted_drops", 0)) if stats else None,
+        **(step_metrics(info) or dict.fromkeys(STEP_KEYS)),
     }
 
 
 def summary_view(metrics: Mapping[str, Any], run_info: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """``Result.summary()`` from :func:`run_metrics`' figures: the :data:`SUMMARY_KEYS` first (with
     ``finished``/``unfinished`` and counters that are 0, not null, when run.json lacks them), then
-    every other metric; the synthetic keys only when the run had synthetic workloads."""
+    every other metric; the synthetic keys only when the run had synthetic workloads, the step keys
+    only when it had step workloads."""
     info = run_info or {}
     m = metrics
     summary: Dict[str, Any] = {
@@ -409,8 +464,9 @@ def summary_view(metrics: Mapping[str, Any], run_info: Optional[Mapping[str, Any
         "interrupted": bool(info.get("interrupted", False)),
     }
     synthetic = info.get("synthetic")
+    steps = info.get("steps")
     for key, value in m.items():
-        if key in summary or (key in SYNTHETIC_KEYS and not synthetic):
+        if key in summary or (key in SYNTHETIC_KEYS and not synthetic) or (key in STEP_KEYS and not steps):
             continue
         summary[key] = value
     summary.update(one_way_metrics(info) or {})

@@ -265,6 +265,9 @@ def _run_report(result: Result, title: Optional[str]) -> str:
         ax.legend()
         page.figure(fig, "CDF of FCT slowdown per workload")
 
+    if result.has_table("steps") and result.has_table("ops"):
+        _section(page, "Step timeline", lambda: _steps_section(page, result, Figure))
+
     names = result.names()
 
     def queues() -> None:
@@ -477,6 +480,116 @@ def _run_report(result: Result, title: Optional[str]) -> str:
 
     _section(page, "Congestion-control rates", rates)
     return page.html()
+
+
+#: Colours of the step phases in the timeline (compute phases solid, communication lighter).
+_PHASE_COLOURS = {
+    "forward": "#1f77b4",
+    "backward": "#ff7f0e",
+    "compute": "#2ca02c",
+    "tp": "#9467bd",
+    "pp": "#8c564b",
+    "dp": "#d62728",
+    "ep": "#e377c2",
+    "comm": "#7f7f7f",
+}
+
+#: The most ranks the timeline draws (the first ones).
+_TIMELINE_RANKS = 64
+
+
+def _steps_section(page: _Page, result: Result, Figure: Any) -> None:
+    """Step workloads: the iteration-time breakdown per workload and a per-rank Gantt timeline
+    of the median iteration of the first one (docs/step-workloads.md)."""
+    steps = result.steps
+    rows = []
+    for name in dict.fromkeys(steps.column("workload").to_pylist()):
+        t = steps.filter(pc.equal(steps.column("workload"), name))
+        done = t.filter(pc.is_valid(t.column("time_ps")))
+        times = np.sort(_floats(done.column("time_ps"))) / 1e6
+        frac = {c: _floats(done.column(c)) for c in ("compute_fraction", "exposed_comm_fraction", "bubble_fraction")}
+
+        def mean(v: np.ndarray) -> Optional[float]:
+            v = v[~np.isnan(v)]
+            return float(v.mean()) if v.size else None
+
+        def pct(q: float) -> Optional[float]:
+            return float(times[max(1, math.ceil(q * times.size)) - 1]) if times.size else None
+
+        rows.append(
+            (
+                name,
+                f"{done.num_rows}/{t.num_rows}",
+                mean(times),
+                pct(0.5),
+                pct(0.99),
+                mean(frac["compute_fraction"]),
+                mean(frac["exposed_comm_fraction"]),
+                mean(frac["bubble_fraction"]),
+            )
+        )
+    page.table(
+        [
+            "workload",
+            "iterations done",
+            "time mean (us)",
+            "p50 (us)",
+            "p99 (us)",
+            "compute",
+            "exposed comm",
+            "bubble",
+        ],
+        rows,
+    )
+    done = steps.filter(pc.is_valid(steps.column("time_ps")))
+    if done.num_rows == 0:
+        page.note("No iteration completed: no timeline to draw.")
+        return
+    first = done.column("workload_index")[0].as_py()
+    mine = done.filter(pc.equal(done.column("workload_index"), first))
+    times = _floats(mine.column("time_ps"))
+    pick = int(np.argsort(times, kind="stable")[(len(times) - 1) // 2])
+    iteration = mine.column("iteration")[pick].as_py()
+    start = mine.column("start_ps")[pick].as_py()
+    ops = result.ops
+    ops = ops.filter(
+        pc.and_(pc.equal(ops.column("workload_index"), first), pc.equal(ops.column("iteration"), iteration))
+    )
+    ranks = sorted(set(ops.column("rank").to_pylist()))
+    shown = ranks[:_TIMELINE_RANKS]
+    row_of = {r: i for i, r in enumerate(shown)}
+    fig = Figure(figsize=(10, max(2.5, 0.28 * len(shown) + 1.2)))
+    ax = fig.add_subplot()
+    used = set()
+    for op in ops.to_pylist():
+        if op["rank"] not in row_of or op["start_ps"] is None or op["end_ps"] is None:
+            continue
+        y = row_of[op["rank"]]
+        x0 = (op["start_ps"] - start) / 1e6
+        w = max((op["end_ps"] - op["start_ps"]) / 1e6, 1e-9)
+        colour = _PHASE_COLOURS.get(op["phase"], "#7f7f7f")
+        # Compute fills the row; communication a thinner band below it, so overlap shows.
+        band = (y - 0.4, 0.5) if op["is_compute"] else (y + 0.15, 0.25)
+        ax.broken_barh([(x0, w)], band, facecolors=colour, alpha=1.0 if op["is_compute"] else 0.7)
+        used.add(op["phase"])
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([f"rank {r}" for r in shown], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time since the iteration started (us)")
+    ax.grid(alpha=0.3, axis="x")
+    from matplotlib.patches import Patch
+
+    ax.legend(
+        handles=[Patch(color=_PHASE_COLOURS[p], label=p) for p in _PHASE_COLOURS if p in used],
+        fontsize=7,
+        loc="upper right",
+    )
+    more = f" (first {len(shown)} of {len(ranks)} ranks)" if len(ranks) > len(shown) else ""
+    page.figure(
+        fig,
+        f"Per-rank timeline of iteration {iteration} of workload {mine.column('workload')[0].as_py()} "
+        f"(the median iteration time){more}: compute as full bars, communication as thin bars",
+    )
 
 
 # -- a sweep ----------------------------------------------------------------------------------------

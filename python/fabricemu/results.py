@@ -49,6 +49,8 @@ TABLES: Dict[str, str] = {
     "faults": "runs with [[fault]] or [[failure_process]] tables write it",
     "nodes": "every run writes it (runs of fabricemu 0.1 before nodes.arrow existed do not)",
     "ports": "every run writes it (runs of fabricemu 0.1 before ports.arrow existed do not)",
+    "ops": 'runs with step workloads (kind = "graph", "training" or "inference") write it',
+    "steps": 'runs with step workloads (kind = "graph", "training" or "inference") write it',
 }
 
 #: Columns holding node ids, in the tables fabricemu writes (flows' ``src``/``dst`` are hosts,
@@ -381,6 +383,23 @@ class Result:
         ``end_ps``, ``duration_ps``, ``links``, ``num_links``, ``detection_ps``, ``packets_lost``
         (docs/failures.md defines them)."""
         return self.table("faults")
+
+    @property
+    def ops(self) -> pa.Table:
+        """One row per step-graph op and rank it occupies (ops.arrow, read on first use):
+        ``workload``, ``op``, ``iteration``, ``rank``, ``node``, ``kind`` (compute, send,
+        collective), ``phase``, ``name``, ``collective_op``, ``algorithm``, ``start_ps``, ``end_ps``,
+        ``duration_ps``, ``bytes``, ``is_compute`` (docs/step-workloads.md)."""
+        return self.table("ops")
+
+    @property
+    def steps(self) -> pa.Table:
+        """One row per step workload and iteration (steps.arrow): ``start_ps``, ``end_ps``,
+        ``time_ps``, per-rank mean and max of compute, communication, exposed communication and
+        bubble time (``compute_ps_mean``, ``exposed_comm_ps_max``, ...), and the fractions
+        ``compute_fraction``, ``exposed_comm_fraction``, ``bubble_fraction``
+        (docs/step-workloads.md defines them)."""
+        return self.table("steps")
 
     def metrics(self) -> Dict[str, Any]:
         """The run's metrics as a sweep row has them (:func:`fabricemu.metrics.run_metrics`: the

@@ -44,6 +44,7 @@ from ._outdir import OutputFolder, sigterm_as_interrupt
 from .errors import MissingTableError, ScenarioError
 from .metrics import (
     METRICS_SCHEMA,
+    STEP_KEYS,
     SYNTHETIC_KEYS,
     WALL_CLOCK_METRICS,
     _as_table,
@@ -662,7 +663,9 @@ def compare(*sources: Any, names: Optional[Sequence[str]] = None) -> pa.Table:
         unique.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
     rows = [_metrics_of(s) for s in sources]
     names_shown = [
-        m for m in METRICS_SCHEMA.names if m not in SYNTHETIC_KEYS or any(row[m] is not None for row in rows)
+        m
+        for m in METRICS_SCHEMA.names
+        if (m not in SYNTHETIC_KEYS and m not in STEP_KEYS) or any(row[m] is not None for row in rows)
     ]
     columns: Dict[str, List[Any]] = {"metric": names_shown}
     types: Dict[str, pa.DataType] = {"metric": pa.string()}

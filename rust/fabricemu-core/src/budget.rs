@@ -332,6 +332,19 @@ pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
             let len = std::fs::metadata(&r.file).map_or(0, |m| m.len());
             (len / REPLAY_ROW_BYTES, 0)
         }
+        WorkloadSpec::Training(t) => crate::workload::training::graph_flows(
+            &crate::workload::training::generate(t),
+            &t.collective,
+        ),
+        WorkloadSpec::Inference(i) => {
+            // The arrivals are drawn by the build; seed 0's draw sizes the estimate.
+            match crate::workload::inference::generate(i, 0, 0) {
+                Ok((graph, _)) => crate::workload::training::graph_flows(&graph, &i.collective),
+                // Too large a graph: the build refuses it with its own error.
+                Err(_) => (u64::MAX, u64::MAX),
+            }
+        }
+        WorkloadSpec::Graph(g) => g.estimate(),
         WorkloadSpec::Synthetic(s) => {
             // One message per slot of one message's wire time, with probability `load`.
             let slot_ps = s.wire_bytes as f64 * 8.0 * PS_PER_SEC as f64 / s.host_rate_bps as f64;
@@ -456,6 +469,9 @@ fn last_fixed_start(s: &Scenario) -> u64 {
             WorkloadSpec::Collective(c) => c.start_ps,
             WorkloadSpec::Replay(r) => r.offset_ps,
             WorkloadSpec::Synthetic(sy) => sy.end_ps,
+            WorkloadSpec::Training(t) => t.start_ps,
+            WorkloadSpec::Inference(i) => i.start_ps + i.window_ps.unwrap_or(0),
+            WorkloadSpec::Graph(g) => g.start_ps,
         })
         .max()
         .unwrap_or(0)

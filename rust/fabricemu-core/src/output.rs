@@ -92,6 +92,11 @@ pub fn write_outputs(
     if sim.has_faults() {
         crate::trace::faults::write_faults(&dir.join(FAULTS_FILE), &sim.fault_rows(), &metadata)?;
     }
+    let steps = if plan.ops.is_empty() {
+        Vec::new()
+    } else {
+        crate::trace::ops::write_ops_and_steps(dir, &sim.op_rows_of(plan), &names, &metadata)?
+    };
 
     sim.finish_traces(dir, &metadata)?;
     if let Some(l) = sim.latency() {
@@ -126,6 +131,11 @@ pub fn write_outputs(
         "workloads": workload_reports(sim, plan),
         "fabric": crate::topology::summary::describe(&sim.world().fabric, &scenario["topology"]),
     });
+    if !steps.is_empty() {
+        run.as_object_mut()
+            .expect("an object")
+            .insert("steps".into(), steps_summary(&steps));
+    }
     if !sim.warnings().is_empty() {
         run.as_object_mut()
             .expect("an object")
@@ -149,6 +159,41 @@ pub fn write_outputs(
     }
     write_run_json(&dir.join(RUN_JSON_FILE), &run)?;
     Ok(run)
+}
+
+/// run.json `steps`: over every complete iteration of the step workloads, `iterations`,
+/// `time_ps_mean`, `time_ps_p50`, `time_ps_p99` (nearest rank), `time_ps_max`, and the mean
+/// `compute_fraction`, `exposed_comm_fraction` and `bubble_fraction`.
+fn steps_summary(steps: &[crate::trace::ops::StepRow]) -> Value {
+    let done: Vec<&crate::trace::ops::StepRow> =
+        steps.iter().filter(|s| s.breakdown.is_some()).collect();
+    let mut times: Vec<u64> = done.iter().filter_map(|s| s.time_ps()).collect();
+    times.sort_unstable();
+    let n = times.len();
+    let pct = |p: f64| -> Option<u64> {
+        (n > 0).then(|| times[((p * n as f64).ceil() as usize).clamp(1, n) - 1])
+    };
+    let mean = |f: &dyn Fn(&crate::trace::ops::StepRow) -> Option<f64>| -> Option<f64> {
+        let v: Vec<f64> = done.iter().filter_map(|s| f(s)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let frac = |part: fn(&crate::trace::ops::Breakdown) -> f64| {
+        mean(&move |s: &crate::trace::ops::StepRow| {
+            let t = s.time_ps()? as f64;
+            let b = s.breakdown.as_ref()?;
+            (t > 0.0).then(|| part(b) / t)
+        })
+    };
+    json!({
+        "iterations": n,
+        "time_ps_mean": (n > 0).then(|| times.iter().map(|&t| t as f64).sum::<f64>() / n as f64),
+        "time_ps_p50": pct(0.5),
+        "time_ps_p99": pct(0.99),
+        "time_ps_max": times.last(),
+        "compute_fraction": frac(|b| b.compute.0),
+        "exposed_comm_fraction": frac(|b| b.exposed_comm.0),
+        "bubble_fraction": frac(|b| b.bubble.0),
+    })
 }
 
 /// Per workload (in scenario order): `name`, `kind`, `flows` and `bytes` it generated, and

@@ -49,6 +49,8 @@ pub enum RngStream {
     SyntheticDestinations(usize),
     /// `synthetic` workload `i`: the fixed permutation of pattern `permutation`.
     SyntheticPermutation(usize),
+    /// Step workload `i` (graph, training, inference): compute noise (jitter).
+    GraphNoise(usize),
     /// Per flow: the UDP source port (RoCEv2 queue-pair entropy).
     SourcePorts,
     /// Per flow: the IPv6 flow label.
@@ -75,6 +77,7 @@ impl RngStream {
             RngStream::SyntheticArrivals(i) => (Purpose::Synthetic, 4 * i as u64),
             RngStream::SyntheticDestinations(i) => (Purpose::Synthetic, 4 * i as u64 + 1),
             RngStream::SyntheticPermutation(i) => (Purpose::Synthetic, 4 * i as u64 + 2),
+            RngStream::GraphNoise(i) => (Purpose::Workload, 3_000_000 + i as u64),
             RngStream::SourcePorts => (Purpose::SourcePort, 0),
             RngStream::FlowLabels => (Purpose::FlowLabel, 0),
             RngStream::EcnMarking => (Purpose::Ecn, 0),

@@ -105,3 +105,46 @@ fn a_cut_that_is_restored_later_is_waited_for() {
         .unwrap();
     assert!(f0.finish_ps.unwrap() > 2_000_000_000, "{f0:?}");
 }
+
+/// Step graphs: a send to a cut-off host is given up on, and so is every later op's flow that
+/// waited on it (through compute in between); the run still ends.
+#[test]
+fn a_cut_off_send_gives_up_the_graph_ops_after_it() {
+    let toml = r#"
+stop = "all_flows_done"
+[topology]
+kind = "fat_tree"
+k = 4
+[[workload]]
+kind = "graph"
+ranks = [0, 5, 9, 12]
+ops = [
+  { kind = "send", src = 0, dst = 1, size = "1MB" },
+  { kind = "compute", rank = 1, duration = "1us", deps = [0] },
+  { kind = "send", src = 1, dst = 2, size = "100KB", deps = [1] },
+  { kind = "collective", op = "all_reduce", ranks = [1, 2, 3], size = "30KB", deps = [2] },
+  { kind = "send", src = 2, dst = 3, size = "100KB" },
+]
+[[fault]]
+link = ["edge:0", "agg:0"]
+kind = "down"
+at = "1us"
+[[fault]]
+link = ["edge:0", "agg:1"]
+kind = "down"
+at = "1us"
+"#;
+    let sim = run_bounded(toml);
+    let st = sim.stats();
+    // 1 + 1 + 12 (ring all-reduce of 3 ranks: 2 x 2 steps x 3) + 1 flows; the last send is
+    // independent and finishes.
+    assert_eq!(st.flows_total, 15);
+    assert_eq!(st.flows_finished, 1, "{st:?}");
+    assert_eq!(st.flows_unreachable, 14, "{st:?}");
+    let ops = sim.op_rows();
+    assert!(ops
+        .iter()
+        .filter(|r| r.op == 1)
+        .all(|r| r.start_ps.is_none()));
+    assert!(ops.iter().filter(|r| r.op == 4).all(|r| r.end_ps.is_some()));
+}

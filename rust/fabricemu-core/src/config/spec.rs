@@ -846,6 +846,12 @@ pub enum WorkloadSpec {
     Collective(CollectiveSpec),
     Replay(ReplaySpec),
     Synthetic(SyntheticSpec),
+    /// A training step, expanded into a step graph when the scenario is built.
+    Training(crate::workload::training::TrainingSpec),
+    /// LLM serving steps, expanded into a step graph when the scenario is built.
+    Inference(crate::workload::inference::InferenceSpec),
+    /// A step graph (`kind = "graph"`).
+    Graph(Box<crate::workload::graph::GraphSpec>),
 }
 
 impl WorkloadSpec {
@@ -859,6 +865,9 @@ impl WorkloadSpec {
             WorkloadSpec::Collective(_) => "collective",
             WorkloadSpec::Replay(_) => "replay",
             WorkloadSpec::Synthetic(_) => "synthetic",
+            WorkloadSpec::Training(_) => "training",
+            WorkloadSpec::Inference(_) => "inference",
+            WorkloadSpec::Graph(_) => "graph",
         }
     }
 }

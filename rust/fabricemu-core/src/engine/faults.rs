@@ -442,6 +442,7 @@ impl World {
     /// for it to finish (they can never start).
     pub(super) fn abandon(&mut self, fid: FlowId) {
         let mut work = vec![fid];
+        let mut dead_barriers: Vec<u32> = Vec::new();
         while let Some(fid) = work.pop() {
             let f = &mut self.flows[fid];
             if f.abandoned || f.finished() {
@@ -454,9 +455,16 @@ impl World {
             f.resend.clear();
             self.stats.flows_unreachable += 1;
             self.flows_settled += 1;
-            if let Some(b) = f.completes {
+            dead_barriers.extend(f.completes);
+            // The barrier never releases: neither do the flows waiting on it, nor the barriers
+            // chained after it (a step graph's later ops), nor theirs.
+            while let Some(b) = dead_barriers.pop() {
                 let barrier = &mut self.barriers[b as usize];
+                if std::mem::replace(&mut barrier.dead, true) {
+                    continue;
+                }
                 work.extend(barrier.waiting.iter().map(|&(w, _)| w));
+                dead_barriers.extend(barrier.then.iter().map(|&(next, _)| next));
             }
         }
     }

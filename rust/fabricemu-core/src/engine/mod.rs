@@ -18,6 +18,8 @@ pub use world::World;
 use crate::scenario::{Built, Scenario, ScenarioError, StopAt};
 use crate::trace::collectives::CollectiveRow;
 use crate::trace::flows::{FlowLabels, FlowRow};
+use crate::trace::ops::OpRow;
+use crate::workload::graph::PlannedKind;
 use crate::workload::{collective, FlowPlan};
 
 /// Counters of a run (all exact integers); `run.json` carries them.
@@ -333,6 +335,46 @@ impl Simulation {
                 packets_lost: a.packets_lost,
             })
             .collect()
+    }
+
+    /// One row per step-graph op and rank it occupies (see `trace::ops`).
+    pub fn op_rows(&self) -> Vec<OpRow> {
+        self.op_rows_of(&self.plan)
+    }
+
+    /// [`Simulation::op_rows`] from a plan already made.
+    pub fn op_rows_of(&self, plan: &FlowPlan) -> Vec<OpRow> {
+        let w = &self.world;
+        let mut rows = Vec::new();
+        for op in &plan.ops {
+            let (collective_op, algorithm) = match op.kind {
+                PlannedKind::Collective { op, algorithm } => {
+                    (Some(op.name()), Some(algorithm.name()))
+                }
+                _ => (None, None),
+            };
+            let start_ps = w.barrier_released(op.ready);
+            let end_ps = w.barrier_released(op.done);
+            for (&rank, &node) in op.ranks.iter().zip(&op.nodes) {
+                rows.push(OpRow {
+                    workload: op.workload,
+                    op: op.op,
+                    iteration: op.iteration,
+                    rank,
+                    node,
+                    kind: op.kind.name(),
+                    phase: op.phase.name(),
+                    is_compute: op.phase.is_compute(),
+                    name: op.name.clone(),
+                    collective_op,
+                    algorithm,
+                    start_ps,
+                    end_ps,
+                    bytes: op.bytes,
+                });
+            }
+        }
+        rows
     }
 
     /// Names of the workloads, indexed by `FlowRow::workload`.

@@ -480,13 +480,20 @@ impl World {
         self.activate(fid);
     }
 
-    fn barrier_arrive(&mut self, b: u32) {
+    pub(super) fn barrier_arrive(&mut self, b: u32) {
+        let now = self.now;
         let barrier = &mut self.barriers[b as usize];
         barrier.remaining -= 1;
         if barrier.remaining == 0 {
+            barrier.released_at = now;
             for &(fid, gap) in &barrier.waiting {
                 self.events
-                    .push(self.now.saturating_add(gap), Event::FlowStart(fid));
+                    .push(now.saturating_add(gap), Event::FlowStart(fid));
+            }
+            for &(next, delay) in &barrier.then {
+                self.pending_arrivals += 1;
+                self.events
+                    .push(now.saturating_add(delay), Event::BarrierArrive(next));
             }
         }
     }

@@ -23,6 +23,8 @@ pub enum Event {
     NextFlowStarts,
     /// A flow released by a dependency starts.
     FlowStart(FlowId),
+    /// One arrival at a barrier without a flow: a timed start or a chained barrier (step graphs).
+    BarrierArrive(u32),
     /// A flow's retransmission timer.
     Retransmit(FlowId),
     /// One of a flow's congestion-control timers (the controller numbers them; DCQCN: the

@@ -120,11 +120,19 @@ fn endpoint_ports(fabric: &Fabric, src: NodeId, dst: NodeId, fwd: u64, rev: u64)
     }
 }
 
-/// Flows waiting for a set of other flows to finish.
+/// A count of arrivals (flows that finished, chained barriers, timed arrivals) that releases,
+/// when it reaches zero, the flows waiting on it (each after its gap) and one arrival at each
+/// chained barrier (after the edge's delay).
 #[derive(Debug, Default)]
 pub(super) struct Barrier {
     pub remaining: u32,
     pub waiting: Vec<(FlowId, Time)>,
+    /// Chained barriers (a step graph's dependencies and compute durations).
+    pub then: Vec<(u32, Time)>,
+    /// When it released (NEVER: not yet).
+    pub released_at: Time,
+    /// It can never release: a flow it waits for was given up on.
+    pub dead: bool,
 }
 
 pub struct World {
@@ -173,6 +181,9 @@ pub struct World {
     pub(super) static_order: Vec<FlowId>,
     pub(super) next_static: usize,
     pub(super) barriers: Vec<Barrier>,
+    /// `BarrierArrive` events not yet handled: a run that waits for every flow also waits for
+    /// them (a step graph may end with compute).
+    pub(super) pending_arrivals: u64,
 
     /// Transport settings.
     pub(super) transport: TransportParams,
@@ -268,8 +279,14 @@ impl World {
             .map(|&n| Barrier {
                 remaining: n,
                 waiting: Vec::new(),
+                then: Vec::new(),
+                released_at: NEVER,
+                dead: false,
             })
             .collect();
+        for e in &plan.barrier_edges {
+            barriers[e.from as usize].then.push((e.to, e.delay));
+        }
         let mut static_order = Vec::new();
         let mut pxn = IdVec::new();
         for (id, f) in plan.flows.iter().enumerate() {
@@ -351,6 +368,9 @@ impl World {
         if let Some(&first) = static_order.first() {
             events.push(flows[first].start, Event::NextFlowStarts);
         }
+        for &(at, b) in &plan.barrier_timers {
+            events.push(at, Event::BarrierArrive(b));
+        }
         let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
         let mut tracer = Tracer::new(
             s.trace.clone(),
@@ -412,6 +432,7 @@ impl World {
             static_order,
             next_static: 0,
             barriers,
+            pending_arrivals: plan.barrier_timers.len() as u64,
             transport: TransportParams {
                 mtu: t.mtu_bytes as u32,
                 header: t.header_bytes as u32,
@@ -443,7 +464,10 @@ impl World {
         }
         let stop_at = self.stop;
         for _ in 0..max_events {
-            if stop_at == StopAt::AllFlowsDone && self.flows_settled == self.stats.flows_total {
+            if stop_at == StopAt::AllFlowsDone
+                && self.flows_settled == self.stats.flows_total
+                && self.pending_arrivals == 0
+            {
                 self.finish_run();
                 break;
             }
@@ -478,6 +502,10 @@ impl World {
                 }
                 Event::NextFlowStarts => self.start_static_flows(),
                 Event::FlowStart(f) => self.start_flow(f),
+                Event::BarrierArrive(b) => {
+                    self.pending_arrivals -= 1;
+                    self.barrier_arrive(b);
+                }
                 Event::Retransmit(f) => self.retransmit_timer(f),
                 Event::CcTimer(f, k) => self.cc_timer(f, k),
                 Event::SampleQueues => self.sample_queues(),
@@ -786,6 +814,12 @@ impl World {
     /// Arena high-water mark (packets).
     pub fn packet_capacity(&self) -> usize {
         self.packets.capacity()
+    }
+
+    /// When barrier `b` released (None: not yet). Step graphs: an op's start and end.
+    pub fn barrier_released(&self, b: u32) -> Option<Time> {
+        let t = self.barriers.get(b as usize)?.released_at;
+        (t != NEVER).then_some(t)
     }
 
     pub fn pending_events(&self) -> usize {

@@ -10,6 +10,7 @@ pub mod fabric;
 pub mod flows;
 pub mod latency;
 pub mod packets;
+pub mod ops;
 pub mod run_json;
 
 pub use atomic::{write_atomic, AtomicFile};

@@ -6,10 +6,13 @@ use serde::{Deserialize, Serialize};
 use super::all_to_all::AllToAllFile;
 use super::collective::CollectiveFile;
 use super::explicit::FlowsFile;
+use super::graph::GraphFile;
 use super::incast::IncastFile;
+use super::inference::InferenceFile;
 use super::permutation::PermutationFile;
 use super::poisson::PoissonFile;
 use super::synthetic::SyntheticFile;
+use super::training::TrainingFile;
 use crate::config::check::{positive_size, Res};
 use crate::config::hosts::{resolve, resolve_or_all, Groups, Hosts};
 use crate::config::kinds::kind_table;
@@ -29,6 +32,9 @@ kind_table!(
         Collective(CollectiveFile) = "collective",
         Replay(ReplayFile) = "replay",
         Synthetic(SyntheticFile) = "synthetic",
+        Training(Box<TrainingFile>) = "training",
+        Inference(Box<InferenceFile>) = "inference",
+        Graph(GraphFile) = "graph",
     }
 );
 
@@ -155,6 +161,9 @@ impl WorkloadFile {
             WorkloadFile::Collective(w) => w.name.as_deref(),
             WorkloadFile::Replay(w) => w.name.as_deref(),
             WorkloadFile::Synthetic(w) => w.name.as_deref(),
+            WorkloadFile::Training(w) => w.name.as_deref(),
+            WorkloadFile::Inference(w) => w.name.as_deref(),
+            WorkloadFile::Graph(w) => w.name.as_deref(),
         }
     }
 
@@ -168,6 +177,9 @@ impl WorkloadFile {
             WorkloadFile::Collective(w) => w.validate(ctx).map(WorkloadSpec::Collective),
             WorkloadFile::Replay(w) => w.validate(ctx).map(WorkloadSpec::Replay),
             WorkloadFile::Synthetic(w) => w.validate(ctx).map(WorkloadSpec::Synthetic),
+            WorkloadFile::Training(w) => w.validate(ctx).map(WorkloadSpec::Training),
+            WorkloadFile::Inference(w) => w.validate(ctx).map(WorkloadSpec::Inference),
+            WorkloadFile::Graph(w) => w.validate(ctx),
         }
     }
 }

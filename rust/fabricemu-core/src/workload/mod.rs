@@ -13,10 +13,12 @@ pub mod config;
 pub mod explicit;
 pub mod graph;
 pub mod incast;
+pub mod inference;
 pub mod permutation;
 pub mod poisson;
 pub mod replay;
 pub mod synthetic;
+pub mod training;
 
 use std::borrow::Cow;
 
@@ -146,11 +148,29 @@ pub struct WorkloadReport {
     pub tags: u32,
 }
 
-/// All flows of a scenario, in flow-id order, and the number of flows each barrier waits for.
+/// One arrival at barrier `to`, `delay` after barrier `from` released: how barriers chain without
+/// a flow between them (a step graph's op releases its dependents when it ends; a compute op
+/// ends its duration after it started).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierEdge {
+    pub from: u32,
+    pub to: u32,
+    pub delay: Time,
+}
+
+/// All flows of a scenario, in flow-id order, and the number of arrivals each barrier waits for.
+/// An arrival is a flow that finished (its `completes`), an edge from a released barrier
+/// ([`BarrierEdge`]) or a timed arrival (`barrier_timers`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowPlan {
     pub flows: Vec<FlowInit>,
     pub barrier_sizes: Vec<u32>,
+    /// Barrier-to-barrier arrivals (step graphs; empty otherwise).
+    pub barrier_edges: Vec<BarrierEdge>,
+    /// (time, barrier): one arrival at a fixed time (a step graph's first ops start so).
+    pub barrier_timers: Vec<(Time, u32)>,
+    /// The ops of step-graph workloads, in planning order (ops.arrow, steps.arrow).
+    pub ops: Vec<graph::PlannedOp>,
     pub collectives: Vec<CollectiveInstance>,
     /// Replay tags, all workloads together.
     pub tag_names: Vec<String>,
@@ -243,6 +263,12 @@ fn expand(
         WorkloadSpec::Synthetic(s) => {
             synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
         }
+        WorkloadSpec::Training(t) => training::expand(plan, index, t, seed),
+        WorkloadSpec::Inference(i) => inference::expand(plan, index, i, seed)?,
+        WorkloadSpec::Graph(g) => {
+            let (graph, noise) = g.graph(index)?;
+            graph::plan_graph(plan, index, seed, &graph, &noise, &g.params);
+        }
     }
     let made = &plan.flows[first..];
     plan.reports.push(WorkloadReport {
@@ -301,6 +327,17 @@ pub fn describe(spec: &WorkloadSpec, report: &WorkloadReport) -> serde_json::Val
             },
             "senders": s.n_hosts, "window_ps": s.end_ps - s.start_ps,
         }),
+        WorkloadSpec::Training(t) => t.describe(),
+        WorkloadSpec::Inference(i) => i.describe(),
+        WorkloadSpec::Graph(g) => match &g.source {
+            graph::config::GraphSource::Inline(graph) => json!({
+                "ops": graph.ops.len(), "ranks": graph.ranks.len(),
+                "groups": graph.groups.len(), "iterations": g.iterations,
+            }),
+            graph::config::GraphSource::File { path, .. } => json!({
+                "file": path, "iterations": g.iterations,
+            }),
+        },
     }
 }
 

@@ -119,7 +119,7 @@ pub fn read_flow_file(path: &Path, n_hosts: u32) -> Result<ReplayData, String> {
 
 /// Check the lengths an Arrow IPC file (`file`) or stream declares (footer, blocks, messages)
 /// against its size.
-fn check_ipc_lengths(bytes: &[u8], file: bool) -> Result<(), String> {
+pub(crate) fn check_ipc_lengths(bytes: &[u8], file: bool) -> Result<(), String> {
     let len = bytes.len();
     if !file {
         return check_ipc_messages(bytes);

@@ -131,7 +131,7 @@ impl<'de> Deserialize<'de> for GroupsValue {
 }
 
 /// The algorithms of `op` (the first is the default).
-fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
+pub fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
     use CollectiveAlgorithm as A;
     match op {
         CollectiveOp::AllReduce => &[

@@ -18,7 +18,7 @@ pub mod tree;
 
 use std::collections::HashMap;
 
-pub use config::{CollectiveFile, GroupLayout, GroupsValue, RankOrder};
+pub use config::{algorithms, CollectiveFile, GroupLayout, GroupsValue, RankOrder};
 pub use hierarchical::Domains;
 
 use super::{CollectiveInstance, CollectiveTag, FlowInit, FlowPlan, Start};
@@ -138,20 +138,27 @@ pub fn flows_per_iteration(spec: &CollectiveSpec) -> u64 {
         .sum()
 }
 
-/// The barrier structure of an iteration, shared by all its repetitions.
-struct Graph {
+/// The barrier structure of an iteration, shared by all its repetitions (and by step graphs'
+/// collective ops).
+pub struct IterationGraph {
     /// Per transfer: the local barrier it waits on (None: it starts with the iteration).
-    waits: Vec<Option<u32>>,
+    pub waits: Vec<Option<u32>>,
     /// Per transfer: the local barrier its arrival counts toward (None: it ends the iteration).
-    completes: Vec<Option<u32>>,
+    pub completes: Vec<Option<u32>>,
     /// Per local barrier: how many transfers it waits for.
-    sizes: Vec<u32>,
-    terminal: u32,
+    pub sizes: Vec<u32>,
+    /// Transfers that end the iteration.
+    pub terminal: u32,
+}
+
+#[cfg(test)]
+fn graph(ts: &[Transfer]) -> IterationGraph {
+    iteration_graph(ts)
 }
 
 /// Group transfers by their input set: one barrier per distinct set. The engine counts a flow
 /// toward one barrier only, so input sets must be disjoint (every algorithm here guarantees it).
-fn graph(ts: &[Transfer]) -> Graph {
+pub fn iteration_graph(ts: &[Transfer]) -> IterationGraph {
     let mut waits = vec![None; ts.len()];
     let mut completes: Vec<Option<u32>> = vec![None; ts.len()];
     let mut sizes: Vec<u32> = Vec::new();
@@ -183,7 +190,7 @@ fn graph(ts: &[Transfer]) -> Graph {
         }
     }
     let terminal = completes.iter().filter(|c| c.is_none()).count() as u32;
-    Graph {
+    IterationGraph {
         waits,
         completes,
         sizes,
@@ -281,7 +288,7 @@ impl TierSpans {
 }
 
 pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
-    type Cached = (usize, Option<Domains>, Vec<Transfer>, Graph);
+    type Cached = (usize, Option<Domains>, Vec<Transfer>, IterationGraph);
     let mut cache: Vec<Cached> = Vec::new();
     for (g, hosts) in spec.groups.iter().enumerate() {
         let n = hosts.len();
@@ -289,7 +296,7 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
         let key = spec.algorithm.is_hierarchical().then(|| dom.clone());
         if !cache.iter().any(|c| c.0 == n && c.1 == key) {
             let ts = transfers(spec, &dom);
-            let gr = graph(&ts);
+            let gr = iteration_graph(&ts);
             cache.push((n, key.clone(), ts, gr));
         }
         let (_, _, ts, gr) = cache

@@ -114,3 +114,24 @@ pub enum Jitter {
     /// x exponential with this mean.
     Exponential { mean: f64 },
 }
+
+impl Noise {
+    /// No jitter and no slow rank: planning leaves durations as they are.
+    pub fn is_empty(&self) -> bool {
+        self.jitter.is_none() && self.slow_ranks.iter().all(|&(_, f)| f == 1.0)
+    }
+}
+
+impl OpKind {
+    /// The ranks the op occupies: compute its rank, a send its source then destination, a
+    /// collective its group in rank order.
+    pub fn ranks(&self, groups: &[Vec<u32>]) -> Vec<u32> {
+        match *self {
+            OpKind::Compute { rank, .. } => vec![rank],
+            OpKind::Send { src, dst, .. } => vec![src, dst],
+            OpKind::Collective { group, .. } => {
+                groups.get(group as usize).cloned().unwrap_or_default()
+            }
+        }
+    }
+}
