@@ -1058,7 +1058,8 @@ Examples:
     "--snaplen",
     type=int,
     default=None,
-    help="Bytes captured per packet (default 128: every synthesised header); the original length is kept.",
+    help="Bytes captured per packet (default 128: every synthesised header; 0: whole packets, which "
+    "Wireshark's RoCE dissector decodes without flagging the cut payload); the original length is kept.",
 )
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def pcap(
@@ -1084,7 +1085,7 @@ def pcap(
         )
     path = Path(output) if output else folder / "packets.pcapng"
     try:
-        n = write_pcap(result, list(ports), path, snaplen=snaplen or DEFAULT_SNAPLEN)
+        n = write_pcap(result, list(ports), path, snaplen=DEFAULT_SNAPLEN if snaplen is None else snaplen)
     except ValueError as e:
         _die(str(e), EXIT_USAGE)
     except OSError as e:

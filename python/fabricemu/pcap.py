@@ -17,7 +17,10 @@ Enhanced Packet Block on that port's interface, stamped with its simulated time 
 * PFC frames: MAC control (EtherType 0x8808, to 01:80:c2:00:00:01), opcode 0x0101, the class
   enable vector of the paused class, its quanta 0xffff (PAUSE) or 0 (RESUME).
 
-The payload is zeros, cut at ``snaplen`` bytes; the original length is the packet's ``size``.
+The payload is zeros, cut at ``snaplen`` bytes (0: whole packets); the original length is the
+packet's ``size``. Wireshark's InfiniBand dissector labels a RoCE packet whose payload was cut
+"Invalid Packet Length from LRH! [Malformed Packet]" (it checks the payload's captured bytes) after
+decoding its headers; ``snaplen=0`` writes whole packets, which it decodes without complaint.
 """
 
 from __future__ import annotations
@@ -221,10 +224,11 @@ def write_pcap(
     ``ports`` (``"leaf:3/2"``: the third port of node leaf:3; ``"15/0"``: node 15's first port),
     one interface per port, in time order. ``source`` is a run's output folder, a
     :class:`fabricemu.Result` or its ``packets`` table (the run must have traced the ports:
-    ``[trace] packets``). Returns the number of packets written. Raises ``ValueError`` for a port
-    that does not parse or resolve, or that the trace has no row of."""
-    if snaplen < 60:
-        raise ValueError(f"snaplen must be at least 60 bytes, not {snaplen}")
+    ``[trace] packets``). ``snaplen``: bytes captured per packet (0: whole packets). Returns the
+    number of packets written. Raises ``ValueError`` for a port that does not parse or resolve, or
+    that the trace has no row of."""
+    if snaplen != 0 and snaplen < 60:
+        raise ValueError(f"snaplen must be 0 (whole packets) or at least 60 bytes, not {snaplen}")
     if not ports:
         raise ValueError("no port chosen: name at least one, like leaf:3/2")
     table = _packets_table(source)
@@ -271,7 +275,8 @@ def _write(
     for node, index in chosen:
         name = f"{node_name(runs, node)}/{index}"
         f.write(_interface(name, f"fabricemu node {node} port {index}", snaplen))
+    limit = snaplen or (1 << 31)
     for batch in rows.to_batches(max_chunksize=65536):
         for row in batch.to_pylist():
-            data, orig = frame(row, snaplen)
+            data, orig = frame(row, limit)
             f.write(_packet(int(row["interface"]), int(row["time_ps"]) // 1000, data, orig))
