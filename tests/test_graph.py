@@ -24,7 +24,8 @@ FABRIC = {
 
 
 def scenario(workload: Dict[str, Any], **top: Any) -> fabricemu.Scenario:
-    return fabricemu.Scenario.from_dict({"name": "g", "seed": 1, "topology": FABRIC, "workload": [workload], **top})
+    data = {"name": "g", "seed": 1, "topology": FABRIC, "workload": [workload], **top}
+    return fabricemu.Scenario.from_dict(data)
 
 
 def sync_step() -> StepGraph:
@@ -117,7 +118,8 @@ def test_graph_errors_name_the_key() -> None:
 
 
 def chakra_node(nid: int, kind: str, deps: List[int], **attrs: Any) -> Dict[str, Any]:
-    node: Dict[str, Any] = {"id": str(nid), "name": f"n{nid}", "type": kind, "dataDeps": [str(d) for d in deps]}
+    node: Dict[str, Any] = {"id": str(nid), "name": f"n{nid}", "type": kind}
+    node["dataDeps"] = [str(d) for d in deps]
     if "dur" in attrs:
         node["durationMicros"] = str(attrs.pop("dur"))
     node["attr"] = [{"name": k, "int64Val": str(v)} for k, v in attrs.items()]
