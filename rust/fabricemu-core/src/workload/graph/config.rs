@@ -137,7 +137,7 @@ pub struct GraphSpec {
 
 /// The most ops of one graph workload, iterations included (each costs a few hundred bytes
 /// while the run is built and runs).
-pub const MAX_GRAPH_OPS: f64 = 10e6;
+pub const MAX_GRAPH_OPS: f64 = 4e6;
 
 /// The largest graph file read.
 const MAX_GRAPH_FILE_BYTES: u64 = 1 << 30;
@@ -297,11 +297,11 @@ pub fn check_size(
     path: &str,
 ) -> Res<()> {
     let ops = graph.ops.len() as f64 * iterations as f64;
-    if ops > MAX_WORKLOAD_FLOWS {
+    if ops > MAX_GRAPH_OPS {
         return Err(ScenarioError::at(
             path,
             format!(
-                "this graph would have {ops:.3e} ops (at most {MAX_WORKLOAD_FLOWS:.0e}): fewer \
+                "this graph would have {ops:.3e} ops (at most {MAX_GRAPH_OPS:.0e}): fewer \
                  iterations or ops"
             ),
         ));
