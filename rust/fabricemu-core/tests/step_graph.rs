@@ -388,6 +388,15 @@ fn graph_errors_name_the_op_and_key() {
         "noise = { jitter = \"half_normal\" }\n",
     );
     assert!(e.contains("workload.0.noise.sigma"), "{e}");
+    // Five ops repeated a million times: refused before anything is built.
+    let e = bad(
+        &["{kind = \"compute\", rank = 0, duration = \"1ns\"}"; 5].join(", "),
+        "iterations = 1000000\n",
+    );
+    assert!(
+        e.contains("workload.0.iterations") && e.contains("5.000e6 ops (at most 4e6)"),
+        "{e}"
+    );
 }
 
 #[test]
