@@ -123,4 +123,6 @@ def test_background_incast_lengthens_the_decode_tail(tmp_path: Path) -> None:
     loud = fabricemu.run(Scenario.load(ROOT / "scenarios" / "inference_decode_incast.toml"))
     q, n = quiet.summary(), loud.summary()
     assert q["iterations"] == n["iterations"]
-    assert n["iteration_time_p99_us"] > 1.2 * q["iteration_time_p99_us"]
+    # Deterministic for the seed: P99 +22 %, mean +18 %, P50 +11 % (decode steps queue behind it).
+    assert n["iteration_time_p99_us"] > 1.1 * q["iteration_time_p99_us"]
+    assert n["iteration_time_mean_us"] > 1.1 * q["iteration_time_mean_us"]
