@@ -195,6 +195,16 @@ def test_collectives_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert (r["scaleup_flow_bytes"], r["scaleout_flow_bytes"]) == (8 * 3 * 2**18 // 4, 8 * 2**18 // 2)
 
 
+def test_step_workloads_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "step-workloads.md", tmp_path, with_required=False)
+    assert (tmp_path / "runs" / "step" / "steps.arrow").is_file()
+    assert (tmp_path / "runs" / "step" / "ops.arrow").is_file()
+    assert json.loads((tmp_path / "step.json").read_text())["ops"][4]["deps"] == [0, 1, 2, 3]
+    assert ns["slow"].steps.num_rows == 3
+    assert ns["makespan_us"](ns["slow"]) > ns["makespan_us"](ns["fast"])
+
+
 #: The pages of docs/ and the test that runs every code block of each.
 PAGE_TESTS = {
     "analysis.md": "test_analysis_page_runs",
@@ -203,6 +213,7 @@ PAGE_TESTS = {
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
     "congestion-control.md": "test_congestion_control_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
+    "step-workloads.md": "test_step_workloads_page_runs",
     "training.md": "test_training_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying

@@ -219,6 +219,60 @@ CLUSTER = st.fixed_dictionaries(
 )
 
 
+SMALL_INTS = st.one_of(st.integers(min_value=-1, max_value=9), st.sampled_from([2**31, 2**32, 2**64]))
+
+#: A `kind = "graph"` workload (issue 14): ops of every kind with deps, groups, noise, a file.
+GRAPH_OP = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["compute", "send", "collective", "x"])},
+    optional={
+        "rank": SMALL_INTS,
+        "src": SMALL_INTS,
+        "dst": SMALL_INTS,
+        "duration": st.one_of(st.sampled_from(["0ps", "1ns", "10us", "1ms", "-1us", "1e30s"]), SCALARS),
+        "flops": st.one_of(st.sampled_from([0.0, 1e9, 1e15, -1.0, math.nan, math.inf]), SCALARS),
+        "size": st.one_of(st.sampled_from(["1B", "4KiB", "1MiB", "0B"]), SCALARS),
+        "op": st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "x"]),
+        "algorithm": st.sampled_from(
+            ["ring", "tree", "halving_doubling", "direct", "pairwise", "pxn", "hierarchical_ring", "x"]
+        ),
+        "group": SMALL_INTS,
+        "ranks": st.lists(SMALL_INTS, max_size=5),
+        "domain_size": SMALL_INTS,
+        "deps": st.lists(SMALL_INTS, max_size=3),
+        "phase": st.sampled_from(["forward", "backward", "compute", "tp", "pp", "dp", "ep", "comm", "x"]),
+        "name": st.text(max_size=5),
+    },
+)
+GRAPH = st.fixed_dictionaries(
+    {"kind": st.just("graph"), "ops": st.lists(GRAPH_OP, max_size=6)},
+    optional={
+        "ranks": st.lists(SMALL_INTS, max_size=5),
+        "groups": st.lists(st.lists(SMALL_INTS, max_size=4), max_size=2),
+        "iterations": st.one_of(st.sampled_from([1, 2, 3, 0, -1, 10**7]), SCALARS),
+        "gpu_flops": st.one_of(st.sampled_from([1e15, 0.0, -1.0]), SCALARS),
+        "start": st.sampled_from(["0ns", "1us", "-1us", "x"]),
+        "domain_size": SMALL_INTS,
+        "noise": st.one_of(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "jitter": st.sampled_from(["uniform", "half_normal", "exponential", "x"]),
+                    "max": st.one_of(st.sampled_from([0.0, 0.1, 1e9, -1.0]), SCALARS),
+                    "sigma": st.one_of(st.sampled_from([0.0, 0.1, math.nan]), SCALARS),
+                    "mean": st.one_of(st.sampled_from([0.0, 0.1, math.inf]), SCALARS),
+                    "slow_ranks": st.dictionaries(
+                        st.sampled_from(["0", "1", "3", "9", "x", "-1"]),
+                        st.one_of(st.sampled_from([1.0, 1.5, 0.5, 1e9]), SCALARS),
+                        max_size=2,
+                    ),
+                },
+            ),
+            VALUES,
+        ),
+    },
+)
+
+
 def _get(data: Any, path: Tuple[Any, ...]) -> Any:
     for p in path:
         data = data[p]
@@ -238,11 +292,15 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
         parent = _get(data, path[:-1])
         key = path[-1]
         op = draw(
-            st.sampled_from(["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster"])
+            st.sampled_from(
+                ["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster", "graph"]
+            )
         )
         old = parent[key]
         if op == "cluster":
             data["cluster"] = draw(CLUSTER)
+        elif op == "graph":
+            data["workload"] = [draw(GRAPH)]
         elif op == "remove":
             if isinstance(parent, dict):
                 del parent[key]

@@ -211,7 +211,8 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
     if s.get("iteration_time_mean_us") is not None:
         click.echo(
             f"  steps: {s['iterations']} iterations, time mean {_fmt.micros(s['iteration_time_mean_us'])}"
-            f"   p50 {_fmt.micros(s['iteration_time_p50_us'])}   p99 {_fmt.micros(s['iteration_time_p99_us'])}"
+            f"   p50 {_fmt.micros(s['iteration_time_p50_us'])}"
+            f"   p99 {_fmt.micros(s['iteration_time_p99_us'])}"
             f"   exposed comm {_fmt.number(s['exposed_comm_fraction'])}"
             f"   bubble {_fmt.number(s['bubble_fraction'])}"
         )

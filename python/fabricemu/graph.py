@@ -73,7 +73,9 @@ class StepGraph:
     def __len__(self) -> int:
         return len(self.ops)
 
-    def _add(self, op: Dict[str, Any], deps: Iterable[OpRef], phase: Optional[str], name: Optional[str]) -> Op:
+    def _add(
+        self, op: Dict[str, Any], deps: Iterable[OpRef], phase: Optional[str], name: Optional[str]
+    ) -> Op:
         refs = []
         for d in deps:
             i = d.index if isinstance(d, Op) else int(d)
@@ -319,10 +321,13 @@ def from_chakra_json(
             size = int(a.get("comm_size") or 0)
             if kind == "COMM_SEND_NODE" or kind == "COMM_RECV_NODE":
                 sending = kind == "COMM_SEND_NODE"
-                peer = int(a.get("comm_dst" if sending else "comm_src", -1))
+                peer_key = "comm_dst" if sending else "comm_src"
+                peer = int(a.get(peer_key, -1))
                 if peer < 0:
-                    raise ValueError(f"rank {rank} node {nid}: a {kind} needs comm_{'dst' if sending else 'src'}")
-                key = (rank, peer, int(a.get("comm_tag") or 0)) if sending else (peer, rank, int(a.get("comm_tag") or 0))
+                    raise ValueError(f"rank {rank} node {nid}: a {kind} needs {peer_key}")
+                tag = int(a.get("comm_tag") or 0)
+                key = (rank, peer, tag) if sending else (peer, rank, tag)
+                src, dst = key[0], key[1]
                 if sending:
                     waiting = recvs.get(key)
                     if waiting:
@@ -331,7 +336,7 @@ def from_chakra_json(
                         members[i].append((rank, node))
                         entries[i]["size"] = max(size, 1)
                     else:
-                        i = new_op({"kind": "send", "src": rank, "dst": peer, "size": max(size, 1)}, rank, node)
+                        i = new_op({"kind": "send", "src": src, "dst": dst, "size": max(size, 1)}, rank, node)
                         sends.setdefault(key, []).append(i)
                 else:
                     pending = sends.get(key)
@@ -339,25 +344,29 @@ def from_chakra_json(
                         i = pending.pop(0)
                         members[i].append((rank, node))
                     else:
-                        i = new_op({"kind": "send", "src": peer, "dst": rank, "size": max(size, 1)}, rank, node)
+                        i = new_op({"kind": "send", "src": src, "dst": dst, "size": max(size, 1)}, rank, node)
                         recvs.setdefault(key, []).append((rank, node))
                 index[(rank, nid)] = i
             elif kind == "COMM_COLL_NODE":
                 ctype = a.get("comm_type")
                 op = _CHAKRA_COLLECTIVES.get(ctype)  # type: ignore[arg-type]
                 if op is None:
-                    raise ValueError(f"rank {rank} node {nid}: collective comm_type {ctype!r} has no fabricemu equivalent")
+                    raise ValueError(
+                        f"rank {rank} node {nid}: collective comm_type {ctype!r} has no fabricemu equivalent"
+                    )
                 group = str(a.get("pg_name") or a.get("comm_group") or "all")
                 k = seen_coll.get((rank, group), 0)
                 seen_coll[(rank, group)] = k + 1
-                i = collectives.get((group, k))
-                if i is None:
-                    entry: Dict[str, Any] = {"kind": "collective", "op": op, "ranks": [], "size": max(size, 1)}
+                known = collectives.get((group, k))
+                if known is None:
+                    entry: Dict[str, Any] = {"kind": "collective", "op": op, "ranks": []}
+                    entry["size"] = max(size, 1)
                     if algorithm is not None:
                         entry["algorithm"] = algorithm
                     i = new_op(entry, rank, node)
                     collectives[(group, k)] = i
                 else:
+                    i = known
                     members[i].append((rank, node))
                 entries[i]["ranks"].append(rank)
                 index[(rank, nid)] = i
@@ -367,7 +376,7 @@ def from_chakra_json(
                 if kind == "COMP_NODE" and not dur and a.get("num_ops") and gpu_flops:
                     entry["flops"] = float(a["num_ops"])
                 else:
-                    entry["duration"] = f"{int(round(float(dur or 0) * 1e6))}ps"
+                    entry["duration"] = f"{round(float(dur or 0) * 1e6)}ps"
                 index[(rank, nid)] = new_op(entry, rank, node)
             name = node.get("name")
             if name and "name" not in entries[index[(rank, nid)]]:

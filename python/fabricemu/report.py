@@ -506,13 +506,14 @@ def _steps_section(page: _Page, result: Result, Figure: Any) -> None:
         t = steps.filter(pc.equal(steps.column("workload"), name))
         done = t.filter(pc.is_valid(t.column("time_ps")))
         times = np.sort(_floats(done.column("time_ps"))) / 1e6
-        frac = {c: _floats(done.column(c)) for c in ("compute_fraction", "exposed_comm_fraction", "bubble_fraction")}
+        parts = ("compute_fraction", "exposed_comm_fraction", "bubble_fraction")
+        frac = {c: _floats(done.column(c)) for c in parts}
 
         def mean(v: np.ndarray) -> Optional[float]:
             v = v[~np.isnan(v)]
             return float(v.mean()) if v.size else None
 
-        def pct(q: float) -> Optional[float]:
+        def pct(q: float, times: np.ndarray = times) -> Optional[float]:
             return float(times[max(1, math.ceil(q * times.size)) - 1]) if times.size else None
 
         rows.append(

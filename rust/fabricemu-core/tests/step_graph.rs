@@ -388,6 +388,15 @@ fn graph_errors_name_the_op_and_key() {
         "noise = { jitter = \"half_normal\" }\n",
     );
     assert!(e.contains("workload.0.noise.sigma"), "{e}");
+    // Five ops repeated a million times: refused before anything is built.
+    let e = bad(
+        &["{kind = \"compute\", rank = 0, duration = \"1ns\"}"; 5].join(", "),
+        "iterations = 1000000\n",
+    );
+    assert!(
+        e.contains("workload.0.iterations") && e.contains("5.000e6 ops (at most 4e6)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -516,4 +525,39 @@ fn an_arrow_file_of_ops_is_the_same_graph() {
         .expect("an error")
         .to_string();
     assert!(e.contains("workload.0.file") && e.contains("Arrow"), "{e}");
+}
+
+/// Communication overlapped with compute is not exposed; what outlasts the compute is, exactly
+/// (steps.arrow's definitions, docs/step-workloads.md).
+#[test]
+fn communication_hidden_behind_compute_is_not_exposed() {
+    let overlap = |compute: &str| {
+        let sim = run(&format!(
+            "{}[[workload]]\nkind = \"graph\"\nops = [\n\
+             {{ kind = \"collective\", op = \"all_reduce\", ranks = [0, 1, 2, 3], size = \"1MiB\", phase = \"dp\" }},\n\
+             {{ kind = \"compute\", rank = 0, duration = \"{compute}\", phase = \"backward\" }},\n\
+             {{ kind = \"compute\", rank = 1, duration = \"{compute}\", phase = \"backward\" }},\n\
+             {{ kind = \"compute\", rank = 2, duration = \"{compute}\", phase = \"backward\" }},\n\
+             {{ kind = \"compute\", rank = 3, duration = \"{compute}\", phase = \"backward\" }},\n]\n",
+            fabric(1)
+        ));
+        let rows = sim.op_rows();
+        let ar = span(&rows, 0, 0).1;
+        let steps = fabricemu_core::trace::ops::steps(&rows);
+        (ar, steps[0].clone())
+    };
+    // Compute dominates: the all-reduce is fully hidden.
+    let (ar, s) = overlap("500us");
+    assert!(ar < 500_000_000);
+    let b = s.breakdown.unwrap();
+    assert_eq!(s.time_ps(), Some(500_000_000));
+    assert_eq!(b.exposed_comm, (0.0, 0));
+    assert_eq!(b.comm, (ar as f64, ar));
+    assert_eq!(b.bubble, (0.0, 0));
+    // Communication dominates: exposed by exactly what outlasts the compute.
+    let (ar, s) = overlap("10us");
+    let b = s.breakdown.unwrap();
+    assert_eq!(s.time_ps(), Some(ar));
+    assert_eq!(b.exposed_comm, ((ar - 10_000_000) as f64, ar - 10_000_000));
+    assert_eq!(b.compute, (10_000_000.0, 10_000_000));
 }

@@ -135,6 +135,13 @@ pub struct GraphSpec {
     pub endpoints: u32,
 }
 
+/// The most ops of one graph workload, iterations included (each costs a few hundred bytes
+/// while the run is built and runs).
+pub const MAX_GRAPH_OPS: f64 = 4e6;
+
+/// The largest graph file read.
+const MAX_GRAPH_FILE_BYTES: u64 = 1 << 30;
+
 /// The most iterations of one graph workload.
 const MAX_ITERATIONS: i64 = 1_000_000;
 
@@ -290,11 +297,11 @@ pub fn check_size(
     path: &str,
 ) -> Res<()> {
     let ops = graph.ops.len() as f64 * iterations as f64;
-    if ops > MAX_WORKLOAD_FLOWS {
+    if ops > MAX_GRAPH_OPS {
         return Err(ScenarioError::at(
             path,
             format!(
-                "this graph would have {ops:.3e} ops (at most {MAX_WORKLOAD_FLOWS:.0e}): fewer \
+                "this graph would have {ops:.3e} ops (at most {MAX_GRAPH_OPS:.0e}): fewer \
                  iterations or ops"
             ),
         ));
@@ -670,6 +677,17 @@ fn rank_list(path: &str, list: &[i64]) -> Res<Vec<u32>> {
 
 /// Read a graph file (JSON, or Arrow IPC: see [`super::arrow_file`]) into its keys.
 pub fn read_graph_file(path: &str) -> Result<GraphBody, String> {
+    const WHAT: &str = "a JSON or Arrow IPC file of a step graph";
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("not a regular file (expected {WHAT})"));
+    }
+    if meta.len() > MAX_GRAPH_FILE_BYTES {
+        return Err(format!(
+            "{} bytes is larger than a graph file may be ({MAX_GRAPH_FILE_BYTES} bytes)",
+            meta.len()
+        ));
+    }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     if bytes.starts_with(b"ARROW1") || bytes.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
         return super::arrow_file::read(bytes);
