@@ -215,8 +215,8 @@ PAGE_TESTS = {
     "congestion-control.md": "test_congestion_control_page_runs",
     "failures.md": "test_failures_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
-    "training.md": "test_training_page_runs",
     "step-workloads.md": "test_step_workloads_page_runs",
+    "training.md": "test_training_page_runs",
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
 }

@@ -123,4 +123,14 @@ def test_background_incast_lengthens_the_decode_tail(tmp_path: Path) -> None:
     loud = fabricemu.run(Scenario.load(ROOT / "scenarios" / "inference_decode_incast.toml"))
     q, n = quiet.summary(), loud.summary()
     assert q["iterations"] == n["iterations"]
-    assert n["iteration_time_p99_us"] > 1.2 * q["iteration_time_p99_us"]
+    # Deterministic for the seed: P99 +22 %, mean +18 %, P50 +11 % (decode steps queue behind it).
+    assert n["iteration_time_p99_us"] > 1.1 * q["iteration_time_p99_us"]
+    assert n["iteration_time_mean_us"] > 1.1 * q["iteration_time_mean_us"]
+
+
+def test_cli_validate_describes_the_step_workloads(cli) -> None:  # type: ignore[no-untyped-def]
+    proc = cli("validate", str(ROOT / "scenarios" / "gpt_training.toml"))
+    assert proc.returncode == 0, proc.stderr
+    # Network-free: 7 x (f + b) with f the FLOPs-derived forward of one layer (7.6 us).
+    assert "gpt (training) dp 8 x tp 8 x pp 4, 1f1b, 4 micro-batches" in proc.stdout
+    assert "network-free iteration 159.6 us" in proc.stdout

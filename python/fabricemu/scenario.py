@@ -428,6 +428,21 @@ def _workload_text(w: Dict[str, Any]) -> str:
             f"{label} {w['pattern']} at load {w['load']:g} ({w['process']}, {w['senders']} hosts): "
             f"{w['flows']} messages x {_fmt.size(w['size_bytes'])}"
         )
+    if w["kind"] == "training" and "dp" in w:
+        ideal = w.get("ideal_iteration_ps")
+        free = f", network-free iteration {ideal / 1e6:.4g} us" if ideal is not None else ""
+        return (
+            f"{label} dp {w['dp']} x tp {w['tp']} x pp {w['pp']}"
+            f"{' x ep ' + str(w['ep']) if w['ep'] > 1 else ''}, {w['schedule']}, "
+            f"{w['micro_batches']} micro-batches x {w['iterations']} iterations{free}: "
+            f"{w['flows']} flows, {_fmt.size(w['bytes'])}"
+        )
+    if w["kind"] == "inference" and "tp" in w:
+        return (
+            f"{label} tp {w['tp']} x pp {w['pp']}, batches of up to {w['max_batch']}, "
+            f"{w['prompt_tokens']}-token prompts + {w['decode_steps']} decode steps: "
+            f"{w['flows']} flows, {_fmt.size(w['bytes'])}"
+        )
     return f"{label}: {w['flows']} flows, {_fmt.size(w['bytes'])}"
 
 
