@@ -186,3 +186,25 @@ fn dp_all_reduce_hidden_or_exposed_by_the_analytic_difference() {
         }
     }
 }
+
+/// `noise` reaches the generated graph: a rank computing 1.5x slower lengthens a data-parallel
+/// step (synchronised by its gradient all-reduce) by half its compute, exactly.
+#[test]
+fn a_slow_rank_lengthens_the_step_by_its_extra_compute() {
+    let base = r#"dp = 2
+        layers = 2
+        hidden = 64
+        seq_len = 16
+        forward = "100us""#;
+    let span = |times: &[(u64, u64)]| {
+        times.iter().map(|t| t.1).max().unwrap() - times.iter().map(|t| t.0).min().unwrap()
+    };
+    let (_, quiet) = run_graph(&scenario(4, 1, base));
+    let (_, slow) = run_graph(&scenario(
+        4,
+        1,
+        &format!("{base}\n        noise = {{ slow_ranks = {{ \"1\" = 1.5 }} }}"),
+    ));
+    // Compute per rank: 2 layers x (100 + 200) us; half of it more on rank 1.
+    assert_eq!(span(&slow) - span(&quiet), 300_000_000);
+}
