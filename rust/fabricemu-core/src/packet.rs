@@ -20,6 +20,8 @@ pub enum PacketKind {
     /// PFC frames: `pfc_class` is the priority paused or resumed.
     Pause,
     Resume,
+    /// Receiver-driven credits: the receiver grants its sender one more packet.
+    Pull,
 }
 
 impl PacketKind {
@@ -48,6 +50,9 @@ pub mod flags {
     pub const DECIDED: u8 = 32;
     /// On an ACK: the receiver saw a congestion-experienced packet since its previous ACK.
     pub const ECE: u8 = 64;
+    /// On a data packet: a switch trimmed it (its payload was cut; the header is forwarded at high
+    /// priority). On a NACK: the NACK is for the trimmed packet `seq` alone (not cumulative).
+    pub const TRIMMED: u8 = 128;
 }
 
 /// `Packet::via` when the packet routes minimally (no intermediate group, or already past it): a
@@ -165,7 +170,7 @@ impl Packet {
     ) -> Self {
         debug_assert!(matches!(
             kind,
-            PacketKind::Ack | PacketKind::Nack | PacketKind::Cnp
+            PacketKind::Ack | PacketKind::Nack | PacketKind::Cnp | PacketKind::Pull
         ));
         Self::new(
             kind, flow, expected, dst, header_key, wire_bytes, priority, 0,

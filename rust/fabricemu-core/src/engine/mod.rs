@@ -74,6 +74,12 @@ pub struct RunStats {
     pub uplink_utilisation_mean: f64,
     pub uplink_utilisation_max: f64,
     pub uplink_utilisation_cv: f64,
+    /// Packet trimming: data packets whose payload a switch cut (absent without trimming).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trimmed_packets: Option<u64>,
+    /// Receiver-driven credits: pulls (credits) the receivers granted (absent without credits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pulls_sent: Option<u64>,
 }
 
 /// Whether `step` may be called again.
