@@ -9,7 +9,8 @@ Keys of :func:`run_metrics` (:data:`METRICS_SCHEMA`, a sweep table's metric colu
 unknown): ``flows``, ``flows_finished``, ``fct_p50_us``, ``fct_p99_us``, ``slowdown_p50``,
 ``slowdown_p95``, ``slowdown_p99``, ``goodput_gbps``, ``drops``, ``retransmits``, ``ecn_marks``,
 ``cnps``, ``pause_us``, ``max_queue_bytes``, ``simulated_us``, ``events``, ``packet_hops``,
-``events_per_second``, ``packet_hops_per_second``, ``wall_seconds`` and the :data:`SYNTHETIC_KEYS`.
+``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``, the :data:`SYNTHETIC_KEYS` and
+``trimmed_packets`` (run.json; null unless switches trim).
 
 Keys of :func:`summary_view` (:data:`SUMMARY_KEYS`; counters 0 rather than null when run.json
 lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``fct_p50_us``,
@@ -108,6 +109,8 @@ METRICS_SCHEMA = pa.schema(
         ("latency_max_us", pa.float64()),
         ("messages_measured", pa.int64()),
         ("messages_unfinished", pa.int64()),
+        # Ultra Ethernet packet trimming (null without it): data packets whose payload a switch cut.
+        ("trimmed_packets", pa.int64()),
     ]
 )
 
@@ -272,7 +275,8 @@ def run_metrics(
       ``accepted_throughput`` and ``offered_load`` (fractions of the injection bandwidth),
       ``latency_mean_us``, ``latency_p50_us``, ``latency_p99_us``, ``latency_max_us`` (message
       generation to last byte delivered), ``messages_measured``, ``messages_unfinished``
-      (run.json's ``synthetic``).
+      (run.json's ``synthetic``);
+    - ``trimmed_packets`` (run.json): data packets trimmed at switches (null without trimming).
     """
     info = run_info or {}
     stats = info.get("stats", {})
@@ -328,6 +332,7 @@ def run_metrics(
         "packet_hops_per_second": rate("packet_hops_per_second"),
         "wall_seconds": rate("wall_seconds"),
         **(synthetic_metrics(info) or dict.fromkeys(SYNTHETIC_KEYS)),
+        "trimmed_packets": counter("trimmed_packets"),
     }
 
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::check::Res;
+use crate::config::check::{fraction, Res};
 use crate::config::values::{Duration, Size};
 use crate::config::ScenarioError;
 use crate::units::Time;
@@ -105,13 +105,10 @@ impl NsccFile {
         Ok(NsccSpec {
             target_qdelay_ps: n.target_qdelay.map(|d| d.0),
             fair_increase: number("fair_increase", n.fair_increase, 1.0, 0.0, 1e6)?,
-            proportional_increase: number(
-                "proportional_increase",
-                n.proportional_increase,
-                0.5,
-                -f64::MIN_POSITIVE,
-                16.0,
-            )?,
+            proportional_increase: match n.proportional_increase {
+                None => 0.5,
+                Some(x) => fraction(&p("proportional_increase"), x, 0.0, 16.0)?,
+            },
             md: number("md", n.md, 0.8, 0.0, 1.0)?,
             max_md: number("max_md", n.max_md, 0.5, 0.0, 1.0)?,
             min_window_bytes,

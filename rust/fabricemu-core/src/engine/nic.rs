@@ -574,7 +574,7 @@ impl World {
             c.unsolicited_left[fid] -= 1;
             if extra == 0 {
                 // An unsolicited packet took this much of the port's rate: grant that much later.
-                c.next_pull[p] = c.next_pull[p].max(now) + c.interval[p];
+                c.next_pull[p] = c.next_pull[p].max(now).saturating_add(c.interval[p]);
             }
         }
         if c.owed[fid] == 0 || c.in_ring[fid] {
@@ -622,7 +622,7 @@ impl World {
         if let Some(n) = &mut self.stats.pulls_sent {
             *n += 1;
         }
-        c.next_pull[p] = now + c.interval[p];
+        c.next_pull[p] = now.saturating_add(c.interval[p]);
         if !c.ring[p].is_empty() {
             c.armed[p] = true;
             let at = c.next_pull[p];

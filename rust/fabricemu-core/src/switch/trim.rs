@@ -103,7 +103,7 @@ impl TrimmingFile {
         if priority == tr.data_priority {
             return Err(ScenarioError::at(
                 "switch.trimming.priority",
-                "trimmed headers need a class of their own, above the data (transport.priority)",
+                "trimmed headers need a class of their own, not the data's (transport.priority)",
             ));
         }
         Ok(Some(TrimmingSpec {
@@ -143,5 +143,74 @@ mod tests {
         assert!(!at.trims(true, 10_000));
         assert!(at.trims(true, 10_001));
         assert!(at.trims(false, 0));
+    }
+
+    /// The rest of a valid scenario, after the lines under test.
+    const TAIL: &str = "[topology]\nkind = \"fat_tree\"\nk = 4\n\
+        [[workload]]\nkind = \"incast\"\nreceiver = 0\nsenders = 2\nsize = \"1KB\"\n";
+
+    fn parse(text: &str) -> Result<crate::scenario::Scenario, ScenarioError> {
+        crate::scenario::parse_toml(&format!("{text}{TAIL}"), "s.toml").map(|(_, s)| s)
+    }
+
+    fn err(text: &str) -> String {
+        match parse(text) {
+            Ok(_) => panic!("expected an error for {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn trimming_defaults_to_selective_recovery_and_refuses_go_back_n() {
+        let s = parse("[switch]\ntrimming = { threshold = \"16KB\" }\n").unwrap();
+        assert_eq!(s.transport.loss_recovery, LossRecovery::Selective);
+        let t = s.switch.trimming.unwrap();
+        assert_eq!(
+            (t.threshold_bytes, t.trimmed_bytes, t.priority),
+            (Some(16_000), 64, 7)
+        );
+        let s = parse("[switch]\ntrimming = { enabled = false }\n").unwrap();
+        assert!(s.switch.trimming.is_none());
+        assert_eq!(s.transport.loss_recovery, LossRecovery::GoBackN);
+        let e = err("[switch]\ntrimming = {}\n[transport]\nloss_recovery = \"go_back_n\"\n");
+        assert!(
+            e.starts_with("s.toml:4:") && e.contains("transport.loss_recovery"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_trimming_settings_name_their_key() {
+        let e = err("[switch]\npfc = { enabled = true }\ntrimming = {}\n");
+        assert!(
+            e.contains("switch.trimming") && e.contains("lossless"),
+            "{e}"
+        );
+        let e = err("[switch]\ntrimming = { size = \"5000B\" }\n");
+        assert!(e.contains("switch.trimming.size"), "{e}");
+        let e = err("[switch]\ntrimming = { priority = 3 }\n");
+        assert!(e.contains("switch.trimming.priority"), "{e}");
+        let e = err("[switch]\ntrimming = { priority = 9 }\n");
+        assert!(e.contains("switch.trimming.priority"), "{e}");
+        let e = err("[switch]\ntrimming = { threshold = \"0B\" }\n");
+        assert!(e.contains("switch.trimming.threshold"), "{e}");
+    }
+
+    #[test]
+    fn nscc_needs_ecn_and_credits_check_their_values() {
+        let e = err("[transport]\ncc = \"nscc\"\n");
+        assert!(e.contains("switch.ecn") && e.contains("nscc"), "{e}");
+        let ok = "[switch]\necn = { kmin = \"10KB\" }\n[transport]\ncc = \"nscc\"\n";
+        assert!(parse(ok).is_ok());
+        let e = err(&format!("{ok}nscc = {{ md = 2.0 }}\n"));
+        assert!(e.contains("transport.nscc.md"), "{e}");
+        let e = err("[transport]\ncredits = { rate = 0.0 }\n");
+        assert!(e.contains("transport.credits.rate"), "{e}");
+        let e = err("[transport]\ncredits = { mode = \"both\" }\n");
+        assert!(e.contains("transport.credits.mode"), "{e}");
+        let s = parse("[transport]\ncredits = { mode = \"sender\" }\n").unwrap();
+        assert!(s.transport.credits.is_none());
+        let s = parse("[transport.credits]\nunsolicited = \"8KiB\"\n").unwrap();
+        assert_eq!(s.transport.credits.unwrap().unsolicited_bytes, Some(8192));
     }
 }
