@@ -39,7 +39,7 @@ TABLES: Dict[str, str] = {
     "links": 'add links = { interval = "10us" } to the scenario\'s [trace] table',
     "pfc": "add pfc = true to the scenario's [trace] table (with [switch] pfc = { enabled = true })",
     "rates": 'add rates = { interval = "1us" } to the [trace] table '
-    '(with [transport] cc = "dcqcn", "dctcp", "swift" or "hpcc")',
+    '(with [transport] cc = "dcqcn", "dctcp", "swift", "hpcc" or "nscc")',
     "packets": "enable the packet trace in the scenario's [trace] table",
     "collectives": "runs with collective workloads write it",
 }

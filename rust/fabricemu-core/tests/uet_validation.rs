@@ -12,7 +12,7 @@
 use fabricemu_core::Simulation;
 
 mod common;
-use common::{build, run};
+use common::{build, run, scratch, write_run};
 
 const PS_PER_US: u64 = 1_000_000;
 
@@ -241,4 +241,91 @@ fn nscc_shares_a_bottleneck_fairly_and_holds_the_queue_near_its_target() {
         "mean queue {mean_q} B vs target {target_bytes} B"
     );
     assert!(util > 0.9, "utilisation {util}");
+}
+
+#[test]
+fn run_json_says_where_packets_were_trimmed() {
+    let extra = r#"
+        [switch]
+        trimming = { threshold = "32KB" }
+    "#;
+    let dir = scratch("uet_validation", "trimmed_by_port");
+    let sim = write_run(
+        &one_switch(8, "100Gbps", "1us", "all_flows_done", extra, "256KB"),
+        &dir,
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let total = run["stats"]["trimmed_packets"].as_u64().unwrap();
+    assert!(total > 0);
+    let rows = run["trimmed_by_port"].as_array().unwrap();
+    // Only the receiver's downlink (the switch's port toward host 0) is ever congested.
+    let w = sim.world();
+    let bottleneck = w.fabric.peer_port[w.fabric.host_port(fabricemu_core::ids::NodeId::new(0))];
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["port"].as_u64().unwrap(), bottleneck.index() as u64);
+    assert_eq!(rows[0]["trimmed"].as_u64().unwrap(), total);
+    // Without trimming neither key is there.
+    let dir = scratch("uet_validation", "no_trimming");
+    write_run(
+        &one_switch(2, "100Gbps", "1us", "all_flows_done", "", "16KB"),
+        &dir,
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert!(run.get("trimmed_by_port").is_none() && run["stats"].get("trimmed_packets").is_none());
+}
+
+/// scenarios/uec_vs_roce.toml as its comments make it UEC (`sets`: replacements in its text).
+fn uec_vs_roce(sets: &[(&str, &str)]) -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/uec_vs_roce.toml"
+    );
+    let mut text = std::fs::read_to_string(path).unwrap();
+    for (from, to) in sets {
+        assert!(text.contains(from), "{from}");
+        text = text.replacen(from, to, 1);
+    }
+    text
+}
+
+const UEC: &[(&str, &str)] = &[
+    ("load_balancing = \"ecmp\"", "load_balancing = \"spray\""),
+    ("pfc = { enabled = true }", "pfc = { enabled = false }"),
+    (
+        "trimming = { enabled = false",
+        "trimming = { enabled = true",
+    ),
+    ("cc = \"dcqcn\"", "cc = \"nscc\""),
+];
+
+#[test]
+fn the_uec_variants_of_uec_vs_roce_finish_without_timeouts() {
+    // A trimmed packet's NACK must wake a NIC whose flow waits for its window (a regression:
+    // the resend waited for the retransmission timer).
+    for credits in ["sender", "receiver"] {
+        let mut sets = UEC.to_vec();
+        let mode = format!("mode = \"{credits}\"");
+        sets.push(("mode = \"sender\"", &mode));
+        let sim = run(&uec_vs_roce(&sets));
+        let s = sim.stats();
+        assert_eq!(s.flows_finished, s.flows_total, "{credits}");
+        assert_eq!(s.timeouts, 0, "{credits}");
+        assert_eq!(s.pfc_pause_frames, 0);
+        assert!(s.trimmed_packets.is_some());
+    }
+}
+
+#[test]
+fn the_roce_form_of_uec_vs_roce_pauses_and_trims_nothing() {
+    let sim = run(&uec_vs_roce(&[]));
+    let s = sim.stats();
+    assert_eq!(s.flows_finished, s.flows_total);
+    assert!(s.pfc_pause_frames > 0, "the incast pauses its last hop");
+    assert_eq!(s.trimmed_packets, None);
+    eprintln!(
+        "roce: pauses {}, max queue {}",
+        s.pfc_pause_frames, s.max_queue_bytes
+    );
 }

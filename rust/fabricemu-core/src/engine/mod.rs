@@ -121,6 +121,21 @@ impl Simulation {
         }
     }
 
+    /// Packet trimming: (switch, egress port, data packets trimmed there) for every port that
+    /// trimmed any, by port; None without trimming.
+    pub fn trimmed_by_port(&self) -> Option<Vec<(u32, u32, u64)>> {
+        let w = &self.world;
+        w.switches.trimming?;
+        Some(
+            w.switches
+                .trimmed
+                .iter_enumerated()
+                .filter(|&(_, &n)| n > 0)
+                .map(|(p, &n)| (w.ports[p].node.index() as u32, p.index() as u32, n))
+                .collect(),
+        )
+    }
+
     /// Settings the build accepted but warned about ("key.path: message").
     pub fn warnings(&self) -> &[String] {
         &self.warnings

@@ -553,7 +553,15 @@ impl World {
         }
         let r = self.cc.on_loss(fid, false, self.now);
         self.react(fid, r);
-        self.activate(fid);
+        // The resend goes first: wake the NIC even if the flow waits in its ring (for its window
+        // or a credit) with the port asleep.
+        let f = &self.flows[fid];
+        if f.in_nic_ring {
+            let p = f.src_port;
+            self.kick(p);
+        } else {
+            self.activate(fid);
+        }
     }
 
     // ---- receiver-driven credits --------------------------------------------------------------
