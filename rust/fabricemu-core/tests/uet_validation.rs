@@ -329,3 +329,19 @@ fn the_roce_form_of_uec_vs_roce_pauses_and_trims_nothing() {
         s.pfc_pause_frames, s.max_queue_bytes
     );
 }
+
+#[test]
+fn the_trimming_bench_case_finishes_without_timeouts() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/fabricemu/bench/fat_tree_k8_permutation_trimming.toml"
+    );
+    let sim = run(&std::fs::read_to_string(path).unwrap());
+    let s = sim.stats();
+    eprintln!(
+        "bench trimming: trimmed {:?}, timeouts {}, finished {}/{}",
+        s.trimmed_packets, s.timeouts, s.flows_finished, s.flows_total
+    );
+    assert_eq!(s.flows_finished, s.flows_total);
+    assert_eq!(s.timeouts, 0);
+}
