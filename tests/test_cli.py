@@ -212,7 +212,12 @@ def test_bench_quick(cli, tmp_path):
         assert header in proc.stdout, header
     rows = json.loads(report.read_text())
     names = [r["name"] for r in rows]
-    assert names == ["quickstart", "fat_tree_k8_permutation", "fat_tree_k8_permutation_hpcc"]
+    assert names == [
+        "quickstart",
+        "fat_tree_k8_permutation",
+        "fat_tree_k8_permutation_hpcc",
+        "fat_tree_k8_permutation_trimming",
+    ]
     for r in rows:
         assert r["peak_rss_mib"] > 0
         assert r["packet_hops"] > 0, "needs the engine"

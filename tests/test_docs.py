@@ -158,10 +158,9 @@ def test_valiant_bound_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_congestion_control_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "scenarios").mkdir()
-    shipped = ROOT / "scenarios" / "hpcc_paper.toml"
-    (tmp_path / "scenarios" / "hpcc_paper.toml").write_text(
-        shipped.read_text(encoding="utf-8"), encoding="utf-8"
-    )
+    for name in ("hpcc_paper.toml", "uec_vs_roce.toml"):
+        shipped = ROOT / "scenarios" / name
+        (tmp_path / "scenarios" / name).write_text(shipped.read_text(encoding="utf-8"), encoding="utf-8")
     ns = run_blocks(DOCS / "congestion-control.md", tmp_path, with_required=False)
     last = ns["last"]
     assert last["dcqcn"]["target_bps"] is not None and last["dcqcn"]["window_bytes"] is None
@@ -173,6 +172,14 @@ def test_congestion_control_page_runs(tmp_path: Path, monkeypatch: pytest.Monkey
     assert sweep.column("error").null_count == 3
     for run in ("hpcc", "dctcp"):
         assert (tmp_path / "runs" / run / "run.json").is_file()
+    # Ultra Ethernet against RoCE: RoCE pauses and trims nothing; UEC trims instead of pausing,
+    # and recovers every trimmed packet without a timeout.
+    uec = ns["uec_vs_roce"]
+    assert uec["roce"]["pfc_pause_frames"] > 0 and uec["roce"]["trimmed_packets"] is None
+    assert uec["uec"]["pfc_pause_frames"] == 0 and uec["uec"]["trimmed_packets"] > 0
+    assert uec["uec"]["timeouts"] == 0
+    parts = read_arrow(tmp_path / "sweeps" / "uec" / "sweep.arrow")
+    assert parts.num_rows == 4 and parts.column("error").null_count == 4
 
 
 def test_architecture_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

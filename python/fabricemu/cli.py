@@ -295,6 +295,10 @@ def _print_fabric(result: Any) -> None:
         parts.append(f"flows cut off by faults {_fmt.count(st['flows_unreachable'])}")
     if st.get("timeouts"):
         parts.append(f"timeouts {_fmt.count(st['timeouts'])}")
+    if st.get("trimmed_packets"):
+        parts.append(f"trimmed {_fmt.count(st['trimmed_packets'])}")
+    if st.get("pulls_sent"):
+        parts.append(f"credits granted {_fmt.count(st['pulls_sent'])}")
     if parts:
         click.echo("  " + "   ".join(parts))
     _print_busiest(result)

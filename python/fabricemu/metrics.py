@@ -10,7 +10,8 @@ unknown): ``flows``, ``flows_finished``, ``fct_p50_us``, ``fct_p99_us``, ``slowd
 ``slowdown_p95``, ``slowdown_p99``, ``goodput_gbps``, ``drops``, ``retransmits``, ``ecn_marks``,
 ``cnps``, ``pause_us``, ``max_queue_bytes``, ``simulated_us``, ``events``, ``packet_hops``,
 ``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``, the :data:`SYNTHETIC_KEYS`, the
-:data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``) and the :data:`STEP_KEYS`.
+:data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``), the :data:`STEP_KEYS` and
+``trimmed_packets`` (run.json; null unless switches trim).
 
 Keys of :func:`summary_view` (:data:`SUMMARY_KEYS`; counters 0 rather than null when run.json
 lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``fct_p50_us``,
@@ -202,6 +203,8 @@ METRICS_SCHEMA = pa.schema(
         ("compute_fraction", pa.float64()),
         ("exposed_comm_fraction", pa.float64()),
         ("bubble_fraction", pa.float64()),
+        # Ultra Ethernet packet trimming (null without it): data packets whose payload a switch cut.
+        ("trimmed_packets", pa.int64()),
     ]
 )
 
@@ -375,6 +378,7 @@ def run_metrics(
       spent down, summed over directed links) and ``corrupted_drops`` (packets lost to random loss)
       from run.json: 0 when the run had none, null without run.json.
     - with step workloads (null otherwise): the :data:`STEP_KEYS` (run.json's ``steps``).
+    - ``trimmed_packets`` (run.json): data packets trimmed at switches (null without trimming).
     """
     info = run_info or {}
     stats = info.get("stats", {})
@@ -435,6 +439,7 @@ def run_metrics(
         "link_seconds_down": float(stats.get("link_down_ps", 0)) / 1e12 if stats else None,
         "corrupted_drops": int(stats.get("corrupted_drops", 0)) if stats else None,
         **(step_metrics(info) or dict.fromkeys(STEP_KEYS)),
+        "trimmed_packets": counter("trimmed_packets"),
     }
 
 

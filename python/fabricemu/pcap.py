@@ -91,13 +91,14 @@ def frame(row: Dict[str, Any], snaplen: int = DEFAULT_SNAPLEN) -> Tuple[bytes, i
         bth = struct.pack("!BBHB", _OP_SEND_FIRST if seq == 0 else _OP_SEND_MIDDLE, 0, 0xFFFF, 0)
         bth += qpn.to_bytes(3, "big") + struct.pack("!B", 0) + (seq & 0xFFFFFF).to_bytes(3, "big")
         extra = b""
-    elif kind in ("ack", "nack"):
+    elif kind in ("ack", "nack", "pull"):
         # seq is the next packet the receiver expects: an ACK acknowledges the one before, a NAK
-        # asks for it.
-        psn = (seq - 1 if kind == "ack" else seq) & 0xFFFFFF
+        # asks for it. RoCE has no credit pull (receiver-driven credits, docs/congestion-control.md):
+        # it is written as an ACK for the packet it grants.
+        psn = (seq if kind == "nack" else seq - 1) & 0xFFFFFF
         bth = struct.pack("!BBHB", _OP_ACK, 0, 0xFFFF, 0) + qpn.to_bytes(3, "big")
         bth += struct.pack("!B", 0) + psn.to_bytes(3, "big")
-        syndrome = 0x1F if kind == "ack" else 0x60
+        syndrome = 0x60 if kind == "nack" else 0x1F
         extra = struct.pack("!B", syndrome) + (seq & 0xFFFFFF).to_bytes(3, "big")
     elif kind == "cnp":
         bth = struct.pack("!BBHB", _OP_CNP, 0, 0xFFFF, 0x40) + qpn.to_bytes(3, "big")

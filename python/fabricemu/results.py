@@ -41,7 +41,7 @@ TABLES: Dict[str, str] = {
     "links": 'add links = { interval = "10us" } to the scenario\'s [trace] table',
     "pfc": "add pfc = true to the scenario's [trace] table (with [switch] pfc = { enabled = true })",
     "rates": 'add rates = { interval = "1us" } to the [trace] table '
-    '(with [transport] cc = "dcqcn", "dctcp", "swift" or "hpcc")',
+    '(with [transport] cc = "dcqcn", "dctcp", "swift", "hpcc" or "nscc")',
     "packets": "add packets = {} to the scenario's [trace] table (filters: flows, nodes, ports, start, "
     "end, max_rows; CLI: --trace packets)",
     "latency": "add latency = true to the scenario's [trace] table (CLI: --trace latency)",

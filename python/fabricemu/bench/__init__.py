@@ -38,6 +38,13 @@ BENCHMARKS: Tuple[Benchmark, ...] = (
         True,
     ),
     Benchmark(
+        "fat_tree_k8_permutation_trimming",
+        "fat_tree_k8_permutation_trimming.toml",
+        "fat_tree_k8_permutation as Ultra Ethernet runs it (spraying, trimming above 8KB, NSCC); "
+        "compare its packet-hops/s with fat_tree_k8_permutation (no CC)",
+        True,
+    ),
+    Benchmark(
         "fat_tree_k16_permutation",
         "fat_tree_k16_permutation.toml",
         "fat_tree k=16, 1024 hosts, 100Gbps, permutation of 1MB flows",

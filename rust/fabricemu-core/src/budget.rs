@@ -24,6 +24,7 @@ fn bytes_per_flow(s: &Scenario) -> u64 {
         C::Dctcp(_) => size_of::<crate::cc::dctcp::Dctcp>(),
         C::Swift(_) => size_of::<crate::cc::swift::Swift>(),
         C::Hpcc(_) => size_of::<crate::cc::hpcc::Hpcc>(),
+        C::Nscc(_) => size_of::<crate::cc::nscc::Nscc>(),
     };
     (size_of::<crate::transport::Flow>()
         + 2 * size_of::<crate::workload::FlowInit>()

@@ -52,7 +52,8 @@ fn per_second(count: u64, wall_seconds: f64) -> f64 {
 /// (the fabric as built, [`crate::topology::summary::describe`]), and for
 /// convenience `simulated_ps`, `events`, `packet_hops`, `events_per_second`,
 /// `packet_hops_per_second` (0 when `wall_seconds` is 0), and with synthetic workloads `synthetic`
-/// (the measurement window's [`crate::engine::SyntheticStats`]).
+/// (the measurement window's [`crate::engine::SyntheticStats`]), and with packet trimming
+/// `trimmed_by_port` (switch, port and count of every port that trimmed).
 pub fn write_outputs(
     dir: &Path,
     sim: &mut Simulation,
@@ -150,6 +151,16 @@ pub fn write_outputs(
         let m = run.as_object_mut().expect("an object");
         m.insert("packet_trace_rows".into(), json!(rows));
         m.insert("packet_trace_truncated".into(), json!(truncated));
+    }
+    if let Some(ports) = sim.trimmed_by_port() {
+        // Packet trimming: where it happened (the total is stats.trimmed_packets).
+        let rows: Vec<Value> = ports
+            .iter()
+            .map(|&(switch, port, n)| json!({"switch": switch, "port": port, "trimmed": n}))
+            .collect();
+        run.as_object_mut()
+            .expect("an object")
+            .insert("trimmed_by_port".into(), Value::Array(rows));
     }
     if let Some(synth) = sim.synthetic_stats() {
         run.as_object_mut().expect("an object").insert(

@@ -20,6 +20,8 @@ pub enum PacketKind {
     /// PFC frames: `pfc_class` is the priority paused or resumed.
     Pause,
     Resume,
+    /// Receiver-driven credits: the receiver grants its sender one more packet.
+    Pull,
 }
 
 impl PacketKind {
@@ -33,23 +35,26 @@ impl PacketKind {
 /// `Packet::flags` bits.
 pub mod flags {
     /// ECN-capable transport.
-    pub const ECT: u8 = 1;
+    pub const ECT: u16 = 1;
     /// Congestion experienced (marked by a switch).
-    pub const CE: u8 = 2;
+    pub const CE: u16 = 2;
     /// Admitted into PFC headroom (released from there).
-    pub const HEADROOM: u8 = 4;
+    pub const HEADROOM: u16 = 4;
     /// A retransmission (the receiver tells reordering from loss with it).
-    pub const RETX: u8 = 8;
+    pub const RETX: u16 = 8;
     /// At a switch: the packet moved up one priority class here (a dragonfly hop class), so its
     /// ingress class, for PFC accounting, is `priority - 1`.
-    pub const CLASS_UP: u8 = 16;
+    pub const CLASS_UP: u16 = 16;
     /// Dragonfly: the source router chose the packet's path (minimal or an intermediate group);
     /// later routers of the source group do not re-decide (they do under PAR).
-    pub const DECIDED: u8 = 32;
+    pub const DECIDED: u16 = 32;
     /// On an ACK: the receiver saw a congestion-experienced packet since its previous ACK.
-    pub const ECE: u8 = 64;
+    pub const ECE: u16 = 64;
+    /// On a data packet: a switch trimmed it (its payload was cut; the header is forwarded at high
+    /// priority). On a NACK: the NACK is for the trimmed packet `seq` alone (not cumulative).
+    pub const TRIMMED: u16 = 128;
     /// At a PXN relay GPU: held in its transit buffer (counted there until it leaves).
-    pub const RELAYED: u8 = 128;
+    pub const RELAYED: u16 = 256;
 }
 
 /// `Packet::via` when the packet routes minimally (no intermediate group, or already past it): a
@@ -84,7 +89,8 @@ pub struct Packet {
     /// At a switch: the link it arrived over, as the upstream's egress port, for PFC accounting;
     /// `PortId::NONE` before the first switch (read it with [`Packet::ingress_port`]).
     pub ingress: PortId,
-    pub flags: u8,
+    /// [`flags`] bits.
+    pub flags: u16,
     /// Non-minimal dragonfly routing: the intermediate group still to reach, or `NO_VIA` (see
     /// [`Packet::via_group`]).
     via: u16,
@@ -106,7 +112,7 @@ impl Packet {
         header_key: u64,
         wire_bytes: u32,
         priority: u8,
-        flags: u8,
+        flags: u16,
     ) -> Self {
         Packet {
             header_key,
@@ -167,7 +173,7 @@ impl Packet {
     ) -> Self {
         debug_assert!(matches!(
             kind,
-            PacketKind::Ack | PacketKind::Nack | PacketKind::Cnp
+            PacketKind::Ack | PacketKind::Nack | PacketKind::Cnp | PacketKind::Pull
         ));
         Self::new(
             kind, flow, expected, dst, header_key, wire_bytes, priority, 0,

@@ -378,3 +378,40 @@ fn bad_packet_filters_name_their_key() {
     let e = err("{ bogus = 1 }");
     assert!(e.contains("trace.packets"), "{e}");
 }
+
+/// A trimming switch (issue 15) records each trimmed packet as a `trim` row at the port that cut
+/// it, with the trimmed size: as many rows as the run counted.
+#[test]
+fn trimmed_packets_are_traced_as_trim_events() {
+    let dir = common::scratch("packet-trace", "trim");
+    let text = r#"
+        stop = "all_flows_done"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 1
+        spines = 1
+        hosts_per_leaf = 9
+        link_rate = "100Gbps"
+        link_delay = "1us"
+        [switch]
+        trimming = { threshold = "32KB", size = "64B" }
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 8
+        size = "256KB"
+        [trace]
+        packets = { max_rows = 10000000 }
+    "#;
+    let sim = common::write_run(text, &dir);
+    let trimmed = sim.stats().trimmed_packets.expect("trimming on");
+    assert!(trimmed > 0, "the incast trims");
+    let t = table(&dir, "packets.arrow");
+    let events = strs(&t, "event");
+    let sizes = u32s(&t, "size");
+    let trims: Vec<usize> = (0..events.len())
+        .filter(|&i| events[i].as_deref() == Some("trim"))
+        .collect();
+    assert_eq!(trims.len() as u64, trimmed);
+    assert!(trims.iter().all(|&i| sizes[i] == Some(64)), "trimmed to the header");
+}

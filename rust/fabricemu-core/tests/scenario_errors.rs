@@ -590,7 +590,7 @@ fn enum_values_list_the_accepted_ones() {
         "transport.cc",
         20,
         6,
-        r#"expected one of "none", "dcqcn", "dctcp", "swift", "hpcc", found "dcqnc""#,
+        r#"expected one of "none", "dcqcn", "dctcp", "swift", "hpcc", "nscc", found "dcqnc""#,
     );
     let e = err(&base_with("kind = \"incast\"", "kind = \"incasst\""));
     check(

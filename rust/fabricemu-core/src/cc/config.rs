@@ -9,6 +9,7 @@ use crate::config::{CongestionControl, ScenarioError};
 use super::dcqcn_config::DcqcnFile;
 use super::dctcp_config::DctcpFile;
 use super::hpcc_config::HpccFile;
+use super::nscc_config::NsccFile;
 use super::swift_config::SwiftFile;
 
 /// `transport.cc`.
@@ -21,6 +22,8 @@ pub enum CcName {
     Dctcp,
     Swift,
     Hpcc,
+    /// Ultra Ethernet's network-signalled congestion control.
+    Nscc,
 }
 
 impl CcName {
@@ -31,6 +34,7 @@ impl CcName {
             CcName::Dctcp => "dctcp",
             CcName::Swift => "swift",
             CcName::Hpcc => "hpcc",
+            CcName::Nscc => "nscc",
         }
     }
 }
@@ -42,6 +46,7 @@ pub struct CcTables<'a> {
     pub dctcp: Option<&'a DctcpFile>,
     pub swift: Option<&'a SwiftFile>,
     pub hpcc: Option<&'a HpccFile>,
+    pub nscc: Option<&'a NsccFile>,
 }
 
 /// The controller named by `cc`, from its parameter table (`[transport.dcqcn]` for DCQCN, ...); a
@@ -59,6 +64,7 @@ pub fn validate(
         (CcName::Dctcp, tables.dctcp.is_some()),
         (CcName::Swift, tables.swift.is_some()),
         (CcName::Hpcc, tables.hpcc.is_some()),
+        (CcName::Nscc, tables.nscc.is_some()),
     ];
     for (name, set) in present {
         if set && name != cc {
@@ -83,6 +89,7 @@ pub fn validate(
             CongestionControl::Swift(SwiftFile::validate(tables.swift, mtu, mtu + header)?)
         }
         CcName::Hpcc => CongestionControl::Hpcc(HpccFile::validate(tables.hpcc, host_rate_bps)?),
+        CcName::Nscc => CongestionControl::Nscc(NsccFile::validate(tables.nscc, mtu)?),
     })
 }
 

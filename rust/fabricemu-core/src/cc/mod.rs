@@ -18,6 +18,8 @@ pub mod dctcp_config;
 pub mod hpcc;
 pub mod hpcc_config;
 pub mod int;
+pub mod nscc;
+pub mod nscc_config;
 pub mod swift;
 pub mod swift_config;
 
@@ -334,6 +336,8 @@ controllers! {
     Swift => swift::SwiftCc,
     /// `cc = "hpcc"`.
     Hpcc => hpcc::HpccCc,
+    /// `cc = "nscc"`.
+    Nscc => nscc::NsccCc,
 }
 
 impl Cc {
@@ -345,6 +349,7 @@ impl Cc {
             CongestionControl::Dctcp(d) => Cc::Dctcp(Flows::new(dctcp::DctcpCc(*d), line_rates)),
             CongestionControl::Swift(d) => Cc::Swift(Flows::new(swift::SwiftCc(*d), line_rates)),
             CongestionControl::Hpcc(d) => Cc::Hpcc(Flows::new(hpcc::HpccCc(*d), line_rates)),
+            CongestionControl::Nscc(d) => Cc::Nscc(Flows::new(nscc::NsccCc(*d), line_rates)),
         }
     }
 

@@ -249,6 +249,8 @@ pub struct SwitchSpec {
     pub scheduler: Scheduler,
     pub ecn: Option<EcnSpec>,
     pub pfc: Option<PfcSpec>,
+    /// Packet trimming (Ultra Ethernet).
+    pub trimming: Option<crate::switch::trim::TrimmingSpec>,
 }
 
 /// How a switch picks among the egress ports of an ECMP group.
@@ -517,6 +519,7 @@ pub enum CongestionControl {
     Dctcp(crate::cc::dctcp_config::DctcpSpec),
     Swift(crate::cc::swift_config::SwiftSpec),
     Hpcc(crate::cc::hpcc_config::HpccSpec),
+    Nscc(crate::cc::nscc_config::NsccSpec),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -539,6 +542,8 @@ pub struct TransportSpec {
     pub reorder_threshold: u32,
     pub data_priority: u8,
     pub control_priority: u8,
+    /// Receiver-driven credits (None: senders send as their congestion control allows).
+    pub credits: Option<crate::transport::credits::CreditSpec>,
 }
 
 /// One flow as a workload describes it, before the engine gives it an id.

@@ -90,6 +90,12 @@ pub struct RunStats {
     pub uplink_utilisation_mean: f64,
     pub uplink_utilisation_max: f64,
     pub uplink_utilisation_cv: f64,
+    /// Packet trimming: data packets whose payload a switch cut (absent without trimming).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trimmed_packets: Option<u64>,
+    /// Receiver-driven credits: pulls (credits) the receivers granted (absent without credits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pulls_sent: Option<u64>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -137,6 +143,21 @@ impl Simulation {
             warnings,
             world,
         }
+    }
+
+    /// Packet trimming: (switch, egress port, data packets trimmed there) for every port that
+    /// trimmed any, by port; None without trimming.
+    pub fn trimmed_by_port(&self) -> Option<Vec<(u32, u32, u64)>> {
+        let w = &self.world;
+        w.switches.trimming?;
+        Some(
+            w.switches
+                .trimmed
+                .iter_enumerated()
+                .filter(|&(_, &n)| n > 0)
+                .map(|(p, &n)| (w.ports[p].node.index() as u32, p.index() as u32, n))
+                .collect(),
+        )
     }
 
     /// Settings the build accepted but warned about ("key.path: message").

@@ -53,6 +53,18 @@ impl World {
                 ring.rotate_left(1);
                 continue;
             }
+            if let Some(c) = &mut self.credits {
+                // Receiver credits: no credit, no packet (a pull kicks the NIC).
+                let credit = &mut c.credit[fid];
+                if *credit == 0 {
+                    if self.nics.fifo {
+                        break;
+                    }
+                    ring.rotate_left(1);
+                    continue;
+                }
+                *credit -= 1;
+            }
             let seq = match f.resend.pop() {
                 Some(seq) => seq,
                 None => {
@@ -158,6 +170,21 @@ impl World {
         } else {
             FlowPath::default()
         };
+        let bdp_path = match (&self.credits, self.cc.needs_path()) {
+            (None, _) => None,
+            (Some(_), true) => Some(path),
+            (Some(_), false) => Some(self.flow_base_path(fid)),
+        };
+        if let (Some(c), Some(p)) = (&mut self.credits, bdp_path) {
+            let bdp = (line as u128 * p.base_rtt_ps as u128 / 8_000_000_000_000) as u64;
+            let mtu = self.transport.mtu as u64;
+            let n = self.flows[fid].num_packets;
+            let first = c.unsolicited_packets(bdp, mtu).min(n);
+            c.credit[fid] = first;
+            // What the receiver will owe once it sees the flow (its size is in the first packet).
+            c.owed[fid] = n - first;
+            c.unsolicited_left[fid] = first;
+        }
         let r = self.cc.start(fid, line, now, &path);
         if self.cc.reports_rates() {
             self.record_rate(fid);
@@ -209,6 +236,11 @@ impl World {
         }
         // Otherwise go back to the first unacknowledged packet (a selective receiver ignores
         // what it already holds).
+        if let Some(c) = &mut self.credits {
+            // A credit may have been lost: the timer grants what it resends.
+            let f = &self.flows[fid];
+            c.credit[fid] = c.credit[fid].max(f.high_seq - f.acked);
+        }
         let f = &mut self.flows[fid];
         self.stats.timeouts += 1;
         f.next_seq = f.acked;
@@ -231,6 +263,9 @@ impl World {
             self.meter_data(&p);
         }
         match p.kind {
+            PacketKind::Data if p.flags & flags::TRIMMED != 0 => {
+                self.receive_trimmed(p.flow, p.seq)
+            }
             PacketKind::Data => {
                 if let Some(l) = &mut self.tracer.latency {
                     let f = &self.flows[p.flow];
@@ -257,15 +292,22 @@ impl World {
                     None => self.receive_ack(p.flow, p.seq, ece, &[]),
                 }
             }
+            PacketKind::Nack if p.flags & flags::TRIMMED != 0 => {
+                self.receive_trim_nack(p.flow, p.seq)
+            }
             PacketKind::Nack => self.receive_nack(p.flow, p.seq),
             PacketKind::Cnp => self.receive_cnp(p.flow),
+            PacketKind::Pull => self.receive_pull(p.flow),
             PacketKind::Pause | PacketKind::Resume => {
                 unreachable!("PFC frames are handled per link")
             }
         }
     }
 
-    fn receive_data(&mut self, fid: FlowId, seq: u32, pkt_flags: u8) {
+    fn receive_data(&mut self, fid: FlowId, seq: u32, pkt_flags: u16) {
+        if self.credits.is_some() {
+            self.owe_credits(fid, 0);
+        }
         let now = self.now;
         let f = &mut self.flows[fid];
         let ce = pkt_flags & flags::CE != 0;
@@ -312,7 +354,7 @@ impl World {
     /// Selective recovery: keep what arrives ahead of the cumulative point; report the hole only
     /// once the flow's reorder threshold of packets beyond it arrived, so reordering alone is not
     /// loss; a hole reported and then filled by its original raises the threshold.
-    fn receive_data_selective(&mut self, fid: FlowId, seq: u32, pkt_flags: u8) {
+    fn receive_data_selective(&mut self, fid: FlowId, seq: u32, pkt_flags: u16) {
         let f = &mut self.flows[fid];
         if seq < f.expected
             || (seq > f.expected && !window::set(&mut f.received_ahead, seq - f.expected))
@@ -361,12 +403,27 @@ impl World {
         }
         // Report the hole once enough packets overtook it and it lasted longer than reordering
         // has been seen to last.
-        if f.nacked_at != Some(f.expected)
+        if self.transport.gap_nacks
+            && f.nacked_at != Some(f.expected)
             && window::count(&f.received_ahead) >= f.reorder_threshold
             && now - f.hole_since >= f.reorder_window
         {
             f.nacked_at = Some(f.expected);
             self.send_control(fid, PacketKind::Nack);
+        }
+    }
+
+    /// A trimmed packet (its header) arrived: NACK exactly it, unless the receiver holds it
+    /// already (a trimmed duplicate).
+    fn receive_trimmed(&mut self, fid: FlowId, seq: u32) {
+        if self.credits.is_some() {
+            self.owe_credits(fid, 1); // the header earns the resend its credit
+        }
+        let f = &self.flows[fid];
+        let held =
+            f.finished() || seq < f.expected || window::get(&f.received_ahead, seq - f.expected);
+        if !held {
+            self.send_control_seq(fid, PacketKind::Nack, seq, flags::TRIMMED);
         }
     }
 
@@ -384,18 +441,27 @@ impl World {
     }
 
     /// ACK, NACK or CNP from flow `fid`'s receiver to its sender.
+    #[inline]
     fn send_control(&mut self, fid: FlowId, kind: PacketKind) {
+        let expected = self.flows[fid].expected;
+        self.send_control_seq(fid, kind, expected, 0);
+    }
+
+    /// A control packet carrying `seq` (the next expected packet; for a trimmed packet's NACK,
+    /// that packet) and `extra` flags.
+    fn send_control_seq(&mut self, fid: FlowId, kind: PacketKind, seq: u32, extra: u16) {
         let f = &mut self.flows[fid];
         let echo = kind == PacketKind::Ack && std::mem::take(&mut f.ce_unechoed);
         let mut pkt = Packet::control(
             kind,
             fid,
-            f.expected,
+            seq,
             f.src,
             f.header_rev,
             self.transport.ack_bytes,
             self.transport.control_priority,
         );
+        pkt.flags |= extra;
         if echo {
             pkt.flags |= flags::ECE;
         }
@@ -478,6 +544,123 @@ impl World {
             f.next_seq = expected;
         }
         self.activate(fid);
+    }
+
+    /// The receiver NACKed packet `seq`, which a switch trimmed: resend it (selectively), before
+    /// new data. The controller hears of a loss.
+    fn receive_trim_nack(&mut self, fid: FlowId, seq: u32) {
+        let f = &mut self.flows[fid];
+        if f.sender_stopped() || seq < f.acked || seq >= f.high_seq {
+            return;
+        }
+        f.trim_nacks += 1;
+        if !f.resend.contains(&seq) {
+            f.resend.push(seq);
+            f.resend.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        let r = self.cc.on_loss(fid, false, self.now);
+        self.react(fid, r);
+        // The resend goes first: wake the NIC even if the flow waits in its ring (for its window
+        // or a credit) with the port asleep.
+        let f = &self.flows[fid];
+        if f.in_nic_ring {
+            let p = f.src_port;
+            self.kick(p);
+        } else {
+            self.activate(fid);
+        }
+    }
+
+    // ---- receiver-driven credits --------------------------------------------------------------
+
+    /// A packet of flow `fid` arrived (whole, or trimmed: `extra` = 1 credit for its resend):
+    /// the receiver learns of the flow with its first packet, and serves the credits it owes
+    /// the flow in its port's round robin.
+    fn owe_credits(&mut self, fid: FlowId, extra: u32) {
+        let f = &self.flows[fid];
+        if f.finished() {
+            return;
+        }
+        let p = f.dst_port;
+        let now = self.now;
+        let c = self.credits.as_mut().expect("credits on");
+        c.owed[fid] += extra;
+        if c.unsolicited_left[fid] > 0 {
+            c.unsolicited_left[fid] -= 1;
+            if extra == 0 {
+                // An unsolicited packet took this much of the port's rate: grant that much later.
+                c.next_pull[p] = c.next_pull[p].max(now).saturating_add(c.interval[p]);
+            }
+        }
+        if c.owed[fid] == 0 || c.in_ring[fid] {
+            return;
+        }
+        c.in_ring[fid] = true;
+        c.ring[p].push_back(fid);
+        if !c.armed[p] {
+            c.armed[p] = true;
+            let at = c.next_pull[p].max(now);
+            self.events.push(at, Event::PullPacer(p));
+        }
+    }
+
+    /// The credit pacer of receiving port `p`: one credit to the flow at the front of its round
+    /// robin, then again one full packet's time later (at the credit rate) while flows are owed.
+    pub(super) fn pull_pacer(&mut self, p: PortId) {
+        let now = self.now;
+        let c = self.credits.as_mut().expect("credits on");
+        if now < c.next_pull[p] {
+            // Unsolicited arrivals moved the next grant later.
+            let at = c.next_pull[p];
+            self.events.push(at, Event::PullPacer(p));
+            return;
+        }
+        c.armed[p] = false;
+        // Flows that completed meanwhile leave the round robin.
+        let fid = loop {
+            match c.ring[p].pop_front() {
+                Some(fid) if self.flows[fid].finished() || c.owed[fid] == 0 => {
+                    c.in_ring[fid] = false;
+                }
+                other => break other,
+            }
+        };
+        let Some(fid) = fid else {
+            return;
+        };
+        c.owed[fid] -= 1;
+        if c.owed[fid] > 0 {
+            c.ring[p].push_back(fid);
+        } else {
+            c.in_ring[fid] = false;
+        }
+        if let Some(n) = &mut self.stats.pulls_sent {
+            *n += 1;
+        }
+        c.next_pull[p] = now.saturating_add(c.interval[p]);
+        if !c.ring[p].is_empty() {
+            c.armed[p] = true;
+            let at = c.next_pull[p];
+            self.events.push(at, Event::PullPacer(p));
+        }
+        let expected = self.flows[fid].expected;
+        self.send_control_seq(fid, PacketKind::Pull, expected, 0);
+    }
+
+    /// A pull reached flow `fid`'s sender: one more packet may go.
+    fn receive_pull(&mut self, fid: FlowId) {
+        let f = &self.flows[fid];
+        if f.sender_stopped() {
+            return;
+        }
+        let (in_ring, p) = (f.in_nic_ring, f.src_port);
+        let c = self.credits.as_mut().expect("credits on");
+        c.credit[fid] = c.credit[fid].saturating_add(1);
+        if in_ring {
+            self.kick(p);
+        } else {
+            self.activate(fid);
+        }
     }
 
     pub(super) fn barrier_arrive(&mut self, b: u32) {

@@ -9,6 +9,7 @@ use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::scenario::Scheduler;
 use crate::switch::buffer::Admission;
 use crate::switch::pfc::{PfcAction, PFC_FRAME_BYTES};
+use crate::switch::trim::TrimmingSpec;
 use crate::switch::MAC_CONTROL_CLASS;
 use crate::trace::packets::{PacketEvent, PacketRow};
 use crate::transport::NEVER;
@@ -27,7 +28,6 @@ impl World {
     /// Packet trimming: `pkt`, queued or about to be at port `p`, lost its payload (its
     /// `wire_bytes` are the trimmed size). The hook the trimming switch calls.
     #[inline(always)]
-    #[allow(dead_code)] // the trimming switch (issue 15) calls it; tested here
     pub(super) fn trace_trim(&mut self, p: PortId, pkt: PacketId) {
         self.trace_packet(PacketEvent::Trim, p, pkt);
     }
@@ -434,15 +434,27 @@ impl World {
                 pfc.headroom_used(ingress, in_class),
                 pfc.headroom_of(ingress),
             )
-        } else if self.switches.buffer.admit_lossy(
-            node,
-            q.bytes,
-            q.class_bytes[priority as usize] as u64,
-            w,
-        ) {
-            Admission::Shared
         } else {
-            Admission::Dropped
+            let class_bytes = q.class_bytes[priority as usize] as u64;
+            let admitted = self
+                .switches
+                .buffer
+                .admit_lossy(node, q.bytes, class_bytes, w);
+            // Packet trimming: a branch at admission, for data packets not trimmed yet.
+            if let Some(trim) = self.switches.trimming {
+                if kind == PacketKind::Data
+                    && f & flags::TRIMMED == 0
+                    && trim.trims(admitted, class_bytes)
+                {
+                    self.trim_packet(node, p, pkt, trim);
+                    return;
+                }
+            }
+            if admitted {
+                Admission::Shared
+            } else {
+                Admission::Dropped
+            }
         };
         match admission {
             Admission::Dropped => {
@@ -480,6 +492,38 @@ impl World {
         let depth = q.bytes;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(depth);
         self.trace_queued(p, pkt, priority);
+        self.kick(p);
+    }
+
+    /// Trimming: cut data packet `pkt`'s payload at switch `node` and queue its header at egress
+    /// `p` in the trimmed class (or drop it if even the header finds no room).
+    #[cold]
+    fn trim_packet(&mut self, node: NodeId, p: PortId, pkt: PacketId, trim: TrimmingSpec) {
+        let packet = self.packets.get_mut(pkt);
+        packet.wire_bytes = trim.trimmed_bytes;
+        packet.priority = trim.priority;
+        // Its class changed here, and a header carries no congestion signal of its own.
+        packet.flags = (packet.flags | flags::TRIMMED) & !(flags::CLASS_UP | flags::ECT);
+        let w = trim.trimmed_bytes as u64;
+        let q = &self.queues[p];
+        let class_bytes = q.class_bytes[trim.priority as usize] as u64;
+        if !self
+            .switches
+            .buffer
+            .admit_lossy(node, q.bytes, class_bytes, w)
+        {
+            self.drop_packet(pkt);
+            return;
+        }
+        self.switches.buffer.used[node] += w;
+        if let Some(n) = &mut self.stats.trimmed_packets {
+            *n += 1;
+        }
+        self.switches.trimmed[p] += 1;
+        self.trace_trim(p, pkt);
+        let q = &mut self.queues[p];
+        q.push(&mut self.packets, pkt, trim.priority, trim.trimmed_bytes);
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(q.bytes);
         self.kick(p);
     }
 

@@ -30,6 +30,8 @@ pub enum Event {
     /// One of a flow's congestion-control timers (the controller numbers them; DCQCN: the
     /// rate-increase timer and the gated rate decrease).
     CcTimer(FlowId, u8),
+    /// Receiver-driven credits: the pull pacer of this (receiving) host port may send a pull.
+    PullPacer(PortId),
     /// Periodic samples for queues.arrow and links.arrow.
     SampleQueues,
     SampleLinks,

@@ -177,6 +177,8 @@ pub struct World {
     pub(super) cc: Cc,
     /// INT records of packets in flight, when the controller uses INT (HPCC); None otherwise.
     pub(super) int: Option<crate::cc::IntStore>,
+    /// Receiver-driven credits, when `[transport.credits]` asks for them.
+    pub(super) credits: Option<crate::transport::credits::Credits>,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
     pub(super) static_order: Vec<FlowId>,
     pub(super) next_static: usize,
@@ -359,6 +361,7 @@ impl World {
                 cnps: 0,
                 out_of_order: 0,
                 max_reorder: 0,
+                trim_nacks: 0,
                 unreachable_drops: 0,
                 abandoned: false,
             });
@@ -388,8 +391,18 @@ impl World {
         if let Some(i) = tracer.links_interval() {
             events.push(i, Event::SampleLinks);
         }
+        let credits = t.credits.map(|spec| {
+            crate::transport::credits::Credits::new(
+                spec,
+                flows.len(),
+                fabric.host_ports().map(|p| fabric.rate_bps[p]),
+                t.mtu_bytes + t.header_bytes,
+            )
+        });
         let stats = RunStats {
             flows_total: flows.len() as u64,
+            trimmed_packets: s.switch.trimming.map(|_| 0),
+            pulls_sent: t.credits.map(|_| 0),
             ..RunStats::default()
         };
         let faults = faults.iter().cloned().map(Fault::new).collect();
@@ -415,6 +428,11 @@ impl World {
                 pfc,
                 ecn: s.switch.ecn,
                 ecn_rng: RngStream::EcnMarking.rng(s.seed),
+                trimming: s.switch.trimming,
+                trimmed: match s.switch.trimming {
+                    Some(_) => IdVec::from_elem(0, np),
+                    None => IdVec::new(),
+                },
             },
             last_cycle: None,
             in_deadlock: false,
@@ -428,6 +446,7 @@ impl World {
             pxn,
             relays,
             int: cc.int_bytes_per_hop().map(crate::cc::IntStore::new),
+            credits,
             cc,
             static_order,
             next_static: 0,
@@ -440,6 +459,7 @@ impl World {
                 ack_every: t.ack_every,
                 rto: t.rto_ps,
                 selective: t.loss_recovery == LossRecovery::Selective,
+                gap_nacks: s.switch.trimming.is_none(),
                 data_priority: t.data_priority,
                 control_priority: t.control_priority,
             },
@@ -508,6 +528,7 @@ impl World {
                 }
                 Event::Retransmit(f) => self.retransmit_timer(f),
                 Event::CcTimer(f, k) => self.cc_timer(f, k),
+                Event::PullPacer(p) => self.pull_pacer(p),
                 Event::SampleQueues => self.sample_queues(),
                 Event::SampleLinks => self.sample_links(),
                 Event::DeadlockCheck => {

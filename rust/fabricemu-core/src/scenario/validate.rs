@@ -42,7 +42,12 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         .enumerate()
         .map(|(i, f)| f.validate(i, stop_ps))
         .collect::<Res<Vec<_>>>()?;
-    let transport = t.validate(topology.host_link().rate_bps, per_packet(&routing))?;
+    // Trimming recovers selectively (the receiver NACKs each trimmed packet): the default then.
+    let trimming = crate::switch::trim::TrimmingFile::on(file.switch.trimming.as_ref());
+    let transport = t.validate(
+        topology.host_link().rate_bps,
+        per_packet(&routing) || trimming,
+    )?;
     let mut switch = file.switch.validate(&transport)?;
     hop_classes(&routing, &transport, &mut switch)?;
     let trace = file.trace.validate()?;

@@ -40,6 +40,9 @@ pub struct SwitchFile {
     /// Priority flow control (lossless classes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pfc: Option<PfcFile>,
+    /// Packet trimming (Ultra Ethernet; see `switch::trim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trimming: Option<crate::switch::trim::TrimmingFile>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,10 +169,33 @@ impl SwitchFile {
             },
             _ => ecn,
         };
+        if matches!(t.cc, crate::config::CongestionControl::Nscc(_)) && ecn.is_none() {
+            return Err(ScenarioError::at(
+                "switch.ecn",
+                "transport.cc = \"nscc\" decreases its window on ECN marks: enable ECN marking \
+                 ([switch.ecn], e.g. kmin and kmax at 20 % and 80 % of the bandwidth-delay product)",
+            ));
+        }
         let pfc = match &self.pfc {
             Some(p) if p.enabled => Some(p.validate(t)?),
             _ => None,
         };
+        let trimming = crate::switch::trim::TrimmingFile::validate(self.trimming.as_ref(), t)?;
+        if let (Some(trim), Some(pfc)) = (&trimming, &pfc) {
+            if pfc.priorities & (1 << t.data_priority) != 0 {
+                return Err(ScenarioError::at(
+                    "switch.trimming",
+                    "the data priority is lossless (switch.pfc): PFC keeps its packets from ever \
+                     being dropped, so none would be trimmed; disable one of the two",
+                ));
+            }
+            if pfc.priorities & (1 << trim.priority) != 0 {
+                return Err(ScenarioError::at(
+                    "switch.trimming.priority",
+                    "trimmed headers cannot go in a lossless class (switch.pfc.priorities)",
+                ));
+            }
+        }
         Ok(SwitchSpec {
             buffer_bytes: self.buffer.0,
             port_buffer_bytes: self.port_buffer.map(|b| b.0),
@@ -179,6 +205,7 @@ impl SwitchFile {
             scheduler: self.scheduler()?,
             ecn,
             pfc,
+            trimming,
         })
     }
 
@@ -234,6 +261,7 @@ impl Default for SwitchFile {
             weights: None,
             ecn: None,
             pfc: None,
+            trimming: None,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod ecn;
 pub mod pfc;
 pub mod queue;
+pub mod trim;
 
 pub use buffer::SharedBuffer;
 
@@ -21,6 +22,10 @@ pub struct Switches {
     pub pfc: Option<pfc::Pfc>,
     pub ecn: Option<EcnSpec>,
     pub ecn_rng: Rng,
+    /// Packet trimming, if on.
+    pub trimming: Option<trim::TrimmingSpec>,
+    /// Per port: data packets trimmed there (empty without trimming).
+    pub trimmed: IdVec<PortId, u64>,
     pub scheduler: Scheduler,
     /// Per port, with the DWRR scheduler (empty with strict priority).
     pub dwrr: IdVec<PortId, queue::DwrrState>,

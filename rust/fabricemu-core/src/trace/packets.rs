@@ -67,13 +67,14 @@ pub fn kind_name(k: PacketKind) -> &'static str {
         PacketKind::Ack => "ack",
         PacketKind::Nack => "nack",
         PacketKind::Cnp => "cnp",
+        PacketKind::Pull => "pull",
         PacketKind::Pause | PacketKind::Resume => "pfc",
     }
 }
 
 /// The two ECN bits of the packet's IP header: 0 not ECN-capable, 2 ECT(0), 3 CE.
 #[inline]
-pub fn ecn_bits(f: u8) -> u8 {
+pub fn ecn_bits(f: u16) -> u8 {
     if f & flags::CE != 0 {
         3
     } else if f & flags::ECT != 0 {

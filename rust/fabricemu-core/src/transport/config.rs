@@ -7,6 +7,7 @@ use crate::cc::config::CcName;
 use crate::cc::dcqcn_config::DcqcnFile;
 use crate::cc::dctcp_config::DctcpFile;
 use crate::cc::hpcc_config::HpccFile;
+use crate::cc::nscc_config::NsccFile;
 use crate::cc::swift_config::SwiftFile;
 use crate::config::check::Res;
 use crate::config::values::{Duration, Size};
@@ -38,7 +39,7 @@ pub struct TransportFile {
     /// Retransmission timeout: no acknowledged progress for this long -> go back to the last ACK.
     #[serde(default = "TransportFile::default_rto")]
     pub rto: Duration,
-    /// Congestion control: `none` (line rate), `dcqcn`, `dctcp`, `swift` or `hpcc`.
+    /// Congestion control: `none` (line rate), `dcqcn`, `dctcp`, `swift`, `hpcc` or `nscc`.
     #[serde(default = "TransportFile::default_cc")]
     pub cc: CcName,
     /// `go_back_n` (RoCE NICs) or `selective` (tolerates reordering). Default: selective when
@@ -65,6 +66,12 @@ pub struct TransportFile {
     /// HPCC parameters (used when `cc = "hpcc"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hpcc: Option<HpccFile>,
+    /// Receiver-driven credits (Ultra Ethernet, NDP/EQDS style; see `transport::credits`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credits: Option<crate::transport::credits::CreditsFile>,
+    /// NSCC parameters (used when `cc = "nscc"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nscc: Option<NsccFile>,
 }
 
 impl TransportFile {
@@ -153,6 +160,7 @@ impl TransportFile {
                 dctcp: self.dctcp.as_ref(),
                 swift: self.swift.as_ref(),
                 hpcc: self.hpcc.as_ref(),
+                nscc: self.nscc.as_ref(),
             },
             host_rate_bps,
             self.mtu.0,
@@ -183,6 +191,7 @@ impl TransportFile {
             },
             data_priority,
             control_priority,
+            credits: crate::transport::credits::CreditsFile::validate(self.credits.as_ref())?,
         })
     }
 }
@@ -204,6 +213,8 @@ impl Default for TransportFile {
             dctcp: None,
             swift: None,
             hpcc: None,
+            nscc: None,
+            credits: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! lost tail. Congestion control plugs in through the flow's sending rate (line rate with `cc = none`).
 
 pub mod config;
+pub mod credits;
 pub mod ideal;
 
 use std::collections::VecDeque;
@@ -25,6 +26,9 @@ pub struct TransportParams {
     pub rto: Time,
     /// Selective recovery (false: go-back-N).
     pub selective: bool,
+    /// Selective: report a hole once enough packets overtook it (false with packet trimming,
+    /// where, as in NDP, a trimmed packet's header is the loss report and a gap is reordering).
+    pub gap_nacks: bool,
     pub data_priority: u8,
     pub control_priority: u8,
 }
@@ -124,6 +128,8 @@ pub struct Flow {
     pub cnps: u64,
     pub out_of_order: u64,
     pub max_reorder: u64,
+    /// NACKs of trimmed packets the sender received (each resends one packet).
+    pub trim_nacks: u64,
     /// Its packets (data or control) dropped because no live path led to their destination.
     pub unreachable_drops: u64,
     /// Given up on: its destination was cut off for good (or it waited on a flow that was).
