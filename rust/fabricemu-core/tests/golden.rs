@@ -107,7 +107,9 @@ fn outputs_match_the_recorded_hashes() {
             now.insert(format!("{label}/{file}"), hash);
         }
     }
-    let _ = fs::remove_dir_all(&scratch);
+    if std::env::var_os("FABRICEMU_GOLDEN_KEEP").is_none() {
+        let _ = fs::remove_dir_all(&scratch);
+    }
 
     if std::env::var_os("FABRICEMU_BLESS").is_some() {
         let mut text = String::from(
