@@ -344,7 +344,19 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
         key = path[-1]
         op = draw(
             st.sampled_from(
-                ["replace", "replace", "scale", "remove", "unknown", "wrap", "negate", "cluster", "hosts", "packets", "graph"]
+                [
+                    "replace",
+                    "replace",
+                    "scale",
+                    "remove",
+                    "unknown",
+                    "wrap",
+                    "negate",
+                    "cluster",
+                    "hosts",
+                    "packets",
+                    "graph",
+                ]
             )
         )
         old = parent[key]

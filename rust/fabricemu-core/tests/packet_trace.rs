@@ -413,5 +413,8 @@ fn trimmed_packets_are_traced_as_trim_events() {
         .filter(|&i| events[i].as_deref() == Some("trim"))
         .collect();
     assert_eq!(trims.len() as u64, trimmed);
-    assert!(trims.iter().all(|&i| sizes[i] == Some(64)), "trimmed to the header");
+    assert!(
+        trims.iter().all(|&i| sizes[i] == Some(64)),
+        "trimmed to the header"
+    );
 }

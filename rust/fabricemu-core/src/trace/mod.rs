@@ -5,12 +5,12 @@
 pub mod atomic;
 pub mod collectives;
 pub mod config;
-pub mod faults;
 pub mod fabric;
+pub mod faults;
 pub mod flows;
 pub mod latency;
-pub mod packets;
 pub mod ops;
+pub mod packets;
 pub mod run_json;
 
 pub use atomic::{write_atomic, AtomicFile};
