@@ -874,7 +874,13 @@ fn a_mix_labels_every_flow_and_writes_the_tables() {
     entries.sort();
     assert_eq!(
         entries,
-        vec!["collectives.arrow", "flows.arrow", "run.json"]
+        vec![
+            "collectives.arrow",
+            "flows.arrow",
+            "nodes.arrow",
+            "ports.arrow",
+            "run.json"
+        ]
     );
     let flows = read_arrow(&dir.join("flows.arrow"));
     let schema = flows[0].schema();
