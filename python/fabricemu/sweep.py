@@ -566,10 +566,19 @@ def _stop_workers(pool: cf.Executor) -> None:
         terminate()
         return
     processes = dict(getattr(pool, "_processes", None) or {})
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes.values():
         if process.is_alive():
             process.terminate()
+    # CPython < 3.14 races at exit: its atexit hook wakes the pool's manager thread through a pipe
+    # that thread may already have closed ("OSError: Bad file descriptor" after Ctrl-C). The
+    # thread ends once its workers are gone: wait for it, then forget its wake-up pipe.
+    if isinstance(manager, threading.Thread):
+        manager.join(timeout=5)
+        wakeups = getattr(cf.process, "_threads_wakeups", None)
+        if wakeups is not None and not manager.is_alive():
+            wakeups.pop(manager, None)
 
 
 def _given(scenario: Optional[Dict[str, Any]]) -> Dict[str, Any]:
