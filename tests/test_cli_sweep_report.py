@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 import os
 import re
 import signal
-import struct
 import subprocess
 import time
-import zlib
 from typing import List
 
 import pytest
@@ -37,25 +34,23 @@ def png_images(html_text: str) -> List[bytes]:
     return [base64.b64decode(m) for m in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html_text)]
 
 
-def assert_valid_png(data: bytes) -> None:
-    """The PNG signature, every chunk's CRC, IHDR first and IEND last, and a decoder that reads it."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos = 8
-    kinds = []
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind = data[pos + 4 : pos + 8]
-        body = data[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
-        assert zlib.crc32(kind + body) == crc, kind
-        kinds.append(kind)
-        pos += 12 + length
-    assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND" and b"IDAT" in kinds
-    width, height = struct.unpack(">II", data[16:24])
-    assert width > 100 and height > 100
-    image = pytest.importorskip("matplotlib.image")
-    pixels = image.imread(io.BytesIO(data), format="png")
-    assert pixels.shape[:2] == (height, width)
+def svg_figures(html_text: str) -> List[str]:
+    """The plots of a report: inline SVG elements inside <figure class='plot ...'>."""
+    return re.findall(r"<figure class='plot[^']*'[^>]*>(<svg.*?</svg>)", html_text, flags=re.S)
+
+
+def assert_valid_svg(svg: str) -> None:
+    """Well-formed XML (once given the namespaces HTML implies), with a size and drawn paths."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(
+        svg.replace(
+            "<svg ", '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ', 1
+        )
+    )
+    assert float(root.get("width", "0").rstrip("pt")) > 100
+    assert float(root.get("height", "0").rstrip("pt")) > 50
+    assert len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 5
 
 
 @pytest.mark.parametrize("command", ["sweep", "report", "compare", "topo"])
@@ -222,10 +217,12 @@ def test_report_on_a_run_and_on_a_sweep(cli, tmp_path):
     ]:
         assert section in page, section
     assert "Not in this run" not in page, "every table was traced"
-    images = png_images(page)
-    assert len(images) == 7  # slowdown by size, CDF, queues, heat map, PFC, rates, fairness
-    for data in images:
-        assert_valid_png(data)
+    assert png_images(page) == [], "plots are inline SVG"
+    figures = svg_figures(page)
+    # slowdown CDF per size bucket, CDF per workload, queues, heat map, PFC, rates, fairness
+    assert len(figures) == 7
+    for svg in figures:
+        assert_valid_svg(svg)
 
     plain = tmp_path / "plain"
     assert cli("run", QUICKSTART, "-o", str(plain), "-q").returncode == 0
@@ -233,8 +230,8 @@ def test_report_on_a_run_and_on_a_sweep(cli, tmp_path):
     page = (tmp_path / "plain.html").read_text()
     assert page.count("Not in this run") == 4
     assert 'queues = { interval = "1us" }' in page.replace("&quot;", '"')
-    for data in png_images(page):
-        assert_valid_png(data)
+    for svg in svg_figures(page):
+        assert_valid_svg(svg)
 
     sweep_scenario = tmp_path / "perm.toml"
     sweep_scenario.write_text(SMALL_PERM)
@@ -258,10 +255,15 @@ def test_report_on_a_run_and_on_a_sweep(cli, tmp_path):
     page = (tmp_path / "sweep.html").read_text()
     assert "<title>My sweep</title>" in page
     assert "FCT slowdown p99 against workload.0.size, one line per topology.k" in page
-    images = png_images(page)
-    assert len(images) >= 5
-    for data in images:
-        assert_valid_png(data)
+    figures = svg_figures(page)
+    assert len(figures) >= 5
+    for svg in figures:
+        assert_valid_svg(svg)
+    # Each run links to its own report, written next to it.
+    links = re.findall(r"<a class='run-report' href='([^']+)'>", page)
+    assert len(links) == 12
+    for href in links:
+        assert (tmp_path / href).is_file(), href
 
 
 def test_report_without_matplotlib_says_how_to_install_it(fabricemu_exe, tmp_path):

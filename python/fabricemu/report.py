@@ -1,21 +1,31 @@
-"""Self-contained HTML reports of a run or a sweep, with the plots embedded as PNG images.
+"""Self-contained HTML reports of a run or a sweep, with the plots embedded as inline SVG.
 
 Needs matplotlib (``pip install 'fabricemu[plot]'``). ``fabricemu report OUT`` calls
-:func:`write_report`.
+:func:`write_report`. The page needs no network access and runs no script: every plot is an SVG
+drawn by matplotlib, inlined into the page (text stays text, so the page can be searched).
 
-A run's report: the summary, the fabric, FCT slowdown by flow size and its CDF, the queue depth over
-time of the busiest ports, a heat map of link utilisation, the PFC pause timeline and the
-congestion-control rates of a few flows -- each plot when the run traced what it needs, else a note
-saying how to trace it. A sweep's report: its table, and each metric against the swept parameter with
-one line per variant (the mean over seeds, with the seeds' range as error bars).
+A run's report (docs/report.md describes each section): the summary (metrics that are zero are
+listed, not tabulated), the fabric, FCT slowdown per flow-size bucket (a table and one CDF per
+bucket), the collectives (per call time and bus bandwidth, per tier), the step timeline of step
+workloads, the queue depth over time of the busiest queues, a heat map of link utilisation, the
+PFC pause timeline and the congestion-control rates of a few flows. Plots against the run's time
+share one time axis (same range, same unit, same width), so they line up on the page; nodes, ports
+and queues are named (``"leaf:0 -> spine:1 prio 3"``) from nodes.arrow and ports.arrow. Each plot
+appears when the run traced what it needs, else a note says how to trace it.
+
+A sweep's report: each metric against the swept parameter with one line per variant (the mean over
+seeds, the seeds' range as error bars), accepted throughput against offered load with the y = x
+line when the runs have synthetic traffic, and the table of runs, each linking to its own run
+report (:func:`write_report` writes those next to the runs).
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import math
+import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -26,13 +36,16 @@ import pyarrow.compute as pc
 from . import _core, _fmt, analysis
 from ._core import __version__
 from .errors import MissingTableError
-from .results import Result, open_result
+from .results import FabricNames, Result, open_result
 from .scenario import PathLike, fabric_links, fabric_shape
 from .sweep import SWEEP_FILE, base_scenario, open_sweep, parameters
 
 __all__ = ["PLOT_EXTRA", "report_html", "write_report"]
 
 PLOT_EXTRA = "pip install 'fabricemu[plot]'"
+
+#: The file a run's or a sweep's report is written to, in its folder.
+REPORT_FILE = "report.html"
 
 #: Sweep metrics plotted against the parameters, with their axis labels.
 SWEEP_PLOTS: Tuple[Tuple[str, str], ...] = (
@@ -49,7 +62,17 @@ SWEEP_PLOTS: Tuple[Tuple[str, str], ...] = (
     ("accepted_throughput", "accepted throughput (fraction of injection bandwidth)"),
     ("latency_mean_us", "message latency mean (us)"),
     ("latency_p99_us", "message latency p99 (us)"),
+    ("iteration_time_mean_us", "iteration time mean (us)"),
 )
+
+#: The width of every plot against the run's time, and the place of its axes in it (fractions of
+#: the width), so that those plots line up on the page; legends and colour bars go to the right.
+_TIME_WIDTH = 10.0
+_TIME_LEFT = 0.09
+_TIME_RIGHT = 0.78
+
+#: The most points one CDF line draws (an evenly spaced selection of the sorted values).
+_CDF_POINTS = 400
 
 
 def _matplotlib() -> Any:
@@ -62,25 +85,55 @@ def _matplotlib() -> Any:
     return Figure
 
 
-def write_report(path: PathLike, out: Optional[PathLike] = None, *, title: Optional[str] = None) -> Path:
+def write_report(
+    path: PathLike,
+    out: Optional[PathLike] = None,
+    *,
+    title: Optional[str] = None,
+    run_reports: bool = True,
+) -> Path:
     """Write the HTML report of the run or sweep in folder ``path`` to ``out`` (default
-    ``<path>/report.html``); returns the file written."""
+    ``<path>/report.html``); returns the file written.
+
+    For a sweep, with ``run_reports`` (the default) each run's own report is written too, into
+    its folder (``runs/<point>/report.html``), unless one newer than the run's run.json is there;
+    the sweep's table of runs links to them (relative links, which work wherever ``out`` is)."""
     folder = Path(path)
-    target = Path(out) if out is not None else folder / "report.html"
-    text = report_html(folder, title=title)
+    target = Path(out) if out is not None else folder / REPORT_FILE
+    if _is_sweep(folder) and run_reports:
+        table = open_sweep(folder)
+        for run in table.column("run").to_pylist() if "run" in table.column_names else []:
+            run_dir = folder / run if run else None
+            if run_dir is None or not (run_dir / "run.json").is_file():
+                continue
+            page = run_dir / REPORT_FILE
+            if page.is_file() and page.stat().st_mtime >= (run_dir / "run.json").stat().st_mtime:
+                continue
+            _write_text(page, report_html(run_dir))
+    text = report_html(folder, title=title, link_from=target.parent)
+    _write_text(target, text)
+    return target
+
+
+def _write_text(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(target)
-    return target
 
 
-def report_html(path: PathLike, *, title: Optional[str] = None) -> str:
-    """The HTML report of the run or sweep in folder ``path``, as text."""
+def report_html(path: PathLike, *, title: Optional[str] = None, link_from: Optional[PathLike] = None) -> str:
+    """The HTML report of the run or sweep in folder ``path``, as text. A sweep's page links each
+    run to the run's report.html where that file exists, relative to folder ``link_from`` (where
+    the page will be; default ``path``)."""
     folder = Path(path)
-    if (folder / SWEEP_FILE).is_file() and not (folder / "run.json").is_file():
-        return _sweep_report(folder, title)
+    if _is_sweep(folder):
+        return _sweep_report(folder, title, Path(link_from) if link_from is not None else folder)
     return _run_report(open_result(folder), title)
+
+
+def _is_sweep(folder: Path) -> bool:
+    return (folder / SWEEP_FILE).is_file() and not (folder / "run.json").is_file()
 
 
 # -- building blocks --------------------------------------------------------------------------------
@@ -95,18 +148,26 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f4f4f4; } td.l, th.l { text-align: left; }
 .note { color: #666; font-style: italic; } .err { color: #b00; }
 figure { margin: 1em 0; } figcaption { color: #555; font-size: 0.9em; }
-img { max-width: 100%; } code { background: #f4f4f4; padding: 0 0.2em; }
+figure svg { display: block; max-width: 100%; height: auto; }
+figure.time svg { width: 100%; }
+code { background: #f4f4f4; padding: 0 0.2em; }
 .meta { color: #666; font-size: 0.9em; }
 """
+
+
+class _Html(str):
+    """A table cell that is already HTML (a link), not text to escape."""
 
 
 class _Page:
     def __init__(self, title: str) -> None:
         self.title = title
         self.parts: List[str] = []
+        self.figures = 0
 
     def h2(self, text: str) -> None:
-        self.parts.append(f"<h2>{html.escape(text)}</h2>")
+        anchor = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+        self.parts.append(f"<h2 id='{anchor}'>{html.escape(text)}</h2>")
 
     def p(self, text: str, cls: str = "") -> None:
         c = f" class='{cls}'" if cls else ""
@@ -124,17 +185,32 @@ class _Page:
             cells = []
             for i, v in enumerate(row):
                 cls = "l" if i < left else ""
-                cells.append(f"<td class='{cls}'>{html.escape(_cell(v))}</td>")
+                text = v if isinstance(v, _Html) else html.escape(_cell(v))
+                cells.append(f"<td class='{cls}'>{text}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
         self.parts.append(f"<table><tr>{head}</tr>{''.join(body)}</table>")
 
-    def figure(self, fig: Any, caption: str) -> None:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-        data = base64.b64encode(buf.getvalue()).decode("ascii")
+    def figure(self, fig: Any, caption: str, kind: str, *, time_axis: bool = False) -> None:
+        """Figure ``fig`` inlined as SVG. ``kind`` names the plot (``data-plot``); a plot against
+        the run's time (``time_axis``) keeps its fixed layout, so that such plots line up."""
+        import matplotlib
+
+        self.figures += 1
+        buf = io.StringIO()
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "fabricemu"}):
+            fig.savefig(
+                buf,
+                format="svg",
+                dpi=100,
+                bbox_inches=None if time_axis else "tight",
+                metadata={"Date": None, "Creator": None},
+            )
+        svg = _inline_svg(buf.getvalue(), f"f{self.figures}-")
+        cls = "plot time" if time_axis else "plot"
         self.parts.append(
-            f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+            f"<figure class='{cls}' data-plot='{html.escape(kind)}' role='img' "
+            f"aria-label='{html.escape(caption)}'>{svg}<figcaption>{html.escape(caption)}</figcaption>"
+            "</figure>"
         )
 
     def html(self) -> str:
@@ -145,18 +221,85 @@ class _Page:
         )
 
 
+_ID = re.compile(r'id="([^"]+)"')
+
+
+def _inline_svg(svg: str, prefix: str) -> str:
+    """matplotlib's SVG document as an element of the page: without the XML prologue, its ids
+    made unique on the page (``prefix``), and the group ids given with ``gid="fx-..."`` turned into
+    classes (several plots may carry the same one, e.g. ``fx-time-axes``)."""
+    svg = svg[svg.index("<svg") :]
+    # Namespaces are implied in HTML, and the RDF metadata block is of no use on a page.
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, count=1, flags=re.S)
+    svg = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg)
+    ids = set(_ID.findall(svg))
+    marked = {i for i in ids if i.startswith("fx-")}
+
+    def rename(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return f'class="{name}"' if name in marked else f'id="{prefix}{name}"'
+
+    svg = _ID.sub(rename, svg)
+    svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
+    svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
+    return svg
+
+
+def _plain(v: float) -> str:
+    """A number as people write it: ``1,900,000``, ``12.35``, ``0.000012`` (never ``1.9e+06``)."""
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 0.001:
+        return f"{v:.4g}"
+    return np.format_float_positional(v, precision=3, unique=False, fractional=False, trim="-")
+
+
 def _cell(v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        if math.isnan(v):
-            return "-"
-        return f"{v:.4g}"
+        return _plain(v)
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def _percent(v: Optional[float]) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{_plain(100.0 * v)} %"
+
+
+def _metric_value(key: str, v: Any) -> str:
+    """A metric of the summary in the unit that reads best."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if key.endswith("_us"):
+        return _fmt.micros(float(v))
+    if key.endswith("_ps"):
+        return _fmt.duration_ps(float(v))
+    if key.endswith("_bytes"):
+        return f"{_fmt.size(int(v))} ({int(v):,} B)" if v >= 1000 else f"{int(v):,} B"
+    if key.endswith("_gbps"):
+        return _fmt.bps(float(v) * 1e9)
+    if key.endswith("_per_second"):
+        return _fmt.rate(float(v))
+    if key == "wall_seconds":
+        return _fmt.seconds(float(v))
+    if key.endswith("_fraction") or key in ("accepted_throughput", "offered_load"):
+        return _percent(float(v))
+    return _cell(v)
 
 
 def _section(page: _Page, title: str, build: Callable[[], None]) -> None:
@@ -166,6 +309,54 @@ def _section(page: _Page, title: str, build: Callable[[], None]) -> None:
         build()
     except MissingTableError as e:
         page.note(f"Not in this run: {e}")
+
+
+def _zero(v: Any) -> bool:
+    return v is not None and not isinstance(v, bool) and isinstance(v, (int, float)) and v == 0
+
+
+class _TimeAxis:
+    """The time axis every plot against the run's time shares: from 0 to the run's end, in
+    microseconds or milliseconds."""
+
+    def __init__(self, end_ps: float) -> None:
+        self.end_ps = max(float(end_ps), 1.0)
+        if self.end_ps >= 2e9:
+            self.scale, self.unit = 1e9, "ms"
+        else:
+            self.scale, self.unit = 1e6, "us"
+
+    def __call__(self, ps: Any) -> Any:
+        return np.asarray(ps, dtype=np.float64) / self.scale
+
+    def figure(self, Figure: Any, height: float) -> Tuple[Any, Any]:
+        fig = Figure(figsize=(_TIME_WIDTH, height))
+        fig.subplots_adjust(left=_TIME_LEFT, right=_TIME_RIGHT, bottom=min(0.45, 0.55 / height), top=0.95)
+        ax = fig.add_subplot()
+        ax.patch.set_gid("fx-time-axes")
+        return fig, ax
+
+    def finish(self, ax: Any) -> None:
+        ax.set_xlim(0, self.end_ps / self.scale)
+        ax.set_xlabel(f"time ({self.unit})")
+        ax.grid(alpha=0.3)
+
+    def legend(self, ax: Any, **kw: Any) -> None:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0.0, **kw)
+
+
+def _run_end_ps(result: Result) -> float:
+    """The run's simulated time (run.json), else the last finish of a flow."""
+    info = result.run_info
+    end = info.get("simulated_ps", info.get("stats", {}).get("simulated_ps"))
+    if end:
+        return float(end)
+    flows = result.flows
+    if "finish_ps" in flows.column_names and flows.num_rows:
+        last = pc.max(flows.column("finish_ps")).as_py()
+        if last:
+            return float(last)
+    return 1.0
 
 
 # -- a run ------------------------------------------------------------------------------------------
@@ -183,11 +374,34 @@ def _run_report(result: Result, title: Optional[str]) -> str:
         ),
         "meta",
     )
+    names = result.names()
+    axis = _TimeAxis(_run_end_ps(result))
 
+    _summary(page, result)
+    _flow_sizes(page, result, Figure)
+    if result.has_table("collectives"):
+        _section(page, "Collectives", lambda: _collectives(page, result, names, axis, Figure))
+    if result.has_table("steps") and result.has_table("ops"):
+        _section(page, "Step timeline", lambda: _steps_section(page, result, names, Figure))
+    _section(page, "Queue depth of the busiest ports", lambda: _queues(page, result, names, axis, Figure))
+    _section(page, "Link utilisation", lambda: _links(page, result, names, axis, Figure))
+    _section(page, "PFC pauses", lambda: _pfc(page, result, names, axis, Figure))
+    _section(page, "Congestion-control rates", lambda: _rates(page, result, names, axis, Figure))
+    return page.html()
+
+
+def _summary(page: _Page, result: Result) -> None:
+    info = result.run_info
     page.h2("Summary")
     m = analysis.metrics(result)
-    rows = [(k, v) for k, v in m.items() if v is not None]
+    rows = [(k, _metric_value(k, v)) for k, v in m.items() if v is not None and not _zero(v)]
+    zero = [k for k, v in m.items() if _zero(v)]
     page.table(["metric", "value"], rows)
+    if zero:
+        page.p(
+            "Zero in this run (left out above): " + ", ".join(f"<code>{html.escape(k)}</code>" for k in zero),
+            "meta",
+        )
     try:
         scenario = result.scenario
         page.p(html.escape(scenario.summary_line()))
@@ -223,263 +437,414 @@ def _run_report(result: Result, title: Optional[str]) -> str:
     files = [result.path_of(t).name for t in present]
     page.p("Tables: " + ", ".join(f"<code>{html.escape(f)}</code>" for f in files), "meta")
 
+
+def _cdf(ax: Any, values: np.ndarray, label: str) -> None:
+    """The empirical CDF of ``values`` as a step line (at most _CDF_POINTS points)."""
+    s = np.sort(values[~np.isnan(values)])
+    if not s.size:
+        return
+    y = np.arange(1, s.size + 1) / s.size
+    if s.size > _CDF_POINTS:
+        keep = np.unique(np.linspace(0, s.size - 1, _CDF_POINTS).round().astype(np.int64))
+        s, y = s[keep], y[keep]
+    ax.step(np.concatenate(([s[0]], s)), np.concatenate(([0.0], y)), where="post", label=label)
+
+
+def _flow_sizes(page: _Page, result: Result, Figure: Any) -> None:
     flows = result.flows
     page.h2("FCT slowdown by flow size")
     finished = int(pc.sum(pc.is_valid(flows.column("slowdown"))).as_py() or 0) if flows.num_rows else 0
     if finished == 0:
         page.note("No flow finished.")
-    else:
-        by_size = analysis.slowdown_by_size(result, buckets=min(10, finished))
-        fig = Figure(figsize=(9, 4))
-        ax = fig.add_subplot()
-        x = np.arange(by_size.num_rows)
-        for col, style in (("slowdown_p50", "o-"), ("slowdown_p95", "s--"), ("slowdown_p99", "^-")):
-            ax.plot(x, _floats(by_size.column(col)), style, label=col.replace("slowdown_", ""))
-        ax.set_xticks(x)
-        ax.set_xticklabels(by_size.column("label").to_pylist(), rotation=30, ha="right", fontsize=8)
-        ax.set_xlabel("flow size (equal-count buckets)")
-        ax.set_ylabel("FCT slowdown")
-        _log_if_wide(ax, _floats(by_size.column("slowdown_p99")))
-        ax.grid(alpha=0.3)
-        ax.legend()
-        page.figure(
-            fig, "FCT slowdown percentiles per flow-size bucket (each bucket an equal share of the flows)"
-        )
-
+        return
+    by_size = analysis.slowdown_by_size(result, buckets=min(6, finished))
+    size = _floats(flows.column("size_bytes"))
+    slowdown = _floats(flows.column("slowdown"))
+    fig = Figure(figsize=(9, 4))
+    ax = fig.add_subplot()
+    buckets = by_size.to_pylist()
+    for b in buckets:
+        mask = size >= b["lower"]
+        if b["upper"] is not None:
+            mask &= size < b["upper"]
+        _cdf(ax, slowdown[mask], f"{b['label']} ({b['finished']:,} flow{'' if b['finished'] == 1 else 's'})")
+    ax.set_xscale("log")
+    ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
+    ax.set_ylabel("fraction of finished flows")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, title="flow size", title_fontsize=8, loc="lower right")
+    page.figure(
+        fig,
+        "CDF of FCT slowdown per flow-size bucket (each bucket about an equal share of the flows)",
+        "slowdown-cdf-by-size",
+    )
+    page.table(
+        ["flow size", "flows", "finished", "mean", "p50", "p95", "p99"],
+        [
+            (
+                b["label"],
+                b["flows"],
+                b["finished"],
+                b["slowdown_mean"],
+                b["slowdown_p50"],
+                b["slowdown_p95"],
+                b["slowdown_p99"],
+            )
+            for b in buckets
+        ],
+    )
+    groups = flows.column("workload").to_pylist() if "workload" in flows.column_names else None
+    labels = sorted({g for g in groups if g is not None}) if groups else []
+    if len(labels) > 1 and groups is not None:
         fig = Figure(figsize=(9, 3.5))
         ax = fig.add_subplot()
-        groups = flows.column("workload").to_pylist() if "workload" in flows.column_names else None
-        slowdown = _floats(flows.column("slowdown"))
-        labels = sorted({g for g in groups if g is not None}) if groups else [None]
+        workload = np.array(groups, dtype=object)
         for label in labels:
-            mask = ~np.isnan(slowdown)
-            if label is not None and groups is not None:
-                mask &= np.array([g == label for g in groups])
-            s = np.sort(slowdown[mask])
-            if s.size:
-                ax.step(s, np.arange(1, s.size + 1) / s.size, where="post", label=label or "all flows")
+            _cdf(ax, slowdown[workload == label], label)
         ax.set_xscale("log")
-        ax.set_xlabel("FCT slowdown")
+        ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
         ax.set_ylabel("fraction of finished flows")
+        ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend()
-        page.figure(fig, "CDF of FCT slowdown per workload")
+        ax.legend(fontsize=8, title="workload", title_fontsize=8, loc="lower right")
+        page.figure(fig, "CDF of FCT slowdown per workload", "slowdown-cdf-by-workload")
 
-    if result.has_table("steps") and result.has_table("ops"):
-        _section(page, "Step timeline", lambda: _steps_section(page, result, Figure))
 
-    names = result.names()
+def _collectives(page: _Page, result: Result, names: FabricNames, axis: _TimeAxis, Figure: Any) -> None:
+    """Per call (a group's collective in one iteration): time and bus bandwidth, and per tier
+    (scale-up, scale-out) where the collective has them (docs/collectives.md)."""
+    table = result.collectives
+    if table.num_rows == 0:
+        page.note("No collective ran.")
+        return
+    rows = table.to_pylist()
+    has = set(table.column_names)
+    workload_col = "workload" if "workload" in has else None
 
-    def queues() -> None:
-        busiest = analysis.busiest_ports(result, n=5)
-        if busiest.num_rows == 0:
-            page.note("The queue trace is empty: no queue was ever non-empty at a sample.")
-            return
-        fig = Figure(figsize=(9, 3.8))
-        ax = fig.add_subplot()
-        for row in busiest.to_pylist():
-            ts = analysis.queue_timeseries(
-                result, switch=row["switch"], port=row["port"], priority=row["priority"]
+    def key(r: Dict[str, Any]) -> Tuple[str, str, str]:
+        w = str(r[workload_col]) if workload_col else ""
+        return (w, str(r.get("op") or ""), str(r.get("algorithm") or ""))
+
+    groups: Dict[Tuple[str, str, str], List[Dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+
+    def vals(rs: Sequence[Dict[str, Any]], c: str) -> np.ndarray:
+        return np.array([float(r[c]) for r in rs if c in r and r[c] is not None], dtype=np.float64)
+
+    def mean(v: np.ndarray) -> Optional[float]:
+        return float(v.mean()) if v.size else None
+
+    def pct(v: np.ndarray, q: float) -> Optional[float]:
+        return float(np.percentile(v, q * 100)) if v.size else None
+
+    def dur(v: Optional[float]) -> str:
+        return _fmt.duration_ps(v) if v is not None else "-"
+
+    def bw(v: Optional[float]) -> str:
+        return _fmt.bps(v) if v is not None else "-"
+
+    summary = []
+    tiers = []
+    for (w, op, algo), rs in groups.items():
+        d = vals(rs, "duration_ps")
+        label = " ".join(x for x in (w, op, algo) if x)
+        ranks = sorted({int(r["ranks"]) for r in rs if r.get("ranks") is not None})
+        summary.append(
+            (
+                label,
+                ", ".join(f"{x:,}" for x in ranks) or "-",
+                f"{d.size:,}/{len(rs):,}",
+                dur(mean(d)),
+                dur(pct(d, 0.5)),
+                dur(float(d.max()) if d.size else None),
+                bw(mean(vals(rs, "algbw_bps"))),
+                bw(mean(vals(rs, "busbw_bps"))),
             )
-            ax.plot(
-                _floats(ts.column("time_ps")) / 1e6,
-                _floats(ts.column("bytes")) / 1e3,
-                label=names.queue(row["port"], row["priority"]),
-            )
-        ax.set_xlabel("time (us)")
-        ax.set_ylabel("queue depth (KB)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        page.figure(fig, "Queue depth over time of the five queues that grew largest")
-        page.table(
-            ["queue (port: node -> peer)", "priority", "max bytes", "mean bytes", "p99 bytes", "non-empty"],
-            [
-                (
-                    names.port(r["port"]),
-                    r["priority"],
-                    r["max_bytes"],
-                    r["mean_bytes"],
-                    r["p99_bytes"],
-                    r["nonempty_fraction"],
-                )
-                for r in busiest.to_pylist()
-            ],
-            left=0,
         )
-
-    _section(page, "Queue depth of the busiest ports", queues)
-
-    def links() -> None:
-        table = result.table("links")
-        for c in ("time_ps", "link", "utilisation"):
-            if c not in table.column_names:
-                raise MissingTableError("links", str(result.out), column=c)
-        if table.num_rows == 0:
-            page.note("The link trace is empty.")
-            return
-        link = _floats(table.column("link")).astype(np.int64)
-        t = _floats(table.column("time_ps")).astype(np.int64)
-        u = _floats(table.column("utilisation"))
-        tiers = table.column("tier").to_pylist() if "tier" in table.column_names else None
-        ids = np.unique(link)
-        times = np.unique(t)
-        grid = np.full((len(ids), len(times)), np.nan)
-        grid[np.searchsorted(ids, link), np.searchsorted(times, t)] = u
-        order = np.arange(len(ids))
-        tier_of: Dict[int, str] = {}
-        if tiers is not None:
-            for lk, tr in zip(link.tolist(), tiers):
-                tier_of.setdefault(int(lk), str(tr))
-            rank = {"host": 0, "fabric": 1, "core": 2}
-            order = np.array(
-                sorted(range(len(ids)), key=lambda i: (rank.get(tier_of.get(int(ids[i]), ""), 3), ids[i]))
-            )
-        shown = order
-        limit = 400
-        caption = "Link utilisation per interval (rows: links, grouped by tier; columns: time)"
-        if len(ids) > limit:
-            busiest = np.argsort(-np.nan_to_num(np.nanmean(grid, axis=1)), kind="stable")[:limit]
-            keep = set(busiest.tolist())
-            shown = np.array([i for i in order if i in keep])
-            caption += f"; the {limit} busiest of {len(ids)} links"
-        fig = Figure(figsize=(9, min(2 + len(shown) * 0.02, 9)))
-        ax = fig.add_subplot()
-        image = ax.imshow(
-            grid[shown],
-            aspect="auto",
-            interpolation="nearest",
-            cmap="viridis",
-            vmin=0.0,
-            vmax=1.0,
-            extent=(times[0] / 1e6 - _step(times) / 1e6, times[-1] / 1e6, len(shown), 0),
-        )
-        fig.colorbar(image, ax=ax, label="utilisation")
-        ax.set_xlabel("time (us)")
-        ax.set_ylabel("link")
-        if tier_of:
-            previous = None
-            for row, i in enumerate(shown):
-                tr = tier_of.get(int(ids[i]))
-                if tr != previous:
-                    ax.axhline(row, color="white", lw=0.8)
-                    ax.text(
-                        0.002,
-                        row,
-                        f" {tr}",
-                        color="white",
-                        fontsize=8,
-                        va="top",
-                        transform=ax.get_yaxis_transform(),
-                    )
-                    previous = tr
-        page.figure(fig, caption)
-        by_tier = analysis.link_utilisation(result, by="tier") if tiers is not None else None
-        if by_tier is not None:
-            page.table(
-                ["tier", "links", "mean", "p50", "p99", "max"],
-                [
-                    (
-                        r["tier"],
-                        r["links"],
-                        r["utilisation_mean"],
-                        r["utilisation_p50"],
-                        r["utilisation_p99"],
-                        r["utilisation_max"],
-                    )
-                    for r in by_tier.to_pylist()
-                ],
-            )
-
-    _section(page, "Link utilisation", links)
-
-    def pfc() -> None:
-        intervals = analysis.pfc_intervals(result)
-        if intervals.num_rows == 0:
-            page.note("No PFC pause in this run.")
-            return
-        per_queue = analysis.pause_time(result)
-        top = per_queue.take(pc.sort_indices(per_queue, sort_keys=[("paused_ps", "descending")])).slice(0, 30)
-        keys = [(r["switch"], r["port"], r["priority"]) for r in top.to_pylist()]
-        fig = Figure(figsize=(9, 1.5 + 0.25 * len(keys)))
-        ax = fig.add_subplot()
-        rows = intervals.to_pylist()
-        for y, key in enumerate(keys):
-            spans = [
-                (r["start_ps"] / 1e6, max(r["duration_ps"], 1) / 1e6)
-                for r in rows
-                if (r["switch"], r["port"], r["priority"]) == key
+        tier = []
+        for t in ("scaleup", "scaleout"):
+            b = vals(rs, f"{t}_flow_bytes")
+            tier += [
+                _fmt.size(int(b.mean())) if b.size and b.mean() > 0 else "-",
+                dur(mean(vals(rs, f"{t}_time_ps"))),
+                bw(mean(vals(rs, f"{t}_busbw_bps"))),
             ]
-            ax.broken_barh(spans, (y - 0.4, 0.8), color="#c0392b")
-        ax.set_yticks(range(len(keys)))
-        ax.set_yticklabels([names.queue(p, q) for _s, p, q in keys], fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlabel("time (us)")
-        ax.grid(alpha=0.3, axis="x")
-        page.figure(fig, f"PFC pauses over time (the {len(keys)} most paused of {per_queue.num_rows} queues)")
+        if any(x != "-" for x in tier):
+            tiers.append((label, *tier))
+    page.table(
+        ["collective", "ranks", "calls done", "time mean", "p50", "max", "algbw mean", "busbw mean"],
+        summary,
+    )
+    if tiers:
+        page.p("Per tier (scale-up: both ends in one domain; scale-out: the others), mean per call:")
         page.table(
-            ["paused by (port: node -> peer)", "priority", "pauses", "paused time", "fraction of run"],
+            [
+                "collective",
+                "scale-up bytes",
+                "scale-up time",
+                "scale-up busbw",
+                "scale-out bytes",
+                "scale-out time",
+                "scale-out busbw",
+            ],
+            tiers,
+        )
+    fig, ax = axis.figure(Figure, 3.6)
+    for (w, op, algo), rs in groups.items():
+        done = [r for r in rs if r.get("start_ps") is not None and r.get("busbw_bps") is not None]
+        if not done:
+            continue
+        label = " ".join(x for x in (w, op, algo) if x)
+        start = axis([r["start_ps"] for r in done])
+        length = axis([r["duration_ps"] or 0 for r in done])
+        busbw = np.array([r["busbw_bps"] for r in done], dtype=np.float64) / 1e9
+        (line,) = ax.plot(start, busbw, "o", markersize=4, label=label)
+        ax.hlines(busbw, start, start + length, color=line.get_color(), alpha=0.6, lw=2)
+    ax.set_ylabel("bus bandwidth (Gbps)")
+    ax.set_ylim(bottom=0)
+    axis.finish(ax)
+    axis.legend(ax)
+    page.figure(
+        fig,
+        "Bus bandwidth of each collective call, drawn from its start to its end",
+        "collectives",
+        time_axis=True,
+    )
+
+
+def _queues(page: _Page, result: Result, names: FabricNames, axis: _TimeAxis, Figure: Any) -> None:
+    busiest = analysis.busiest_ports(result, n=5)
+    if busiest.num_rows == 0:
+        page.note("The queue trace is empty: no queue was ever non-empty at a sample.")
+        return
+    fig, ax = axis.figure(Figure, 3.8)
+    for row in busiest.to_pylist():
+        ts = analysis.queue_timeseries(
+            result, switch=row["switch"], port=row["port"], priority=row["priority"]
+        )
+        ax.plot(
+            axis(_floats(ts.column("time_ps"))),
+            _floats(ts.column("bytes")) / 1e3,
+            label=names.queue(row["port"], row["priority"]),
+        )
+    ax.set_ylabel("queue depth (KB)")
+    axis.finish(ax)
+    axis.legend(ax)
+    page.figure(fig, "Queue depth over time of the five queues that grew largest", "queues", time_axis=True)
+    page.table(
+        ["queue (port: node -> peer)", "priority", "max", "mean", "p99", "non-empty"],
+        [
+            (
+                names.port(r["port"]),
+                r["priority"],
+                _fmt.size(r["max_bytes"]),
+                _fmt.size(round(r["mean_bytes"])) if r["mean_bytes"] is not None else "-",
+                _fmt.size(round(r["p99_bytes"])) if r["p99_bytes"] is not None else "-",
+                _percent(r["nonempty_fraction"]),
+            )
+            for r in busiest.to_pylist()
+        ],
+    )
+
+
+def _links(page: _Page, result: Result, names: FabricNames, axis: _TimeAxis, Figure: Any) -> None:
+    table = result.table("links")
+    for c in ("time_ps", "link", "utilisation"):
+        if c not in table.column_names:
+            raise MissingTableError("links", str(result.out), column=c)
+    if table.num_rows == 0:
+        page.note("The link trace is empty.")
+        return
+    link = _floats(table.column("link")).astype(np.int64)
+    t = _floats(table.column("time_ps")).astype(np.int64)
+    u = _floats(table.column("utilisation"))
+    tiers = table.column("tier").to_pylist() if "tier" in table.column_names else None
+    ids = np.unique(link)
+    times = np.unique(t)
+    grid = np.full((len(ids), len(times)), np.nan)
+    grid[np.searchsorted(ids, link), np.searchsorted(times, t)] = u
+    order = np.arange(len(ids))
+    tier_of: Dict[int, str] = {}
+    if tiers is not None:
+        for lk, tr in zip(link.tolist(), tiers):
+            tier_of.setdefault(int(lk), str(tr))
+        rank = {"host": 0, "fabric": 1, "core": 2}
+        order = np.array(
+            sorted(range(len(ids)), key=lambda i: (rank.get(tier_of.get(int(ids[i]), ""), 3), ids[i]))
+        )
+    shown = order
+    limit = 400
+    caption = "Link utilisation per interval (rows: links, grouped by tier; columns: time)"
+    if len(ids) > limit:
+        busiest = np.argsort(-np.nan_to_num(np.nanmean(grid, axis=1)), kind="stable")[:limit]
+        keep = set(busiest.tolist())
+        shown = np.array([i for i in order if i in keep])
+        caption += f"; the {limit} busiest of {len(ids)} links"
+    fig, ax = axis.figure(Figure, min(2 + len(shown) * 0.02, 9))
+    interval = _step(times)
+    image = ax.imshow(
+        grid[shown],
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=0.0,
+        vmax=1.0,
+        extent=(
+            float(axis(times[0] - interval)),
+            float(axis(times[-1])),
+            len(shown),
+            0,
+        ),
+    )
+    # The colour bar in the right margin, so that the plot keeps the shared time axis's width.
+    cax = fig.add_axes((_TIME_RIGHT + 0.02, 0.15, 0.015, 0.7))
+    fig.colorbar(image, cax=cax, label="utilisation")
+    ax.set_ylabel("link")
+    if tier_of:
+        previous = None
+        for row, i in enumerate(shown):
+            tr = tier_of.get(int(ids[i]))
+            if tr != previous:
+                ax.axhline(row, color="white", lw=0.8)
+                ax.text(
+                    0.002,
+                    row,
+                    f" {tr}",
+                    color="white",
+                    fontsize=8,
+                    va="top",
+                    transform=ax.get_yaxis_transform(),
+                )
+                previous = tr
+    axis.finish(ax)
+    ax.grid(False)
+    page.figure(fig, caption, "links", time_axis=True)
+    by_tier = analysis.link_utilisation(result, by="tier") if tiers is not None else None
+    if by_tier is not None:
+        page.table(
+            ["tier", "links", "mean", "p50", "p99", "max"],
             [
                 (
-                    names.port(r["port"]),
-                    r["priority"],
-                    r["pauses"],
-                    _fmt.duration_ps(r["paused_ps"]),
-                    r["paused_fraction"],
+                    r["tier"],
+                    r["links"],
+                    _percent(r["utilisation_mean"]),
+                    _percent(r["utilisation_p50"]),
+                    _percent(r["utilisation_p99"]),
+                    _percent(r["utilisation_max"]),
                 )
-                for r in top.slice(0, 10).to_pylist()
+                for r in by_tier.to_pylist()
             ],
-            left=0,
+        )
+    # The busiest links by name.
+    mean_u = np.nanmean(np.where(np.isnan(grid), 0.0, grid), axis=1)
+    top = np.argsort(-mean_u, kind="stable")[:5]
+    if len(top) and mean_u[top[0]] > 0:
+        page.table(
+            ["busiest links (port: node -> peer)", "tier", "mean utilisation", "max"],
+            [
+                (
+                    names.port(int(ids[i])),
+                    tier_of.get(int(ids[i]), "-"),
+                    _percent(float(mean_u[i])),
+                    _percent(float(np.nanmax(grid[i]))),
+                )
+                for i in top
+                if mean_u[i] > 0
+            ],
         )
 
-    _section(page, "PFC pauses", pfc)
 
-    def rates() -> None:
-        table = result.table("rates")
-        for c in ("time_ps", "flow_id", "rate_bps"):
-            if c not in table.column_names:
-                raise MissingTableError("rates", str(result.out), column=c)
-        if table.num_rows == 0:
-            page.note("The rate trace is empty.")
-            return
-        counts = table.group_by("flow_id").aggregate([("rate_bps", "count")])
-        counts = counts.take(
-            pc.sort_indices(counts, sort_keys=[("rate_bps_count", "descending"), ("flow_id", "ascending")])
-        )
-        chosen = counts.column("flow_id").to_pylist()[:8]
-        finish = {
-            r["flow_id"]: r["finish_ps"]
-            for r in result.flows.select(["flow_id", "finish_ps"]).to_pylist()
-            if r["flow_id"] in set(chosen)
-        }
-        fig = Figure(figsize=(9, 3.8))
-        ax = fig.add_subplot()
-        for f in chosen:
-            rows = table.filter(pc.equal(table.column("flow_id"), f))
-            rows = rows.take(pc.sort_indices(rows, sort_keys=[("time_ps", "ascending")]))
-            t = _floats(rows.column("time_ps"))
-            r = _floats(rows.column("rate_bps"))
-            end = finish.get(f) or result.run_info.get("simulated_ps")
-            if end is not None and end > t[-1]:  # the last rate holds until the flow ends
-                t, r = np.append(t, end), np.append(r, r[-1])
-            ax.step(t / 1e6, r / 1e9, where="post", label=f"flow {f}")
-        ax.set_xlabel("time (us)")
-        ax.set_ylabel("rate (Gbps)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        page.figure(fig, "Congestion-control rate of the flows whose rate changed most often")
-        fairness = analysis.jain_fairness(result, basis="rates")
-        if fairness.num_rows:
-            fig = Figure(figsize=(9, 2.8))
-            ax = fig.add_subplot()
-            ax.plot(_floats(fairness.column("time_ps")) / 1e6, _floats(fairness.column("jain")))
-            ax.set_ylim(0, 1.05)
-            ax.set_xlabel("time (us)")
-            ax.set_ylabel("Jain index")
-            ax.grid(alpha=0.3)
-            page.figure(fig, "Jain fairness index of the active flows' rates")
+def _pfc(page: _Page, result: Result, names: FabricNames, axis: _TimeAxis, Figure: Any) -> None:
+    intervals = analysis.pfc_intervals(result)
+    if intervals.num_rows == 0:
+        page.note("No PFC pause in this run.")
+        return
+    per_queue = analysis.pause_time(result)
+    top = per_queue.take(pc.sort_indices(per_queue, sort_keys=[("paused_ps", "descending")])).slice(0, 30)
+    keys = [(r["switch"], r["port"], r["priority"]) for r in top.to_pylist()]
+    fig, ax = axis.figure(Figure, 1.5 + 0.25 * len(keys))
+    rows = intervals.to_pylist()
+    bars = 0
+    for y, key in enumerate(keys):
+        spans = [
+            (float(axis(r["start_ps"])), float(axis(max(r["duration_ps"], 1))))
+            for r in rows
+            if (r["switch"], r["port"], r["priority"]) == key
+        ]
+        bars += len(spans)
+        ax.broken_barh(spans, (y - 0.4, 0.8), color="#c0392b", rasterized=bars > 2000)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([names.queue(p, q) for _s, p, q in keys], fontsize=7)
+    ax.invert_yaxis()
+    axis.finish(ax)
+    ax.grid(alpha=0.3, axis="x")
+    page.figure(
+        fig,
+        f"PFC pauses over time (the {len(keys)} most paused of {per_queue.num_rows} queues)",
+        "pfc",
+        time_axis=True,
+    )
+    page.table(
+        ["paused by (port: node -> peer)", "priority", "pauses", "paused time", "fraction of run"],
+        [
+            (
+                names.port(r["port"]),
+                r["priority"],
+                r["pauses"],
+                _fmt.duration_ps(r["paused_ps"]),
+                _percent(r["paused_fraction"]),
+            )
+            for r in top.slice(0, 10).to_pylist()
+        ],
+    )
 
-    _section(page, "Congestion-control rates", rates)
-    return page.html()
+
+def _rates(page: _Page, result: Result, names: FabricNames, axis: _TimeAxis, Figure: Any) -> None:
+    table = result.table("rates")
+    for c in ("time_ps", "flow_id", "rate_bps"):
+        if c not in table.column_names:
+            raise MissingTableError("rates", str(result.out), column=c)
+    if table.num_rows == 0:
+        page.note("The rate trace is empty.")
+        return
+    counts = table.group_by("flow_id").aggregate([("rate_bps", "count")])
+    counts = counts.take(
+        pc.sort_indices(counts, sort_keys=[("rate_bps_count", "descending"), ("flow_id", "ascending")])
+    )
+    chosen = counts.column("flow_id").to_pylist()[:8]
+    wanted = set(chosen)
+    cols = [c for c in ("flow_id", "finish_ps", "src", "dst") if c in result.flows.column_names]
+    about = {r["flow_id"]: r for r in result.flows.select(cols).to_pylist() if r["flow_id"] in wanted}
+    fig, ax = axis.figure(Figure, 3.8)
+    for f in chosen:
+        rows = table.filter(pc.equal(table.column("flow_id"), f))
+        rows = rows.take(pc.sort_indices(rows, sort_keys=[("time_ps", "ascending")]))
+        t = _floats(rows.column("time_ps"))
+        r = _floats(rows.column("rate_bps"))
+        flow = about.get(f, {})
+        end = flow.get("finish_ps") or result.run_info.get("simulated_ps")
+        if end is not None and end > t[-1]:  # the last rate holds until the flow ends
+            t, r = np.append(t, end), np.append(r, r[-1])
+        label = f"flow {f}"
+        if flow.get("src") is not None and flow.get("dst") is not None:
+            label += f": {names.node(flow['src'])} -> {names.node(flow['dst'])}"
+        ax.step(axis(t), r / 1e9, where="post", label=label)
+    ax.set_ylabel("rate (Gbps)")
+    axis.finish(ax)
+    axis.legend(ax)
+    page.figure(
+        fig, "Congestion-control rate of the flows whose rate changed most often", "rates", time_axis=True
+    )
+    fairness = analysis.jain_fairness(result, basis="rates")
+    if fairness.num_rows:
+        fig, ax = axis.figure(Figure, 2.8)
+        ax.plot(axis(_floats(fairness.column("time_ps"))), _floats(fairness.column("jain")))
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("Jain index")
+        axis.finish(ax)
+        page.figure(fig, "Jain fairness index of the active flows' rates", "fairness", time_axis=True)
 
 
 #: Colours of the step phases in the timeline (compute phases solid, communication lighter).
@@ -498,7 +863,7 @@ _PHASE_COLOURS = {
 _TIMELINE_RANKS = 64
 
 
-def _steps_section(page: _Page, result: Result, Figure: Any) -> None:
+def _steps_section(page: _Page, result: Result, names: FabricNames, Figure: Any) -> None:
     """Step workloads: the iteration-time breakdown per workload and a per-rank Gantt timeline
     of the median iteration of the first one (docs/step-workloads.md)."""
     steps = result.steps
@@ -506,7 +871,7 @@ def _steps_section(page: _Page, result: Result, Figure: Any) -> None:
     for name in dict.fromkeys(steps.column("workload").to_pylist()):
         t = steps.filter(pc.equal(steps.column("workload"), name))
         done = t.filter(pc.is_valid(t.column("time_ps")))
-        times = np.sort(_floats(done.column("time_ps"))) / 1e6
+        times = np.sort(_floats(done.column("time_ps")))
         parts = ("compute_fraction", "exposed_comm_fraction", "bubble_fraction")
         frac = {c: _floats(done.column(c)) for c in parts}
 
@@ -521,25 +886,16 @@ def _steps_section(page: _Page, result: Result, Figure: Any) -> None:
             (
                 name,
                 f"{done.num_rows}/{t.num_rows}",
-                mean(times),
-                pct(0.5),
-                pct(0.99),
-                mean(frac["compute_fraction"]),
-                mean(frac["exposed_comm_fraction"]),
-                mean(frac["bubble_fraction"]),
+                _fmt.duration_ps(mean(times)),
+                _fmt.duration_ps(pct(0.5)),
+                _fmt.duration_ps(pct(0.99)),
+                _percent(mean(frac["compute_fraction"])),
+                _percent(mean(frac["exposed_comm_fraction"])),
+                _percent(mean(frac["bubble_fraction"])),
             )
         )
     page.table(
-        [
-            "workload",
-            "iterations done",
-            "time mean (us)",
-            "p50 (us)",
-            "p99 (us)",
-            "compute",
-            "exposed comm",
-            "bubble",
-        ],
+        ["workload", "iterations done", "time mean", "p50", "p99", "compute", "exposed comm", "bubble"],
         rows,
     )
     done = steps.filter(pc.is_valid(steps.column("time_ps")))
@@ -559,44 +915,69 @@ def _steps_section(page: _Page, result: Result, Figure: Any) -> None:
     ranks = sorted(set(ops.column("rank").to_pylist()))
     shown = ranks[:_TIMELINE_RANKS]
     row_of = {r: i for i, r in enumerate(shown)}
+    node_of: Dict[int, Any] = {}
     fig = Figure(figsize=(10, max(2.5, 0.28 * len(shown) + 1.2)))
     ax = fig.add_subplot()
     used = set()
-    for op in ops.to_pylist():
+    unit, scale = ("ms", 1e9) if times[pick] >= 2e9 else ("us", 1e6)
+    op_rows = ops.to_pylist()
+    rasterize = len(op_rows) > 2000
+    for op in op_rows:
         if op["rank"] not in row_of or op["start_ps"] is None or op["end_ps"] is None:
             continue
+        node_of.setdefault(op["rank"], op.get("node"))
         y = row_of[op["rank"]]
-        x0 = (op["start_ps"] - start) / 1e6
-        w = max((op["end_ps"] - op["start_ps"]) / 1e6, 1e-9)
+        x0 = (op["start_ps"] - start) / scale
+        w = max((op["end_ps"] - op["start_ps"]) / scale, 1e-9)
         colour = _PHASE_COLOURS.get(op["phase"], "#7f7f7f")
         # Compute fills the row; communication a thinner band below it, so overlap shows.
         band = (y - 0.4, 0.5) if op["is_compute"] else (y + 0.15, 0.25)
-        ax.broken_barh([(x0, w)], band, facecolors=colour, alpha=1.0 if op["is_compute"] else 0.7)
+        ax.broken_barh(
+            [(x0, w)],
+            band,
+            facecolors=colour,
+            alpha=1.0 if op["is_compute"] else 0.7,
+            rasterized=rasterize,
+        )
         used.add(op["phase"])
     ax.set_yticks(range(len(shown)))
-    ax.set_yticklabels([f"rank {r}" for r in shown], fontsize=7)
+    ax.set_yticklabels(
+        [
+            f"rank {r} ({names.node(node_of[r])})" if node_of.get(r) is not None else f"rank {r}"
+            for r in shown
+        ],
+        fontsize=7,
+    )
     ax.invert_yaxis()
-    ax.set_xlabel("time since the iteration started (us)")
+    ax.set_xlabel(f"time since the iteration started ({unit})")
     ax.grid(alpha=0.3, axis="x")
     from matplotlib.patches import Patch
 
     ax.legend(
         handles=[Patch(color=_PHASE_COLOURS[p], label=p) for p in _PHASE_COLOURS if p in used],
         fontsize=7,
-        loc="upper right",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
     )
     more = f" (first {len(shown)} of {len(ranks)} ranks)" if len(ranks) > len(shown) else ""
     page.figure(
         fig,
         f"Per-rank timeline of iteration {iteration} of workload {mine.column('workload')[0].as_py()} "
         f"(the median iteration time){more}: compute as full bars, communication as thin bars",
+        "step-timeline",
     )
 
 
 # -- a sweep ----------------------------------------------------------------------------------------
 
 
-def _sweep_report(folder: Path, title: Optional[str]) -> str:
+def _all_zero(table: pa.Table, column: str) -> bool:
+    """Whether every value of ``column`` is 0 or null (a metric that tells nothing here)."""
+    values = [v for v in table.column(column).to_pylist() if v is not None]
+    return all(_zero(v) for v in values)
+
+
+def _sweep_report(folder: Path, title: Optional[str], link_from: Path) -> str:
     Figure = _matplotlib()
     table = open_sweep(folder)
     params = parameters(table)
@@ -619,11 +1000,15 @@ def _sweep_report(folder: Path, title: Optional[str]) -> str:
     if x_param is None:
         page.note("Nothing varies but the seed.")
     plotted = 0
+    zero: List[str] = []
     for metric, label in SWEEP_PLOTS:
         if metric not in ok.column_names or ok.num_rows == 0:
             continue
         values = ok.column(metric)
         if values.null_count == len(values):
+            continue
+        if _all_zero(ok, metric):
+            zero.append(metric)
             continue
         fig = Figure(figsize=(7.5, 3.8))
         ax = fig.add_subplot()
@@ -643,32 +1028,118 @@ def _sweep_report(folder: Path, title: Optional[str]) -> str:
             f"{label} against {x_param or 'seed'}"
             + (f", one line per {', '.join(variants)}" if variants else "")
             + seeds,
+            f"metric-{metric}",
         )
         plotted += 1
     if plotted == 0:
         page.note("No run finished: nothing to plot.")
+    if zero:
+        page.p(
+            "Zero in every run (not plotted): " + ", ".join(f"<code>{html.escape(z)}</code>" for z in zero),
+            "meta",
+        )
+    if _has_values(ok, "offered_load") and _has_values(ok, "accepted_throughput"):
+        page.h2("Offered and accepted load")
+        fig = Figure(figsize=(6, 5))
+        ax = fig.add_subplot()
+        others = [p for p in params if p not in ("seed", x_param)] if x_param else []
+        _plot_offered_accepted(ax, ok, x_param or "seed", others)
+        page.figure(
+            fig,
+            "Accepted throughput against the offered load (both fractions of the injection bandwidth; "
+            "mean over seeds), with the y = x line: below saturation the points lie on it",
+            "offered-accepted",
+        )
 
     page.h2("Runs")
-    shown = [
-        *params,
+    metrics = [
         "slowdown_p50",
         "slowdown_p99",
         "goodput_gbps",
         "drops",
         "pause_us",
         "max_queue_bytes",
-        "wall_seconds",
-        "run",
-        "error",
+        "offered_load",
+        "accepted_throughput",
+        "iteration_time_mean_us",
     ]
+    metrics = [m for m in metrics if m in table.column_names and _has_values(table, m)]
+    metrics = [m for m in metrics if not _all_zero(table, m)]
+    shown = [*params, *metrics, "wall_seconds"]
     shown = [c for c in shown if c in table.column_names]
-    page.table(shown, [[r[c] for c in shown] for r in table.select(shown).to_pylist()], left=len(params))
+    runs = table.column("run").to_pylist() if "run" in table.column_names else [None] * table.num_rows
+    rows = []
+    for r, run in zip(table.select(shown).to_pylist(), runs):
+        row: List[Any] = [r[c] for c in shown[: len(params)]]
+        row += [_metric_value(c, r[c]) for c in shown[len(params) :]]
+        row.append(_run_link(folder, run, link_from))
+        rows.append(row)
+    page.table([*shown, "run"], rows, left=len(params))
     if errors:
         page.h2("Failed points")
         for r in table.filter(pc.is_valid(table.column("error"))).to_pylist():
             where = ", ".join(f"{p}={r[p]}" for p in params)
             page.p(html.escape(f"{where}: {r['error']}"), "err")
     return page.html()
+
+
+def _has_values(table: pa.Table, column: str) -> bool:
+    return (
+        column in table.column_names
+        and table.num_rows > 0
+        and table.column(column).null_count < len(table.column(column))
+    )
+
+
+def _run_link(folder: Path, run: Optional[str], link_from: Path) -> Any:
+    """The run's folder name, a link to its report.html when that exists."""
+    if not run:
+        return "-"
+    page = folder / run / REPORT_FILE
+    if not page.is_file():
+        return run
+    href = Path(os.path.relpath(page.resolve(), link_from.resolve())).as_posix()
+    return _Html(f"<a class='run-report' href='{html.escape(_url_path(href))}'>{html.escape(run)}</a>")
+
+
+def _url_path(path: str) -> str:
+    """A relative file path as a URL path (characters such as ``%``, ``#``, ``?`` and spaces
+    escaped; a sweep's point names hold ``=`` and ``,``, which stay)."""
+    from urllib.parse import quote
+
+    return quote(path, safe="/=,.-_~+:@")
+
+
+def _plot_offered_accepted(ax: Any, table: pa.Table, load: str, variants: Sequence[str]) -> None:
+    """Accepted throughput against the realised offered load, one line per variant, the runs of
+    one swept ``load`` (the x parameter) averaged over their seeds; and the y = x line."""
+    rows = [
+        r for r in table.to_pylist() if r["offered_load"] is not None and r["accepted_throughput"] is not None
+    ]
+    lines: Dict[Tuple[Any, ...], Dict[float, List[Tuple[float, float]]]] = {}
+    for r in rows:
+        key = tuple(r[v] for v in variants)
+        # The seeds of one point (same swept load) are averaged.
+        lines.setdefault(key, {}).setdefault(r[load], []).append(
+            (float(r["offered_load"]), float(r["accepted_throughput"]))
+        )
+    top = 0.0
+    for key in sorted(lines, key=lambda k: tuple(_sortable(v) for v in k)):
+        points = sorted(lines[key].items(), key=lambda kv: _sortable(kv[0]))
+        x = np.array([np.mean([o for o, _ in v]) for _, v in points])
+        y = np.array([np.mean([a for _, a in v]) for _, v in points])
+        top = max(top, float(x.max()), float(y.max()))
+        label = ", ".join(_cell(v) for v in key) if key else "runs"
+        ax.plot(x, y, "o-", label=label)
+    top = max(top * 1.05, 0.05)
+    ax.plot([0, top], [0, top], "--", color="#777", lw=1, gid="fx-yx-line", label="y = x")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_aspect("equal")
+    ax.set_xlabel("offered load (fraction of injection bandwidth)")
+    ax.set_ylabel("accepted throughput")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, title=", ".join(variants) or None, title_fontsize=8, loc="upper left")
 
 
 def _axes(table: pa.Table, params: Sequence[str]) -> Tuple[Optional[str], List[str]]:
@@ -758,12 +1229,6 @@ def _floats(column: Any) -> np.ndarray:
     return np.asarray(
         pc.cast(column, pa.float64()).fill_null(math.nan).to_numpy(zero_copy_only=False), dtype=np.float64
     )
-
-
-def _log_if_wide(ax: Any, values: np.ndarray) -> None:
-    v = values[~np.isnan(values)]
-    if v.size and v.min() > 0 and v.max() / v.min() > 20:
-        ax.set_yscale("log")
 
 
 def _step(times: np.ndarray) -> float:
