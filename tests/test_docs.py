@@ -219,6 +219,7 @@ PAGE_TESTS = {
     "collectives.md": "test_collectives_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
     "packet-traces.md": "test_packet_traces_page_runs",
+    "report.md": "test_report_page_runs",
     "congestion-control.md": "test_congestion_control_page_runs",
     "failures.md": "test_failures_page_runs",
     "synthetic-traffic.md": "test_synthetic_traffic_page_runs",
@@ -233,6 +234,17 @@ def test_every_docs_page_is_run_by_a_test():
     assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGE_TESTS)
     for test in PAGE_TESTS.values():
         assert callable(globals()[test])
+
+
+def test_report_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    run_blocks(DOCS / "report.md", tmp_path, with_required=False)
+    assert (tmp_path / "runs" / "report_demo" / "report.html").is_file()
+    runs = sorted((tmp_path / "sweeps" / "load" / "runs").iterdir())
+    assert len(runs) == 2 and all((r / "report.html").is_file() for r in runs)
+    page = (tmp_path / "load-sweep.html").read_text()
+    assert page.count("class='run-report'") == 2
 
 
 def test_packet_traces_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

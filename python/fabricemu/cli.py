@@ -922,13 +922,22 @@ Examples:
     "the report's file). Default: OUT/report.html.",
 )
 @click.option("--title", default=None, help="The page's title.")
-def report(out: str, output: Optional[str], title: Optional[str]) -> None:
-    """Write a self-contained HTML report (plots embedded as images) of the run or sweep in OUT.
+@click.option(
+    "--no-run-reports",
+    is_flag=True,
+    help="A sweep: do not write each run's own report (runs/<point>/report.html, which the "
+    "sweep's table of runs links to).",
+)
+def report(out: str, output: Optional[str], title: Optional[str], no_run_reports: bool) -> None:
+    """Write a self-contained HTML report (plots inlined as SVG, no script) of the run or sweep in OUT.
 
-    A run: summary, fabric, FCT slowdown by flow size, slowdown CDF, queue depth of the busiest
-    ports, link-utilisation heat map, PFC pause timeline, congestion-control rates (each when the
-    run traced it). A sweep: each metric against the swept parameter, one line per variant, and the
-    table of runs. Needs matplotlib: pip install 'fabricemu[plot]'.
+    A run: summary, fabric, FCT slowdown CDF per flow-size bucket, collectives (per call time and
+    bus bandwidth, per tier), step timeline, queue depth of the busiest queues, link-utilisation
+    heat map, PFC pause timeline, congestion-control rates (each when the run has or traced it),
+    time plots on one shared time axis. A sweep: each metric against the swept parameter, one line
+    per variant, accepted against offered load with the y = x line, and the table of runs, each
+    linking to its own report (written too, unless --no-run-reports). Needs matplotlib:
+    pip install 'fabricemu[plot]'.
     """
     from .report import PLOT_EXTRA, write_report
 
@@ -936,7 +945,7 @@ def report(out: str, output: Optional[str], title: Optional[str]) -> None:
     if not (folder / "run.json").is_file() and not (folder / "sweep.arrow").is_file():
         _die(f"{out}: not a run's or a sweep's output folder (no run.json or sweep.arrow)", EXIT_USAGE)
     try:
-        path = write_report(folder, output, title=title)
+        path = write_report(folder, output, title=title, run_reports=not no_run_reports)
     except ImportError as e:
         _die(f"{e}" if "matplotlib" in str(e) else f"{e} ({PLOT_EXTRA})", EXIT_FAILED)
     except (OSError, ValueError) as e:
