@@ -179,6 +179,12 @@ class Browser:
         page, each view painted into one image."""
         from PyQt6.QtGui import QPainter, QPixmap
 
+        # No scroll bars in the picture (the page's own styles are left alone otherwise).
+        self.js(
+            "(() => { const s = document.createElement('style'); s.id = 'fx-shot';"
+            " s.textContent = '::-webkit-scrollbar { display: none; }'; document.head.appendChild(s);"
+            " return 0; })()"
+        )
         view_h = self.view.height()
         total = max(view_h, min(int(height), 20_000))
         width = self.view.width()
@@ -194,7 +200,7 @@ class Browser:
                 y += view_h
         finally:
             painter.end()
-        self.js("window.scrollTo(0, 0); 0")
+        self.js("window.scrollTo(0, 0); document.getElementById('fx-shot').remove(); 0")
         if not out.save(path, "PNG"):
             raise OSError(f"could not write {path}")
         return [out.width(), out.height()]

@@ -279,8 +279,9 @@ def _percent(v: Optional[float]) -> str:
     return f"{_plain(100.0 * v)} %"
 
 
-def _metric_value(key: str, v: Any) -> str:
-    """A metric of the summary in the unit that reads best."""
+def _metric_value(key: str, v: Any, exact: bool = True) -> str:
+    """A metric of the summary in the unit that reads best (sizes with their exact bytes too
+    when ``exact``)."""
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -290,7 +291,9 @@ def _metric_value(key: str, v: Any) -> str:
     if key.endswith("_ps"):
         return _fmt.duration_ps(float(v))
     if key.endswith("_bytes"):
-        return f"{_fmt.size(int(v))} ({int(v):,} B)" if v >= 1000 else f"{int(v):,} B"
+        if v < 1000:
+            return f"{int(v):,} B"
+        return f"{_fmt.size(int(v))} ({int(v):,} B)" if exact else _fmt.size(int(v))
     if key.endswith("_gbps"):
         return _fmt.bps(float(v) * 1e9)
     if key.endswith("_per_second"):
@@ -1071,7 +1074,7 @@ def _sweep_report(folder: Path, title: Optional[str], link_from: Path) -> str:
     rows = []
     for r, run in zip(table.select(shown).to_pylist(), runs):
         row: List[Any] = [r[c] for c in shown[: len(params)]]
-        row += [_metric_value(c, r[c]) for c in shown[len(params) :]]
+        row += [_metric_value(c, r[c], exact=False) for c in shown[len(params) :]]
         row.append(_run_link(folder, run, link_from))
         rows.append(row)
     page.table([*shown, "run"], rows, left=len(params))
