@@ -471,7 +471,7 @@ def _flow_sizes(page: _Page, result: Result, Figure: Any) -> None:
         if b["upper"] is not None:
             mask &= size < b["upper"]
         _cdf(ax, slowdown[mask], f"{b['label']} ({b['finished']:,} flow{'' if b['finished'] == 1 else 's'})")
-    ax.set_xscale("log")
+    _log_x(ax)
     ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
     ax.set_ylabel("fraction of finished flows")
     ax.set_ylim(0, 1.02)
@@ -505,7 +505,7 @@ def _flow_sizes(page: _Page, result: Result, Figure: Any) -> None:
         workload = np.array(groups, dtype=object)
         for label in labels:
             _cdf(ax, slowdown[workload == label], label)
-        ax.set_xscale("log")
+        _log_x(ax)
         ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
         ax.set_ylabel("fraction of finished flows")
         ax.set_ylim(0, 1.02)
@@ -1224,6 +1224,16 @@ def _sortable(v: Any) -> Tuple[int, Any]:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+
+def _log_x(ax: Any) -> None:
+    """A log-scale x axis labelled with plain numbers (``1``, ``10``, ``0.5``), not ``10^0``
+    (mathtext, which is also slow to lay out)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _plain(float(v))))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _floats(column: Any) -> np.ndarray:
