@@ -174,6 +174,29 @@ class Browser:
             **facts,
         }
 
+    def fresh_frame(self, previous: Any, timeout_ms: int = 5000) -> Any:
+        """The view once the page has painted after a scroll: two animation frames, then grabs
+        until two in a row agree and differ from the ``previous`` tile (a stale frame would repeat
+        it; a page whose tiles look alike is accepted at the timeout)."""
+        self.js(
+            "window.__fxPainted = false; requestAnimationFrame(() => requestAnimationFrame(() =>"
+            " { window.__fxPainted = true; })); 0"
+        )
+        waited = 0
+        while waited < timeout_ms and not self.js("window.__fxPainted === true"):
+            self.wait(50)
+            waited += 50
+        last = self.view.grab()
+        while waited < timeout_ms:
+            self.wait(150)
+            waited += 150
+            shot = self.view.grab()
+            image = shot.toImage()
+            if image == last.toImage() and (previous is None or image != previous):
+                return shot
+            last = shot
+        return last
+
     def screenshot(self, path: str, height: int) -> List[int]:
         """The whole page (up to 20,000 pixels high) as a PNG: the viewport scrolled down the
         page, each view painted into one image."""
@@ -185,18 +208,20 @@ class Browser:
             " s.textContent = '::-webkit-scrollbar { display: none; }'; document.head.appendChild(s);"
             " return 0; })()"
         )
-        view_h = self.view.height()
-        total = max(view_h, min(int(height), 20_000))
+        view_h = int(self.js("window.innerHeight"))
+        total = max(view_h, min(int(self.js("document.documentElement.scrollHeight")), 20_000))
         width = self.view.width()
         out = QPixmap(width, total)
         painter = QPainter(out)
+        previous = None
         try:
             y = 0
             while y < total:
-                top = min(y, total - view_h)
-                self.js(f"window.scrollTo(0, {top}); window.scrollY")
-                self.wait(250)
-                painter.drawPixmap(0, top, self.view.grab())
+                # Where the page really scrolled to (it stops at its end).
+                top = round(float(self.js(f"window.scrollTo(0, {min(y, total - view_h)}); window.scrollY")))
+                tile = self.fresh_frame(previous)
+                painter.drawPixmap(0, top, tile)
+                previous = tile.toImage()
                 y += view_h
         finally:
             painter.end()

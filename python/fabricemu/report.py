@@ -905,44 +905,68 @@ def _steps_section(page: _Page, result: Result, names: FabricNames, Figure: Any)
     if done.num_rows == 0:
         page.note("No iteration completed: no timeline to draw.")
         return
-    first = done.column("workload_index")[0].as_py()
-    mine = done.filter(pc.equal(done.column("workload_index"), first))
+    workloads = list(dict.fromkeys(done.column("workload_index").to_pylist()))
+    for index in workloads[:_TIMELINE_WORKLOADS]:
+        _timeline(page, result, names, Figure, done, index)
+    if len(workloads) > _TIMELINE_WORKLOADS:
+        page.note(f"Timelines of the first {_TIMELINE_WORKLOADS} of {len(workloads)} step workloads.")
+
+
+#: The most step workloads that get a timeline (the first ones).
+_TIMELINE_WORKLOADS = 4
+
+
+def _timeline(
+    page: _Page, result: Result, names: FabricNames, Figure: Any, done: pa.Table, index: int
+) -> None:
+    """The per-rank Gantt chart of the median iteration of step workload ``index``."""
+    mine = done.filter(pc.equal(done.column("workload_index"), index))
     times = _floats(mine.column("time_ps"))
     pick = int(np.argsort(times, kind="stable")[(len(times) - 1) // 2])
     iteration = mine.column("iteration")[pick].as_py()
     start = mine.column("start_ps")[pick].as_py()
     ops = result.ops
     ops = ops.filter(
-        pc.and_(pc.equal(ops.column("workload_index"), first), pc.equal(ops.column("iteration"), iteration))
+        pc.and_(pc.equal(ops.column("workload_index"), index), pc.equal(ops.column("iteration"), iteration))
     )
+    ops = ops.filter(pc.and_(pc.is_valid(ops.column("start_ps")), pc.is_valid(ops.column("end_ps"))))
     ranks = sorted(set(ops.column("rank").to_pylist()))
     shown = ranks[:_TIMELINE_RANKS]
     row_of = {r: i for i, r in enumerate(shown)}
-    node_of: Dict[int, Any] = {}
     fig = Figure(figsize=(10, max(2.5, 0.28 * len(shown) + 1.2)))
     ax = fig.add_subplot()
-    used = set()
     unit, scale = ("ms", 1e9) if times[pick] >= 2e9 else ("us", 1e6)
-    op_rows = ops.to_pylist()
-    rasterize = len(op_rows) > 2000
-    for op in op_rows:
-        if op["rank"] not in row_of or op["start_ps"] is None or op["end_ps"] is None:
-            continue
-        node_of.setdefault(op["rank"], op.get("node"))
-        y = row_of[op["rank"]]
-        x0 = (op["start_ps"] - start) / scale
-        w = max((op["end_ps"] - op["start_ps"]) / scale, 1e-9)
-        colour = _PHASE_COLOURS.get(op["phase"], "#7f7f7f")
-        # Compute fills the row; communication a thinner band below it, so overlap shows.
-        band = (y - 0.4, 0.5) if op["is_compute"] else (y + 0.15, 0.25)
-        ax.broken_barh(
-            [(x0, w)],
-            band,
-            facecolors=colour,
-            alpha=1.0 if op["is_compute"] else 0.7,
-            rasterized=rasterize,
-        )
-        used.add(op["phase"])
+    rank = ops.column("rank").to_pylist()
+    keep = np.array([r in row_of for r in rank], dtype=bool)
+    y = np.array([row_of.get(r, 0) for r in rank], dtype=np.float64)[keep]
+    x0 = (_floats(ops.column("start_ps"))[keep] - start) / scale
+    width = np.maximum(
+        (_floats(ops.column("end_ps"))[keep] - _floats(ops.column("start_ps"))[keep]) / scale, 1e-9
+    )
+    phase = np.array(ops.column("phase").to_pylist(), dtype=object)[keep]
+    compute = np.array(ops.column("is_compute").to_pylist(), dtype=bool)[keep]
+    rasterize = int(keep.sum()) > 2000
+    used = set()
+    for p in dict.fromkeys(phase.tolist()):
+        for is_compute in (True, False):
+            m = (phase == p) & (compute == is_compute)
+            if not m.any():
+                continue
+            # Compute fills the row; communication a thinner band below it, so overlap shows.
+            ax.barh(
+                y[m] + (-0.15 if is_compute else 0.275),
+                width[m],
+                left=x0[m],
+                height=0.5 if is_compute else 0.25,
+                color=_PHASE_COLOURS.get(p, "#7f7f7f"),
+                alpha=1.0 if is_compute else 0.7,
+                rasterized=rasterize,
+            )
+            used.add(p)
+    node_of: Dict[int, Any] = {}
+    if "node" in ops.column_names:
+        for r, n in zip(rank, ops.column("node").to_pylist()):
+            node_of.setdefault(r, n)
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels(
         [
@@ -951,13 +975,15 @@ def _steps_section(page: _Page, result: Result, names: FabricNames, Figure: Any)
         ],
         fontsize=7,
     )
-    ax.invert_yaxis()
+    ax.set_ylim(len(shown) - 0.5, -0.5)
     ax.set_xlabel(f"time since the iteration started ({unit})")
     ax.grid(alpha=0.3, axis="x")
     from matplotlib.patches import Patch
 
     ax.legend(
-        handles=[Patch(color=_PHASE_COLOURS[p], label=p) for p in _PHASE_COLOURS if p in used],
+        handles=[
+            Patch(color=_PHASE_COLOURS.get(p, "#7f7f7f"), label=p) for p in sorted(used, key=_phase_order)
+        ],
         fontsize=7,
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
@@ -969,6 +995,11 @@ def _steps_section(page: _Page, result: Result, names: FabricNames, Figure: Any)
         f"(the median iteration time){more}: compute as full bars, communication as thin bars",
         "step-timeline",
     )
+
+
+def _phase_order(phase: str) -> Tuple[int, str]:
+    order = list(_PHASE_COLOURS)
+    return (order.index(phase), phase) if phase in order else (len(order), phase)
 
 
 # -- a sweep ----------------------------------------------------------------------------------------
