@@ -306,7 +306,8 @@ def test_cli_trace_shorthands(fabricemu_exe: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     r = fabricemu.open(out)
     assert r.packets.num_rows == r.run_info["packet_trace_rows"] > 0
-    assert r.run_info["scenario"]["trace"]["packets"] == {"max_rows": 1_000_000}
+    # The normalised scenario: the shorthand's defaults written out.
+    assert r.run_info["scenario"]["trace"]["packets"] == {"start": "0ps", "max_rows": 1_000_000}
     assert r.latency.num_rows > 0
     cmd = [fabricemu_exe, "show", str(out)]
     shown = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)

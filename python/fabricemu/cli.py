@@ -117,7 +117,7 @@ def _load(
                 + [f"--trace {t}" for t in traces]
             )
             _die(f"{path} with {given}: {e}", EXIT_USAGE)
-    explicit = scenario.to_dict(normalised=True).get("name")
+    explicit = scenario.to_dict().get("name")  # as written (the normalised one always has a name)
     return scenario, explicit
 
 
@@ -552,11 +552,18 @@ def _interrupted_outputs(out: Path) -> bool:
 Examples:
   fabricemu validate scenarios/quickstart.toml
   fabricemu validate scenarios/incast.toml --set topology.k=16 --set workload.0.senders=127
+  fabricemu validate scenarios/quickstart.toml --normalised > quickstart_full.toml
 """
 )
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
 @scenario_options
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@click.option(
+    "--normalised",
+    is_flag=True,
+    help="Print the scenario with every default written out (as run.json records it) as TOML "
+    '(with --json: as the "normalised" object).',
+)
 @click.option("--max-memory", default=None, metavar="SIZE", help=MAX_MEMORY_HELP)
 @click.option("--max-trace-size", default=None, metavar="SIZE", help=MAX_TRACE_HELP)
 def validate(
@@ -565,12 +572,15 @@ def validate(
     seed: Optional[int],
     traces: Tuple[str, ...],
     as_json: bool,
+    normalised: bool,
     max_memory: Optional[str],
     max_trace_size: Optional[str],
 ) -> None:
     """Check SCENARIO without running it: prints "ok: <fabric and workloads>" or the error
     (one line naming the key, line and column; exit code 2). A scenario whose run would need more
-    memory or trace space than the limits is an error too, stating the estimate."""
+    memory or trace space than the limits is an error too, stating the estimate. With
+    --normalised, prints the valid scenario with every default written out instead (TOML that
+    runs exactly as SCENARIO does)."""
     s, _ = _load(scenario, sets, seed, traces)
     memory = _size_option(max_memory, "--max-memory")
     try:
@@ -580,9 +590,13 @@ def validate(
     except ScenarioError as e:
         _die(str(e), EXIT_USAGE)
     if as_json:
-        click.echo(
-            json.dumps({"ok": True, "summary": line, "scenario": described, "estimate": estimate}, indent=2)
-        )
+        record = {"ok": True, "summary": line, "scenario": described, "estimate": estimate}
+        if normalised:
+            record["normalised"] = s.to_dict(normalised=True)
+        click.echo(json.dumps(record, indent=2))
+        return
+    if normalised:
+        click.echo(s.to_toml(), nl=False)
         return
     click.echo(f"ok: {line}")
 

@@ -9,91 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
 
-use fabricemu_core::{output, scenario, Simulation};
-
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn hashes_file() -> PathBuf {
-    crate_dir().join("tests/golden/hashes.txt")
-}
-
-/// Every scenario checked: the shipped ones, then the coverage ones, by file name.
-fn scenario_files() -> Vec<(String, PathBuf)> {
-    let mut all = Vec::new();
-    for (label, dir) in [
-        ("scenarios", crate_dir().join("../../scenarios")),
-        ("golden", crate_dir().join("tests/golden")),
-    ] {
-        let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-            .collect();
-        files.sort();
-        for f in files {
-            let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            all.push((format!("{label}/{name}"), f));
-        }
-    }
-    all
-}
-
-/// FNV-1a, 64 bits: enough to detect any change of a file (this is no security boundary).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-/// Run one scenario into `dir` as the Python API does and hash each output file.
-fn run_and_hash(path: &Path, dir: &Path) -> BTreeMap<String, u64> {
-    let text = fs::read_to_string(path).unwrap();
-    let (file, spec) =
-        scenario::parse_toml(&text, &path.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
-    let json = scenario::to_json(&file);
-    let _ = fs::remove_dir_all(dir);
-    fs::create_dir_all(dir).unwrap();
-    let mut sim = Simulation::build(&spec).unwrap_or_else(|e| panic!("{e}"));
-    sim.open_traces(dir, &output::metadata(&json, spec.seed))
-        .unwrap();
-    sim.run_to_end();
-    sim.check_conservation().unwrap();
-    output::write_outputs(dir, &mut sim, &json, spec.seed, false, 0.0).unwrap();
-
-    let mut hashes = BTreeMap::new();
-    for entry in fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        let bytes = fs::read(&p).unwrap();
-        hashes.insert(name, fnv1a(&bytes));
-    }
-    hashes
-}
-
-fn read_recorded() -> BTreeMap<String, u64> {
-    let Ok(text) = fs::read_to_string(hashes_file()) else {
-        return BTreeMap::new();
-    };
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let (key, hash) = l
-                .rsplit_once(' ')
-                .expect("`<scenario>/<file> <hash>` lines");
-            (
-                key.to_string(),
-                u64::from_str_radix(hash, 16).expect("a hex hash"),
-            )
-        })
-        .collect()
-}
+mod common;
+use common::{crate_dir, golden_hashes, golden_hashes_file, golden_scenarios, run_and_hash};
 
 #[test]
 fn outputs_match_the_recorded_hashes() {
@@ -101,9 +19,10 @@ fn outputs_match_the_recorded_hashes() {
     std::env::set_current_dir(crate_dir()).unwrap();
     let scratch = std::env::temp_dir().join(format!("fabricemu-golden-{}", std::process::id()));
     let mut now = BTreeMap::new();
-    for (label, path) in scenario_files() {
+    for (label, path) in golden_scenarios() {
         let dir = scratch.join(label.replace('/', "_"));
-        for (file, hash) in run_and_hash(&path, &dir) {
+        let text = fs::read_to_string(&path).unwrap();
+        for (file, hash) in run_and_hash(&text, &path.display().to_string(), &dir) {
             now.insert(format!("{label}/{file}"), hash);
         }
     }
@@ -118,10 +37,10 @@ fn outputs_match_the_recorded_hashes() {
         for (key, hash) in &now {
             text.push_str(&format!("{key} {hash:016x}\n"));
         }
-        fs::write(hashes_file(), text).unwrap();
+        fs::write(golden_hashes_file(), text).unwrap();
         return;
     }
-    let recorded = read_recorded();
+    let recorded = golden_hashes();
     let mut differences = Vec::new();
     for (key, hash) in &now {
         match recorded.get(key) {

@@ -15,7 +15,8 @@ use crate::errors::{guard_input, scenario_error};
 /// Validate scenario JSON; the validated spec and the normalised JSON (every default written out).
 pub fn validated(py: Python<'_>, scenario_json: &str) -> PyResult<(Scenario, String)> {
     let (file, spec) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
-    Ok((spec, scenario::to_json(&file)))
+    let normalised = scenario::normalised_json(&file, &spec);
+    Ok((spec, normalised))
 }
 
 /// Parse, validate and build scenario TOML (the fabric, fault links, replay and CDF files, the
@@ -34,11 +35,11 @@ pub fn parse_toml(py: Python<'_>, text: &str, source: &str) -> PyResult<String> 
             let (_, built) = py
                 .detach(|| scenario::load_toml(text, source))
                 .map_err(|e| scenario_error(py, &e))?;
-            let normalised = scenario::to_json(&file);
+            let normalised = scenario::normalised_json(&file, &spec);
             keep_built(&normalised, built);
             return Ok(normalised);
         }
-        Ok(scenario::to_json(&file))
+        Ok(scenario::normalised_json(&file, &spec))
     })
 }
 
@@ -58,12 +59,14 @@ pub fn parse_json(py: Python<'_>, text: &str) -> PyResult<String> {
     })
 }
 
-/// The scenario (JSON text) as TOML text, after validating it.
+/// The scenario (JSON text) as normalised TOML text (every default written out), after
+/// validating it.
 #[pyfunction]
 pub fn to_toml(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     guard_input(py, "validating the scenario", || {
-        let (file, _) = scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
-        Ok(scenario::to_toml(&file))
+        let (file, spec) =
+            scenario::parse_json(scenario_json).map_err(|e| scenario_error(py, &e))?;
+        Ok(scenario::to_toml(&scenario::normalise(&file, &spec)))
     })
 }
 

@@ -109,6 +109,30 @@ impl DcqcnVariant {
 }
 
 impl DcqcnFile {
+    /// `[transport.dcqcn]` with every parameter the run uses (the variant's defaults scaled to the
+    /// host rate, then the user's keys), for the normalised scenario.
+    pub fn normalised(s: &DcqcnSpec) -> DcqcnFile {
+        DcqcnFile {
+            variant: Some(if s.mellanox {
+                DcqcnVariant::Mellanox
+            } else {
+                DcqcnVariant::Paper
+            }),
+            g: Some(s.g),
+            alpha_init: Some(s.alpha_init),
+            cnp_interval: Some(Duration(s.cnp_interval_ps)),
+            alpha_interval: Some(Duration(s.alpha_interval_ps)),
+            rate_timer: Some(Duration(s.rate_timer_ps)),
+            byte_counter: Some(Size(s.byte_counter_bytes)),
+            fast_recovery: Some(s.fast_recovery as i64),
+            rate_ai: Some(LinkRate(s.rate_ai_bps)),
+            rate_hai: Some(LinkRate(s.rate_hai_bps)),
+            min_rate: Some(LinkRate(s.min_rate_bps)),
+            rate_decrease_interval: Some(Duration(s.rate_decrease_interval_ps)),
+            clamp_target_rate: Some(s.clamp_target_rate),
+        }
+    }
+
     /// DCQCN parameters: the variant's defaults, then every key the user set.
     pub fn validate(d: Option<&DcqcnFile>, host_rate_bps: u64) -> Res<DcqcnSpec> {
         let default = DcqcnFile::default();

@@ -51,7 +51,32 @@ pub struct DctcpSpec {
     pub k_bytes: Option<u64>,
 }
 
+/// Keys of `[transport.dctcp]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    (
+        "transport.dctcp.initial_window",
+        "the sender's default first window (see cc/dctcp.rs)",
+    ),
+    (
+        "transport.dctcp.k",
+        "the switches' [switch.ecn] marking applies as written",
+    ),
+];
+
 impl DctcpFile {
+    /// `[transport.dctcp]` with every parameter the run uses; absent `initial_window` and `k`
+    /// are settings of their own (see `ABSENT_MEANS`).
+    pub fn normalised(s: &DctcpSpec) -> DctcpFile {
+        DctcpFile {
+            g: Some(s.g),
+            alpha_init: Some(s.alpha_init),
+            slow_start: Some(s.slow_start),
+            initial_window: s.initial_window_bytes.map(Size),
+            min_window: Some(Size(s.min_window_bytes)),
+            k: s.k_bytes.map(Size),
+        }
+    }
+
     pub fn validate(d: Option<&DctcpFile>, mss_bytes: u64) -> Res<DctcpSpec> {
         let default = DctcpFile::default();
         let d = d.unwrap_or(&default);

@@ -41,6 +41,17 @@ pub struct HpccSpec {
 }
 
 impl HpccFile {
+    /// `[transport.hpcc]` with every parameter the run uses.
+    pub fn normalised(s: &HpccSpec) -> HpccFile {
+        HpccFile {
+            eta: Some(s.eta),
+            max_stage: Some(s.max_stage as i64),
+            rate_ai: Some(LinkRate(s.rate_ai_bps)),
+            min_rate: Some(LinkRate(s.min_rate_bps)),
+            int_bytes_per_hop: Some(Size(s.int_bytes_per_hop as u64)),
+        }
+    }
+
     pub fn validate(h: Option<&HpccFile>, host_rate_bps: u64) -> Res<HpccSpec> {
         let default = HpccFile::default();
         let h = h.unwrap_or(&default);

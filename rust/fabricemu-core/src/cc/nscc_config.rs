@@ -61,7 +61,38 @@ pub struct NsccSpec {
     pub mss_bytes: u64,
 }
 
+/// Keys of `[transport.nscc]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    (
+        "transport.nscc.target_qdelay",
+        "derived from each flow's path (see cc/nscc.rs)",
+    ),
+    (
+        "transport.nscc.max_window",
+        "derived from each flow's path (see cc/nscc.rs)",
+    ),
+    (
+        "transport.nscc.initial_window",
+        "derived from each flow's path (see cc/nscc.rs)",
+    ),
+];
+
 impl NsccFile {
+    /// `[transport.nscc]` with every parameter the run uses; the absent windows and target are
+    /// derived per flow (see `ABSENT_MEANS`).
+    pub fn normalised(s: &NsccSpec) -> NsccFile {
+        NsccFile {
+            target_qdelay: s.target_qdelay_ps.map(Duration),
+            fair_increase: Some(s.fair_increase),
+            proportional_increase: Some(s.proportional_increase),
+            md: Some(s.md),
+            max_md: Some(s.max_md),
+            min_window: Some(Size(s.min_window_bytes)),
+            max_window: s.max_window_bytes.map(Size),
+            initial_window: s.initial_window_bytes.map(Size),
+        }
+    }
+
     pub fn validate(n: Option<&NsccFile>, mss_bytes: u64) -> Res<NsccSpec> {
         let default = NsccFile::default();
         let n = n.unwrap_or(&default);

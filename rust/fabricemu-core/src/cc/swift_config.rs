@@ -72,7 +72,37 @@ pub struct SwiftSpec {
 
 const US: u64 = 1_000_000;
 
+/// `fs_range` when not given (in units of `base_target`).
+pub const DEFAULT_FS_RANGE: f64 = 5.0;
+
+/// Keys of `[transport.swift]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    ("transport.swift.max_cwnd", "no cap on the window"),
+    (
+        "transport.swift.initial_cwnd",
+        "the sender's default first window (see cc/swift.rs)",
+    ),
+];
+
 impl SwiftFile {
+    /// `[transport.swift]` with every parameter the run uses (`fs_range` as written or its
+    /// default: the spec holds it multiplied by `base_target`).
+    pub fn normalised(file: Option<&SwiftFile>, s: &SwiftSpec) -> SwiftFile {
+        SwiftFile {
+            base_target: Some(Duration(s.base_target_ps)),
+            hop_scale: Some(Duration(s.hop_scale_ps)),
+            ai: Some(s.ai),
+            beta: Some(s.beta),
+            max_mdf: Some(s.max_mdf),
+            fs_range: Some(file.and_then(|f| f.fs_range).unwrap_or(DEFAULT_FS_RANGE)),
+            fs_min_cwnd: Some(s.fs_min_cwnd),
+            fs_max_cwnd: Some(s.fs_max_cwnd),
+            min_cwnd: Some(s.min_cwnd),
+            max_cwnd: s.max_cwnd,
+            initial_cwnd: s.initial_cwnd,
+        }
+    }
+
     pub fn validate(s: Option<&SwiftFile>, mss_bytes: u64, wire_bytes: u64) -> Res<SwiftSpec> {
         let default = SwiftFile::default();
         let s = s.unwrap_or(&default);
@@ -103,7 +133,7 @@ impl SwiftFile {
             ));
         }
         let fs_range = match s.fs_range {
-            None => 5.0,
+            None => DEFAULT_FS_RANGE,
             Some(r) => fraction(&p("fs_range"), r, 0.0, 1e6)?,
         };
         let min_cwnd = positive("min_cwnd", s.min_cwnd, 0.001, 1e9)?;

@@ -140,7 +140,8 @@ pub struct ClusterSpec {
     /// The GPU-NIC attachment (PCIe-like): a link of its own to a shared NIC, or on a one-NIC-per-GPU
     /// server its latency added to the NIC link and its rate a cap on it.
     pub nic: NicAttachSpec,
-    /// Whether `nic` was given (a one-NIC-per-GPU server without it attaches the GPU directly).
+    /// Whether `nic` was given on a one-NIC-per-GPU server (without it, the GPU attaches directly
+    /// to its NIC port); always false with shared NICs, whose attachment is always a link.
     pub nic_given: bool,
     pub servers_per_rack: u32,
     /// PXN: the relay GPU's transit buffer (bytes) before it pauses its scale-up link.

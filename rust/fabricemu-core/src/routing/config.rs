@@ -296,6 +296,109 @@ impl RoutingFile {
     }
 }
 
+impl RoutingFile {
+    /// The table with every default written out (see `scenario::normalise`): the values of the
+    /// validated `spec`, and of the scheme's keys only those the scheme uses (`hop_classes` on
+    /// dragonflies only). On a dragonfly, UGAL keys given for another scheme stay as written
+    /// (validation allows them there).
+    pub fn normalised(&self, spec: &RoutingSpec, dragonfly: bool) -> RoutingFile {
+        let lb = self.load_balancing;
+        let uses = |key: &str| Self::uses(lb, key);
+        let mut out = RoutingFile {
+            load_balancing: lb,
+            hash_fields: Some(
+                [
+                    (hash_field::SRC, HashFieldName::Src),
+                    (hash_field::DST, HashFieldName::Dst),
+                    (hash_field::SPORT, HashFieldName::Sport),
+                    (hash_field::DPORT, HashFieldName::Dport),
+                    (hash_field::FLOW_LABEL, HashFieldName::FlowLabel),
+                ]
+                .into_iter()
+                .filter(|(bit, _)| spec.hash_fields & bit != 0)
+                .map(|(_, name)| name)
+                .collect(),
+            ),
+            hash: Some(match spec.hash {
+                HashFunction::Mix => HashName::Mix,
+                HashFunction::Crc32 => HashName::Crc32,
+                HashFunction::Xor => HashName::Xor,
+            }),
+            per_switch_seed: Some(spec.per_switch_seed),
+            flowlet_table: uses("flowlet_table").then_some(spec.flowlet_table as i64),
+            hop_classes: dragonfly.then_some(spec.hop_classes),
+            ugal_candidates: self.ugal_candidates,
+            ugal_threshold: self.ugal_threshold,
+            ..RoutingFile::default()
+        };
+        match spec.load_balancing {
+            LoadBalancing::Ecmp => {}
+            LoadBalancing::Spray(pick) => {
+                out.spray = Some(match pick {
+                    Pick::Random => SprayPick::Random,
+                    Pick::RoundRobin => SprayPick::RoundRobin,
+                    Pick::LeastLoaded => SprayPick::LeastLoaded,
+                })
+            }
+            LoadBalancing::Flowlet { gap_ps, pick } => {
+                out.flowlet_gap = Some(Duration(gap_ps));
+                out.flowlet_pick = Some(match pick {
+                    Pick::LeastLoaded => FlowletPick::LeastLoaded,
+                    Pick::Random | Pick::RoundRobin => FlowletPick::Random,
+                });
+            }
+            LoadBalancing::Adaptive {
+                per_packet,
+                gap_ps,
+                bias_bytes,
+            } => {
+                out.flowlet_gap = Some(Duration(gap_ps));
+                out.adaptive = Some(if per_packet {
+                    Granularity::Packet
+                } else {
+                    Granularity::Flowlet
+                });
+                out.adaptive_bias = Some(Size(bias_bytes));
+            }
+            LoadBalancing::NonMinimal(n) => {
+                out.flowlet_gap = Some(Duration(n.gap_ps));
+                out.adaptive = Some(if n.per_flowlet {
+                    Granularity::Flowlet
+                } else {
+                    Granularity::Packet
+                });
+                if uses("ugal_candidates") {
+                    out.ugal_candidates = Some(n.candidates as i64);
+                    out.ugal_threshold = Some(Size(n.threshold_bytes));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Keys of `[routing]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    ("routing.spray", "not spraying"),
+    ("routing.flowlet_gap", "a scheme without flowlets"),
+    ("routing.flowlet_pick", "load_balancing is not \"flowlet\""),
+    ("routing.flowlet_table", "a scheme without flowlets"),
+    (
+        "routing.adaptive",
+        "neither adaptive nor non-minimal dragonfly routing",
+    ),
+    (
+        "routing.adaptive_bias",
+        "load_balancing is not \"adaptive\"",
+    ),
+    ("routing.ugal_candidates", "not UGAL or PAR"),
+    ("routing.ugal_threshold", "not UGAL or PAR"),
+    (
+        "routing.hop_classes",
+        "not a dragonfly (Clos routes cannot deadlock)",
+    ),
+];
+
 impl Default for RoutingFile {
     fn default() -> Self {
         Self {

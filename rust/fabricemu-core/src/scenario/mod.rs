@@ -8,12 +8,14 @@
 
 mod build;
 mod locate;
+pub mod normalise;
 pub mod schema;
 mod validate;
 
 pub use crate::config::spec::*;
 pub use crate::config::{check, kinds, spec, values, ScenarioError};
 pub use build::{build, Built};
+pub use normalise::normalise;
 pub use schema::ScenarioFile;
 
 fn with_source(source_name: &str) -> impl Fn(ScenarioError) -> ScenarioError + '_ {
@@ -65,4 +67,10 @@ pub fn to_toml(file: &ScenarioFile) -> String {
 /// The scenario as JSON text (what run.json and the Arrow metadata carry).
 pub fn to_json(file: &ScenarioFile) -> String {
     serde_json::to_string(file).expect("a ScenarioFile always serialises to JSON")
+}
+
+/// The normalised scenario (every default written out, see [`normalise`]) as JSON text: what
+/// run.json, the Arrow metadata and the Python `Scenario` carry.
+pub fn normalised_json(file: &ScenarioFile, spec: &Scenario) -> String {
+    to_json(&normalise(file, spec))
 }

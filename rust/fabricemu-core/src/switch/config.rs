@@ -249,6 +249,105 @@ impl SwitchFile {
     }
 }
 
+impl SwitchFile {
+    /// The table with every default written out (see `scenario::normalise`): each value from the
+    /// validated `spec` (what the run uses), in canonical units. `t` is the validated transport
+    /// (the default priorities). Tables that are off are written `{ enabled = false }`; keys that
+    /// do not apply (weights without DWRR, thresholds of a disabled table) stay absent, and so do
+    /// the keys whose absence is itself the setting (see `ABSENT_MEANS`).
+    pub fn normalised(&self, spec: &SwitchSpec, t: &TransportSpec) -> SwitchFile {
+        let data_priority = || Some(vec![t.data_priority as i64]);
+        let ecn = match &spec.ecn {
+            None => EcnFile {
+                enabled: false,
+                ..EcnFile::default_for_dctcp()
+            },
+            Some(e) => EcnFile {
+                enabled: true,
+                kmin: Some(Size(e.kmin_bytes)),
+                kmax: Some(Size(e.kmax_bytes)),
+                pmax: Some(e.pmax),
+                mark: Some(if e.on_dequeue {
+                    MarkAt::Dequeue
+                } else {
+                    MarkAt::Enqueue
+                }),
+                // As written (hop classes widen the spec's set when the scenario is validated).
+                priorities: self
+                    .ecn
+                    .as_ref()
+                    .and_then(|f| f.priorities.clone())
+                    .or_else(data_priority),
+            },
+        };
+        let pfc = match &spec.pfc {
+            None => PfcFile {
+                enabled: false,
+                priorities: None,
+                xoff: None,
+                beta: None,
+                xon_offset: None,
+                headroom: None,
+            },
+            Some(p) => PfcFile {
+                enabled: true,
+                priorities: self
+                    .pfc
+                    .as_ref()
+                    .and_then(|f| f.priorities.clone())
+                    .or_else(data_priority),
+                xoff: match p.xoff {
+                    PfcThreshold::Static(x) => Some(Size(x)),
+                    PfcThreshold::Dynamic(_) => None,
+                },
+                beta: match p.xoff {
+                    PfcThreshold::Static(_) => None,
+                    PfcThreshold::Dynamic(b) => Some(b),
+                },
+                xon_offset: Some(Size(p.xon_offset_bytes)),
+                headroom: p.headroom_bytes.map(Size),
+            },
+        };
+        let trimming = crate::switch::trim::TrimmingFile::normalised(spec.trimming.as_ref());
+        let (scheduler, weights) = match spec.scheduler {
+            Scheduler::Strict => (SchedulerName::Strict, None),
+            Scheduler::Dwrr(w) => (
+                SchedulerName::Dwrr,
+                Some(w.iter().map(|&x| x as i64).collect()),
+            ),
+        };
+        SwitchFile {
+            buffer: Size(spec.buffer_bytes),
+            port_buffer: spec.port_buffer_bytes.map(Size),
+            latency: Duration(spec.latency_ps),
+            alpha: spec.alpha,
+            queue_limit: spec.queue_limit_bytes.map(Size),
+            scheduler: Some(scheduler),
+            weights,
+            ecn: Some(ecn),
+            pfc: Some(pfc),
+            trimming: Some(trimming),
+        }
+    }
+}
+
+/// Keys of `[switch]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    ("switch.port_buffer", "no per-port cap"),
+    ("switch.alpha", "no dynamic threshold on lossy queues"),
+    ("switch.queue_limit", "no static per-queue cap"),
+    (
+        "switch.weights",
+        "scheduler = \"strict\" (weights are DWRR's)",
+    ),
+    ("switch.pfc.xoff", "the dynamic threshold `beta` applies"),
+    ("switch.pfc.beta", "the static threshold `xoff` applies"),
+    (
+        "switch.pfc.headroom",
+        "sized per link: a round trip of bytes plus two packets",
+    ),
+];
+
 impl Default for SwitchFile {
     fn default() -> Self {
         Self {

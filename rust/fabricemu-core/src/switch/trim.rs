@@ -114,6 +114,33 @@ impl TrimmingFile {
     }
 }
 
+impl TrimmingFile {
+    /// `[switch.trimming]` with every default written out (`{ enabled = false }` when off); an
+    /// absent `threshold` means: trim only what would be dropped.
+    pub fn normalised(spec: Option<&TrimmingSpec>) -> TrimmingFile {
+        match spec {
+            None => TrimmingFile {
+                enabled: false,
+                threshold: None,
+                size: None,
+                priority: None,
+            },
+            Some(s) => TrimmingFile {
+                enabled: true,
+                threshold: s.threshold_bytes.map(Size),
+                size: Some(Size(s.trimmed_bytes as u64)),
+                priority: Some(s.priority as i64),
+            },
+        }
+    }
+}
+
+/// Keys of `[switch.trimming]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[(
+    "switch.trimming.threshold",
+    "trim only what would be dropped",
+)];
+
 impl TrimmingSpec {
     /// Whether a data packet arriving at a queue whose data class holds `class_bytes` is trimmed
     /// instead of queued whole; `admitted`: the buffer would take it whole.

@@ -204,6 +204,124 @@ impl TopologyFile {
     }
 }
 
+impl TopologyFile {
+    /// `[topology]` with every default written out (see `scenario::normalise`): each tier's rate
+    /// and delay from the validated `spec`, `link_rate` / `link_delay` (the default of every
+    /// tier) as given or their default, the arrangement of the dragonfly families.
+    pub fn normalised(&self, spec: &TopologySpec) -> TopologyFile {
+        let r = |l: LinkSpec| Some(LinkRate(l.rate_bps));
+        let d = |l: LinkSpec| Some(Duration(l.delay_ps));
+        let arrangement = |a: Arrangement| {
+            Some(match a {
+                Arrangement::Absolute => ArrangementName::Absolute,
+                Arrangement::Relative => ArrangementName::Relative,
+            })
+        };
+        let rate = |given: Option<LinkRate>| Some(given.unwrap_or(LinkRate(DEFAULT_RATE)));
+        let delay = |given: Option<Duration>| Some(given.unwrap_or(Duration(DEFAULT_DELAY)));
+        let n = |x: u32| Some(x as i64);
+        match (self, spec) {
+            (
+                TopologyFile::FatTree(f),
+                &TopologySpec::FatTree {
+                    k,
+                    host,
+                    fabric,
+                    core,
+                },
+            ) => TopologyFile::FatTree(FatTreeFile {
+                k: n(k),
+                link_rate: rate(f.link_rate),
+                link_delay: delay(f.link_delay),
+                host_link_rate: r(host),
+                host_link_delay: d(host),
+                fabric_link_rate: r(fabric),
+                fabric_link_delay: d(fabric),
+                core_link_rate: r(core),
+                core_link_delay: d(core),
+            }),
+            (
+                TopologyFile::LeafSpine(f),
+                &TopologySpec::LeafSpine {
+                    leaves,
+                    spines,
+                    hosts_per_leaf,
+                    host,
+                    fabric,
+                },
+            ) => TopologyFile::LeafSpine(LeafSpineFile {
+                leaves: n(leaves),
+                spines: n(spines),
+                hosts_per_leaf: n(hosts_per_leaf),
+                link_rate: rate(f.link_rate),
+                link_delay: delay(f.link_delay),
+                host_link_rate: r(host),
+                host_link_delay: d(host),
+                fabric_link_rate: r(fabric),
+                fabric_link_delay: d(fabric),
+            }),
+            (
+                TopologyFile::Dragonfly(f),
+                &TopologySpec::Dragonfly {
+                    p,
+                    a,
+                    h,
+                    g,
+                    arrangement: arr,
+                    host,
+                    local,
+                    global,
+                },
+            ) => TopologyFile::Dragonfly(DragonflyFile {
+                link_rate: rate(f.link_rate),
+                link_delay: delay(f.link_delay),
+                host_link_rate: r(host),
+                host_link_delay: d(host),
+                fabric_link_rate: r(local),
+                fabric_link_delay: d(local),
+                p: n(p),
+                a: n(a),
+                h: n(h),
+                g: n(g),
+                arrangement: arrangement(arr),
+                global_link_rate: r(global),
+                global_link_delay: d(global),
+            }),
+            (
+                TopologyFile::DragonflyPlus(f),
+                &TopologySpec::DragonflyPlus {
+                    leaves,
+                    spines,
+                    hosts_per_leaf,
+                    h,
+                    g,
+                    arrangement: arr,
+                    host,
+                    local,
+                    global,
+                },
+            ) => TopologyFile::DragonflyPlus(DragonflyPlusFile {
+                leaves: n(leaves),
+                spines: n(spines),
+                hosts_per_leaf: n(hosts_per_leaf),
+                link_rate: rate(f.link_rate),
+                link_delay: delay(f.link_delay),
+                host_link_rate: r(host),
+                host_link_delay: d(host),
+                fabric_link_rate: r(local),
+                fabric_link_delay: d(local),
+                h: n(h),
+                g: n(g),
+                arrangement: arrangement(arr),
+                global_link_rate: r(global),
+                global_link_delay: d(global),
+            }),
+            // The spec is validated from this file: its kind is the file's.
+            _ => unreachable!("a topology spec of another kind than its file"),
+        }
+    }
+}
+
 impl FatTreeFile {
     fn validate(&self) -> Res<TopologySpec> {
         let (host, fabric) = links(

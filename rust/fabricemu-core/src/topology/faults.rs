@@ -611,6 +611,66 @@ impl FailureProcessFile {
     }
 }
 
+impl FaultFile {
+    /// This entry with every default written out (see `scenario::normalise`), from its validated
+    /// `spec`: the kind, start, detection delay, a link's direction, a loss fault's two rates.
+    /// The target, the flap's distributions and the other kinds' keys stay as written.
+    pub fn normalised(&self, spec: &FaultSpec) -> FaultFile {
+        let mut out = self.clone();
+        out.kind = Some(self.kind.unwrap_or(FaultKindName::Down));
+        out.at = Some(Duration(spec.at_ps));
+        out.until = spec.until_ps.map(Duration);
+        out.detection = Some(Duration(spec.detection_ps));
+        if self.link.is_some() {
+            out.direction = Some(self.direction.clone().unwrap_or_else(|| "both".into()));
+        }
+        if let FaultKind::Loss { probability, ber } = spec.kind {
+            out.rate = Some(FaultRate::Probability(probability));
+            out.ber = Some(ber);
+        }
+        out
+    }
+}
+
+impl FailureProcessFile {
+    /// This entry with every default written out: start, until (the stop time by default) and the
+    /// detection delay from its validated `spec`.
+    pub fn normalised(&self, spec: &FailureProcessSpec) -> FailureProcessFile {
+        FailureProcessFile {
+            start: Some(Duration(spec.start_ps)),
+            until: Some(Duration(spec.until_ps)),
+            detection: Some(Duration(spec.detection_ps)),
+            ..self.clone()
+        }
+    }
+}
+
+/// Keys of `[[fault]]` and `[[failure_process]]` whose absence from a normalised scenario is
+/// itself the setting (or that belong to another kind of fault).
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    ("fault.*.link", "the fault names a `target` or a `tier`"),
+    ("fault.*.target", "the fault names a `link` or a `tier`"),
+    ("fault.*.tier", "the fault names a `link` or a `target`"),
+    (
+        "fault.*.direction",
+        "no `link`: every direction of what it covers",
+    ),
+    (
+        "fault.*.until",
+        "the fault lasts until the run stops (a flap: `count` periods)",
+    ),
+    ("fault.*.rate", "kind is not \"degrade\" or \"loss\""),
+    ("fault.*.ber", "kind is not \"loss\""),
+    ("fault.*.delay", "kind is not \"delay\""),
+    ("fault.*.down", "kind is not \"flap\""),
+    ("fault.*.up", "kind is not \"flap\""),
+    ("fault.*.count", "not a flap, or a flap until `until`"),
+    (
+        "failure_process.*.tier",
+        "every tier's links (or components other than links)",
+    ),
+];
+
 /// Where a resolved fault comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultSource {

@@ -254,6 +254,67 @@ impl TraceFile {
     }
 }
 
+impl TraceFile {
+    /// `[trace]` with every default written out (see `scenario::normalise`): the switches from
+    /// the validated `spec`; a table that is absent is a table not written (it has no `enabled`
+    /// key), and the filters keep the user's node and port names.
+    pub fn normalised(&self, spec: &TraceSpec) -> TraceFile {
+        let flows = |f: &Option<Vec<u32>>| {
+            f.as_ref()
+                .map(|l| l.iter().map(|&x| x as i64).collect::<Vec<_>>())
+        };
+        TraceFile {
+            unfinished_flows: Some(spec.unfinished_flows),
+            queues: spec.queues.map(|q| QueuesTraceFile {
+                interval: Duration(q.interval_ps),
+                hosts: Some(q.hosts),
+                empty: Some(q.empty),
+            }),
+            pfc: Some(spec.pfc),
+            links: spec.links_interval_ps.map(|i| IntervalTraceFile {
+                interval: Duration(i),
+            }),
+            rates: spec.rates.as_ref().map(|r| RatesTraceFile {
+                flows: flows(&r.flows),
+                interval: Some(Duration(r.interval_ps)),
+            }),
+            packets: spec.packets.as_ref().map(|p| PacketsTraceFile {
+                flows: flows(&p.flows),
+                nodes: self.packets.as_ref().and_then(|f| f.nodes.clone()),
+                ports: self.packets.as_ref().and_then(|f| f.ports.clone()),
+                start: Some(Duration(p.start_ps)),
+                end: p.end_ps.map(Duration),
+                max_rows: Some(p.max_rows as i64),
+            }),
+            latency: Some(spec.latency),
+        }
+    }
+}
+
+impl OutputFile {
+    /// `[output]` with every default written out.
+    pub fn normalised(this: Option<&OutputFile>) -> OutputFile {
+        let this = this.cloned().unwrap_or_default();
+        OutputFile {
+            format: Some(this.format.unwrap_or(OutputFormat::Arrow)),
+            compression: Some(this.compression.unwrap_or(OutputCompression::None)),
+        }
+    }
+}
+
+/// Keys of `[trace]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    ("trace.queues", "queues.arrow is not written"),
+    ("trace.links", "links.arrow is not written"),
+    ("trace.rates", "rates.arrow is not written"),
+    ("trace.packets", "packets.arrow is not written"),
+    ("trace.rates.flows", "every flow"),
+    ("trace.packets.flows", "every flow"),
+    ("trace.packets.nodes", "every node"),
+    ("trace.packets.ports", "every port"),
+    ("trace.packets.end", "until the run stops"),
+];
+
 /// `trace.rates.flows`, `trace.packets.flows` (at `path`): flow ids, sorted.
 fn flow_ids(path: &str, list: &[i64]) -> Res<Vec<u32>> {
     let mut out = Vec::with_capacity(list.len());

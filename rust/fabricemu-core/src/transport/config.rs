@@ -196,6 +196,69 @@ impl TransportFile {
     }
 }
 
+impl TransportFile {
+    /// The table with every default written out (see `scenario::normalise`), from the validated
+    /// `spec`: the chosen controller's table with each of its parameters, no table of another
+    /// controller; `reorder_threshold` only with selective recovery (go-back-N has none);
+    /// `[transport.credits]` always (`mode = "sender"` when off).
+    pub fn normalised(&self, spec: &TransportSpec) -> TransportFile {
+        use crate::config::CongestionControl as C;
+        let selective = spec.loss_recovery == LossRecovery::Selective;
+        TransportFile {
+            mtu: Size(spec.mtu_bytes),
+            header: Size(spec.header_bytes),
+            ack_size: Size(spec.ack_bytes),
+            ack_every: spec.ack_every as i64,
+            rto: Duration(spec.rto_ps),
+            cc: self.cc,
+            loss_recovery: Some(if selective {
+                LossRecoveryName::Selective
+            } else {
+                LossRecoveryName::GoBackN
+            }),
+            reorder_threshold: selective.then_some(spec.reorder_threshold as i64),
+            priority: Some(spec.data_priority as i64),
+            control_priority: Some(spec.control_priority as i64),
+            dcqcn: match &spec.cc {
+                C::Dcqcn(d) => Some(DcqcnFile::normalised(d)),
+                _ => None,
+            },
+            dctcp: match &spec.cc {
+                C::Dctcp(d) => Some(DctcpFile::normalised(d)),
+                _ => None,
+            },
+            swift: match &spec.cc {
+                C::Swift(d) => Some(SwiftFile::normalised(self.swift.as_ref(), d)),
+                _ => None,
+            },
+            hpcc: match &spec.cc {
+                C::Hpcc(d) => Some(HpccFile::normalised(d)),
+                _ => None,
+            },
+            nscc: match &spec.cc {
+                C::Nscc(d) => Some(NsccFile::normalised(d)),
+                _ => None,
+            },
+            credits: Some(crate::transport::credits::CreditsFile::normalised(
+                spec.credits.as_ref(),
+            )),
+        }
+    }
+}
+
+/// Keys of `[transport]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    (
+        "transport.reorder_threshold",
+        "go-back-N recovery (no reorder window)",
+    ),
+    ("transport.dcqcn", "cc is not \"dcqcn\""),
+    ("transport.dctcp", "cc is not \"dctcp\""),
+    ("transport.swift", "cc is not \"swift\""),
+    ("transport.hpcc", "cc is not \"hpcc\""),
+    ("transport.nscc", "cc is not \"nscc\""),
+];
+
 impl Default for TransportFile {
     fn default() -> Self {
         Self {
@@ -237,6 +300,16 @@ pub struct NicFile {
 }
 
 impl NicFile {
+    /// `[nic]` with every default written out.
+    pub fn normalised(a: NicArbitration) -> NicFile {
+        NicFile {
+            arbitration: Some(match a {
+                NicArbitration::RoundRobin => ArbitrationName::RoundRobin,
+                NicArbitration::Fifo => ArbitrationName::Fifo,
+            }),
+        }
+    }
+
     pub fn arbitration(nic: Option<&NicFile>) -> NicArbitration {
         match nic.and_then(|n| n.arbitration) {
             None | Some(ArbitrationName::RoundRobin) => NicArbitration::RoundRobin,

@@ -49,6 +49,12 @@ pub struct CreditsFile {
     pub rate: Option<f64>,
 }
 
+/// Keys of `[transport.credits]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[(
+    "transport.credits.unsolicited",
+    "one bandwidth-delay product of each flow's path",
+)];
+
 /// Receiver credits, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CreditSpec {
@@ -59,6 +65,23 @@ pub struct CreditSpec {
 }
 
 impl CreditsFile {
+    /// `[transport.credits]` with every default written out: `mode = "sender"` alone when off;
+    /// an absent `unsolicited` means one bandwidth-delay product of each flow's path.
+    pub fn normalised(spec: Option<&CreditSpec>) -> CreditsFile {
+        match spec {
+            None => CreditsFile {
+                mode: Some(CreditMode::Sender),
+                unsolicited: None,
+                rate: None,
+            },
+            Some(c) => CreditsFile {
+                mode: Some(CreditMode::Receiver),
+                unsolicited: c.unsolicited_bytes.map(Size),
+                rate: Some(c.rate),
+            },
+        }
+    }
+
     /// The credit mode of `[transport.credits]` (None: senders need no credits).
     pub fn validate(c: Option<&CreditsFile>) -> Res<Option<CreditSpec>> {
         let Some(c) = c else {

@@ -59,6 +59,26 @@ pub struct AllToAllFile {
 }
 
 impl AllToAllFile {
+    /// With every default written out (the hosts as written; absent: every host).
+    pub fn normalised(&self, name: Option<String>, spec: &WorkloadSpec) -> AllToAllFile {
+        let WorkloadSpec::AllToAll {
+            size_bytes,
+            start_ps,
+            stagger_ps,
+            ..
+        } = *spec
+        else {
+            unreachable!("an all-to-all's spec")
+        };
+        AllToAllFile {
+            name,
+            start: Some(Duration(start_ps)),
+            size: Some(Size(size_bytes)),
+            hosts: self.hosts.clone(),
+            stagger: Some(Duration(stagger_ps)),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
         let hosts = ctx.hosts_or_all("hosts", self.hosts.as_ref(), "an all-to-all")?;
         Ok(WorkloadSpec::AllToAll {

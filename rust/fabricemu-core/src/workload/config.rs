@@ -184,6 +184,117 @@ impl WorkloadFile {
     }
 }
 
+impl WorkloadFile {
+    /// This entry with every default written out (see `scenario::normalise`), from its validated
+    /// `spec`: the name (the kind by default), the start and each kind's defaulted keys. Host
+    /// lists, selectors, groups and graphs stay as written (the spec holds them expanded); an
+    /// absent host list is every host (see `ABSENT_MEANS`).
+    pub fn normalised(&self, spec: &crate::config::NamedWorkload) -> WorkloadFile {
+        use crate::config::WorkloadSpec as S;
+        let name = Some(spec.name.clone());
+        match (self, &spec.spec) {
+            (WorkloadFile::Flows(w), S::Flows { flows }) => {
+                WorkloadFile::Flows(w.normalised(name, flows))
+            }
+            (WorkloadFile::Incast(w), s @ S::Incast { .. }) => {
+                WorkloadFile::Incast(w.normalised(name, s))
+            }
+            (WorkloadFile::Permutation(w), s @ S::Permutation { .. }) => {
+                WorkloadFile::Permutation(w.normalised(name, s))
+            }
+            (WorkloadFile::AllToAll(w), s @ S::AllToAll { .. }) => {
+                WorkloadFile::AllToAll(w.normalised(name, s))
+            }
+            (WorkloadFile::Poisson(w), S::Poisson(s)) => {
+                WorkloadFile::Poisson(w.normalised(name, s))
+            }
+            (WorkloadFile::Collective(w), S::Collective(s)) => {
+                WorkloadFile::Collective(w.normalised(name, s))
+            }
+            (WorkloadFile::Replay(w), S::Replay(s)) => WorkloadFile::Replay(ReplayFile {
+                name,
+                start: Some(Duration(s.offset_ps)),
+                file: w.file.clone(),
+            }),
+            (WorkloadFile::Synthetic(w), S::Synthetic(s)) => {
+                WorkloadFile::Synthetic(w.normalised(name, s))
+            }
+            (WorkloadFile::Training(w), S::Training(s)) => {
+                WorkloadFile::Training(Box::new(w.normalised(name, s)))
+            }
+            (WorkloadFile::Inference(w), S::Inference(s)) => {
+                WorkloadFile::Inference(Box::new(w.normalised(name, s)))
+            }
+            (WorkloadFile::Graph(w), S::Graph(s)) => WorkloadFile::Graph(w.normalised(name, s)),
+            // The spec is validated from this entry: its kind is the entry's.
+            _ => unreachable!("a workload spec of another kind than its entry"),
+        }
+    }
+}
+
+/// Keys of `[[workload]]` entries whose absence from a normalised scenario is itself the
+/// setting (or that another key of the entry replaces).
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    (
+        "workload.*.hosts",
+        "every host (GPU with a [cluster]), or the entry's groups or pairs",
+    ),
+    ("workload.*.pairs", "random pairs among `hosts`"),
+    ("workload.*.count", "no cap on the number of flows"),
+    (
+        "workload.*.duration",
+        "stop = \"all_flows_done\": `count` flows",
+    ),
+    ("workload.*.shift", "pattern is not \"shift\""),
+    ("workload.*.hot_spot", "pattern is not \"hot_spot\""),
+    ("workload.*.hot_fraction", "pattern is not \"hot_spot\""),
+    ("workload.*.groups", "`hosts` split by `group_size`"),
+    ("workload.*.group_size", "explicit `groups`"),
+    ("workload.*.group_layout", "explicit `groups`"),
+    ("workload.*.rank_order", "explicit `groups`"),
+    ("workload.*.chunk_size", "not a pipelined (tree) algorithm"),
+    (
+        "workload.*.domain_size",
+        "no scale-up domains: every endpoint is a domain of its own",
+    ),
+    ("workload.*.forward", "the compute comes from `gpu_flops`"),
+    (
+        "workload.*.backward",
+        "the compute comes from `gpu_flops` (twice the forward FLOPs)",
+    ),
+    (
+        "workload.*.gpu_flops",
+        "the compute is given as a time (`forward`, `token_time`)",
+    ),
+    ("workload.*.efficiency", "the compute is given as a time"),
+    (
+        "workload.*.memory_bandwidth",
+        "compute-bound blocks (no weight-read bound)",
+    ),
+    (
+        "workload.*.token_time",
+        "the compute comes from `gpu_flops`",
+    ),
+    ("workload.*.moe", "a dense model"),
+    (
+        "workload.*.algorithms",
+        "each group's algorithm is chosen for it when the step is built",
+    ),
+    (
+        "workload.*.algorithms.*",
+        "that group's algorithm is chosen for it when the step is built",
+    ),
+    ("workload.*.noise", "no compute noise"),
+    ("workload.*.noise.*", "no such noise"),
+    ("workload.*.rate", "fixed arrivals (`interval`)"),
+    ("workload.*.interval", "Poisson arrivals (`rate`)"),
+    ("workload.*.requests", "requests arrive over `window`"),
+    ("workload.*.window", "`requests` requests"),
+    ("workload.*.file", "the graph is given inline (`ops`)"),
+    ("workload.*.ops", "the graph is read from `file`"),
+    ("workload.*.ranks", "the graph's ranks are endpoints 0..n"),
+];
+
 impl ReplayFile {
     fn validate(&self, ctx: &Context) -> Res<ReplaySpec> {
         let file = self.file.as_ref().ok_or_else(|| {

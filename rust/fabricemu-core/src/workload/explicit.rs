@@ -48,6 +48,24 @@ pub struct FlowsFile {
 }
 
 impl FlowsFile {
+    /// With every default written out: the name, the start and each flow's start.
+    pub fn normalised(&self, name: Option<String>, flows: &[FlowSpec]) -> FlowsFile {
+        FlowsFile {
+            name,
+            start: Some(Duration(start_of(self.start))),
+            flows: self.flows.as_ref().map(|entries| {
+                entries
+                    .iter()
+                    .zip(flows)
+                    .map(|(e, f)| FlowEntry {
+                        start: Some(Duration(f.start_ps)),
+                        ..e.clone()
+                    })
+                    .collect()
+            }),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
         let entries = self.flows.as_ref().ok_or_else(|| {
             ScenarioError::at(

@@ -83,6 +83,30 @@ pub struct IncastFile {
 }
 
 impl IncastFile {
+    /// With every default written out (the senders as written: a count is drawn when built).
+    pub fn normalised(&self, name: Option<String>, spec: &WorkloadSpec) -> IncastFile {
+        let WorkloadSpec::Incast {
+            receiver,
+            size_bytes,
+            start_ps,
+            rounds,
+            round_gap_ps,
+            ..
+        } = *spec
+        else {
+            unreachable!("an incast's spec")
+        };
+        IncastFile {
+            name,
+            start: Some(Duration(start_ps)),
+            size: Some(Size(size_bytes)),
+            receiver: Some(receiver as i64),
+            senders: self.senders.clone(),
+            rounds: Some(rounds as i64),
+            round_gap: Some(Duration(round_gap_ps)),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
         let n_hosts = ctx.n_hosts;
         let receiver = match self.receiver {

@@ -176,6 +176,46 @@ pub struct InferenceSpec {
 }
 
 impl InferenceFile {
+    /// With every default written out (see `WorkloadFile::normalised`): parallelism, model,
+    /// arrivals and batching from the validated `spec`; the compute as given (`token_time`, or
+    /// `gpu_flops` with its `efficiency`); algorithms and noise as written.
+    pub fn normalised(&self, name: Option<String>, s: &InferenceSpec) -> InferenceFile {
+        let n = |x: u32| Some(x as i64);
+        let (arrivals, rate, interval) = match s.arrivals {
+            Arrivals::Poisson { rate_per_s } => (ArrivalKind::Poisson, Some(rate_per_s), None),
+            Arrivals::Fixed { interval_ps } => {
+                (ArrivalKind::Fixed, None, Some(Duration(interval_ps)))
+            }
+        };
+        InferenceFile {
+            name,
+            start: Some(Duration(s.start_ps)),
+            tp: n(s.tp),
+            pp: n(s.pp),
+            ep: n(s.ep),
+            layers: n(s.layers),
+            hidden: n(s.hidden),
+            bytes_per_element: n(s.bytes_per_element),
+            moe: s.moe.as_ref().map(MoeFile::normalised),
+            token_time: self.token_time,
+            gpu_flops: self.gpu_flops,
+            efficiency: self
+                .gpu_flops
+                .map(|_| self.efficiency.unwrap_or(DEFAULT_EFFICIENCY)),
+            memory_bandwidth: self.memory_bandwidth,
+            arrivals: Some(arrivals),
+            rate,
+            interval,
+            requests: s.requests.map(|r| r as i64),
+            window: s.window_ps.map(Duration),
+            prompt_tokens: n(s.prompt_tokens),
+            decode_steps: n(s.decode_steps),
+            max_batch: n(s.max_batch),
+            algorithms: self.algorithms.clone(),
+            noise: self.noise.clone(),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<InferenceSpec> {
         let p = |key: &str| ctx.path(key);
         let opt = |key: &str, v: Option<i64>, default: i64, max: i64, what: &str| {

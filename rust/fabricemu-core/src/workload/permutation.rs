@@ -62,6 +62,24 @@ pub struct PermutationFile {
 }
 
 impl PermutationFile {
+    /// With every default written out (the hosts as written; absent: every host).
+    pub fn normalised(&self, name: Option<String>, spec: &WorkloadSpec) -> PermutationFile {
+        let WorkloadSpec::Permutation {
+            size_bytes,
+            start_ps,
+            ..
+        } = *spec
+        else {
+            unreachable!("a permutation's spec")
+        };
+        PermutationFile {
+            name,
+            start: Some(Duration(start_ps)),
+            size: Some(Size(size_bytes)),
+            hosts: self.hosts.clone(),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
         let hosts = ctx.hosts_or_all("hosts", self.hosts.as_ref(), "a permutation")?;
         Ok(WorkloadSpec::Permutation {

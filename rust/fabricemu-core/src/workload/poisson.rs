@@ -58,6 +58,19 @@ pub struct PoissonFile {
 }
 
 impl PoissonFile {
+    /// With every default written out: the arrival window as a `duration` (by default it runs
+    /// to the stop time); hosts and pairs as written.
+    pub fn normalised(&self, name: Option<String>, spec: &PoissonSpec) -> PoissonFile {
+        PoissonFile {
+            name,
+            start: Some(Duration(spec.start_ps)),
+            duration: spec.end_ps.map(|e| Duration(e - spec.start_ps)),
+            load: Some(spec.load),
+            count: spec.count.map(|c| c as i64),
+            ..self.clone()
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<PoissonSpec> {
         let p = |key: &str| ctx.path(key);
         let start_ps = start_of(self.start);

@@ -83,6 +83,22 @@ pub struct SyntheticFile {
 }
 
 impl SyntheticFile {
+    /// With every default written out: the arrival process, a shift pattern's shift.
+    pub fn normalised(&self, name: Option<String>, spec: &SyntheticSpec) -> SyntheticFile {
+        SyntheticFile {
+            name,
+            start: Some(Duration(spec.start_ps)),
+            size: Some(Size(spec.size_bytes)),
+            load: Some(spec.load),
+            process: Some(spec.process),
+            shift: match spec.pattern {
+                SyntheticPattern::Shift(s) => Some(s as i64),
+                _ => None,
+            },
+            ..self.clone()
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<SyntheticSpec> {
         let p = |key: &str| ctx.path(key);
         let n_hosts = ctx.n_hosts;

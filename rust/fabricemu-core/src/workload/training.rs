@@ -384,7 +384,68 @@ pub fn check_algorithm(
     Ok(())
 }
 
+/// A layer's backward compute when only the forward is given: twice it (the weight and the
+/// input gradients).
+pub fn default_backward(forward: Time) -> Time {
+    2 * forward
+}
+
+impl MoeFile {
+    /// `moe` with every default written out.
+    pub fn normalised(m: &MoeSpec) -> MoeFile {
+        MoeFile {
+            experts: Some(m.experts as i64),
+            every: Some(m.every as i64),
+            top_k: Some(m.top_k as i64),
+        }
+    }
+}
+
 impl TrainingFile {
+    /// With every default written out (see `WorkloadFile::normalised`): the parallelism, batch,
+    /// model and schedule from the validated `spec`; the compute as given (`forward` with its
+    /// `backward`, or `gpu_flops` with its `efficiency`); the algorithms and noise as written
+    /// (an absent algorithm is chosen per group when the step is built).
+    pub fn normalised(&self, name: Option<String>, s: &TrainingSpec) -> TrainingFile {
+        let n = |x: u32| Some(x as i64);
+        let dim = |d: Dim| match d {
+            Dim::Tp => "tp",
+            Dim::Dp => "dp",
+            Dim::Pp => "pp",
+        };
+        TrainingFile {
+            name,
+            start: Some(Duration(s.start_ps)),
+            dp: n(s.dp),
+            tp: n(s.tp),
+            pp: n(s.pp),
+            ep: n(s.ep),
+            micro_batches: n(s.micro_batches),
+            micro_batch_size: n(s.micro_batch_size),
+            layers: n(s.layers),
+            hidden: n(s.hidden),
+            seq_len: n(s.seq_len),
+            bytes_per_element: n(s.bytes_per_element),
+            forward: self.forward,
+            backward: self
+                .backward
+                .or(self.forward.map(|f| Duration(default_backward(f.0)))),
+            gpu_flops: self.gpu_flops,
+            efficiency: self
+                .gpu_flops
+                .map(|_| self.efficiency.unwrap_or(DEFAULT_EFFICIENCY)),
+            schedule: Some(s.schedule),
+            sequence_parallel: Some(s.sequence_parallel),
+            dp_bucket: Some(Size(s.dp_bucket_bytes)),
+            moe: s.moe.as_ref().map(MoeFile::normalised),
+            iterations: n(s.iterations),
+            algorithms: self.algorithms.clone(),
+            placement: Some(s.placement.map(dim).join(",")),
+            optimizer: Some(Duration(s.optimizer_ps)),
+            noise: self.noise.clone(),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<TrainingSpec> {
         let p = |key: &str| ctx.path(key);
         let opt = |key: &str, v: Option<i64>, what: &str| {
@@ -525,7 +586,7 @@ impl TrainingFile {
                     // Allowed: communication-only studies.
                 }
                 let (af, mf) = split_ratio(f.0, attn_flops, mlp_flops);
-                let bwd = self.backward.map_or(2 * f.0, |d| d.0);
+                let bwd = self.backward.map_or(default_backward(f.0), |d| d.0);
                 let (ab, mb) = split_ratio(bwd, attn_flops, mlp_flops);
                 let t = BlockTimes {
                     attn_fwd_ps: af,

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
-use fabricemu_core::scenario::{parse_toml, to_json, Scenario};
+use fabricemu_core::scenario::{normalised_json, parse_toml, Scenario};
 use fabricemu_core::{output, ScenarioError, Simulation};
 
 /// The validated scenario of TOML `text` (panics with the located error if it is invalid).
@@ -38,7 +38,15 @@ pub fn write_run(text: &str, dir: &Path) -> Simulation {
     let (file, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
     sim.run_to_end();
-    output::write_outputs(dir, &mut sim, &to_json(&file), s.seed, false, 0.0).unwrap();
+    output::write_outputs(
+        dir,
+        &mut sim,
+        &normalised_json(&file, &s),
+        s.seed,
+        false,
+        0.0,
+    )
+    .unwrap();
     sim
 }
 
@@ -121,4 +129,92 @@ pub fn collective_run(
         rows.into_iter().zip(labels).collect(),
         sim.collective_rows(),
     )
+}
+
+/// FNV-1a, 64 bits, of a file's bytes (the golden hashes; no security boundary).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The crate's folder (tests/golden, ../../scenarios are relative to it).
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// tests/golden/hashes.txt.
+pub fn golden_hashes_file() -> PathBuf {
+    crate_dir().join("tests/golden/hashes.txt")
+}
+
+/// The recorded golden hashes: `<label>/<scenario>.toml/<file>` -> hash.
+pub fn golden_hashes() -> std::collections::BTreeMap<String, u64> {
+    let Ok(text) = fs::read_to_string(golden_hashes_file()) else {
+        return Default::default();
+    };
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (key, hash) = l
+                .rsplit_once(' ')
+                .expect("`<scenario>/<file> <hash>` lines");
+            (
+                key.to_string(),
+                u64::from_str_radix(hash, 16).expect("a hex hash"),
+            )
+        })
+        .collect()
+}
+
+/// Every golden scenario: the shipped ones (`scenarios/NAME`), then the coverage ones
+/// (`golden/NAME`), by file name.
+pub fn golden_scenarios() -> Vec<(String, PathBuf)> {
+    let mut all = Vec::new();
+    for (label, dir) in [
+        ("scenarios", crate_dir().join("../../scenarios")),
+        ("golden", crate_dir().join("tests/golden")),
+    ] {
+        let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        for f in files {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            all.push((format!("{label}/{name}"), f));
+        }
+    }
+    all
+}
+
+/// Run scenario TOML `text` (`source` names it in errors) into `dir` as the Python API does
+/// (normalised scenario JSON in the metadata, traces streamed, wall-clock figures zero) and hash
+/// each output file by name.
+pub fn run_and_hash(
+    text: &str,
+    source: &str,
+    dir: &Path,
+) -> std::collections::BTreeMap<String, u64> {
+    let (file, spec) = parse_toml(text, source).unwrap_or_else(|e| panic!("{e}"));
+    let json = normalised_json(&file, &spec);
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).unwrap();
+    let mut sim = Simulation::build(&spec).unwrap_or_else(|e| panic!("{e}"));
+    sim.open_traces(dir, &output::metadata(&json, spec.seed))
+        .unwrap();
+    sim.run_to_end();
+    sim.check_conservation().unwrap();
+    output::write_outputs(dir, &mut sim, &json, spec.seed, false, 0.0).unwrap();
+    let mut hashes = std::collections::BTreeMap::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        hashes.insert(name, fnv1a(&fs::read(&p).unwrap()));
+    }
+    hashes
 }

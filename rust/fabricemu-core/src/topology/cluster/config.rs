@@ -231,7 +231,9 @@ impl ClusterFile {
                 "an integer number of servers per rack",
             )?,
         };
-        let nic_given = self.nic.is_some();
+        // Only a one-NIC-per-GPU server distinguishes a given attachment (a link of its own)
+        // from none (the GPU on its NIC port); a shared NIC always has its link.
+        let nic_given = self.nic.is_some() && nics == gpus;
         let n = self.nic.clone().unwrap_or_default();
         let nic = NicAttachSpec {
             rate_bps: n.rate.map_or(DEFAULT_PCIE_RATE, |r| r.0),
@@ -353,6 +355,69 @@ impl ClusterFile {
         }))
     }
 }
+
+impl ClusterFile {
+    /// `[cluster]` with every default written out (see `scenario::normalise`), from the validated
+    /// `spec`: `scaleup = { kind = "none" }` without a scale-up domain; `nic` on servers whose
+    /// GPUs share NICs (a one-NIC-per-GPU server without it attaches each GPU directly: absent
+    /// then, as written) and its `buffer` only there; `pxn_buffer` only with PXN relays.
+    pub fn normalised(&self, spec: &ClusterSpec) -> ClusterFile {
+        let shared = spec.nics_per_server < spec.gpus_per_server;
+        let scaleup = match &spec.scaleup {
+            None => ScaleUpFile {
+                kind: Some(ScaleUpKind::None),
+                ..ScaleUpFile::default()
+            },
+            Some(u) => ScaleUpFile {
+                kind: Some(ScaleUpKind::Nvswitch),
+                gpus: Some(u.gpus as i64),
+                rate: Some(LinkRate(u.rate_bps)),
+                latency: Some(Duration(u.latency_ps)),
+                link_delay: Some(Duration(u.link_delay_ps)),
+                buffer: Some(Size(u.buffer_bytes)),
+            },
+        };
+        let nic = (shared || spec.nic_given).then(|| NicAttachFile {
+            rate: Some(LinkRate(spec.nic.rate_bps)),
+            latency: Some(Duration(spec.nic.latency_ps)),
+            buffer: shared.then_some(Size(spec.nic.buffer_bytes)),
+        });
+        let pxn = spec.scaleup.is_some() && spec.cross_rail == CrossRail::Pxn;
+        ClusterFile {
+            gpus_per_server: Some(spec.gpus_per_server as i64),
+            nics_per_server: Some(spec.nics_per_server as i64),
+            cabling: Some(match spec.cabling {
+                Cabling::Rail => CablingName::Rail,
+                Cabling::Tor => CablingName::Tor,
+            }),
+            planes: Some(spec.planes as i64),
+            cross_rail: Some(match spec.cross_rail {
+                CrossRail::Pxn => CrossRailName::Pxn,
+                CrossRail::Spine => CrossRailName::Spine,
+            }),
+            scaleup: Some(scaleup),
+            nic,
+            servers_per_rack: Some(spec.servers_per_rack as i64),
+            pxn_buffer: pxn.then_some(Size(spec.pxn_buffer_bytes)),
+        }
+    }
+}
+
+/// Keys of `[cluster]` whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    (
+        "cluster.nic",
+        "one NIC per GPU, each GPU attached directly to its NIC port",
+    ),
+    (
+        "cluster.nic.buffer",
+        "one NIC per GPU: the NIC has no buffer of its own",
+    ),
+    (
+        "cluster.pxn_buffer",
+        "no PXN relays (cross_rail = \"spine\" or no scale-up domain)",
+    ),
+];
 
 /// What still reaches a PXN relay after it decides to pause its scale-up link (`packet` the largest
 /// packet): the packet its scale-up port is sending (the frame waits for it), then the frame's

@@ -173,6 +173,43 @@ impl RankPlacement {
 }
 
 impl CollectiveFile {
+    /// With every default written out (see `WorkloadFile::normalised`): op, algorithm, size,
+    /// iterations, compute gap, start, a pipelined algorithm's chunk, the scale-up domain size;
+    /// without explicit `groups`, the group size, layout and rank order (one group of every host
+    /// by default). Hosts and explicit groups as written.
+    pub fn normalised(&self, name: Option<String>, s: &CollectiveSpec) -> CollectiveFile {
+        let pipelined = matches!(
+            s.algorithm,
+            CollectiveAlgorithm::Tree | CollectiveAlgorithm::HierarchicalTree
+        );
+        let split = self.groups.is_none();
+        let group_size = s
+            .shuffle
+            .as_ref()
+            .map(|p| p.group_size)
+            .or_else(|| s.groups.first().map(|g| g.len() as u32));
+        CollectiveFile {
+            name,
+            start: Some(Duration(s.start_ps)),
+            size: Some(Size(s.size_bytes)),
+            hosts: self.hosts.clone(),
+            op: Some(s.op),
+            algorithm: Some(s.algorithm),
+            groups: self.groups.clone(),
+            group_size: if split {
+                group_size.map(|g| g as i64)
+            } else {
+                None
+            },
+            group_layout: split.then(|| self.group_layout.unwrap_or(GroupLayout::Block)),
+            rank_order: split.then(|| self.rank_order.unwrap_or(RankOrder::Hosts)),
+            iterations: Some(s.iterations as i64),
+            compute_gap: Some(Duration(s.compute_gap_ps)),
+            chunk_size: pipelined.then_some(Size(s.chunk_bytes)),
+            domain_size: s.domain_size.map(|d| d as i64),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<CollectiveSpec> {
         let p = |key: &str| ctx.path(key);
         let op = self.op.ok_or_else(|| {

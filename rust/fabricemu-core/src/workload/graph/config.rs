@@ -165,6 +165,19 @@ pub const PHASES: [&str; 8] = [
 ];
 
 impl GraphFile {
+    /// With every default written out (see `WorkloadFile::normalised`): the name, start,
+    /// iterations and scale-up domain size; the graph itself (ops, ranks, groups, file, noise)
+    /// as written.
+    pub fn normalised(&self, name: Option<String>, s: &GraphSpec) -> GraphFile {
+        GraphFile {
+            name,
+            start: Some(Duration(s.start_ps)),
+            iterations: Some(s.iterations as i64),
+            domain_size: s.params.domain_size.map(|d| d as i64),
+            ..self.clone()
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
         let p = |key: &str| ctx.path(key);
         let iterations = count(

@@ -1,0 +1,305 @@
+//! The normalised scenario (every default written out; `scenario::normalise`), over every shipped
+//! scenario (scenarios/*.toml), every golden coverage scenario (tests/golden/*.toml) and every
+//! valid scenario of the fuzz corpus (tests/fuzz_corpus/*.toml):
+//! 1. parsing the normalised scenario (as JSON, and as TOML) gives the same validated spec;
+//! 2. normalising is idempotent;
+//! 3. running the normalised scenario gives the golden outputs, byte for byte;
+//! 4. no key with a default is missing: a walk of every table of every normalised scenario finds
+//!    each key of the table's struct present, or listed with its meaning in
+//!    `scenario::normalise::absent_means()`, or in a table that is off. A key added without a
+//!    filler fails here (see "Adding a scenario key" in src/scenario/normalise.rs).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::PathBuf;
+
+use fabricemu_core::config::kinds::field_names;
+use fabricemu_core::scenario::normalise::{absent_means, is_off, may_be_absent};
+use fabricemu_core::scenario::{self, normalise, parse_json, parse_toml, to_json, to_toml};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+mod common;
+use common::{crate_dir, golden_hashes, golden_scenarios, run_and_hash};
+
+/// Every scenario checked, as (label, TOML text): the golden ones, then the fuzz corpus (only
+/// those that validate: the corpus also holds scenarios that must fail).
+fn corpus() -> Vec<(String, String)> {
+    let mut all: Vec<(String, String)> = golden_scenarios()
+        .into_iter()
+        .map(|(label, path)| (label, fs::read_to_string(path).unwrap()))
+        .collect();
+    let dir = crate_dir().join("../../tests/fuzz_corpus");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    for f in files {
+        let text = fs::read_to_string(&f).unwrap();
+        if parse_toml(&text, "").is_ok() {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            all.push((format!("fuzz_corpus/{name}"), text));
+        }
+    }
+    all
+}
+
+/// The normalised JSON of TOML `text`.
+fn normalised(label: &str, text: &str) -> String {
+    let (file, spec) = parse_toml(text, label).unwrap_or_else(|e| panic!("{e}"));
+    to_json(&normalise(&file, &spec))
+}
+
+#[test]
+fn the_normalised_scenario_has_the_same_spec_and_is_a_fixed_point() {
+    let all = corpus();
+    assert!(
+        all.len() > 40,
+        "the corpus is the shipped, golden and fuzz scenarios"
+    );
+    for (label, text) in &all {
+        let (file, spec) = parse_toml(text, label).unwrap_or_else(|e| panic!("{e}"));
+        let norm = normalise(&file, &spec);
+        let json = to_json(&norm);
+
+        // As JSON (run.json, the Python API).
+        let (file2, spec2) =
+            parse_json(&json).unwrap_or_else(|e| panic!("{label}: normalised JSON: {e}\n{json}"));
+        assert_eq!(
+            spec2, spec,
+            "{label}: the normalised JSON validates differently"
+        );
+        assert_eq!(
+            to_json(&normalise(&file2, &spec2)),
+            json,
+            "{label}: normalising twice differs"
+        );
+
+        // As TOML (`Scenario.to_toml()`, `fabricemu validate --normalised`).
+        let toml_text = to_toml(&norm);
+        let (file3, spec3) = parse_toml(&toml_text, label)
+            .unwrap_or_else(|e| panic!("{label}: normalised TOML: {e}\n{toml_text}"));
+        assert_eq!(
+            spec3, spec,
+            "{label}: the normalised TOML validates differently"
+        );
+        assert_eq!(
+            to_json(&normalise(&file3, &spec3)),
+            json,
+            "{label}: via TOML"
+        );
+
+        // Normalising does fill: the defaults the issue names are there for every scenario.
+        let v: Value = serde_json::from_str(&json).unwrap();
+        for key in ["buffer", "latency", "ecn", "pfc", "scheduler"] {
+            assert!(v["switch"].get(key).is_some(), "{label}: switch.{key}");
+        }
+        for key in ["mtu", "cc", "loss_recovery", "priority", "credits"] {
+            assert!(
+                v["transport"].get(key).is_some(),
+                "{label}: transport.{key}"
+            );
+        }
+        assert!(v["routing"].get("hash").is_some(), "{label}: routing.hash");
+        assert!(
+            v["trace"].get("latency").is_some(),
+            "{label}: trace.latency"
+        );
+    }
+}
+
+/// The struct fields of the table at `path` (whose normalised value is `table`), `None` for
+/// what is kept as the user wrote it (graphs, distributions, maps of ranks). A table the walk
+/// does not know fails the test: add it here.
+fn fields_of(path: &str, table: &Map<String, Value>) -> Option<Vec<&'static str>> {
+    use fabricemu_core::cc::{
+        dcqcn_config::DcqcnFile, dctcp_config::DctcpFile, hpcc_config::HpccFile,
+        nscc_config::NsccFile, swift_config::SwiftFile,
+    };
+    use fabricemu_core::scenario::schema::*;
+    use fabricemu_core::switch::trim::TrimmingFile;
+    use fabricemu_core::topology::config::*;
+    use fabricemu_core::trace::config::PacketsTraceFile;
+    use fabricemu_core::transport::credits::CreditsFile;
+    use fabricemu_core::workload::{
+        all_to_all::AllToAllFile, collective::CollectiveFile, config::ReplayFile,
+        explicit::FlowsFile, graph::GraphFile, graph::NoiseFile, incast::IncastFile,
+        inference::InferenceFile, permutation::PermutationFile, poisson::PoissonFile,
+        synthetic::SyntheticFile, training::AlgorithmsFile, training::MoeFile,
+        training::TrainingFile,
+    };
+    fn f<T: DeserializeOwned>() -> Option<Vec<&'static str>> {
+        Some(field_names::<T>().to_vec())
+    }
+    let kind = table.get("kind").and_then(Value::as_str).unwrap_or("");
+    let segs: Vec<&str> = path.split('.').collect();
+    let generic: Vec<&str> = segs
+        .iter()
+        .map(|s| if s.parse::<usize>().is_ok() { "*" } else { s })
+        .collect();
+    match generic.join(".").as_str() {
+        "" => f::<ScenarioFile>(),
+        "topology" => match kind {
+            "fat_tree" => f::<FatTreeFile>(),
+            "leaf_spine" => f::<LeafSpineFile>(),
+            "dragonfly" => f::<DragonflyFile>(),
+            "dragonfly_plus" => f::<DragonflyPlusFile>(),
+            other => panic!("topology kind {other:?}: add it to the walk"),
+        },
+        "cluster" => f::<ClusterFile>(),
+        "cluster.scaleup" => f::<ScaleUpFile>(),
+        "cluster.nic" => f::<NicAttachFile>(),
+        "switch" => f::<SwitchFile>(),
+        "switch.ecn" => f::<EcnFile>(),
+        "switch.pfc" => f::<PfcFile>(),
+        "switch.trimming" => f::<TrimmingFile>(),
+        "routing" => f::<RoutingFile>(),
+        "transport" => f::<TransportFile>(),
+        "transport.dcqcn" => f::<DcqcnFile>(),
+        "transport.dctcp" => f::<DctcpFile>(),
+        "transport.swift" => f::<SwiftFile>(),
+        "transport.hpcc" => f::<HpccFile>(),
+        "transport.nscc" => f::<NsccFile>(),
+        "transport.credits" => f::<CreditsFile>(),
+        "nic" => f::<NicFile>(),
+        "trace" => f::<TraceFile>(),
+        "trace.queues" => f::<QueuesTraceFile>(),
+        "trace.links" => f::<IntervalTraceFile>(),
+        "trace.rates" => f::<RatesTraceFile>(),
+        "trace.packets" => f::<PacketsTraceFile>(),
+        "output" => f::<OutputFile>(),
+        "fault.*" => f::<FaultFile>(),
+        "failure_process.*" => f::<FailureProcessFile>(),
+        // Distributions of flap periods, failures and repairs: as written.
+        "fault.*.down" | "fault.*.up" | "failure_process.*.mtbf" | "failure_process.*.mttr" => None,
+        "workload.*" => match kind {
+            "flows" => f::<FlowsFile>(),
+            "incast" => f::<IncastFile>(),
+            "permutation" => f::<PermutationFile>(),
+            "all_to_all" => f::<AllToAllFile>(),
+            "poisson" => f::<PoissonFile>(),
+            "collective" => f::<CollectiveFile>(),
+            "replay" => f::<ReplayFile>(),
+            "synthetic" => f::<SyntheticFile>(),
+            "training" => f::<TrainingFile>(),
+            "inference" => f::<InferenceFile>(),
+            "graph" => f::<GraphFile>(),
+            other => panic!("workload kind {other:?}: add it to the walk"),
+        },
+        "workload.*.flows.*" => f::<FlowEntry>(),
+        "workload.*.moe" => f::<MoeFile>(),
+        "workload.*.algorithms" => f::<AlgorithmsFile>(),
+        "workload.*.noise" => f::<NoiseFile>(),
+        // A graph's ops, a noise's slow ranks: the user's data, as written.
+        "workload.*.ops.*" | "workload.*.noise.slow_ranks" => None,
+        other => panic!("{path}: a table the walk does not know ({other}): add it to fields_of"),
+    }
+}
+
+/// Walk `value` at `path`; every key of a known table that is neither present nor allowed to be
+/// absent goes into `missing`; every pattern of `absent_means()` that allowed one into `used`.
+fn walk(path: &str, value: &Value, missing: &mut Vec<String>, seen: &mut BTreeSet<String>) {
+    match value {
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                walk(&join(path, &i.to_string()), v, missing, seen);
+            }
+        }
+        Value::Object(table) => {
+            let Some(fields) = fields_of(path, table) else {
+                return;
+            };
+            let off = is_off(table);
+            for key in fields {
+                let p = join(path, key);
+                seen.insert(p.clone());
+                if !table.contains_key(key) && !off && !may_be_absent(&p) {
+                    missing.push(p);
+                }
+            }
+            for (key, v) in table {
+                walk(&join(path, key), v, missing, seen);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+#[test]
+fn every_key_with_a_default_is_written_out() {
+    let mut missing = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    for (label, text) in corpus() {
+        let v: Value = serde_json::from_str(&normalised(&label, &text)).unwrap();
+        let mut m = Vec::new();
+        walk("", &v, &mut m, &mut seen);
+        missing.extend(m.into_iter().map(|p| format!("{label}: {p}")));
+    }
+    assert!(
+        missing.is_empty(),
+        "keys missing from normalised scenarios (fill them in the table's `normalised`, or list \
+         what their absence means in its ABSENT_MEANS):\n{}",
+        missing.into_iter().collect::<Vec<_>>().join("\n")
+    );
+    // The walk reaches the tables it is about.
+    for p in [
+        "switch.ecn.kmin",
+        "switch.pfc.xon_offset",
+        "transport.dcqcn.rate_ai",
+        "routing.flowlet_gap",
+        "trace.queues.interval",
+        "cluster.scaleup.rate",
+        "workload.0.start",
+    ] {
+        assert!(seen.contains(p), "no scenario reaches {p}");
+    }
+}
+
+#[test]
+fn the_absent_keys_are_documented_once_each() {
+    let all = absent_means();
+    let mut keys = BTreeSet::new();
+    for (key, meaning) in &all {
+        assert!(keys.insert(*key), "{key} is listed twice");
+        assert!(!meaning.is_empty(), "{key}: say what its absence means");
+    }
+}
+
+#[test]
+fn the_normalised_scenario_runs_to_the_golden_outputs() {
+    // The replay scenario names its file relative to this crate.
+    std::env::set_current_dir(crate_dir()).unwrap();
+    let recorded = golden_hashes();
+    let scratch = std::env::temp_dir().join(format!("fabricemu-normalise-{}", std::process::id()));
+    let mut differences = Vec::new();
+    for (label, path) in golden_scenarios() {
+        let text = fs::read_to_string(&path).unwrap();
+        let (file, spec) = parse_toml(&text, &label).unwrap_or_else(|e| panic!("{e}"));
+        // The normalised scenario as a user gets it (`fabricemu validate --normalised`).
+        let toml_text = scenario::to_toml(&normalise(&file, &spec));
+        let dir = scratch.join(label.replace('/', "_"));
+        let hashes = run_and_hash(&toml_text, &label, &dir);
+        for (name, hash) in hashes {
+            let key = format!("{label}/{name}");
+            if recorded.get(&key) != Some(&hash) {
+                differences.push(key);
+            }
+        }
+    }
+    let _ = fs::remove_dir_all(&scratch);
+    assert!(
+        differences.is_empty(),
+        "the normalised scenarios' outputs differ from the golden ones:\n{}",
+        differences.join("\n")
+    );
+}
