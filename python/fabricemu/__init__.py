@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._core import __version__
 from .errors import MissingTableError, OutputFolderBusy, ScenarioError, SimulationError, Terminated
+from . import topology
 from .scenario import Scenario
 
 if TYPE_CHECKING:
@@ -93,4 +94,5 @@ __all__ = [
     "open_sweep",
     "run",
     "sweep",
+    "topology",
 ]

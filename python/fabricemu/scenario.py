@@ -410,6 +410,14 @@ def _topology_shape(t: Mapping[str, Any]) -> str:
                 f"dragonfly_plus {t['g']} groups of {t['leaves']} leaves x {t['spines']} spines, "
                 f"{t['hosts_per_leaf']} hosts per leaf, h={t['h']}"
             )
+        if kind == "clos":
+            return (
+                f"clos {t['pods']} pods x {t['tors_per_pod']} ToRs x {t['hosts_per_tor']} hosts, "
+                f"{t['aggs_per_pod']} aggs per pod, {t['cores']} cores"
+            )
+        if kind == "graph":
+            where = f" from {t['file']}" if "file" in t else " (inline edges)"
+            return f"graph{where}: {t['hosts']} hosts, {t['switches']} switches, {t['links']} links"
     except KeyError:
         pass
     params = " ".join(

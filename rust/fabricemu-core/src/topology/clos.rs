@@ -19,7 +19,13 @@ pub fn build(s: ClosShape, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) -> 
     super::hosts_only(s.hosts(), |b| lay_out(b, s, host, fabric, core))
 }
 
-pub fn lay_out(b: &mut FabricBuilder, s: ClosShape, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) {
+pub fn lay_out(
+    b: &mut FabricBuilder,
+    s: ClosShape,
+    host: LinkSpec,
+    fabric: LinkSpec,
+    core: LinkSpec,
+) {
     let tors = s.pods * s.tors_per_pod;
     let aggs = s.pods * s.aggs_per_pod;
     let tor0 = b.add_switches(tors, Role::Edge);

@@ -560,39 +560,38 @@ impl GraphFile {
             GraphFormatName::Graphml => GraphFormat::GraphMl,
             GraphFormatName::Edges | GraphFormatName::Csv => GraphFormat::Edges,
         });
-        let spec = match (&self.file, &self.edges) {
-            (Some(_), Some(_)) => {
-                return Err(ScenarioError::at(
-                    "topology.edges",
-                    "give the graph as a file or as inline edges, not both",
-                ))
-            }
-            (None, None) => {
-                return Err(ScenarioError::at(
+        let spec =
+            match (&self.file, &self.edges) {
+                (Some(_), Some(_)) => {
+                    return Err(ScenarioError::at(
+                        "topology.edges",
+                        "give the graph as a file or as inline edges, not both",
+                    ))
+                }
+                (None, None) => return Err(ScenarioError::at(
                     "topology.file",
                     "missing: expected the path of a GraphML or edge-list file (or inline `edges`)",
-                ))
-            }
-            (Some(file), None) => {
-                let path = graph_file::resolve(file, self.base_dir.as_deref());
-                graph_file::read_file("topology.file", &path, file, format, defaults)?
-            }
-            (None, Some(text)) => {
-                if format == Some(GraphFormat::GraphMl) {
-                    return Err(ScenarioError::at(
-                        "topology.format",
-                        "inline `edges` are an edge list: format = \"graphml\" is for files",
-                    ));
+                )),
+                (Some(file), None) => {
+                    let path = graph_file::resolve(file, self.base_dir.as_deref());
+                    graph_file::read_file("topology.file", &path, file, format, defaults)?
                 }
-                graph_file::parse(
-                    "topology.edges",
-                    text,
-                    "topology.edges",
-                    GraphFormat::Edges,
-                    defaults,
-                )?
-            }
-        };
+                (None, Some(text)) => {
+                    if format == Some(GraphFormat::GraphMl) {
+                        return Err(ScenarioError::at(
+                            "topology.format",
+                            "inline `edges` are an edge list: format = \"graphml\" is for files",
+                        ));
+                    }
+                    graph_file::parse(
+                        "topology.edges",
+                        text,
+                        "topology.edges",
+                        GraphFormat::Edges,
+                        defaults,
+                    )?
+                }
+            };
         Ok(TopologySpec::Graph(std::sync::Arc::new(spec)))
     }
 }

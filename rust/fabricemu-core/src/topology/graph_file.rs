@@ -177,9 +177,28 @@ pub fn read_file(
             ))
         }
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::at(key, format!("cannot read {shown}: {e}")))?;
+    let text = read_text(path).map_err(|e| ScenarioError::at(key, format!("{shown}: {e}")))?;
     parse(key, &text, shown, format, defaults)
+}
+
+/// Largest graph file read (a bound on memory; `/dev/zero` must not take the machine).
+const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// A text file, bounded; binary data is refused without echoing it.
+fn read_text(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("larger than {} MiB", MAX_FILE_BYTES >> 20));
+    }
+    if bytes.contains(&0) {
+        return Err("binary data: expected a GraphML or edge-list text file".into());
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: expected a GraphML or edge-list file".into())
 }
 
 /// Check a graph given as text.
@@ -242,10 +261,7 @@ fn read_edges(text: &str, src: &Src) -> Result<RawGraph, String> {
                     if !EDGE_KEYS.contains(&c.as_str()) {
                         return Err(src.err(
                             pos,
-                            format!(
-                                "unknown column {c:?}: expected {}",
-                                EDGE_KEYS.join(", ")
-                            ),
+                            format!("unknown column {c:?}: expected {}", EDGE_KEYS.join(", ")),
                         ));
                     }
                 }
@@ -414,7 +430,10 @@ fn read_graphml(text: &str, src: &Src) -> Result<RawGraph, String> {
     if root.tag_name().name() != "graphml" {
         return Err(src.err(
             at(root),
-            format!("expected a <graphml> document, found <{}>", root.tag_name().name()),
+            format!(
+                "expected a <graphml> document, found <{}>",
+                root.tag_name().name()
+            ),
         ));
     }
     // Keys: id -> (for, attr.name, default).
@@ -430,15 +449,15 @@ fn read_graphml(text: &str, src: &Src) -> Result<RawGraph, String> {
             .and_then(|d| d.text());
         keys.insert(id, (k.attribute("for").unwrap_or("all"), name, default));
     }
-    let graphs: Vec<_> = root
-        .children()
-        .filter(|n| is_tag(n, "graph"))
-        .collect();
+    let graphs: Vec<_> = root.children().filter(|n| is_tag(n, "graph")).collect();
     let graph = match graphs.as_slice() {
         [g] => *g,
         [] => return Err(src.err(at(root), "no <graph> element")),
         [_, second, ..] => {
-            return Err(src.err(at(*second), "more than one <graph>: give one fabric per file"))
+            return Err(src.err(
+                at(*second),
+                "more than one <graph>: give one fabric per file",
+            ))
         }
     };
     let mut g = RawGraph {
@@ -619,7 +638,10 @@ fn assemble(raw: RawGraph, d: LinkDefaults, src: &Src) -> Result<GraphSpec, Stri
                 };
                 src.err(
                     n.pos,
-                    format!("node {:?}: unknown role {r:?}: expected {ROLES}{hint}", n.name),
+                    format!(
+                        "node {:?}: unknown role {r:?}: expected {ROLES}{hint}",
+                        n.name
+                    ),
                 )
             })?,
             (None, Some(true)) => Role::Host,
@@ -674,7 +696,10 @@ fn assemble(raw: RawGraph, d: LinkDefaults, src: &Src) -> Result<GraphSpec, Stri
         let (ia, ib) = (index[&e.a], index[&e.b]);
         let what = format!("link {} - {}", e.a, e.b);
         if ia == ib {
-            return Err(src.err(e.pos, format!("{what}: a self-loop (a link from a node to itself)")));
+            return Err(src.err(
+                e.pos,
+                format!("{what}: a self-loop (a link from a node to itself)"),
+            ));
         }
         let (a, b) = (id[ia], id[ib]);
         if let Some(line) = seen.insert((a.min(b), a.max(b)), e.pos.line) {
@@ -696,7 +721,11 @@ fn assemble(raw: RawGraph, d: LinkDefaults, src: &Src) -> Result<GraphSpec, Stri
         let (rate_default, delay_default, keys) = if host_link {
             (d.host_rate, d.host_delay, "host_link_rate/host_link_delay")
         } else {
-            (d.fabric_rate, d.fabric_delay, "fabric_link_rate/fabric_link_delay")
+            (
+                d.fabric_rate,
+                d.fabric_delay,
+                "fabric_link_rate/fabric_link_delay",
+            )
         };
         let rate = e.rate.or(rate_default).ok_or_else(|| {
             src.err(
@@ -715,7 +744,9 @@ fn assemble(raw: RawGraph, d: LinkDefaults, src: &Src) -> Result<GraphSpec, Stri
                 let tier = tier_named(t).ok_or_else(|| {
                     src.err(
                         e.pos,
-                        format!("{what}: unknown tier {t:?}: expected host, fabric, core or global"),
+                        format!(
+                            "{what}: unknown tier {t:?}: expected host, fabric, core or global"
+                        ),
                     )
                 })?;
                 if (tier == Tier::Host) != host_link {
@@ -723,7 +754,11 @@ fn assemble(raw: RawGraph, d: LinkDefaults, src: &Src) -> Result<GraphSpec, Stri
                         e.pos,
                         format!(
                             "{what}: tier {t:?} is for {} (host links are tier \"host\")",
-                            if host_link { "switch links" } else { "host links" }
+                            if host_link {
+                                "switch links"
+                            } else {
+                                "host links"
+                            }
                         ),
                     ));
                 }
@@ -920,8 +955,14 @@ mod tests {
     }
 
     fn edges(text: &str) -> Result<GraphSpec, String> {
-        parse("topology.edges", text, "t.edges", GraphFormat::Edges, defaults())
-            .map_err(|e| e.message)
+        parse(
+            "topology.edges",
+            text,
+            "t.edges",
+            GraphFormat::Edges,
+            defaults(),
+        )
+        .map_err(|e| e.message)
     }
 
     #[test]
@@ -938,7 +979,10 @@ mod tests {
         assert_eq!(g.nodes[3].role, Role::Switch);
         assert_eq!(g.links[0].spec.rate_bps, 200_000_000_000);
         assert_eq!(g.links[0].spec.delay_ps, 1_000_000, "the fabric default");
-        assert_eq!(g.links[1].spec.rate_bps, 100_000_000_000, "the host default");
+        assert_eq!(
+            g.links[1].spec.rate_bps, 100_000_000_000,
+            "the host default"
+        );
         assert_eq!(g.links[2].spec.delay_ps, 2_000_000);
         let f = build(&g);
         // s0's host link comes first though the file lists s0 - s1 first.
@@ -960,16 +1004,31 @@ mod tests {
     #[test]
     fn bad_graphs_say_where_and_what() {
         let cases = [
-            ("h0 s0\nh1 s0\ns0 s0\n", "t.edges:3: link s0 - s0: a self-loop"),
-            ("h0 s0\nh1 s0\ns1 s0\ns0 s1\n", "t.edges:4: link s0 - s1: a second link"),
+            (
+                "h0 s0\nh1 s0\ns0 s0\n",
+                "t.edges:3: link s0 - s0: a self-loop",
+            ),
+            (
+                "h0 s0\nh1 s0\ns1 s0\ns0 s1\n",
+                "t.edges:4: link s0 - s1: a second link",
+            ),
             ("h0 s0\nh1 s1\n", "not connected"),
             ("h0 s0\nh0 s1\nh1 s1\ns0 s1\n", "host \"h0\" has 2 links"),
-            ("node x blob\nx s0\n", "t.edges:1: node \"x\": unknown role \"blob\""),
-            ("h0 s0\nh1 s0\nfoo s0\n", "t.edges:3: node \"foo\" has no role"),
+            (
+                "node x blob\nx s0\n",
+                "t.edges:1: node \"x\": unknown role \"blob\"",
+            ),
+            (
+                "h0 s0\nh1 s0\nfoo s0\n",
+                "t.edges:3: node \"foo\" has no role",
+            ),
             ("h0 h1\nh1 s0\n", "t.edges:1: link h0 - h1: links two hosts"),
             ("h0 s0 100Gbps 1us 7\n", "t.edges:1: unexpected field \"7\""),
             ("h0 s0 fast\n", "t.edges:1: rate: expected a rate"),
-            ("h0 s0\nh1 s0 tier=core\n", "tier \"core\" is for switch links"),
+            (
+                "h0 s0\nh1 s0 tier=core\n",
+                "tier \"core\" is for switch links",
+            ),
         ];
         for (text, want) in cases {
             let e = edges(text).unwrap_err();
@@ -983,7 +1042,10 @@ mod tests {
             LinkDefaults::default(),
         )
         .unwrap_err();
-        assert!(e.message.contains("t.edges:1: link h0 - s0 has no rate"), "{e}");
+        assert!(
+            e.message.contains("t.edges:1: link h0 - s0 has no rate"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1001,18 +1063,39 @@ mod tests {
     <edge source="s" target="b"/>
   </graph>
 </graphml>"#;
-        let g = parse("topology.file", text, "f.graphml", GraphFormat::GraphMl, defaults())
-            .unwrap();
+        let g = parse(
+            "topology.file",
+            text,
+            "f.graphml",
+            GraphFormat::GraphMl,
+            defaults(),
+        )
+        .unwrap();
         assert_eq!(g.num_hosts, 2);
         assert_eq!(g.nodes[2].role, Role::Switch);
         assert_eq!(g.links[0].spec.rate_bps, 10_000_000_000);
         assert_eq!(g.links[1].spec.delay_ps, 1000);
         let bad = text.replace(r#"target="b"/>"#, r#"target="c"/>"#);
-        let e = parse("topology.file", &bad, "f.graphml", GraphFormat::GraphMl, defaults())
-            .unwrap_err();
-        assert!(e.message.starts_with("f.graphml:11:5: link to \"c\""), "{e}");
-        let e = parse("topology.file", "<graphml><graph>", "f.graphml", GraphFormat::GraphMl, defaults())
-            .unwrap_err();
+        let e = parse(
+            "topology.file",
+            &bad,
+            "f.graphml",
+            GraphFormat::GraphMl,
+            defaults(),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.starts_with("f.graphml:11:5: link to \"c\""),
+            "{e}"
+        );
+        let e = parse(
+            "topology.file",
+            "<graphml><graph>",
+            "f.graphml",
+            GraphFormat::GraphMl,
+            defaults(),
+        )
+        .unwrap_err();
         assert!(e.message.starts_with("f.graphml:1:"), "{e}");
         assert!(e.message.contains("not valid XML"), "{e}");
     }

@@ -1,8 +1,8 @@
 //! Fabric graphs: nodes (hosts first, then switches) and unidirectional links named by their egress
 //! port. Builders for each topology kind live in their own module.
 
-pub mod cluster;
 mod clos;
+pub mod cluster;
 pub mod config;
 mod dragonfly;
 mod fat_tree;
