@@ -158,7 +158,8 @@ def test_from_networkx_makes_the_same_scenario_as_its_table():
     bad = nx.Graph([("h0", "s0"), ("h1", "s0")])
     bad.add_node("s0", role="blob")
     with pytest.raises(ScenarioError) as e:
-        fabricemu.Scenario.from_dict({**base, "topology": from_networkx(bad, link_rate="1Gbps", link_delay="1us")})
+        t = from_networkx(bad, link_rate="1Gbps", link_delay="1us")
+        fabricemu.Scenario.from_dict({**base, "topology": t})
     assert 'unknown role "blob"' in e.value.message
 
 

@@ -13,9 +13,9 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from . import topology
 from ._core import __version__
 from .errors import MissingTableError, OutputFolderBusy, ScenarioError, SimulationError, Terminated
-from . import topology
 from .scenario import Scenario
 
 if TYPE_CHECKING:

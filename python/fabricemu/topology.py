@@ -49,10 +49,10 @@ def _name(node: Any) -> str:
 def _value(key: str, value: Any, where: str) -> str:
     if isinstance(value, bool):
         raise TypeError(f"{where}: {key} = {value!r}: expected a number or a string")
-    if key == "rate" and isinstance(value, numbers.Number):
-        return f"rate_bps={int(value)}"
-    if key == "delay" and isinstance(value, numbers.Number):
-        raise TypeError(f"{where}: delay = {value!r}: give a duration with a unit (\"1us\") or delay_ps")
+    if key == "rate" and isinstance(value, numbers.Real):
+        return f"rate_bps={value if isinstance(value, int) else int(float(value))}"
+    if key == "delay" and isinstance(value, numbers.Real):
+        raise TypeError(f'{where}: delay = {value!r}: give a duration with a unit ("1us") or delay_ps')
     text = str(value)
     if not text or not _NAME.match(text):
         raise ValueError(f"{where}: {key} = {value!r}: expected a value without spaces or commas")
