@@ -58,6 +58,7 @@ def test_exported_fat_tree_loads_back_with_identical_outputs(tmp_path: Path, lb:
         f'name = "tree"\n[topology]\nkind = "fat_tree"\nk = 4\nfabric_link_rate = "200Gbps"\n'
         f'link_delay = "1us"\n[routing]\nload_balancing = "{lb}"\n{WORKLOAD}'
     )
+    (tmp_path / "fabrics").mkdir()
     p = cli("topo", str(tree), "--export", "graphml", "-o", "fabrics/tree.graphml", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     graph = tmp_path / "graph.toml"
@@ -130,10 +131,12 @@ def test_from_networkx_makes_the_same_scenario_as_its_table():
     nx = pytest.importorskip("networkx")
     g = nx.hypercube_graph(3)
     g = nx.relabel_nodes(g, {n: "s" + "".join(map(str, n)) for n in g})
+    nx.set_edge_attributes(g, "100Gbps", "rate")
+    nx.set_edge_attributes(g, "1us", "delay")
     for n in list(g):
         g.add_node("h" + n[1:], role="host", rack=int(n[1:], 2))
         g.add_edge("h" + n[1:], n, rate=25_000_000_000, delay="2us")
-    t = from_networkx(g, fabric_link_rate="100Gbps", fabric_link_delay="1us")
+    t = from_networkx(g)
     assert t["kind"] == "graph" and "rate_bps=25000000000" in t["edges"]
     base = {"workload": [{"kind": "permutation", "size": "50KB"}]}
     a = fabricemu.Scenario.from_dict({**base, "topology": t})
