@@ -268,7 +268,8 @@ fn graph_files_are_relative_to_the_scenario_and_errors_name_them() {
         ("topology.file", Some(3), Some(8))
     );
     assert!(
-        e.message.starts_with("fabrics/nope.graphml: cannot read it"),
+        e.message
+            .starts_with("fabrics/nope.graphml: cannot read it"),
         "{e}"
     );
     // A bad element: file, line and column of the element, and what was expected.

@@ -198,7 +198,8 @@ fn read_text(path: &Path) -> Result<String, String> {
     if bytes.contains(&0) {
         return Err("binary data: expected a GraphML or edge-list text file".into());
     }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: expected a GraphML or edge-list file".into())
+    String::from_utf8(bytes)
+        .map_err(|_| "not UTF-8 text: expected a GraphML or edge-list file".into())
 }
 
 /// Check a graph given as text.
@@ -1046,6 +1047,27 @@ mod tests {
             e.message.contains("t.edges:1: link h0 - s0 has no rate"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn endless_and_binary_files_are_refused_unread() {
+        for path in ["/dev/zero", "/proc/self/environ"] {
+            if !Path::new(path).exists() {
+                continue;
+            }
+            let e = read_file(
+                "topology.file",
+                Path::new(path),
+                path,
+                Some(GraphFormat::Edges),
+                defaults(),
+            )
+            .unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("{path}: binary data: expected a GraphML or edge-list text file")
+            );
+        }
     }
 
     #[test]
