@@ -13,6 +13,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from . import topology
 from ._core import __version__
 from .errors import MissingTableError, OutputFolderBusy, ScenarioError, SimulationError, Terminated
 from .scenario import Scenario
@@ -93,4 +94,5 @@ __all__ = [
     "open_sweep",
     "run",
     "sweep",
+    "topology",
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _core, _fmt
+from . import topology as _topology
 from .errors import ScenarioError
 
 __all__ = ["Scenario", "as_scenario", "parse_value"]
@@ -26,6 +27,30 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return sorted(value)
     raise TypeError(f"a value of type {type(value).__name__} cannot be part of a scenario")
+
+
+def _graph_topology(data: Dict[str, Any]) -> Dict[str, Any]:
+    """A networkx graph given as the ``topology`` becomes its ``kind = "graph"`` table."""
+    t = data.get("topology")
+    if t is not None and _topology.is_graph(t):
+        try:
+            data["topology"] = _topology.from_networkx(t)
+        except (TypeError, ValueError) as e:
+            raise ScenarioError(str(e), path="topology") from None
+    return data
+
+
+def _graph_file_from(data: Dict[str, Any], source: str) -> bool:
+    """Make a graph topology's relative ``file`` absolute, from the folder of the scenario file
+    ``source`` (where the Rust core looks for it when it reads the file itself); True if changed."""
+    t = data.get("topology")
+    if not isinstance(t, dict) or t.get("kind") != "graph" or not os.path.isfile(source):
+        return False
+    f = t.get("file")
+    if not isinstance(f, str) or os.path.isabs(f):
+        return False
+    t["file"] = os.path.abspath(os.path.join(os.path.dirname(source), f))
+    return True
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -60,7 +85,7 @@ class Scenario:
         """The same as :meth:`from_dict`."""
         if not isinstance(data, Mapping):
             raise TypeError(f"a scenario is a mapping, not {type(data).__name__}")
-        self._data: Dict[str, Any] = copy.deepcopy(dict(data))
+        self._data: Dict[str, Any] = _graph_topology(copy.deepcopy(dict(data)))
         self._json: str = _core.parse_json(_dumps(self._data))
         self._source: Optional[str] = None
         self._overrides: Dict[str, Any] = {}
@@ -72,7 +97,9 @@ class Scenario:
         """A scenario from a dictionary shaped like the TOML file (``{"topology": {"kind": ...}}``).
 
         Units are strings as in the file (``"100Gbps"``, ``"1MB"``); sizes may also be integers
-        (bytes). Raises :class:`ScenarioError` naming the key path of the first problem.
+        (bytes). The ``topology`` may be a networkx graph: it becomes the ``kind = "graph"`` table
+        :func:`fabricemu.topology.from_networkx` makes of it. Raises :class:`ScenarioError` naming
+        the key path of the first problem.
         """
         return cls(data)
 
@@ -81,6 +108,9 @@ class Scenario:
         """A scenario from TOML text; errors name ``source``, the key path, line and column."""
         normalised = _core.parse_toml(text, source)
         data = json.loads(_core.toml_to_json(text))
+        if _graph_file_from(data, source):
+            # The graph file is relative to the scenario file: keep it found from anywhere.
+            normalised = _core.parse_json(_dumps(data))
         return cls._make(data, normalised, source)
 
     @classmethod
@@ -131,6 +161,7 @@ class Scenario:
         updates.update(top_level)
         for key, value in updates.items():
             _set_path(data, key, value)
+        _graph_topology(data)
         overrides = {**self._overrides, **copy.deepcopy(updates)}
         return Scenario._make(data, _core.parse_json(_dumps(data)), self._source, overrides)
 
@@ -379,6 +410,14 @@ def _topology_shape(t: Mapping[str, Any]) -> str:
                 f"dragonfly_plus {t['g']} groups of {t['leaves']} leaves x {t['spines']} spines, "
                 f"{t['hosts_per_leaf']} hosts per leaf, h={t['h']}"
             )
+        if kind == "clos":
+            return (
+                f"clos {t['pods']} pods x {t['tors_per_pod']} ToRs x {t['hosts_per_tor']} hosts, "
+                f"{t['aggs_per_pod']} aggs per pod, {t['cores']} cores"
+            )
+        if kind == "graph":
+            where = f" from {t['file']}" if "file" in t else " (inline edges)"
+            return f"graph{where}: {t['hosts']} hosts, {t['switches']} switches, {t['links']} links"
     except KeyError:
         pass
     params = " ".join(

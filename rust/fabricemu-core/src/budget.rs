@@ -210,6 +210,43 @@ fn fabric_counts(t: &TopologySpec) -> (u64, u64, Vec<(u64, LinkSpec)>) {
                 ],
             )
         }
+        TopologySpec::Clos {
+            shape,
+            host,
+            fabric,
+            core,
+        } => {
+            let (pods, tors, aggs, cores) = (
+                shape.pods as u64,
+                shape.tors() as u64,
+                (shape.pods * shape.aggs_per_pod) as u64,
+                shape.cores as u64,
+            );
+            (
+                hosts,
+                tors + aggs + cores,
+                vec![
+                    (hosts, host),
+                    (tors * shape.aggs_per_pod as u64, fabric),
+                    (pods * cores, core),
+                ],
+            )
+        }
+        TopologySpec::Graph(ref g) => {
+            // Cables by link kind (a graph's links may all differ).
+            let mut kinds: std::collections::BTreeMap<(u64, u64), u64> = Default::default();
+            for l in &g.links {
+                *kinds.entry((l.spec.rate_bps, l.spec.delay_ps)).or_default() += 1;
+            }
+            (
+                hosts,
+                (g.nodes.len() - g.num_hosts as usize) as u64,
+                kinds
+                    .into_iter()
+                    .map(|((rate_bps, delay_ps), n)| (n, LinkSpec { rate_bps, delay_ps }))
+                    .collect(),
+            )
+        }
         TopologySpec::DragonflyPlus {
             leaves,
             spines,

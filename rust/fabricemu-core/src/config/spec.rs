@@ -49,6 +49,16 @@ pub enum TopologySpec {
         local: LinkSpec,
         global: LinkSpec,
     },
+    /// General three-tier Clos: pods of ToRs and aggregation switches, planes of cores
+    /// (`topology::clos`).
+    Clos {
+        shape: ClosShape,
+        host: LinkSpec,
+        fabric: LinkSpec,
+        core: LinkSpec,
+    },
+    /// A fabric read from a graph (`kind = "graph"`, `topology::graph_file`).
+    Graph(std::sync::Arc<crate::topology::graph_file::GraphSpec>),
     /// Dragonfly+ (Shpiner et al. 2017): each group a leaf-spine; spines carry h global links.
     DragonflyPlus {
         leaves: u32,
@@ -61,6 +71,28 @@ pub enum TopologySpec {
         local: LinkSpec,
         global: LinkSpec,
     },
+}
+
+/// The counts of a three-tier Clos (`kind = "clos"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClosShape {
+    pub pods: u32,
+    pub tors_per_pod: u32,
+    pub hosts_per_tor: u32,
+    pub aggs_per_pod: u32,
+    /// A multiple of `aggs_per_pod`: aggregation switch a of each pod links to the
+    /// `cores / aggs_per_pod` cores of plane a.
+    pub cores: u32,
+}
+
+impl ClosShape {
+    pub fn tors(&self) -> u32 {
+        self.pods * self.tors_per_pod
+    }
+
+    pub fn hosts(&self) -> u32 {
+        self.tors() * self.hosts_per_tor
+    }
 }
 
 /// How a dragonfly's global links connect groups (g = a*h + 1 uses every global port).
@@ -80,7 +112,19 @@ impl TopologySpec {
             TopologySpec::FatTree { host, .. }
             | TopologySpec::LeafSpine { host, .. }
             | TopologySpec::Dragonfly { host, .. }
-            | TopologySpec::DragonflyPlus { host, .. } => host,
+            | TopologySpec::DragonflyPlus { host, .. }
+            | TopologySpec::Clos { host, .. } => host,
+            // The slowest host link (a graph's may differ).
+            TopologySpec::Graph(ref g) => g
+                .links
+                .iter()
+                .filter(|l| l.tier == crate::topology::Tier::Host)
+                .map(|l| l.spec)
+                .min_by_key(|l| (l.rate_bps, l.delay_ps))
+                .unwrap_or(LinkSpec {
+                    rate_bps: 1,
+                    delay_ps: 0,
+                }),
         }
     }
 
@@ -101,6 +145,9 @@ impl TopologySpec {
                 hosts_per_leaf,
                 ..
             } => (leaves, hosts_per_leaf),
+            TopologySpec::Clos { shape, .. } => (shape.tors(), shape.hosts_per_tor),
+            // Not slot-shaped: one slot per host (a [cluster] is refused on a graph).
+            TopologySpec::Graph(ref g) => (g.num_hosts, 1),
         }
     }
 
@@ -120,6 +167,8 @@ impl TopologySpec {
                 hosts_per_leaf,
                 ..
             } => leaves * hosts_per_leaf,
+            TopologySpec::Clos { shape, .. } => shape.hosts(),
+            TopologySpec::Graph(ref g) => g.num_hosts,
         }
     }
 }

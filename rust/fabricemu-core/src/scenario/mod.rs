@@ -30,7 +30,14 @@ pub fn parse_toml(
     text: &str,
     source_name: &str,
 ) -> Result<(ScenarioFile, Scenario), ScenarioError> {
-    let file = locate::deserialize_toml(text).map_err(with_source(source_name))?;
+    let mut file = locate::deserialize_toml(text).map_err(with_source(source_name))?;
+    // Files the scenario names (a graph topology's) are relative to its folder.
+    let path = std::path::Path::new(source_name);
+    if !source_name.is_empty() && path.is_file() {
+        if let Some(dir) = path.parent() {
+            file.topology.set_base_dir(dir);
+        }
+    }
     let spec = validate::validate(&file)
         .map_err(|e| with_source(source_name)(locate::position_of(text, e)))?;
     Ok((file, spec))

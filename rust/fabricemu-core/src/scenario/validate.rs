@@ -51,6 +51,13 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let mut switch = file.switch.validate(&transport)?;
     hop_classes(&routing, &transport, &mut switch)?;
     let trace = file.trace.validate()?;
+    if file.cluster.is_some() && matches!(topology, TopologySpec::Graph(_)) {
+        return Err(ScenarioError::at(
+            "cluster",
+            "a [cluster] is laid out on a built-in topology kind (fat_tree, leaf_spine, clos, \
+             dragonfly, dragonfly_plus), not on kind = \"graph\"",
+        ));
+    }
     let cluster = match &file.cluster {
         Some(c) => Some(c.validate(
             &topology,

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::check::{count, Res};
 use crate::config::kinds::kind_table;
 use crate::config::values::{Duration, LinkRate};
-use crate::config::{Arrangement, LinkSpec, ScenarioError, TopologySpec};
+use crate::config::{Arrangement, ClosShape, LinkSpec, ScenarioError, TopologySpec};
+use crate::topology::graph_file::{self, GraphFormat, LinkDefaults};
 
 const DEFAULT_RATE: u64 = 100_000_000_000;
 const DEFAULT_DELAY: u64 = 500_000;
@@ -18,6 +19,8 @@ kind_table!(
         LeafSpine(LeafSpineFile) = "leaf_spine",
         Dragonfly(DragonflyFile) = "dragonfly",
         DragonflyPlus(DragonflyPlusFile) = "dragonfly_plus",
+        Clos(ClosFile) = "clos",
+        Graph(GraphFile) = "graph",
     }
 );
 
@@ -193,9 +196,101 @@ pub struct DragonflyPlusFile {
     pub global_link_delay: Option<Duration>,
 }
 
+/// `kind = "clos"`: general three-tier Clos (`topology::clos`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClosFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<i64>,
+    /// ToR (edge) switches per pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tors_per_pod: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts_per_tor: Option<i64>,
+    /// Aggregation switches per pod; every ToR of the pod links to each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggs_per_pod: Option<i64>,
+    /// Core switches, a multiple of `aggs_per_pod`: aggregation switch a of each pod links to
+    /// the `cores / aggs_per_pod` cores of plane a.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_delay: Option<Duration>,
+    /// Host <-> ToR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link_delay: Option<Duration>,
+    /// ToR <-> aggregation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_link_delay: Option<Duration>,
+    /// Aggregation <-> core; defaults to the fabric values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_link_delay: Option<Duration>,
+}
+
+/// `format` of a graph file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphFormatName {
+    Graphml,
+    Edges,
+    Csv,
+}
+
+/// `kind = "graph"`: a fabric from a GraphML or edge-list file, or an inline edge list
+/// (`topology::graph_file` has the formats and checks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphFile {
+    /// A GraphML (`.graphml`) or edge-list (`.edges`, `.txt`, `.csv`) file; a relative path is
+    /// relative to the scenario file's folder (the working directory for a scenario given as text
+    /// or a dictionary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The file's format when its extension does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<GraphFormatName>,
+    /// The graph as an inline edge list (instead of `file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edges: Option<String>,
+    /// Rate and delay of links that do not give theirs (host and switch links, then all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_delay: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link_delay: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_link_rate: Option<LinkRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_link_delay: Option<Duration>,
+    /// The folder of the scenario file (set when it is read from a file): where a relative
+    /// `file` is. Not a key.
+    #[serde(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
+}
+
 impl TopologyFile {
+    /// Relative graph files are relative to `dir` (the scenario file's folder).
+    pub fn set_base_dir(&mut self, dir: &std::path::Path) {
+        if let TopologyFile::Graph(g) = self {
+            g.base_dir = Some(dir.to_path_buf());
+        }
+    }
+
     pub fn validate(&self) -> Res<TopologySpec> {
         match self {
+            TopologyFile::Clos(t) => t.validate(),
+            TopologyFile::Graph(t) => t.validate(),
             TopologyFile::FatTree(t) => t.validate(),
             TopologyFile::LeafSpine(t) => t.validate(),
             TopologyFile::Dragonfly(t) => t.validate(),
@@ -508,5 +603,113 @@ impl DragonflyPlusFile {
             local,
             global,
         })
+    }
+}
+
+impl ClosFile {
+    fn validate(&self) -> Res<TopologySpec> {
+        let (host, fabric) = links(
+            self.link_rate,
+            self.link_delay,
+            (self.host_link_rate, self.host_link_delay),
+            (self.fabric_link_rate, self.fabric_link_delay),
+        );
+        let n = |key: &str, v: Option<i64>, what: &str| {
+            count(&format!("topology.{key}"), v, 1, 4096, what)
+        };
+        let pods = n("pods", self.pods, "an integer number of pods")?;
+        let tors_per_pod = n(
+            "tors_per_pod",
+            self.tors_per_pod,
+            "an integer number of ToR switches per pod",
+        )?;
+        let hosts_per_tor = n(
+            "hosts_per_tor",
+            self.hosts_per_tor,
+            "an integer number of hosts per ToR",
+        )?;
+        let aggs_per_pod = n(
+            "aggs_per_pod",
+            self.aggs_per_pod,
+            "an integer number of aggregation switches per pod",
+        )?;
+        let cores = n("cores", self.cores, "an integer number of core switches")?;
+        if cores % aggs_per_pod != 0 {
+            return Err(ScenarioError::at(
+                "topology.cores",
+                format!(
+                    "expected a multiple of aggs_per_pod ({aggs_per_pod}): aggregation switch a \
+                     of each pod links to the cores / aggs_per_pod cores of plane a, found {cores}"
+                ),
+            ));
+        }
+        if pods as u64 * tors_per_pod as u64 * hosts_per_tor as u64 > 1 << 20 {
+            return Err(ScenarioError::at(
+                "topology.hosts_per_tor",
+                "more than 2^20 hosts",
+            ));
+        }
+        Ok(TopologySpec::Clos {
+            shape: ClosShape {
+                pods,
+                tors_per_pod,
+                hosts_per_tor,
+                aggs_per_pod,
+                cores,
+            },
+            host,
+            fabric,
+            core: tier(self.core_link_rate, self.core_link_delay, fabric),
+        })
+    }
+}
+
+impl GraphFile {
+    fn validate(&self) -> Res<TopologySpec> {
+        let or = |a: Option<LinkRate>, b: Option<LinkRate>| a.or(b).map(|r| r.0);
+        let or_d = |a: Option<Duration>, b: Option<Duration>| a.or(b).map(|d| d.0);
+        let defaults = LinkDefaults {
+            host_rate: or(self.host_link_rate, self.link_rate),
+            host_delay: or_d(self.host_link_delay, self.link_delay),
+            fabric_rate: or(self.fabric_link_rate, self.link_rate),
+            fabric_delay: or_d(self.fabric_link_delay, self.link_delay),
+        };
+        let format = self.format.map(|f| match f {
+            GraphFormatName::Graphml => GraphFormat::GraphMl,
+            GraphFormatName::Edges | GraphFormatName::Csv => GraphFormat::Edges,
+        });
+        let spec =
+            match (&self.file, &self.edges) {
+                (Some(_), Some(_)) => {
+                    return Err(ScenarioError::at(
+                        "topology.edges",
+                        "give the graph as a file or as inline edges, not both",
+                    ))
+                }
+                (None, None) => return Err(ScenarioError::at(
+                    "topology.file",
+                    "missing: expected the path of a GraphML or edge-list file (or inline `edges`)",
+                )),
+                (Some(file), None) => {
+                    let path = graph_file::resolve(file, self.base_dir.as_deref());
+                    graph_file::read_file("topology.file", &path, file, format, defaults)?
+                }
+                (None, Some(text)) => {
+                    if format == Some(GraphFormat::GraphMl) {
+                        return Err(ScenarioError::at(
+                            "topology.format",
+                            "inline `edges` are an edge list: format = \"graphml\" is for files",
+                        ));
+                    }
+                    graph_file::parse(
+                        "topology.edges",
+                        text,
+                        "topology.edges",
+                        GraphFormat::Edges,
+                        defaults,
+                    )?
+                }
+            };
+        Ok(TopologySpec::Graph(std::sync::Arc::new(spec)))
     }
 }

@@ -1,11 +1,13 @@
 //! Fabric graphs: nodes (hosts first, then switches) and unidirectional links named by their egress
 //! port. Builders for each topology kind live in their own module.
 
+mod clos;
 pub mod cluster;
 pub mod config;
 mod dragonfly;
 mod fat_tree;
 pub mod faults;
+pub mod graph_file;
 mod leaf_spine;
 pub mod nodes;
 pub mod summary;
@@ -55,6 +57,8 @@ pub enum Role {
     NvSwitch,
     /// A NIC shared by several GPUs (a small switch between their PCIe links and the rails).
     Nic,
+    /// A switch of a graph topology (`kind = "graph"`) given no tier role.
+    Switch,
 }
 
 impl Role {
@@ -70,6 +74,7 @@ impl Role {
             Role::Gpu => "gpu",
             Role::NvSwitch => "nvswitch",
             Role::Nic => "nic",
+            Role::Switch => "switch",
         }
     }
 
@@ -79,7 +84,7 @@ impl Role {
         match self {
             Role::Host | Role::Gpu | Role::Nic => 0,
             Role::Edge | Role::Leaf | Role::NvSwitch => 1,
-            Role::Agg | Role::Spine => 2,
+            Role::Agg | Role::Spine | Role::Switch => 2,
             Role::Core | Role::Router => 3,
         }
     }
@@ -301,14 +306,16 @@ impl FabricBuilder {
 
 /// Build the fabric of a topology without a cluster: one host per slot.
 pub fn build(spec: &TopologySpec, _switch: &SwitchSpec) -> Fabric {
-    hosts_only(spec.num_hosts(), |b| lay_out(spec, b))
+    build_with(spec, None)
 }
 
 /// Build the fabric a scenario describes: its topology, with its `[cluster]` if any.
 pub fn build_with(spec: &TopologySpec, cluster: Option<&ClusterSpec>) -> Fabric {
-    match cluster {
-        None => hosts_only(spec.num_hosts(), |b| lay_out(spec, b)),
-        Some(c) => cluster::build(spec, c),
+    match (cluster, spec) {
+        // A graph lays its ports out in its own order (the export's port ids).
+        (None, TopologySpec::Graph(g)) => graph_file::build(g),
+        (None, _) => hosts_only(spec.num_hosts(), |b| lay_out(spec, b)),
+        (Some(c), _) => cluster::build(spec, c),
     }
 }
 
@@ -375,5 +382,12 @@ fn lay_out(spec: &TopologySpec, b: &mut FabricBuilder) {
             host,
             fabric,
         } => leaf_spine::lay_out(b, leaves, spines, hosts_per_leaf, host, fabric),
+        TopologySpec::Clos {
+            shape,
+            host,
+            fabric,
+            core,
+        } => clos::lay_out(b, shape, host, fabric, core),
+        TopologySpec::Graph(ref g) => graph_file::lay_out(b, g),
     }
 }

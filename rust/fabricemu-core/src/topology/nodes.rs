@@ -63,18 +63,42 @@ fn role_layout(topology: &TopologySpec, role: Role) -> Option<(u32, u32)> {
         (&TopologySpec::Dragonfly { a, g, .. }, Role::Router) => Some((a * g, a)),
         (&TopologySpec::DragonflyPlus { leaves, g, .. }, Role::Leaf) => Some((leaves * g, leaves)),
         (&TopologySpec::DragonflyPlus { spines, g, .. }, Role::Spine) => Some((spines * g, spines)),
+        (&TopologySpec::Clos { shape, .. }, Role::Edge) => Some((shape.tors(), shape.tors_per_pod)),
+        (&TopologySpec::Clos { shape, .. }, Role::Agg) => {
+            Some((shape.pods * shape.aggs_per_pod, shape.aggs_per_pod))
+        }
+        (&TopologySpec::Clos { shape, .. }, Role::Core) => Some((shape.cores, 0)),
         _ => None,
     }
 }
 
 /// Whether the topology's units are pods (fat tree) or groups (dragonflies).
 fn unit_is_pod(topology: &TopologySpec) -> bool {
-    matches!(topology, TopologySpec::FatTree { .. })
+    matches!(
+        topology,
+        TopologySpec::FatTree { .. } | TopologySpec::Clos { .. }
+    )
 }
 
 /// The name and place of every node of `fabric`, built from `topology`.
 pub fn places(fabric: &Fabric, topology: &TopologySpec) -> IdVec<NodeId, NodePlace> {
     let indices = role_indices(fabric);
+    if let TopologySpec::Graph(g) = topology {
+        // A graph's places are the file's own attributes.
+        return fabric
+            .nodes()
+            .map(|n| {
+                let node = &g.nodes[n.index()];
+                NodePlace {
+                    index: indices[n],
+                    pod: node.pod,
+                    group: node.group,
+                    rack: node.rack,
+                    ..NodePlace::default()
+                }
+            })
+            .collect();
+    }
     let cluster = fabric.cluster.as_deref();
     let pods = unit_is_pod(topology);
     let mut out: IdVec<NodeId, NodePlace> = IdVec::with_capacity(fabric.num_nodes as usize);

@@ -171,7 +171,8 @@ pub fn describe(fabric: &Fabric, topology: &Value) -> Value {
     let mut out = Map::new();
     if let Value::Object(t) = topology {
         for (key, value) in t {
-            let link_setting = key.ends_with("_rate") || key.ends_with("_delay");
+            // A graph's inline edge list is its content, not a setting.
+            let link_setting = key.ends_with("_rate") || key.ends_with("_delay") || key == "edges";
             if !link_setting && !value.is_object() && !value.is_array() && !value.is_null() {
                 out.insert(key.clone(), value.clone());
             }

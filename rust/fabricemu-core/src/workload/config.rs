@@ -146,6 +146,9 @@ fn host_group_size(t: &TopologySpec) -> u32 {
         } => leaves * hosts_per_leaf,
         TopologySpec::FatTree { k, .. } => k * k / 4,
         TopologySpec::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
+        TopologySpec::Clos { shape, .. } => shape.tors_per_pod * shape.hosts_per_tor,
+        // A graph has no arithmetic grouping: all its hosts are one group.
+        TopologySpec::Graph(ref g) => g.num_hosts,
     }
 }
 
