@@ -278,6 +278,12 @@ impl World {
     /// queued), a pause it received is lifted, and it becomes its own peer.
     fn circuit_dark(&mut self, p: PortId) {
         self.link_down_now(p);
+        // The light stops: the rest of a packet being serialised never leaves.
+        let now = self.now;
+        let sent = super::sampling::bytes_serialised(&self.ports[p], self.port_rate[p], now);
+        let port = &mut self.ports[p];
+        port.tx_bytes = sent;
+        port.busy_until = port.busy_until.min(now);
         if self.ports[p].paused != 0 {
             self.ports[p].paused = 0;
             self.paused_ps[p] += self.now - self.pause_since[p];
