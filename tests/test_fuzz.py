@@ -274,7 +274,9 @@ SMALL_INTS = st.one_of(st.integers(min_value=-1, max_value=9), st.sampled_from([
 
 #: Ends of an OCS circuit (issue 17): switches by name or id, OCS ports, and malformed ones.
 OCS_ENDS = st.one_of(
-    st.sampled_from(["agg:0", "agg:3", "leaf:0", "leaf:1", "edge:2", "ocs:0", "ocs:5", "ocs:99999", "ocs:x", "x"]),
+    st.sampled_from(
+        ["agg:0", "agg:3", "leaf:0", "leaf:1", "edge:2", "ocs:0", "ocs:5", "ocs:99999", "ocs:x", "x"]
+    ),
     SMALL_INTS,
 )
 OCS_CIRCUITS = st.one_of(
@@ -287,7 +289,9 @@ OCS = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            "switches": st.one_of(st.sampled_from(["agg", "leaf", "edge", "spine", "router", "core", "gpu"]), SCALARS),
+            "switches": st.one_of(
+                st.sampled_from(["agg", "leaf", "edge", "spine", "router", "core", "gpu"]), SCALARS
+            ),
             "uplinks": st.one_of(st.sampled_from([1, 2, 3, 0, -1, 1024, 1025]), SCALARS),
             "ports": st.one_of(st.sampled_from([2, 16, 1, 0, 2**16, 2**16 + 1]), SCALARS),
             "replace": st.one_of(st.booleans(), SCALARS),
