@@ -32,8 +32,8 @@ def test_reconfiguring_between_phases_beats_a_static_mesh(tmp_path: Path) -> Non
         zip(c.column("time_ps").to_pylist(), c.column("event").to_pylist(), c.column("source").to_pylist())
     )
     assert rows.count((0, "up", "initial")) == 8
-    assert rows.count((170_000_000, "down", "schedule")) == 8
-    assert rows.count((180_000_000, "up", "schedule")) == 8
+    assert rows.count((220_000_000, "down", "schedule")) == 8
+    assert rows.count((230_000_000, "up", "schedule")) == 8
     assert set(c.column("reconfiguration").to_pylist()) == {None, 0}
     # Each circuit joins two aggregation switches of different pods (2 aggregation switches per pod).
     for a, b in zip(c.column("name_a").to_pylist(), c.column("name_b").to_pylist()):
