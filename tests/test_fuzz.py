@@ -272,6 +272,50 @@ PACKETS = st.one_of(
 
 SMALL_INTS = st.one_of(st.integers(min_value=-1, max_value=9), st.sampled_from([2**31, 2**32, 2**64]))
 
+#: Ends of an OCS circuit (issue 17): switches by name or id, OCS ports, and malformed ones.
+OCS_ENDS = st.one_of(
+    st.sampled_from(
+        ["agg:0", "agg:3", "leaf:0", "leaf:1", "edge:2", "ocs:0", "ocs:5", "ocs:99999", "ocs:x", "x"]
+    ),
+    SMALL_INTS,
+)
+OCS_CIRCUITS = st.one_of(
+    st.sampled_from(["uniform", "none", "mesh"]),
+    st.lists(st.lists(OCS_ENDS, min_size=0, max_size=3), max_size=5),
+    SCALARS,
+)
+#: An `[ocs]` table (issue 17): an optical circuit switch on any scenario's topology.
+OCS = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "switches": st.one_of(
+                st.sampled_from(["agg", "leaf", "edge", "spine", "router", "core", "gpu"]), SCALARS
+            ),
+            "uplinks": st.one_of(st.sampled_from([1, 2, 3, 0, -1, 1024, 1025]), SCALARS),
+            "ports": st.one_of(st.sampled_from([2, 16, 1, 0, 2**16, 2**16 + 1]), SCALARS),
+            "replace": st.one_of(st.booleans(), SCALARS),
+            "link_rate": st.sampled_from(RATES_ANY),
+            "link_delay": st.sampled_from(DURATIONS_ANY),
+            "reconfiguration_time": st.sampled_from(DURATIONS_ANY),
+            "detection": st.sampled_from(DURATIONS_ANY),
+            "circuits": OCS_CIRCUITS,
+            "reconfigure": st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "at": st.sampled_from(["0ns", "1us", "5us", "5us", "1e30s", "-1us", "x"]),
+                        "circuits": OCS_CIRCUITS,
+                        "reconfiguration_time": st.sampled_from(DURATIONS_ANY),
+                    },
+                ),
+                max_size=3,
+            ),
+        },
+    ),
+    VALUES,
+)
+
 #: A `kind = "graph"` workload (issue 14): ops of every kind with deps, groups, noise, a file.
 GRAPH_OP = st.fixed_dictionaries(
     {"kind": st.sampled_from(["compute", "send", "collective", "x"])},
@@ -356,6 +400,7 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
                     "hosts",
                     "packets",
                     "graph",
+                    "ocs",
                 ]
             )
         )
@@ -375,6 +420,8 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
                 trace["latency"] = draw(st.one_of(st.booleans(), SCALARS))
         elif op == "graph":
             data["workload"] = [draw(GRAPH)]
+        elif op == "ocs":
+            data["ocs"] = draw(OCS)
         elif op == "remove":
             if isinstance(parent, dict):
                 del parent[key]

@@ -287,6 +287,11 @@ def _print_fabric(result: Any) -> None:
             f"faults {_fmt.count(st['faults_applied'])} "
             f"(links down {st.get('link_down_ps', 0) / 1e12:.3g} link-s)"
         )
+    if st.get("ocs_reconfigurations"):
+        parts.append(
+            f"OCS reconfigurations {_fmt.count(st['ocs_reconfigurations'])} "
+            f"(circuits dark {st.get('ocs_circuit_ps_lost', 0) / 1e12:.3g} circuit-s)"
+        )
     if st.get("link_fault_drops"):
         parts.append(f"lost to link faults {_fmt.count(st['link_fault_drops'])}")
     if st.get("corrupted_drops"):
@@ -1222,6 +1227,8 @@ def topo(
     if f.get("cluster"):
         _topo_cluster(f["cluster"])
     click.echo(f"  switches          {f['switches']:,} ({roles})")
+    if f.get("ocs"):
+        _topo_ocs(f["ocs"])
     tiers = ", ".join(
         f"{t['links']:,} {t['tier']} at {_rate_range(t['rate_min_bps'], t['rate_max_bps'])}"
         for t in f["tiers"]
@@ -1271,6 +1278,17 @@ def _topo_cluster(c: Dict[str, Any]) -> None:
     )
     up = _fmt.bps(c["scaleup_bps_per_gpu"]) if c["scaleup_bps_per_gpu"] else "-"
     click.echo(f"  per GPU           scale-up {up}, scale-out {_fmt.bps(c['scaleout_bps_per_gpu'])}")
+
+
+def _topo_ocs(o: Dict[str, Any]) -> None:
+    """The optical-circuit-switch line of ``fabricemu topo`` (a scenario with an ``[ocs]``)."""
+    changes = o["reconfigurations"]
+    click.echo(
+        f"  OCS               {o['ports']:,} ports, {o['switches']:,} {o['role']} switches x "
+        f"{o['uplinks']} uplinks; {o['circuits']:,} circuits at {_fmt.bps(o['link_rate_bps'])}"
+        f" ({o['dark_ports']:,} ports dark); {changes:,} reconfiguration{'' if changes == 1 else 's'}"
+        f" scheduled, {_fmt.duration_ps(o['reconfiguration_time_ps'])} each"
+    )
 
 
 def _rate_range(lo: int, hi: int) -> str:

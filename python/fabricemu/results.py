@@ -47,6 +47,7 @@ TABLES: Dict[str, str] = {
     "latency": "add latency = true to the scenario's [trace] table (CLI: --trace latency)",
     "collectives": "runs with collective workloads write it",
     "faults": "runs with [[fault]] or [[failure_process]] tables write it",
+    "circuits": "runs with an [ocs] table (an optical circuit switch) write it",
     "nodes": "every run writes it (runs of fabricemu 0.1 before nodes.arrow existed do not)",
     "ports": "every run writes it (runs of fabricemu 0.1 before ports.arrow existed do not)",
     "ops": 'runs with step workloads (kind = "graph", "training" or "inference") write it',
@@ -383,6 +384,14 @@ class Result:
         ``end_ps``, ``duration_ps``, ``links``, ``num_links``, ``detection_ps``, ``packets_lost``
         (docs/failures.md defines them)."""
         return self.table("faults")
+
+    @property
+    def circuits(self) -> pa.Table:
+        """One row per optical circuit that came up or went dark (circuits.arrow, runs with an
+        ``[ocs]`` table): ``time_ps``, ``event`` ("up", "down"), ``source`` ("initial", "schedule",
+        "control"), ``reconfiguration``, ``ocs_port_a``, ``ocs_port_b``, ``switch_a``, ``switch_b``,
+        ``name_a``, ``name_b``, ``port_a``, ``port_b`` (docs/ocs.md defines them)."""
+        return self.table("circuits")
 
     @property
     def ops(self) -> pa.Table:

@@ -19,6 +19,8 @@ pub const FLOWS_FILE: &str = "flows.arrow";
 pub const COLLECTIVES_FILE: &str = "collectives.arrow";
 /// Name of the fault table (written when the scenario has faults or failure processes).
 pub const FAULTS_FILE: &str = "faults.arrow";
+/// Name of the circuit table (written when the fabric has an optical circuit switch, `[ocs]`).
+pub const CIRCUITS_FILE: &str = "circuits.arrow";
 /// Name of the run summary in an output folder.
 pub const RUN_JSON_FILE: &str = "run.json";
 
@@ -92,6 +94,13 @@ pub fn write_outputs(
 
     if sim.has_faults() {
         crate::trace::faults::write_faults(&dir.join(FAULTS_FILE), &sim.fault_rows(), &metadata)?;
+    }
+    if sim.has_ocs() {
+        crate::trace::circuits::write_circuits(
+            &dir.join(CIRCUITS_FILE),
+            &sim.circuit_rows(),
+            &metadata,
+        )?;
     }
     let steps = if plan.ops.is_empty() {
         Vec::new()

@@ -12,7 +12,7 @@ use fabricemu_core::topology::{self, summary, Fabric, Role, Tier};
 const WORKLOAD: &str = "[[workload]]\nkind = \"permutation\"\nsize = \"64KiB\"\n";
 
 fn fabric(text: &str) -> Fabric {
-    topology::build_scenario(&spec(text))
+    topology::build_scenario(&spec(text)).unwrap()
 }
 
 fn tier_links(f: &Fabric, tier: Tier) -> u32 {
@@ -265,7 +265,7 @@ fn every_topology_kind_takes_a_cluster() {
             "[topology]\n{topo}\n[cluster]\ngpus_per_server = 2\n{WORKLOAD}"
         ));
         let slots = s.topology.num_hosts();
-        let f = topology::build_scenario(&s);
+        let f = topology::build_scenario(&s).unwrap();
         assert_eq!(f.num_hosts, slots, "{topo}: 2 GPUs and 2 NICs per server");
         assert_eq!(s.num_endpoints(), slots);
         // The budget's estimate is the fabric as built.
@@ -282,7 +282,7 @@ fn budget_counts_planes_shared_nics_and_domains() {
         "[topology]\nkind = \"leaf_spine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
          [cluster]\ngpus_per_server = 8\nnics_per_server = 4\nplanes = 2\nscaleup = {{ gpus = 16 }}\n{WORKLOAD}"
     ));
-    let f = topology::build_scenario(&s);
+    let f = topology::build_scenario(&s).unwrap();
     let e = budget::estimate(&s);
     assert_eq!((e.hosts, f.num_hosts), (32, 32));
     assert_eq!(e.switches, (f.num_nodes - f.num_hosts) as u64);
@@ -566,7 +566,7 @@ fn several_planes_on_a_dragonfly_need_minimal_routing() {
 fn hosts_without_a_cluster_are_unchanged() {
     let text = format!("[topology]\nkind = \"fat_tree\"\nk = 4\n{WORKLOAD}");
     let s = spec(&text);
-    let f = topology::build_scenario(&s);
+    let f = topology::build_scenario(&s).unwrap();
     assert!(f.cluster.is_none());
     assert!(f.hosts().all(|h| f.role[h] == Role::Host));
     assert_eq!(

@@ -146,9 +146,17 @@ fn fields_of(path: &str, table: &Map<String, Value>) -> Option<Vec<&'static str>
             "leaf_spine" => f::<LeafSpineFile>(),
             "dragonfly" => f::<DragonflyFile>(),
             "dragonfly_plus" => f::<DragonflyPlusFile>(),
+            "clos" => f::<ClosFile>(),
+            // A graph's links give their own rates and delays (the defaults only fill gaps, as
+            // written), and it is a file or inline edges, as written.
+            "graph" => Some(vec!["kind"]),
             other => panic!("topology kind {other:?}: add it to the walk"),
         },
         "cluster" => f::<ClusterFile>(),
+        "ocs" => f::<OcsFile>(),
+        "ocs.reconfigure.*" => f::<ReconfigureFile>(),
+        // Circuit lists: the user's data, as written.
+        "ocs.circuits" | "ocs.reconfigure.*.circuits" => None,
         "cluster.scaleup" => f::<ScaleUpFile>(),
         "cluster.nic" => f::<NicAttachFile>(),
         "switch" => f::<SwitchFile>(),

@@ -18,7 +18,7 @@ use common::{read_arrow, run, scratch, spec, write_run};
 
 /// The fabric of a scenario.
 fn fabric(text: &str) -> Fabric {
-    topology::build_scenario(&spec(text))
+    topology::build_scenario(&spec(text)).expect("the fabric builds")
 }
 
 /// `fabric` as an edge list with every node's role and every link's rate, delay, tier and port
@@ -254,7 +254,7 @@ fn graph_files_are_relative_to_the_scenario_and_errors_name_them() {
     fs::write(&scenario, text).unwrap();
     let (_, s) =
         parse_toml(text, &scenario.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
-    let f = topology::build_scenario(&s);
+    let f = topology::build_scenario(&s).expect("the fabric builds");
     assert_eq!((f.num_hosts, f.num_nodes), (2, 3));
     assert_eq!(f.rate_bps[f.host_port(NodeId::new(0))], 25_000_000_000);
     assert_eq!(f.rate_bps[f.host_port(NodeId::new(1))], 100_000_000_000);
@@ -383,7 +383,7 @@ fn hpcc_fabric_scenario_is_the_papers() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/hpcc_fabric.toml");
     let text = fs::read_to_string(&path).unwrap();
     let (_, s) = parse_toml(&text, &path.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
-    let f = topology::build_scenario(&s);
+    let f = topology::build_scenario(&s).expect("the fabric builds");
     let sum = summary::summarize(&f);
     assert_eq!(sum.hosts, 320);
     let roles: Vec<(&str, u32)> = sum

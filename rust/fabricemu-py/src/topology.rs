@@ -31,13 +31,9 @@ pub fn topology_summary(
         Ok(spec)
     })?;
     let stats = py
-        .detach(|| {
-            catch_unwind(|| {
-                let fabric = topology::build_scenario(&spec);
-                summary::summarize(&fabric)
-            })
-        })
-        .map_err(|p| panic_error("building the fabric", p))?;
+        .detach(|| catch_unwind(|| topology::build_scenario(&spec).map(|f| summary::summarize(&f))))
+        .map_err(|p| panic_error("building the fabric", p))?
+        .map_err(|e| scenario_error(py, &e))?;
     guard("describing the fabric", || {
         serde_json::to_string(&stats)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
@@ -63,11 +59,13 @@ pub fn fabric_tables<'py>(
     let tables = py
         .detach(|| {
             catch_unwind(|| {
-                let fabric = topology::build_scenario(&spec);
-                fabricemu_core::trace::fabric::fabric_tables_ipc(&fabric, &spec.topology)
+                topology::build_scenario(&spec).map(|fabric| {
+                    fabricemu_core::trace::fabric::fabric_tables_ipc(&fabric, &spec.topology)
+                })
             })
         })
-        .map_err(|p| panic_error("building the fabric", p))?;
+        .map_err(|p| panic_error("building the fabric", p))?
+        .map_err(|e| scenario_error(py, &e))?;
     let (nodes, ports) =
         tables.map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &ports)))

@@ -1016,6 +1016,8 @@ pub struct Scenario {
     pub nic_arbitration: NicArbitration,
     /// `[cluster]`: GPU servers on the topology (None: one host per slot, as without it).
     pub cluster: Option<ClusterSpec>,
+    /// `[ocs]`: an optical circuit switch between electrical switches (None: without).
+    pub ocs: Option<crate::topology::ocs::OcsSpec>,
 }
 
 impl Scenario {

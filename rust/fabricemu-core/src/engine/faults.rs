@@ -139,6 +139,26 @@ impl Faults {
         self.events_left == 0
     }
 
+    /// `n` more events to come that may change what is reachable (OCS changes use the count too).
+    pub fn expect_events(&mut self, n: u32) {
+        self.events_left += n;
+    }
+
+    /// One of those events happened.
+    pub fn event_done(&mut self) {
+        self.events_left -= 1;
+    }
+
+    /// Whether routing should avoid port `p` (`down`); true if that changed.
+    pub fn exclude(&mut self, p: PortId, down: bool) -> bool {
+        std::mem::replace(&mut self.excluded[p], down) != down
+    }
+
+    /// Whether a down fault covers port `p`'s link now.
+    pub fn fault_down(&self, p: PortId) -> bool {
+        self.down_count.get(p).is_some_and(|&c| c > 0)
+    }
+
     /// Fault `i`'s event happened: one fewer to come; the fault's kind and links.
     fn event(&mut self, i: u32) -> (FaultKind, Arc<[LinkId]>) {
         self.events_left -= 1;
@@ -361,12 +381,22 @@ impl World {
             }
         }
         if changed {
-            let table = RouteTable::build_avoiding(&self.fabric, self.faults.excluded.as_slice());
-            let nominal = std::mem::replace(&mut self.router.table, table);
-            // The fault-free table stays for flows' nominal paths (ideal FCT).
-            self.router.nominal.get_or_insert(nominal);
-            self.router.rr.resize(self.router.table.num_groups(), 0);
+            self.reroute();
         }
+    }
+
+    /// Recompute the route tables around the ports routing knows to be down.
+    pub(super) fn reroute(&mut self) {
+        let table = RouteTable::build_avoiding(&self.fabric, self.faults.excluded.as_slice());
+        let nominal = std::mem::replace(&mut self.router.table, table);
+        // The fault-free table stays for flows' nominal paths (ideal FCT).
+        self.router.nominal.get_or_insert(nominal);
+        self.router.rr.resize(self.router.table.num_groups(), 0);
+    }
+
+    /// Link `p` goes down now (an OCS circuit going dark): what is on it and queued is lost.
+    pub(super) fn link_down_now(&mut self, p: PortId) -> u64 {
+        self.link_down(LinkId::of_egress(p))
     }
 
     /// Link `l` fails: what is on the wire and queued at its egress port is lost (how many).

@@ -1,5 +1,6 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
+pub mod circuits;
 mod faults;
 mod forwarding;
 mod nic;
@@ -72,6 +73,13 @@ pub struct RunStats {
     /// for 1 ms is 2 link-ms), in ps. Written only when not 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub link_down_ps: u64,
+    /// Reconfigurations of the optical circuit switch (`[ocs]`) started. Written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ocs_reconfigurations: u64,
+    /// Circuit time lost to OCS reconfigurations: each circuit a reconfiguration took dark, for
+    /// the time until it ended (a circuit is both directions), in ps. Written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ocs_circuit_ps_lost: u64,
     /// Flows given up on: their destination was cut off for good (no fault ends or is noticed
     /// later) when their retransmission timer expired; and flows that waited on those.
     pub flows_unreachable: u64,
@@ -356,6 +364,54 @@ impl Simulation {
                 packets_lost: a.packets_lost,
             })
             .collect()
+    }
+
+    /// Whether the fabric has an optical circuit switch (`[ocs]`): its run writes circuits.arrow.
+    pub fn has_ocs(&self) -> bool {
+        self.world.circuits.is_some()
+    }
+
+    /// One row per circuit that came up or went dark so far (circuits.arrow), in time order.
+    pub fn circuit_rows(&self) -> Vec<crate::trace::circuits::CircuitRow> {
+        let w = &self.world;
+        let Some(c) = &w.circuits else {
+            return Vec::new();
+        };
+        let label = crate::topology::faults::labels(&w.fabric);
+        let layout = c.layout();
+        c.events
+            .iter()
+            .map(|e| {
+                let [a, b] = e.ocs_ports;
+                let (sa, sb) = (layout.switch_of(a), layout.switch_of(b));
+                crate::trace::circuits::CircuitRow {
+                    time_ps: e.time_ps,
+                    event: if e.up { "up" } else { "down" },
+                    source: e.source.name(),
+                    reconfiguration: e.reconfiguration,
+                    ocs_port_a: a,
+                    ocs_port_b: b,
+                    switch_a: sa.get(),
+                    switch_b: sb.get(),
+                    name_a: label[sa].clone(),
+                    name_b: label[sb].clone(),
+                    port_a: layout.ports[a as usize].get(),
+                    port_b: layout.ports[b as usize].get(),
+                }
+            })
+            .collect()
+    }
+
+    /// Move the optical circuit switch to configuration `spec` from now (see
+    /// [`World::reconfigure_circuits`]): the live control API's OCS action.
+    pub fn reconfigure_circuits(
+        &mut self,
+        path: &str,
+        spec: &crate::topology::ocs::CircuitsSpec,
+        reconfiguration_ps: Option<u64>,
+    ) -> Result<u32, ScenarioError> {
+        self.world
+            .reconfigure_circuits(path, spec, reconfiguration_ps)
     }
 
     /// One row per step-graph op and rank it occupies (see `trace::ops`).

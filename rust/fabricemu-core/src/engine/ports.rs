@@ -542,6 +542,12 @@ impl World {
     /// sent back over the reverse link, ahead of any queued packet.
     pub(super) fn send_pfc_frame(&mut self, ingress: PortId, priority: u8, pause: bool) {
         let back = self.fabric.peer_port[ingress];
+        if self.circuits.is_some() && self.ports[back].down {
+            // A dark OCS circuit (or a link down on a fabric with an OCS) carries no frame.
+            if self.fabric.tier[back] == crate::topology::Tier::Ocs {
+                return;
+            }
+        }
         let switch = self.ports[back].node;
         let upstream = self.ports[ingress].node;
         let frame = Packet::pfc(

@@ -41,6 +41,11 @@ pub enum Event {
     FaultStart(u32),
     FaultEnd(u32),
     FaultDetected(u32),
+    /// `[[ocs.reconfigure]]` entry i starts; reconfiguration i ends (its new circuits come up);
+    /// routing follows the OCS's circuits (after `ocs.detection`).
+    CircuitsChange(u32),
+    CircuitsUp(u32),
+    CircuitsRoute,
 }
 
 /// Events stay 8 bytes with typed ids (the queue moves them on every push and pop).

@@ -8,6 +8,7 @@
 //! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
 //! (see `transmit` for why not one per link).
 
+use super::circuits::Circuits;
 use super::faults::{Fault, Faults};
 use super::queue::{Event, EventQueue};
 use super::RunStats;
@@ -153,6 +154,8 @@ pub struct World {
     pub(super) port_rate: IdVec<PortId, u64>,
     /// Link faults: the scenario's, the ports routing avoids, the fault events still to come.
     pub(super) faults: Faults,
+    /// The optical circuit switch's circuits (None without `[ocs]`).
+    pub(super) circuits: Option<Circuits>,
 
     /// Switches: shared buffers, PFC, ECN and the egress scheduler.
     pub(super) switches: Switches,
@@ -406,6 +409,23 @@ impl World {
             ..RunStats::default()
         };
         let faults = faults.iter().cloned().map(Fault::new).collect();
+        let circuits = fabric.ocs.clone().map(|layout| {
+            let latency = layout
+                .ports
+                .iter()
+                .map(|&p| {
+                    let n = fabric.port_node[p];
+                    fabric.switch_latency(n).unwrap_or(s.switch.latency_ps)
+                })
+                .collect();
+            Circuits::new(layout, latency)
+        });
+        if circuits.is_some() {
+            if let Some(links) = &mut tracer.traces.links {
+                links.cols.tier =
+                    crate::trace::tables::DictColumn::new(&crate::trace::tables::TIER_NAMES_OCS);
+            }
+        }
         let mut world = World {
             router,
             packets: PacketArena::default(),
@@ -418,6 +438,7 @@ impl World {
             paused_ps: IdVec::from_elem(0, np),
             port_rate: fabric.rate_bps.clone(),
             faults: Faults::new(faults, np, s.seed),
+            circuits,
             switches: Switches {
                 dwrr: match s.switch.scheduler {
                     Scheduler::Dwrr(_) => IdVec::from_elem(DwrrState::default(), np),
@@ -470,6 +491,7 @@ impl World {
             fabric,
         };
         world.schedule_faults();
+        world.schedule_circuits();
         world
     }
 
@@ -540,6 +562,9 @@ impl World {
                 Event::FaultStart(i) => self.fault_start(i),
                 Event::FaultEnd(i) => self.fault_end(i),
                 Event::FaultDetected(i) => self.fault_detected(i),
+                Event::CircuitsChange(i) => self.scheduled_change(i),
+                Event::CircuitsUp(i) => self.circuits_up(i),
+                Event::CircuitsRoute => self.circuits_route_event(),
             }
         }
         self.finished
@@ -563,6 +588,9 @@ impl World {
         s.packets_in_flight = self.packets.live();
         s.paused_ps = self.ports.ids().map(|p| self.paused_time(p)).sum();
         s.link_down_ps = self.faults.link_down_ps(self.now);
+        if let Some(c) = &self.circuits {
+            s.ocs_circuit_ps_lost = c.circuit_ps_lost(self.now);
+        }
         let up = self.uplink_utilisation();
         if !up.is_empty() {
             let n = up.len() as f64;

@@ -43,7 +43,7 @@ impl Built {
 
 pub fn build(scenario: &Scenario) -> Res<Built> {
     let s = scenario;
-    let fabric = topology::build_scenario(s);
+    let fabric = topology::build_scenario(s)?;
     let faults = faults::resolve(&fabric, &s.faults, &s.failure_processes, s.seed)?;
     let packet_filter = match &s.trace.packets {
         Some(p) => Some(crate::trace::packets::resolve(&fabric, p)?),

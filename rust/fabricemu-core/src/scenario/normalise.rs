@@ -64,6 +64,10 @@ pub fn normalise(file: &ScenarioFile, spec: &Scenario) -> ScenarioFile {
             (Some(f), Some(c)) => Some(f.normalised(c)),
             _ => None,
         },
+        ocs: match (&file.ocs, &spec.ocs) {
+            (Some(f), Some(o)) => Some(f.normalised(o)),
+            _ => None,
+        },
         switch: file.switch.normalised(&spec.switch, &spec.transport),
         routing: file.routing.normalised(&spec.routing, dragonfly),
         fault: file
@@ -95,6 +99,7 @@ pub fn normalise(file: &ScenarioFile, spec: &Scenario) -> ScenarioFile {
 const TOP_ABSENT: &[(&str, &str)] = &[
     ("warmup", "stop = \"all_flows_done\": no measurement window"),
     ("cluster", "no [cluster]: one host per topology slot"),
+    ("ocs", "no optical circuit switch"),
     ("fault", "no faults"),
     ("failure_process", "no failure processes"),
 ];
@@ -117,6 +122,7 @@ pub fn absent_means() -> Vec<(&'static str, &'static str)> {
         crate::trace::config::ABSENT_MEANS,
         crate::topology::cluster::config::ABSENT_MEANS,
         crate::topology::faults::ABSENT_MEANS,
+        crate::topology::ocs::ABSENT_MEANS,
         crate::workload::config::ABSENT_MEANS,
     ]
     .concat()

@@ -18,6 +18,7 @@ pub use crate::switch::config::{EcnFile, PfcFile, SwitchFile};
 pub use crate::topology::cluster::config::{ClusterFile, NicAttachFile, ScaleUpFile};
 pub use crate::topology::config::TopologyFile;
 pub use crate::topology::faults::{FailureProcessFile, FaultFile, NodeRef};
+pub use crate::topology::ocs::{CircuitsFile, OcsFile, ReconfigureFile};
 pub use crate::trace::config::{
     IntervalTraceFile, OutputFile, QueuesTraceFile, RatesTraceFile, TraceFile,
 };
@@ -78,6 +79,9 @@ pub struct ScenarioFile {
     /// `[cluster]`: GPU servers on the topology (its host slots become NIC ports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterFile>,
+    /// `[ocs]`: an optical circuit switch layer between electrical switches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ocs: Option<OcsFile>,
     #[serde(default)]
     pub switch: SwitchFile,
     #[serde(default)]

@@ -16,6 +16,10 @@ use crate::workload::config::Context;
 pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     let stop = file.stop.as_ref().map_or(StopAt::AllFlowsDone, |s| s.at);
     let topology = file.topology.validate()?;
+    let ocs = match &file.ocs {
+        Some(o) => Some(o.validate(&topology)?),
+        None => None,
+    };
     let warmup_ps = warmup(file.warmup.map(|d| d.0), stop)?;
     let nic_arbitration = NicFile::arbitration(file.nic.as_ref());
 
@@ -129,6 +133,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         warmup_ps,
         nic_arbitration,
         cluster,
+        ocs,
     })
 }
 

@@ -411,6 +411,33 @@ impl TopologyFile {
                 global_link_rate: r(global),
                 global_link_delay: d(global),
             }),
+            (
+                TopologyFile::Clos(f),
+                &TopologySpec::Clos {
+                    shape,
+                    host,
+                    fabric,
+                    core,
+                },
+            ) => TopologyFile::Clos(ClosFile {
+                pods: n(shape.pods),
+                tors_per_pod: n(shape.tors_per_pod),
+                hosts_per_tor: n(shape.hosts_per_tor),
+                aggs_per_pod: n(shape.aggs_per_pod),
+                cores: n(shape.cores),
+                link_rate: rate(f.link_rate),
+                link_delay: delay(f.link_delay),
+                host_link_rate: r(host),
+                host_link_delay: d(host),
+                fabric_link_rate: r(fabric),
+                fabric_link_delay: d(fabric),
+                core_link_rate: r(core),
+                core_link_delay: d(core),
+            }),
+            // A graph's links carry their own rates and delays: the defaults stay as given (an
+            // absent one means "every link gives its own"), the file as written (relative to the
+            // scenario's folder, so a recorded run is reproducible wherever it is moved with it).
+            (TopologyFile::Graph(f), TopologySpec::Graph(_)) => TopologyFile::Graph(f.clone()),
             // The spec is validated from this file: its kind is the file's.
             _ => unreachable!("a topology spec of another kind than its file"),
         }

@@ -8,14 +8,24 @@ use crate::config::LinkSpec;
 
 #[cfg(test)]
 pub fn build(k: u32, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) -> Fabric {
-    super::hosts_only(k * k * k / 4, |b| lay_out(b, k, host, fabric, core))
+    super::hosts_only(k * k * k / 4, |b| lay_out(b, k, host, fabric, Some(core)))
 }
 
-pub fn lay_out(b: &mut FabricBuilder, k: u32, host: LinkSpec, fabric: LinkSpec, core: LinkSpec) {
+/// `core`: None leaves the cores out (an OCS replaces them).
+pub fn lay_out(
+    b: &mut FabricBuilder,
+    k: u32,
+    host: LinkSpec,
+    fabric: LinkSpec,
+    core: Option<LinkSpec>,
+) {
     let half = k / 2;
     let edge0 = b.add_switches(k * half, Role::Edge);
     let agg0 = b.add_switches(k * half, Role::Agg);
-    let core0 = b.add_switches(half * half, Role::Core);
+    let core0 = match core {
+        Some(_) => b.add_switches(half * half, Role::Core),
+        None => 0,
+    };
     for pod in 0..k {
         for e in 0..half {
             let edge = edge0 + pod * half + e;
@@ -36,6 +46,9 @@ pub fn lay_out(b: &mut FabricBuilder, k: u32, host: LinkSpec, fabric: LinkSpec, 
             }
         }
     }
+    let Some(core) = core else {
+        return;
+    };
     // Aggregation switch a of every pod connects to cores a*k/2 .. (a+1)*k/2.
     for pod in 0..k {
         for a in 0..half {

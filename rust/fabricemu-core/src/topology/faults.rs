@@ -264,7 +264,7 @@ pub const MAX_ADDED_DELAY_PS: Time = 1_000_000_000_000;
 pub const DEFAULT_DETECTION_PS: Time = 10_000_000;
 
 /// The tier names a `tier` key takes.
-pub const TIER_NAMES: [&str; 6] = ["host", "fabric", "core", "global", "scaleup", "pcie"];
+pub const TIER_NAMES: [&str; 7] = ["host", "fabric", "core", "global", "scaleup", "pcie", "ocs"];
 
 fn check_tier(path: String, tier: &str) -> Res<String> {
     if TIER_NAMES.contains(&tier) {
@@ -776,7 +776,7 @@ fn shown(fabric: &Fabric, name: &NodeName, id: NodeId) -> String {
 pub const MAX_FAULT_PERIODS: usize = 1_000_000;
 
 /// Each node's name as faults.arrow writes it: `"role:index"` (index among its role's nodes).
-fn labels(fabric: &Fabric) -> IdVec<NodeId, String> {
+pub(crate) fn labels(fabric: &Fabric) -> IdVec<NodeId, String> {
     let mut seen: Vec<(Role, u32)> = Vec::new();
     fabric
         .role
@@ -805,6 +805,7 @@ fn tier_of(name: &str) -> Tier {
         Tier::Global,
         Tier::ScaleUp,
         Tier::Pcie,
+        Tier::Ocs,
     ]
     .into_iter()
     .find(|&t| super::summary::tier_name(t) == name)

@@ -905,6 +905,7 @@ pub fn build(g: &GraphSpec) -> Fabric {
         tier: IdVec::from_elem(Tier::Host, total),
         role: g.nodes.iter().map(|x| x.role).collect(),
         cluster: None,
+        ocs: None,
     };
     for (l, [pa, pb]) in g.links.iter().zip(&port_of) {
         let (a, b) = (NodeId::new(l.a), NodeId::new(l.b));

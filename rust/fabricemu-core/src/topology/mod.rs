@@ -10,6 +10,7 @@ pub mod faults;
 pub mod graph_file;
 mod leaf_spine;
 pub mod nodes;
+pub mod ocs;
 pub mod summary;
 
 pub use cluster::ClusterLayout;
@@ -34,6 +35,8 @@ pub enum Tier {
     ScaleUp,
     /// GPU <-> shared NIC (PCIe).
     Pcie,
+    /// A circuit of the optical circuit switch (`[ocs]`) between two electrical switches.
+    Ocs,
 }
 
 /// What a node is. Outputs, fault names (`"edge:0"`) and the topology summary print it with
@@ -120,6 +123,10 @@ pub struct Fabric {
     pub role: IdVec<NodeId, Role>,
     /// GPU servers (`[cluster]`): which GPU is where, and its ports (cold data; None without).
     pub cluster: Option<Box<ClusterLayout>>,
+    /// The optical circuit switch (`[ocs]`): its ports, circuits and scheduled changes (cold
+    /// data; None without). Its switch ports are the last of each switch's; a dark one (in no
+    /// circuit) is its own peer.
+    pub ocs: Option<Box<ocs::OcsLayout>>,
 }
 
 impl Fabric {
@@ -212,6 +219,8 @@ pub(crate) struct FabricBuilder {
     attached: Vec<LinkEntry>,
     links: Vec<LinkEntry>,
     slots: Vec<(u32, LinkSpec)>,
+    /// OCS ports: (switch, link spec), in OCS port order; each is its own peer until wired.
+    ocs_ports: Vec<(NodeId, LinkSpec)>,
 }
 
 impl FabricBuilder {
@@ -223,7 +232,19 @@ impl FabricBuilder {
             attached: Vec::new(),
             links: Vec::new(),
             slots: Vec::new(),
+            ocs_ports: Vec::new(),
         }
+    }
+
+    /// An OCS port on switch `sw` (after every link in its port list): dark until a circuit
+    /// joins it to another ([`ocs::wire`]).
+    pub fn ocs_port(&mut self, sw: u32, spec: LinkSpec) {
+        self.ocs_ports.push((NodeId::new(sw), spec));
+    }
+
+    /// The node numbers of the switches of role `role` added so far.
+    pub fn nodes_of(&self, role: &str) -> Vec<u32> {
+        ocs::members(&self.roles, role)
     }
 
     /// A host slot on switch `sw`: where the next host (or NIC) attaches, over a `spec` link.
@@ -263,6 +284,9 @@ impl FabricBuilder {
             degree[a] += 1;
             degree[b] += 1;
         }
+        for &(a, _) in &self.ocs_ports {
+            degree[a] += 1;
+        }
         // One entry past the last node: the number of ports.
         let mut port_start: IdVec<NodeId, PortId> = IdVec::with_capacity(n + 1);
         let mut total = 0u32;
@@ -285,6 +309,7 @@ impl FabricBuilder {
             tier: IdVec::from_elem(Tier::Host, total),
             role: self.roles,
             cluster: None,
+            ocs: None,
         };
         for &(a, b, spec, tier) in &links {
             let pa = next[a];
@@ -300,6 +325,16 @@ impl FabricBuilder {
                 f.tier[p] = tier;
             }
         }
+        for &(a, spec) in &self.ocs_ports {
+            let p = next[a];
+            next[a] = PortId::new(p.get() + 1);
+            f.port_node[p] = a;
+            f.peer_node[p] = a;
+            f.peer_port[p] = p;
+            f.rate_bps[p] = spec.rate_bps;
+            f.delay_ps[p] = spec.delay_ps;
+            f.tier[p] = Tier::Ocs;
+        }
         f
     }
 }
@@ -311,17 +346,32 @@ pub fn build(spec: &TopologySpec, _switch: &SwitchSpec) -> Fabric {
 
 /// Build the fabric a scenario describes: its topology, with its `[cluster]` if any.
 pub fn build_with(spec: &TopologySpec, cluster: Option<&ClusterSpec>) -> Fabric {
+    build_ocs(spec, cluster, None)
+}
+
+/// Build the fabric of a topology, with its `[cluster]` and the switch ports of its `[ocs]` (all
+/// dark: [`ocs::attach`] wires the circuits).
+pub fn build_ocs(
+    spec: &TopologySpec,
+    cluster: Option<&ClusterSpec>,
+    ocs: Option<&ocs::OcsSpec>,
+) -> Fabric {
     match (cluster, spec) {
-        // A graph lays its ports out in its own order (the export's port ids).
+        // A graph lays its ports out in its own order (the export's port ids); `[ocs]` refuses a
+        // graph topology in its checks.
         (None, TopologySpec::Graph(g)) => graph_file::build(g),
-        (None, _) => hosts_only(spec.num_hosts(), |b| lay_out(spec, b)),
-        (Some(c), _) => cluster::build(spec, c),
+        (None, _) => hosts_only(spec.num_hosts(), |b| lay_out(spec, b, ocs)),
+        (Some(c), _) => cluster::build(spec, c, ocs),
     }
 }
 
-/// The fabric of a scenario (topology and cluster).
-pub fn build_scenario(s: &crate::config::Scenario) -> Fabric {
-    build_with(&s.topology, s.cluster.as_ref())
+/// The fabric of a scenario (topology, cluster and OCS with its initial circuits).
+pub fn build_scenario(s: &crate::config::Scenario) -> crate::config::check::Res<Fabric> {
+    let mut f = build_ocs(&s.topology, s.cluster.as_ref(), s.ocs.as_ref());
+    if let Some(o) = &s.ocs {
+        ocs::attach(&mut f, &s.topology, o)?;
+    }
+    Ok(f)
 }
 
 /// Hosts `0..num_hosts`, host i on slot i.
@@ -334,8 +384,27 @@ fn hosts_only(num_hosts: u32, lay_out: impl FnOnce(&mut FabricBuilder)) -> Fabri
     b.build()
 }
 
-/// Add one copy of the topology's switches, switch links and host slots to `b`.
-fn lay_out(spec: &TopologySpec, b: &mut FabricBuilder) {
+/// Add one copy of the topology's switches, switch links and host slots to `b`, and the OCS
+/// ports of `ocs` (its tier above the OCS switches left out if it replaces it).
+fn lay_out(spec: &TopologySpec, b: &mut FabricBuilder, ocs: Option<&ocs::OcsSpec>) {
+    lay_out_topology(spec, b, ocs.is_some_and(|o| o.replace));
+    add_ocs_ports(b, ocs);
+}
+
+/// The OCS ports of `ocs` (if any) on every switch of its role, `uplinks` each.
+fn add_ocs_ports(b: &mut FabricBuilder, ocs: Option<&ocs::OcsSpec>) {
+    if let Some(o) = ocs {
+        for sw in b.nodes_of(&o.role) {
+            for _ in 0..o.uplinks {
+                b.ocs_port(sw, o.link);
+            }
+        }
+    }
+}
+
+/// Add one copy of the topology's switches, switch links and host slots to `b` (`replace`:
+/// without the tier an OCS replaces).
+fn lay_out_topology(spec: &TopologySpec, b: &mut FabricBuilder, replace: bool) {
     match *spec {
         TopologySpec::Dragonfly {
             p,
@@ -374,14 +443,21 @@ fn lay_out(spec: &TopologySpec, b: &mut FabricBuilder) {
             host,
             fabric,
             core,
-        } => fat_tree::lay_out(b, k, host, fabric, core),
+        } => fat_tree::lay_out(b, k, host, fabric, (!replace).then_some(core)),
         TopologySpec::LeafSpine {
             leaves,
             spines,
             hosts_per_leaf,
             host,
             fabric,
-        } => leaf_spine::lay_out(b, leaves, spines, hosts_per_leaf, host, fabric),
+        } => leaf_spine::lay_out(
+            b,
+            leaves,
+            if replace { 0 } else { spines },
+            hosts_per_leaf,
+            host,
+            fabric,
+        ),
         TopologySpec::Clos {
             shape,
             host,

@@ -57,6 +57,60 @@ pub struct FabricSummary {
     /// GPU servers, when the scenario has a `[cluster]` (left out otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterSummary>,
+    /// The optical circuit switch, when the scenario has an `[ocs]` (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ocs: Option<OcsSummary>,
+}
+
+/// An `[ocs]`: its switches, ports, initial circuits and scheduled reconfigurations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OcsSummary {
+    /// The role of the switches with uplinks into the OCS, and how many there are.
+    pub role: &'static str,
+    pub switches: u32,
+    pub uplinks: u32,
+    /// Ports of the OCS, and of those the ones a switch uplink is attached to.
+    pub ports: u32,
+    pub attached_ports: u32,
+    /// Circuits of the initial configuration (each a bidirectional link).
+    pub circuits: u32,
+    /// Attached OCS ports in no initial circuit.
+    pub dark_ports: u32,
+    pub link_rate_bps: u64,
+    pub link_delay_ps: u64,
+    /// Scheduled reconfigurations (`[[ocs.reconfigure]]`) and the default time each takes.
+    pub reconfigurations: u32,
+    pub reconfiguration_time_ps: u64,
+    /// How long routing takes to follow a change.
+    pub detection_ps: u64,
+}
+
+/// The OCS of `fabric` (None without an `[ocs]`).
+pub fn ocs_summary(f: &Fabric) -> Option<OcsSummary> {
+    let o = f.ocs.as_deref()?;
+    let circuits = super::ocs::OcsLayout::circuits(&o.initial).count() as u32;
+    Some(OcsSummary {
+        role: o.role.as_str(),
+        switches: o.switches.len() as u32,
+        uplinks: o.uplinks,
+        ports: o.radix,
+        attached_ports: o.attached(),
+        circuits,
+        dark_ports: o.attached() - 2 * circuits,
+        link_rate_bps: o.link.rate_bps,
+        link_delay_ps: o.link.delay_ps,
+        reconfigurations: o.changes.len() as u32,
+        reconfiguration_time_ps: o.reconfiguration_ps,
+        detection_ps: o.detection_ps,
+    })
+}
+
+/// Ports of `f` that are links (a dark OCS port is its own peer, and no link).
+fn linked_ports(f: &Fabric) -> u32 {
+    match &f.ocs {
+        None => f.num_ports(),
+        Some(_) => f.ports().filter(|&p| f.peer_port[p] != p).count() as u32,
+    }
 }
 
 /// The GPU servers of a `[cluster]`: counts, and the bandwidth of each tier a GPU reaches.
@@ -155,7 +209,7 @@ pub fn size(fabric: &Fabric) -> FabricSize {
     FabricSize {
         hosts: fabric.num_hosts,
         switches: fabric.num_nodes - fabric.num_hosts,
-        links: fabric.num_ports() / 2,
+        links: linked_ports(fabric) / 2,
         roles,
         tiers: tiers(fabric),
     }
@@ -201,6 +255,9 @@ pub fn describe(fabric: &Fabric, topology: &Value) -> Value {
     out.insert("tiers".into(), json!(size.tiers));
     if let Some(c) = cluster_summary(fabric) {
         out.insert("cluster".into(), json!(c));
+    }
+    if let Some(o) = ocs_summary(fabric) {
+        out.insert("ocs".into(), json!(o));
     }
     Value::Object(out)
 }
@@ -271,6 +328,7 @@ pub fn tier_name(tier: Tier) -> &'static str {
         Tier::Global => "global",
         Tier::ScaleUp => "scaleup",
         Tier::Pcie => "pcie",
+        Tier::Ocs => "ocs",
     }
 }
 
@@ -294,8 +352,8 @@ pub fn summarize(fabric: &Fabric) -> FabricSummary {
     FabricSummary {
         hosts: fabric.num_hosts,
         switches: fabric.num_nodes - fabric.num_hosts,
-        links: fabric.num_ports() / 2,
-        directed_links: fabric.num_ports(),
+        links: linked_ports(fabric) / 2,
+        directed_links: linked_ports(fabric),
         roles,
         tiers,
         bisection_bps,
@@ -305,6 +363,7 @@ pub fn summarize(fabric: &Fabric) -> FabricSummary {
         diameter_links,
         diameter_switches: diameter_links.map(|d| d.saturating_sub(1)),
         cluster: cluster_summary(fabric),
+        ocs: ocs_summary(fabric),
     }
 }
 
@@ -383,6 +442,7 @@ fn tiers(f: &Fabric) -> Vec<TierSummary> {
         Tier::Global,
         Tier::ScaleUp,
         Tier::Pcie,
+        Tier::Ocs,
     ] {
         let mut t = TierSummary {
             tier: tier_name(tier),
@@ -395,7 +455,8 @@ fn tiers(f: &Fabric) -> Vec<TierSummary> {
         };
         // Each cable is two ports; count it once, from its lower-numbered port.
         for i in f.ports() {
-            if f.tier[i] != tier || f.peer_port[i] < i {
+            // A dark OCS port (its own peer) is no link.
+            if f.tier[i] != tier || f.peer_port[i] <= i {
                 continue;
             }
             t.links += 1;
@@ -745,7 +806,10 @@ mod description_tests {
     fn built(toml_text: &str) -> (Fabric, Value) {
         let (file, spec) = scenario::parse_toml(toml_text, "test.toml").expect("a valid scenario");
         let json: Value = serde_json::from_str(&scenario::to_json(&file)).unwrap();
-        (topology::build_scenario(&spec), json["topology"].clone())
+        (
+            topology::build_scenario(&spec).expect("a fabric"),
+            json["topology"].clone(),
+        )
     }
 
     const WORKLOAD: &str = "[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n";

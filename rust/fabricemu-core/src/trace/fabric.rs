@@ -23,7 +23,7 @@ use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema};
 
 use super::atomic::AtomicFile;
-use super::tables::{dict_field, int64, DictColumn, TIER_NAMES};
+use super::tables::{dict_field, int64, DictColumn, TIER_NAMES, TIER_NAMES_OCS};
 use crate::config::TopologySpec;
 use crate::topology::nodes::{node_name, places};
 use crate::topology::Fabric;
@@ -119,7 +119,11 @@ pub fn ports_batch(fabric: &Fabric, metadata: &[(String, String)]) -> io::Result
     let mut peer_port = UInt32Builder::with_capacity(n);
     let mut rate = Int64Builder::with_capacity(n);
     let mut delay = Int64Builder::with_capacity(n);
-    let mut tier = DictColumn::new(&TIER_NAMES);
+    let mut tier = if fabric.ocs.is_some() {
+        DictColumn::new(&TIER_NAMES_OCS)
+    } else {
+        DictColumn::new(&TIER_NAMES)
+    };
     for v in fabric.nodes() {
         let first = fabric.ports_of(v).next().map_or(0, |p| p.get());
         for p in fabric.ports_of(v) {

@@ -3,6 +3,7 @@
 //! During a run, the streamed tables belong to the World's tracing part, [`Tracer`] (`tracer.rs`).
 
 pub mod atomic;
+pub mod circuits;
 pub mod collectives;
 pub mod config;
 pub mod fabric;

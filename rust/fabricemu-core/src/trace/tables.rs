@@ -90,6 +90,11 @@ impl DictColumn {
 /// The names of the link tiers, in the order of [`crate::topology::Tier`] (its `as u8`).
 pub const TIER_NAMES: [&str; 6] = ["host", "fabric", "core", "global", "scaleup", "pcie"];
 
+/// [`TIER_NAMES`] and "ocs": the dictionary of fabrics with an `[ocs]` (others keep the six,
+/// so their files do not change).
+pub const TIER_NAMES_OCS: [&str; 7] =
+    ["host", "fabric", "core", "global", "scaleup", "pcie", "ocs"];
+
 /// queues.arrow: one row per (switch port, priority) and sample.
 #[derive(Default)]
 pub struct QueueRows {

@@ -201,7 +201,11 @@ fn slot_of(c: &ClusterSpec, slots_per_leaf: u32, s: u32, nic: u32) -> u32 {
 }
 
 /// Build the fabric of `topology` with the GPU servers of `c` (validated against each other).
-pub fn build(topology: &TopologySpec, c: &ClusterSpec) -> Fabric {
+pub fn build(
+    topology: &TopologySpec,
+    c: &ClusterSpec,
+    ocs: Option<&super::ocs::OcsSpec>,
+) -> Fabric {
     let (_, per_leaf) = topology.slot_switches();
     let slots = topology.num_hosts();
     let (g, r) = (c.gpus_per_server, c.nics_per_server);
@@ -211,9 +215,10 @@ pub fn build(topology: &TopologySpec, c: &ClusterSpec) -> Fabric {
     let mut b = FabricBuilder::new(gpus, Role::Gpu);
     let mut planes = Vec::with_capacity(c.planes as usize);
     for _ in 0..c.planes {
-        super::lay_out(topology, &mut b);
+        super::lay_out_topology(topology, &mut b, ocs.is_some_and(|o| o.replace));
         planes.push(b.take_slots());
     }
+    super::add_ocs_ports(&mut b, ocs);
     let first_nic = shared.then(|| b.add_switches(servers * r, Role::Nic));
     let (domains, per_domain) = match c.scaleup {
         Some(s) => (gpus / s.gpus, s.gpus),
