@@ -41,6 +41,10 @@ pub enum Event {
     FaultStart(u32),
     FaultEnd(u32),
     FaultDetected(u32),
+    /// A failure cuts off ranks of a job that reacts (`on_failure`), and its freeze ends
+    /// (indices into the jobs' episodes).
+    JobFailure(u32),
+    JobResume(u32),
 }
 
 /// Events stay 8 bytes with typed ids (the queue moves them on every push and pop).

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::all_to_all::AllToAllFile;
 use super::collective::CollectiveFile;
 use super::explicit::FlowsFile;
+use super::graph::reaction::Reaction;
 use super::graph::GraphFile;
 use super::incast::IncastFile;
 use super::inference::InferenceFile;
@@ -164,6 +165,17 @@ impl WorkloadFile {
             WorkloadFile::Training(w) => w.name.as_deref(),
             WorkloadFile::Inference(w) => w.name.as_deref(),
             WorkloadFile::Graph(w) => w.name.as_deref(),
+        }
+    }
+
+    /// A step workload's reaction to failures (`on_failure` and its keys; None for the other
+    /// kinds, which have no such keys).
+    pub fn reaction(&self, ctx: &Context) -> Res<Option<Reaction>> {
+        match self {
+            WorkloadFile::Training(w) => w.reaction_keys().check(ctx),
+            WorkloadFile::Inference(w) => w.reaction_keys().check(ctx),
+            WorkloadFile::Graph(w) => w.reaction_keys().check(ctx),
+            _ => Ok(None),
         }
     }
 
