@@ -80,7 +80,8 @@ const US: u64 = 1_000_000;
 fn a_stall_during_compute_costs_exactly_the_repair_time_plus_detection() {
     let clean = run(&job(5, "", ""));
     let base = iteration_ends(&clean);
-    // 50 us into the first forward compute; down for 1 ms; the job notices 20 us later.
+    // 50 us into the first forward compute; down for 1 ms, back for routing 10 us later (its
+    // detection delay); the job notices 20 us after that.
     let failed = run(&job(
         5,
         "on_failure = \"stall\"\ndetection = \"20us\"",
@@ -88,11 +89,11 @@ fn a_stall_during_compute_costs_exactly_the_repair_time_plus_detection() {
     ));
     let ends = iteration_ends(&failed);
     for (a, b) in base.iter().zip(&ends) {
-        assert_eq!(b - a, 1020 * US, "iteration ends {base:?} vs {ends:?}");
+        assert_eq!(b - a, 1030 * US, "iteration ends {base:?} vs {ends:?}");
     }
     let jobs = failed.jobs();
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].freezes, vec![(50 * US, 1070 * US)]);
+    assert_eq!(jobs[0].freezes, vec![(50 * US, 1080 * US)]);
     assert_eq!(jobs[0].plan.episodes[0].endpoints, vec![1]);
 }
 
@@ -110,7 +111,7 @@ fn a_stall_during_communication_costs_the_repair_time_within_one_percent() {
     let ends = iteration_ends(&failed);
     assert_eq!(ends[0], base[0]);
     let extra = (ends[3] - base[3]) as f64;
-    let expected = (2000 * US) as f64;
+    let expected = (2010 * US) as f64; // down 2 ms, routing notices the repair 10 us later
     assert!(
         (extra - expected).abs() <= 0.01 * expected,
         "the stall cost {extra} ps, expected {expected} ps"
@@ -134,9 +135,9 @@ fn lost_gpu_time_is_gpus_times_the_stalled_time_and_steps_show_it() {
     assert_eq!(j["on_failure"], "stall");
     assert_eq!(j["gpus"], 4);
     assert_eq!(j["failures"], 1);
-    assert_eq!(j["stalled_ps"], 500 * US);
+    assert_eq!(j["stalled_ps"], 510 * US);
     let lost = j["lost_gpu_seconds"].as_f64().unwrap();
-    assert!((lost - 4.0 * 500e-6).abs() < 1e-12, "{lost}");
+    assert!((lost - 4.0 * 510e-6).abs() < 1e-12, "{lost}");
     assert_eq!(j["lost_gpu_seconds_stall"].as_f64().unwrap(), lost);
     assert_eq!(j["useful_iterations"], 3);
     assert_eq!(j["episodes"][0]["endpoints"], serde_json::json!([1]));
@@ -150,7 +151,7 @@ fn lost_gpu_time_is_gpus_times_the_stalled_time_and_steps_show_it() {
         .column_by_name("stalled_ps")
         .expect("stalled_ps column")
         .as_primitive::<Int64Type>();
-    assert_eq!(stalled.value(0), (500 * US) as i64);
+    assert_eq!(stalled.value(0), (510 * US) as i64);
     assert_eq!(stalled.value(1), 0);
     let useful = b.column_by_name("useful").unwrap().as_boolean();
     assert!((0..3).all(|i| useful.value(i) && !useful.is_null(i)));
@@ -214,7 +215,10 @@ fn a_time_checkpoint_is_taken_at_the_first_iteration_end_after_the_interval() {
         }
     });
     assert!(per > 200 * US);
-    assert_eq!(failed.jobs()[0].outcomes[0].lost_iterations, 5 - last_ckpt.1);
+    assert_eq!(
+        failed.jobs()[0].outcomes[0].lost_iterations,
+        5 - last_ckpt.1
+    );
 }
 
 #[test]
@@ -231,7 +235,7 @@ fn which_ranks_a_failure_cuts_off_follows_from_the_fabric() {
     let e = &b.plan.jobs[0].episodes;
     assert_eq!(e.len(), 1);
     assert_eq!(e[0].endpoints, vec![2, 3]);
-    assert_eq!((e[0].fail_ps, e[0].repair_ps), (10 * US, Some(20 * US)));
+    assert_eq!((e[0].fail_ps, e[0].repair_ps), (10 * US, Some(30 * US)));
     // Both spines: the leaves are apart; the first leaf's hosts count as the job's part (tie:
     // the lowest), the second leaf's are cut off.
     let b = build(
@@ -240,7 +244,7 @@ fn which_ranks_a_failure_cuts_off_follows_from_the_fabric() {
     );
     let e = &b.plan.jobs[0].episodes;
     assert_eq!(e.len(), 1);
-    assert_eq!((e[0].fail_ps, e[0].repair_ps), (20 * US, Some(30 * US)));
+    assert_eq!((e[0].fail_ps, e[0].repair_ps), (20 * US, Some(40 * US)));
     // Overlapping failures of two hosts make one episode; one direction of a host link too.
     let b = build(
         "[[fault]]\nlink = [\"host:0\", \"leaf:0\"]\nat = \"10us\"\nuntil = \"30us\"\n\
@@ -249,7 +253,7 @@ fn which_ranks_a_failure_cuts_off_follows_from_the_fabric() {
     let e = &b.plan.jobs[0].episodes;
     assert_eq!(e.len(), 1);
     assert_eq!(e[0].endpoints, vec![0, 3]);
-    assert_eq!((e[0].fail_ps, e[0].repair_ps), (10 * US, Some(50 * US)));
+    assert_eq!((e[0].fail_ps, e[0].repair_ps), (10 * US, Some(60 * US)));
     // Degradation and loss cut nothing off.
     let b = build("[[fault]]\ntarget = \"leaf:1\"\nkind = \"degrade\"\nrate = \"10Gbps\"\n");
     assert!(b.plan.jobs[0].episodes.is_empty());
@@ -302,7 +306,11 @@ fn bad_reaction_keys_are_refused_with_their_key_path() {
             "workload.0.restart_time",
             "only with on_failure = \"restart\"",
         ),
-        ("detection = \"1us\"", "workload.0.detection", "only with on_failure"),
+        (
+            "detection = \"1us\"",
+            "workload.0.detection",
+            "only with on_failure",
+        ),
     ];
     for (keys, path, msg) in cases {
         let e = scenario_error(&job(1, keys, ""));

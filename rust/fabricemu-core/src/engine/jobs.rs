@@ -516,8 +516,9 @@ impl Job {
         }
         let gpu_s = |ps: u64| ps as f64 / PS * gpus as f64;
         let stalled_ps = self.frozen_within(0, now);
-        let end = (!self.iteration_end.is_empty() && self.iteration_end.iter().all(|&t| t != NEVER))
-            .then(|| self.iteration_end.iter().copied().max().unwrap_or(0));
+        let end = (!self.iteration_end.is_empty()
+            && self.iteration_end.iter().all(|&t| t != NEVER))
+        .then(|| self.iteration_end.iter().copied().max().unwrap_or(0));
         let span = end.unwrap_or(now).saturating_sub(self.plan.start_ps);
         let rate = |n: f64, ps: u64| (ps > 0).then(|| n * PS / ps as f64);
         let mean_rate = |rows: Vec<u64>| {
@@ -541,9 +542,9 @@ impl Job {
         );
         let during = match (self.outcomes.first(), self.outcomes.last()) {
             (Some(a), Some(b)) => match (b.freeze_end_ps, b.progress_at_resume) {
-                (Some(e), Some(p)) if e > a.fail_ps => Some(
-                    (p as f64 - a.progress_at_fail as f64) * PS / (e - a.fail_ps) as f64,
-                ),
+                (Some(e), Some(p)) if e > a.fail_ps => {
+                    Some((p as f64 - a.progress_at_fail as f64) * PS / (e - a.fail_ps) as f64)
+                }
                 _ => None,
             },
             _ => None,
@@ -602,7 +603,10 @@ impl Job {
 
     /// Fill in the steps.arrow failure columns of this job's rows.
     pub fn annotate(&self, steps: &mut [crate::trace::ops::StepRow], now: Time) {
-        for s in steps.iter_mut().filter(|s| s.workload == self.plan.workload) {
+        for s in steps
+            .iter_mut()
+            .filter(|s| s.workload == self.plan.workload)
+        {
             let it = s.iteration as usize;
             let stalled_ps = match s.start_ps {
                 Some(a) => self.frozen_within(a, s.end_ps.unwrap_or(now).min(now)),

@@ -11,8 +11,8 @@ mod sampling;
 mod synthetic;
 mod world;
 
-pub use queue::{Event, EventQueue};
 pub use jobs::{EpisodeOutcome, EpisodeSummary, Job, JobSummary, Jobs};
+pub use queue::{Event, EventQueue};
 pub use relay::Relays;
 pub use synthetic::SyntheticStats;
 pub use world::World;

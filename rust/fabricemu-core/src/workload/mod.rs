@@ -210,9 +210,10 @@ pub fn plan(workloads: &[NamedWorkload], seed: u64) -> Result<FlowPlan, Scenario
                 WorkloadSpec::Training(t) => (t.start_ps, t.ideal_iteration_ps()),
                 WorkloadSpec::Graph(g) => {
                     let (graph, _) = g.graph(wi)?;
-                    let ideal = graph.ideal_schedule().ok().map(|s| {
-                        (s.end() - graph.start_ps) / u64::from(graph.iterations.max(1))
-                    });
+                    let ideal = graph
+                        .ideal_schedule()
+                        .ok()
+                        .map(|s| (s.end() - graph.start_ps) / u64::from(graph.iterations.max(1)));
                     (graph.start_ps, ideal)
                 }
                 WorkloadSpec::Inference(i) => (i.start_ps, None),

@@ -190,38 +190,37 @@ impl ReactionKeys {
                         )
                     })?
                     .0;
-                let checkpoint = match self.checkpoint_interval {
-                    None => {
-                        return Err(ScenarioError::at(
+                let checkpoint =
+                    match self.checkpoint_interval {
+                        None => return Err(ScenarioError::at(
                             p("checkpoint_interval"),
                             "missing: on_failure = \"restart\" needs how often the job saves a \
                              checkpoint: a number of iterations like 10 or a duration like \
                              \"2ms\"",
-                        ))
-                    }
-                    Some(CheckpointFile::Iterations(n)) => {
-                        if !(1..=MAX_CHECKPOINT_ITERATIONS).contains(&n) {
-                            return Err(ScenarioError::at(
-                                p("checkpoint_interval"),
-                                format!(
-                                    "expected a number of iterations from 1 to \
+                        )),
+                        Some(CheckpointFile::Iterations(n)) => {
+                            if !(1..=MAX_CHECKPOINT_ITERATIONS).contains(&n) {
+                                return Err(ScenarioError::at(
+                                    p("checkpoint_interval"),
+                                    format!(
+                                        "expected a number of iterations from 1 to \
                                      {MAX_CHECKPOINT_ITERATIONS}, found {n}"
-                                ),
-                            ));
+                                    ),
+                                ));
+                            }
+                            Checkpoint::Iterations(n as u32)
                         }
-                        Checkpoint::Iterations(n as u32)
-                    }
-                    Some(CheckpointFile::Time(d)) => {
-                        if d.0 == 0 {
-                            return Err(ScenarioError::at(
-                                p("checkpoint_interval"),
-                                "expected a positive duration (or a number of iterations), \
+                        Some(CheckpointFile::Time(d)) => {
+                            if d.0 == 0 {
+                                return Err(ScenarioError::at(
+                                    p("checkpoint_interval"),
+                                    "expected a positive duration (or a number of iterations), \
                                  found 0",
-                            ));
+                                ));
+                            }
+                            Checkpoint::Time(d.0)
                         }
-                        Checkpoint::Time(d.0)
-                    }
-                };
+                    };
                 OnFailure::Restart {
                     restart_ps,
                     checkpoint,
@@ -236,7 +235,8 @@ impl ReactionKeys {
 }
 
 /// A time when some of a job's ranks are cut off: from `fail_ps` (a failure cut the first one
-/// off) to `repair_ps` (none is any more; None: not before the end). Overlapping failures make
+/// off) to `repair_ps` (none is any more, routing knowing it: a fault's links count as back
+/// its detection delay after it ends; None: never). Overlapping failures make
 /// one episode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Episode {
@@ -357,9 +357,12 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
     if downs.is_empty() {
         return Vec::new();
     }
+    // A fault's links count as back when routing notices (its detection delay after its end):
+    // before that, traffic to them is still dropped.
+    let back = |i: usize| faults[i].until_ps.map(|u| u + faults[i].detection_ps);
     let mut times: Vec<Time> = downs
         .iter()
-        .flat_map(|&i| std::iter::once(faults[i].at_ps).chain(faults[i].until_ps))
+        .flat_map(|&i| std::iter::once(faults[i].at_ps).chain(back(i)))
         .collect();
     times.sort_unstable();
     times.dedup();
@@ -372,13 +375,13 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
         .copied()
         .filter(|&i| faults[i].until_ps.is_some())
         .collect();
-    by_end.sort_by_key(|&i| (faults[i].until_ps, i));
+    by_end.sort_by_key(|&i| (back(i), i));
     let (mut si, mut ei) = (0, 0);
     let mut out: Vec<Episode> = Vec::new();
     let mut open: Option<Episode> = None;
     for &t in &times {
         let mut first_start = None;
-        while ei < by_end.len() && faults[by_end[ei]].until_ps == Some(t) {
+        while ei < by_end.len() && back(by_end[ei]) == Some(t) {
             let f = &faults[by_end[ei]];
             if f.at_ps < t {
                 for l in f.links.iter() {
@@ -390,7 +393,7 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
         while si < by_start.len() && faults[by_start[si]].at_ps == t {
             let i = by_start[si];
             let f = &faults[i];
-            if f.until_ps.is_none_or(|u| u > t) {
+            if back(i).is_none_or(|u| u > t) {
                 for l in f.links.iter() {
                     count[l.egress().index()] += 1;
                 }
