@@ -321,3 +321,50 @@ fn bad_reaction_keys_are_refused_with_their_key_path() {
         );
     }
 }
+
+#[test]
+fn a_job_cut_off_for_good_stays_frozen_and_the_run_still_ends() {
+    let failed = run(&job(
+        4,
+        "on_failure = \"stall\"",
+        "[[fault]]\nlink = [\"host:1\", \"leaf:0\"]\nat = \"50us\"\n",
+    ));
+    let j = &failed.jobs()[0];
+    assert_eq!(j.freezes.len(), 1);
+    assert_eq!(j.outcomes[0].resume_ps, None);
+    assert_eq!(j.progress, 0, "no iteration ends while frozen");
+    // The run ended (run() returned) without the job's later ops.
+    assert!(failed.op_rows().iter().any(|r| r.end_ps.is_none()));
+}
+
+#[test]
+fn a_restart_during_a_restart_loses_nothing_more() {
+    let clean = run(&job(6, "", ""));
+    let base = iteration_ends(&clean);
+    let at = base[2] + 10 * US;
+    let reaction = "on_failure = \"restart\"\nrestart_time = \"300us\"\ncheckpoint_interval = 2";
+    // A second GPU fails 100 us into the first restart (a separate episode: the first link is
+    // back, for routing, 20 us after the failure).
+    let faults = format!(
+        "{}{}",
+        host_link_down(&format!("{at}ps"), &format!("{}ps", at + 10 * US)),
+        "[[fault]]\nlink = [\"host:2\", \"leaf:1\"]\n".to_string()
+            + &format!(
+                "at = \"{}ps\"\nuntil = \"{}ps\"\n",
+                at + 100 * US,
+                at + 110 * US
+            )
+    );
+    let failed = run(&job(6, reaction, &faults));
+    let j = &failed.jobs()[0];
+    assert_eq!(j.outcomes.len(), 2);
+    assert_eq!(j.outcomes[0].lost_iterations, 1);
+    assert_eq!(j.outcomes[1].lost_iterations, 0);
+    assert_eq!(j.outcomes[1].rework_ps, 0);
+    assert_eq!(j.outcomes[1].redo_ps, j.outcomes[0].redo_ps);
+    // The second restart starts over: resume 300 us after its repair (noticed 10 us after).
+    assert_eq!(j.outcomes[1].resume_ps, Some(at + 120 * US + 300 * US));
+    // One freeze, extended to the second resume plus the redo of the interrupted iteration.
+    assert_eq!(j.freezes, vec![(at, at + 420 * US + 10 * US)]);
+    assert_eq!(j.progress, 6 - 1);
+}

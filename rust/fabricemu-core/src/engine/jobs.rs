@@ -375,7 +375,13 @@ impl World {
                 }
             }
         };
-        let end = resume.map_or(NEVER, |t| t + redo);
+        // A failure during a restart restarts it: the interrupted iteration's part still to
+        // redo is redone after the new resume.
+        let carried = match (r.on_failure, frozen) {
+            (OnFailure::Restart { .. }, true) => job.outcomes.last().map_or(0, |o| o.redo_ps),
+            _ => 0,
+        };
+        let end = resume.map_or(NEVER, |t| t + redo + carried);
         job.freeze(now, end);
         job.outcomes.push(EpisodeOutcome {
             episode: k,
@@ -384,7 +390,7 @@ impl World {
             freeze_end_ps: resume.map(|_| end),
             lost_iterations: lost,
             rework_ps: rework,
-            redo_ps: redo,
+            redo_ps: redo + carried,
             progress_at_fail,
             progress_at_resume: None,
         });
