@@ -100,7 +100,7 @@ def test_invalid_point_is_reported_and_a_rerun_runs_nothing(tmp_path: Path):
     for f in METRICS_SCHEMA:
         # Null without the feature they measure: synthetic workloads, step workloads (with
         # on_failure), trimming.
-        if f.name in SYNTHETIC_KEYS or f.name in STEP_KEYS or f.name in JOB_KEYS or f.name == "trimmed_packets":
+        if f.name in (*SYNTHETIC_KEYS, *STEP_KEYS, *JOB_KEYS, "trimmed_packets"):
             assert ok.column(f.name).null_count == ok.num_rows, f.name
         elif f.name not in ("ecn_marks", "cnps"):
             assert ok.column(f.name).null_count == 0, f.name

@@ -10,8 +10,8 @@ unknown): ``flows``, ``flows_finished``, ``fct_p50_us``, ``fct_p99_us``, ``slowd
 ``slowdown_p95``, ``slowdown_p99``, ``goodput_gbps``, ``drops``, ``retransmits``, ``ecn_marks``,
 ``cnps``, ``pause_us``, ``max_queue_bytes``, ``simulated_us``, ``events``, ``packet_hops``,
 ``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``, the :data:`SYNTHETIC_KEYS`, the
-:data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``), the :data:`STEP_KEYS`, the :data:`JOB_KEYS` and
-``trimmed_packets`` (run.json; null unless switches trim).
+:data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``), the :data:`STEP_KEYS`,
+the :data:`JOB_KEYS` and ``trimmed_packets`` (run.json; null unless switches trim).
 
 Keys of :func:`summary_view` (:data:`SUMMARY_KEYS`; counters 0 rather than null when run.json
 lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``fct_p50_us``,
@@ -35,17 +35,17 @@ import pyarrow.compute as pc
 
 __all__ = [
     "FAULT_KEYS",
+    "JOB_KEYS",
     "METRICS_SCHEMA",
     "ONE_WAY_KEYS",
-    "JOB_KEYS",
     "STEP_KEYS",
     "SUMMARY_KEYS",
     "SYNTHETIC_KEYS",
     "WALL_CLOCK_METRICS",
+    "job_metrics",
     "one_way_metrics",
     "pause_intervals",
     "run_metrics",
-    "job_metrics",
     "step_metrics",
     "summary_view",
     "synthetic_metrics",

@@ -43,8 +43,8 @@ from ._core import __version__
 from ._outdir import OutputFolder, sigterm_as_interrupt
 from .errors import MissingTableError, ScenarioError
 from .metrics import (
-    METRICS_SCHEMA,
     JOB_KEYS,
+    METRICS_SCHEMA,
     STEP_KEYS,
     SYNTHETIC_KEYS,
     WALL_CLOCK_METRICS,
