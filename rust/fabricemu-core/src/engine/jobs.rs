@@ -112,7 +112,7 @@ impl Job {
             if b == NEVER {
                 return NEVER;
             }
-            t += b - a;
+            t = t.saturating_add(b - a);
         }
         t
     }
@@ -342,11 +342,17 @@ impl World {
         let progress_at_fail = job.progress;
         let started = now > job.plan.start_ps;
         let (resume, lost, rework, redo) = match r.on_failure {
-            OnFailure::Stall => (ep.repair_ps.map(|t| t + r.detection_ps), 0, 0, 0),
+            OnFailure::Stall => (
+                ep.repair_ps.map(|t| t.saturating_add(r.detection_ps)),
+                0,
+                0,
+                0,
+            ),
             OnFailure::Restart { restart_ps, .. } => {
-                let resume = ep
-                    .repair_ps
-                    .map(|rep| rep.max(now + r.detection_ps) + restart_ps);
+                let resume = ep.repair_ps.map(|rep| {
+                    rep.max(now.saturating_add(r.detection_ps))
+                        .saturating_add(restart_ps)
+                });
                 if frozen || !started {
                     // Restarting already (or not started): no work to lose.
                     (resume, 0, 0, 0)
@@ -381,7 +387,7 @@ impl World {
             (OnFailure::Restart { .. }, true) => job.outcomes.last().map_or(0, |o| o.redo_ps),
             _ => 0,
         };
-        let end = resume.map_or(NEVER, |t| t + redo + carried);
+        let end = resume.map_or(NEVER, |t| t.saturating_add(redo).saturating_add(carried));
         job.freeze(now, end);
         job.outcomes.push(EpisodeOutcome {
             episode: k,

@@ -359,7 +359,11 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
     }
     // A fault's links count as back when routing notices (its detection delay after its end):
     // before that, traffic to them is still dropped.
-    let back = |i: usize| faults[i].until_ps.map(|u| u + faults[i].detection_ps);
+    let back = |i: usize| {
+        faults[i]
+            .until_ps
+            .map(|u| u.saturating_add(faults[i].detection_ps))
+    };
     let mut times: Vec<Time> = downs
         .iter()
         .flat_map(|&i| std::iter::once(faults[i].at_ps).chain(back(i)))
