@@ -274,6 +274,9 @@ def test_failures_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert summary["faults_applied"] == len(ns["faults"]) >= 4  # the flaps and the loss fault
     assert summary["link_seconds_down"] > 0
     assert (tmp_path / "runs" / "gray" / "faults.arrow").is_file()
+    jobs = ns["jobs"]
+    assert jobs[0]["failures"] == 1 and jobs[0]["episodes"][0]["endpoints"] == [1]
+    assert ns["jr"].summary()["lost_gpu_seconds"] > 0
 
 
 def test_training_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -77,3 +77,41 @@ def test_cli_prints_the_faults(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "faults " in proc.stdout and "corrupted " in proc.stdout, proc.stdout
     assert (tmp_path / "out" / "faults.arrow").is_file()
+
+
+def _job(reaction: dict) -> fabricemu.Scenario:
+    return fabricemu.Scenario.from_dict(
+        {
+            "name": "job",
+            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+            "workload": [
+                {
+                    "kind": "training",
+                    "dp": 4,
+                    "layers": 2,
+                    "hidden": 64,
+                    "seq_len": 64,
+                    "forward": "20us",
+                    "iterations": 4,
+                    **reaction,
+                }
+            ],
+            "fault": [{"link": ["host:1", "leaf:0"], "at": "100us", "until": "300us"}],
+        }
+    )
+
+
+def test_a_stalling_job_reports_lost_gpu_time_in_the_summary_and_steps(tmp_path: Path) -> None:
+    plain = fabricemu.run(_job({}), out=tmp_path / "plain")
+    assert "lost_gpu_seconds" not in plain.summary()
+    assert plain.metrics()["lost_gpu_seconds"] is None
+    assert "useful" not in plain.steps.column_names and "jobs" not in plain.run_info
+    r = fabricemu.run(_job({"on_failure": "stall", "detection": "5us"}), out=tmp_path / "stall")
+    s = r.summary()
+    # Down 200 us, routing notices the repair 10 us later, the job 5 us after that; 4 GPUs.
+    assert s["lost_gpu_seconds"] == pytest.approx(4 * 215e-6)
+    assert s["job_failures"] == 1 and s["useful_iterations"] == 4 and s["lost_iterations"] == 0
+    assert sum(r.steps.column("stalled_ps").to_pylist()) == 215_000_000
+    assert r.run_info["jobs"][0]["episodes"][0]["endpoints"] == [1]
+    with pytest.raises(fabricemu.ScenarioError, match=r"workload\.0\.on_failure"):
+        _job({"on_failure": "elastic"})

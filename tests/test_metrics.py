@@ -37,8 +37,8 @@ def test_summary_is_a_view_of_the_metrics(result):
         if key in s:
             assert s[key] == m[key], key
     # Every metric key is in the summary (synthetic ones only with synthetic workloads, step ones
-    # only with step workloads).
-    assert set(m) - set(s) == set(metrics.SYNTHETIC_KEYS) | set(metrics.STEP_KEYS)
+    # only with step workloads, job ones only with on_failure).
+    assert set(m) - set(s) == set(metrics.SYNTHETIC_KEYS) | set(metrics.STEP_KEYS) | set(metrics.JOB_KEYS)
     assert analysis.metrics(result) == m
     assert analysis.metrics(result.out) == m
     assert m["pause_us"] > 0, "the scenario pauses: the links trace carries it"

@@ -17,7 +17,7 @@ import pytest
 
 import fabricemu
 from fabricemu.analysis import METRICS_SCHEMA, WALL_CLOCK_METRICS
-from fabricemu.metrics import STEP_KEYS
+from fabricemu.metrics import JOB_KEYS, STEP_KEYS
 from fabricemu.results import SYNTHETIC_KEYS
 from fabricemu.sweep import PointDone, deterministic_columns, expand, open_sweep, parameters, point_name
 
@@ -98,8 +98,9 @@ def test_invalid_point_is_reported_and_a_rerun_runs_nothing(tmp_path: Path):
     assert table.column("seed").to_pylist()[2:4] == [1, 2], "the failed row still names its seed"
     ok = table.filter(pc.is_null(table.column("error")))
     for f in METRICS_SCHEMA:
-        # Null without the feature they measure: synthetic workloads, step workloads, trimming.
-        if f.name in SYNTHETIC_KEYS or f.name in STEP_KEYS or f.name == "trimmed_packets":
+        # Null without the feature they measure: synthetic workloads, step workloads (with
+        # on_failure), trimming.
+        if f.name in (*SYNTHETIC_KEYS, *STEP_KEYS, *JOB_KEYS, "trimmed_packets"):
             assert ok.column(f.name).null_count == ok.num_rows, f.name
         elif f.name not in ("ecn_marks", "cnps"):
             assert ok.column(f.name).null_count == 0, f.name

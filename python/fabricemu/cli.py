@@ -225,6 +225,11 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
             f"   exposed comm {_fmt.number(s['exposed_comm_fraction'])}"
             f"   bubble {_fmt.number(s['bubble_fraction'])}"
         )
+    if s.get("lost_gpu_seconds") is not None:
+        click.echo(
+            f"  jobs: {s['job_failures']} failure episodes, lost {_fmt.number(s['lost_gpu_seconds'])} GPU-s,"
+            f" {s['useful_iterations']} useful and {s['lost_iterations']} lost iterations (run.json jobs)"
+        )
     if result is not None:
         _print_fabric(result)
         _print_workloads(result)

@@ -10,8 +10,8 @@ unknown): ``flows``, ``flows_finished``, ``fct_p50_us``, ``fct_p99_us``, ``slowd
 ``slowdown_p95``, ``slowdown_p99``, ``goodput_gbps``, ``drops``, ``retransmits``, ``ecn_marks``,
 ``cnps``, ``pause_us``, ``max_queue_bytes``, ``simulated_us``, ``events``, ``packet_hops``,
 ``events_per_second``, ``packet_hops_per_second``, ``wall_seconds``, the :data:`SYNTHETIC_KEYS`, the
-:data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``), the :data:`STEP_KEYS` and
-``trimmed_packets`` (run.json; null unless switches trim).
+:data:`FAULT_KEYS` (``faults_applied``, ``link_seconds_down``, ``corrupted_drops``), the :data:`STEP_KEYS`,
+the :data:`JOB_KEYS` and ``trimmed_packets`` (run.json; null unless switches trim).
 
 Keys of :func:`summary_view` (:data:`SUMMARY_KEYS`; counters 0 rather than null when run.json
 lacks them): ``flows``, ``finished`` (= ``flows_finished``), ``unfinished``, ``fct_p50_us``,
@@ -35,12 +35,14 @@ import pyarrow.compute as pc
 
 __all__ = [
     "FAULT_KEYS",
+    "JOB_KEYS",
     "METRICS_SCHEMA",
     "ONE_WAY_KEYS",
     "STEP_KEYS",
     "SUMMARY_KEYS",
     "SYNTHETIC_KEYS",
     "WALL_CLOCK_METRICS",
+    "job_metrics",
     "one_way_metrics",
     "pause_intervals",
     "run_metrics",
@@ -159,6 +161,27 @@ def step_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     }
 
 
+#: Step workloads that react to failures (``on_failure``; null without them), summed over them
+#: (run.json's ``jobs``, docs/failures.md "Jobs that react"): GPU-seconds not doing useful work
+#: because of failures, iterations whose work counts, iterations a restart threw away, and the
+#: failure episodes that hit the jobs.
+JOB_KEYS: Tuple[str, ...] = ("lost_gpu_seconds", "useful_iterations", "lost_iterations", "job_failures")
+
+
+def job_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The reacting jobs' figures from a run.json (``run_info["jobs"]``, summed over the jobs), or
+    None if no step workload has ``on_failure``."""
+    jobs = run_info.get("jobs")
+    if not jobs:
+        return None
+    return {
+        "lost_gpu_seconds": float(sum(float(j.get("lost_gpu_seconds", 0.0)) for j in jobs)),
+        "useful_iterations": int(sum(int(j.get("useful_iterations", 0)) for j in jobs)),
+        "lost_iterations": int(sum(int(j.get("lost_iterations", 0)) for j in jobs)),
+        "job_failures": int(sum(int(j.get("failures", 0)) for j in jobs)),
+    }
+
+
 #: The metric columns of :func:`metrics` (and of a sweep's table), in order, with their types.
 METRICS_SCHEMA = pa.schema(
     [
@@ -203,6 +226,11 @@ METRICS_SCHEMA = pa.schema(
         ("compute_fraction", pa.float64()),
         ("exposed_comm_fraction", pa.float64()),
         ("bubble_fraction", pa.float64()),
+        # Step workloads with on_failure (null without them): run.json's jobs, summed.
+        ("lost_gpu_seconds", pa.float64()),
+        ("useful_iterations", pa.int64()),
+        ("lost_iterations", pa.int64()),
+        ("job_failures", pa.int64()),
         # Ultra Ethernet packet trimming (null without it): data packets whose payload a switch cut.
         ("trimmed_packets", pa.int64()),
     ]
@@ -378,6 +406,8 @@ def run_metrics(
       spent down, summed over directed links) and ``corrupted_drops`` (packets lost to random loss)
       from run.json: 0 when the run had none, null without run.json.
     - with step workloads (null otherwise): the :data:`STEP_KEYS` (run.json's ``steps``).
+    - with step workloads that react to failures (null otherwise): the :data:`JOB_KEYS`
+      (run.json's ``jobs``).
     - ``trimmed_packets`` (run.json): data packets trimmed at switches (null without trimming).
     """
     info = run_info or {}
@@ -439,6 +469,7 @@ def run_metrics(
         "link_seconds_down": float(stats.get("link_down_ps", 0)) / 1e12 if stats else None,
         "corrupted_drops": int(stats.get("corrupted_drops", 0)) if stats else None,
         **(step_metrics(info) or dict.fromkeys(STEP_KEYS)),
+        **(job_metrics(info) or dict.fromkeys(JOB_KEYS)),
         "trimmed_packets": counter("trimmed_packets"),
     }
 
@@ -470,8 +501,14 @@ def summary_view(metrics: Mapping[str, Any], run_info: Optional[Mapping[str, Any
     }
     synthetic = info.get("synthetic")
     steps = info.get("steps")
+    jobs = info.get("jobs")
     for key, value in m.items():
-        if key in summary or (key in SYNTHETIC_KEYS and not synthetic) or (key in STEP_KEYS and not steps):
+        if (
+            key in summary
+            or (key in SYNTHETIC_KEYS and not synthetic)
+            or (key in STEP_KEYS and not steps)
+            or (key in JOB_KEYS and not jobs)
+        ):
             continue
         summary[key] = value
     summary.update(one_way_metrics(info) or {})

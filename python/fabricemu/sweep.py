@@ -43,6 +43,7 @@ from ._core import __version__
 from ._outdir import OutputFolder, sigterm_as_interrupt
 from .errors import MissingTableError, ScenarioError
 from .metrics import (
+    JOB_KEYS,
     METRICS_SCHEMA,
     STEP_KEYS,
     SYNTHETIC_KEYS,
@@ -674,7 +675,8 @@ def compare(*sources: Any, names: Optional[Sequence[str]] = None) -> pa.Table:
     names_shown = [
         m
         for m in METRICS_SCHEMA.names
-        if (m not in SYNTHETIC_KEYS and m not in STEP_KEYS) or any(row[m] is not None for row in rows)
+        if (m not in SYNTHETIC_KEYS and m not in STEP_KEYS and m not in JOB_KEYS)
+        or any(row[m] is not None for row in rows)
     ]
     columns: Dict[str, List[Any]] = {"metric": names_shown}
     types: Dict[str, pa.DataType] = {"metric": pa.string()}

@@ -105,7 +105,13 @@ pub fn write_outputs(
     let steps = if plan.ops.is_empty() {
         Vec::new()
     } else {
-        crate::trace::ops::write_ops_and_steps(dir, &sim.op_rows_of(plan), &names, &metadata)?
+        crate::trace::ops::write_ops_and_steps_annotated(
+            dir,
+            &sim.op_rows_of(plan),
+            &names,
+            &metadata,
+            |steps| sim.annotate_steps(steps),
+        )?
     };
 
     sim.finish_traces(dir, &metadata)?;
@@ -145,6 +151,13 @@ pub fn write_outputs(
         run.as_object_mut()
             .expect("an object")
             .insert("steps".into(), steps_summary(&steps));
+    }
+    if !sim.jobs().is_empty() {
+        let jobs = sim.job_summaries(&steps);
+        run.as_object_mut().expect("an object").insert(
+            "jobs".into(),
+            serde_json::to_value(&jobs).map_err(io::Error::other)?,
+        );
     }
     if !sim.warnings().is_empty() {
         run.as_object_mut()

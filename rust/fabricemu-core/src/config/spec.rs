@@ -931,6 +931,8 @@ impl WorkloadSpec {
 pub struct NamedWorkload {
     pub name: String,
     pub spec: WorkloadSpec,
+    /// Step workloads: what a failure that cuts off one of its ranks does to the job.
+    pub reaction: Option<crate::workload::graph::reaction::Reaction>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -182,6 +182,11 @@ impl Faults {
             .collect()
     }
 
+    /// Resolved fault `i` (as `Built::faults` lists them).
+    pub fn spec(&self, i: usize) -> Option<&LinkFault> {
+        self.list.get(i).map(|f| &f.spec)
+    }
+
     /// Link-ps spent down by time `now` (each direction of a cable counted).
     pub fn link_down_ps(&self, now: Time) -> u64 {
         self.down_ps + self.down_now * now - self.down_since_sum

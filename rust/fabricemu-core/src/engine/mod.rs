@@ -3,6 +3,7 @@
 pub mod circuits;
 mod faults;
 mod forwarding;
+mod jobs;
 mod nic;
 mod ports;
 mod queue;
@@ -11,6 +12,7 @@ mod sampling;
 mod synthetic;
 mod world;
 
+pub use jobs::{EpisodeOutcome, EpisodeSummary, Job, JobSummary, Jobs};
 pub use queue::{Event, EventQueue};
 pub use relay::Relays;
 pub use synthetic::SyntheticStats;
@@ -516,6 +518,41 @@ impl Simulation {
     #[cfg(test)]
     pub(crate) fn world_mut(&mut self) -> &mut World {
         &mut self.world
+    }
+
+    /// The step workloads that react to failures, in the run.
+    pub fn jobs(&self) -> &[Job] {
+        &self.world.jobs.list
+    }
+
+    /// Fill in steps.arrow's failure columns (workloads with `on_failure`).
+    pub fn annotate_steps(&self, steps: &mut [crate::trace::ops::StepRow]) {
+        for j in self.jobs() {
+            j.annotate(steps, self.world.now);
+        }
+    }
+
+    /// run.json's `jobs`: one summary per reacting workload, from the steps of the run.
+    pub fn job_summaries(&self, steps: &[crate::trace::ops::StepRow]) -> Vec<JobSummary> {
+        let names = self.workload_names();
+        self.jobs()
+            .iter()
+            .map(|j| {
+                let rows: Vec<&crate::trace::ops::StepRow> = steps
+                    .iter()
+                    .filter(|s| s.workload == j.plan.workload)
+                    .collect();
+                j.summary(
+                    names[j.plan.workload as usize].clone(),
+                    self.world.now,
+                    &rows,
+                    |i| match self.world.faults.spec(i as usize) {
+                        Some(f) => (f.source.name(), f.source.index(), f.target.to_string()),
+                        None => ("fault", i, String::new()),
+                    },
+                )
+            })
+            .collect()
     }
 
     /// The engine state, for tests and tools that inspect it.

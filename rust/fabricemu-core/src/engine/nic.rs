@@ -668,6 +668,18 @@ impl World {
         let barrier = &mut self.barriers[b as usize];
         barrier.remaining -= 1;
         if barrier.remaining == 0 {
+            let job = if self.jobs.list.is_empty() {
+                None
+            } else {
+                self.jobs.job_of(b)
+            };
+            if let Some(j) = job {
+                if !self.job_release(j, b) {
+                    return; // the job is frozen: it releases when it resumes
+                }
+                return self.job_barrier_released(j, b);
+            }
+            let barrier = &mut self.barriers[b as usize];
             barrier.released_at = now;
             for &(fid, gap) in &barrier.waiting {
                 self.events
@@ -699,7 +711,7 @@ impl World {
 
     /// Apply a controller's reaction: the new rate, the new window, then the timers it arms.
     #[inline]
-    fn react(&mut self, fid: FlowId, r: Reaction) {
+    pub(super) fn react(&mut self, fid: FlowId, r: Reaction) {
         if let Some(rate) = r.rate_bps {
             self.rate_changed(fid, rate);
         }

@@ -46,6 +46,10 @@ pub enum Event {
     CircuitsChange(u32),
     CircuitsUp(u32),
     CircuitsRoute,
+    /// A failure cuts off ranks of a job that reacts (`on_failure`), and its freeze ends
+    /// (indices into the jobs' episodes).
+    JobFailure(u32),
+    JobResume(u32),
 }
 
 /// Events stay 8 bytes with typed ids (the queue moves them on every push and pop).

@@ -186,6 +186,8 @@ pub struct World {
     pub(super) static_order: Vec<FlowId>,
     pub(super) next_static: usize,
     pub(super) barriers: Vec<Barrier>,
+    /// Step workloads that react to failures (`on_failure`): their clocks and freezes.
+    pub jobs: super::jobs::Jobs,
     /// `BarrierArrive` events not yet handled: a run that waits for every flow also waits for
     /// them (a step graph may end with compute).
     pub(super) pending_arrivals: u64,
@@ -377,6 +379,10 @@ impl World {
         for &(at, b) in &plan.barrier_timers {
             events.push(at, Event::BarrierArrive(b));
         }
+        let jobs = super::jobs::Jobs::new(plan);
+        for (at, e) in jobs.failure_events() {
+            events.push(at, Event::JobFailure(e));
+        }
         let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
         let mut tracer = Tracer::new(
             s.trace.clone(),
@@ -472,6 +478,7 @@ impl World {
             static_order,
             next_static: 0,
             barriers,
+            jobs,
             pending_arrivals: plan.barrier_timers.len() as u64,
             transport: TransportParams {
                 mtu: t.mtu_bytes as u32,
@@ -543,10 +550,16 @@ impl World {
                     }
                 }
                 Event::NextFlowStarts => self.start_static_flows(),
-                Event::FlowStart(f) => self.start_flow(f),
+                Event::FlowStart(f) => {
+                    if self.jobs.list.is_empty() || self.job_flow_due(f) {
+                        self.start_flow(f)
+                    }
+                }
                 Event::BarrierArrive(b) => {
-                    self.pending_arrivals -= 1;
-                    self.barrier_arrive(b);
+                    if self.jobs.list.is_empty() || self.job_arrival_due(b) {
+                        self.pending_arrivals -= 1;
+                        self.barrier_arrive(b);
+                    }
                 }
                 Event::Retransmit(f) => self.retransmit_timer(f),
                 Event::CcTimer(f, k) => self.cc_timer(f, k),
@@ -565,6 +578,8 @@ impl World {
                 Event::CircuitsChange(i) => self.scheduled_change(i),
                 Event::CircuitsUp(i) => self.circuits_up(i),
                 Event::CircuitsRoute => self.circuits_route_event(),
+                Event::JobFailure(e) => self.job_failure(e),
+                Event::JobResume(e) => self.job_resume(e),
             }
         }
         self.finished

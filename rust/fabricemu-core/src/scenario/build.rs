@@ -67,7 +67,10 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
         }
         None => (None, IdVec::new()),
     };
-    let plan = workload::plan(&s.workloads, s.seed)?;
+    let mut plan = workload::plan(&s.workloads, s.seed)?;
+    for job in &mut plan.jobs {
+        job.episodes = workload::graph::reaction::episodes(&fabric, &faults, &job.endpoints);
+    }
     Ok(Built {
         scenario: scenario.clone(),
         fabric,

@@ -124,6 +124,7 @@ pub fn absent_means() -> Vec<(&'static str, &'static str)> {
         crate::topology::faults::ABSENT_MEANS,
         crate::topology::ocs::ABSENT_MEANS,
         crate::workload::config::ABSENT_MEANS,
+        crate::workload::graph::reaction::ABSENT_MEANS,
     ]
     .concat()
 }

@@ -112,10 +112,15 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
             ..ctx
         };
         let spec = w.validate(&ctx)?;
+        let reaction = w.reaction(&ctx)?;
         let name = w
             .name()
             .map_or_else(|| spec.kind().to_string(), str::to_string);
-        workloads.push(NamedWorkload { name, spec });
+        workloads.push(NamedWorkload {
+            name,
+            spec,
+            reaction,
+        });
     }
 
     Ok(Scenario {

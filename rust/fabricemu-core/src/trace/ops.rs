@@ -26,6 +26,11 @@
 //! The table gives each one's mean over the ranks (`*_ps_mean`) and maximum (`*_ps_max`), and
 //! the means over `time_ps` as fractions (`compute_fraction`, `exposed_comm_fraction`,
 //! `bubble_fraction`; they add up to 1).
+//!
+//! When a step workload reacts to failures (`on_failure`), steps.arrow has two more columns
+//! (null for the other workloads' rows): `useful` (the iteration completed and its work counts:
+//! false if a restart threw it away, or if it had not completed) and `stalled_ps` (the time in
+//! its window, or from its start to the stop while incomplete, the job was frozen by failures).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -77,6 +82,17 @@ pub struct StepRow {
     pub end_ps: Option<u64>,
     /// Per rank: compute, communication, exposed communication, bubble (None while incomplete).
     pub breakdown: Option<Breakdown>,
+    /// Workloads that react to failures (`on_failure`): the iteration's outcome.
+    pub failure: Option<StepFailure>,
+}
+
+/// An iteration of a job that reacts to failures (steps.arrow's `useful` and `stalled_ps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepFailure {
+    /// Its work counts: it completed and no restart threw it away.
+    pub useful: bool,
+    /// Time within [start_ps, end_ps) (or up to the stop) the job was frozen by failures.
+    pub stalled_ps: u64,
 }
 
 impl StepRow {
@@ -191,6 +207,7 @@ pub fn steps(ops: &[OpRow]) -> Vec<StepRow> {
             start_ps: start,
             end_ps: end,
             breakdown,
+            failure: None,
         });
     }
     out
@@ -271,7 +288,15 @@ pub fn ops_schema(metadata: &[(String, String)]) -> SchemaRef {
 }
 
 pub fn steps_schema(metadata: &[(String, String)]) -> SchemaRef {
-    use DataType::{Float64, Int64, UInt32, Utf8};
+    steps_schema_with(metadata, false)
+}
+
+/// The columns steps.arrow adds when a workload reacts to failures.
+pub const STEP_FAILURE_COLUMNS: [&str; 2] = ["useful", "stalled_ps"];
+
+/// steps.arrow's schema, with [`STEP_FAILURE_COLUMNS`] when `failures`.
+pub fn steps_schema_with(metadata: &[(String, String)], failures: bool) -> SchemaRef {
+    use DataType::{Boolean, Float64, Int64, UInt32, Utf8};
     let mut fields = vec![
         Field::new("workload", Utf8, false),
         Field::new("workload_index", UInt32, false),
@@ -288,6 +313,10 @@ pub fn steps_schema(metadata: &[(String, String)]) -> SchemaRef {
     }
     for part in ["compute", "exposed_comm", "bubble"] {
         fields.push(Field::new(format!("{part}_fraction"), Float64, true));
+    }
+    if failures {
+        fields.push(Field::new("useful", Boolean, true));
+        fields.push(Field::new("stalled_ps", Int64, true));
     }
     schema_of(fields, metadata)
 }
@@ -376,6 +405,14 @@ fn steps_batch(schema: &SchemaRef, rows: &[StepRow], names: &[String]) -> io::Re
         let part = parts[i];
         columns.push(f64_col(&|r| r.fraction(|b| part(b).0)));
     }
+    if schema.fields().len() > STEP_COLUMNS.len() {
+        columns.push(Arc::new(arrow_array::BooleanArray::from(
+            rows.iter()
+                .map(|r| r.failure.map(|f| f.useful))
+                .collect::<Vec<_>>(),
+        )));
+        columns.push(i64_col(&|r| r.failure.map(|f| f.stalled_ps)));
+    }
     RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
 }
 
@@ -404,7 +441,7 @@ pub fn write_steps_to<W: Write>(
     names: &[String],
     metadata: &[(String, String)],
 ) -> io::Result<W> {
-    let schema = steps_schema(metadata);
+    let schema = steps_schema_with(metadata, rows.iter().any(|r| r.failure.is_some()));
     let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
     for chunk in rows.chunks(super::flows::BATCH_ROWS) {
         writer
@@ -422,9 +459,21 @@ pub fn write_ops_and_steps(
     names: &[String],
     metadata: &[(String, String)],
 ) -> io::Result<Vec<StepRow>> {
+    write_ops_and_steps_annotated(dir, rows, names, metadata, |_| {})
+}
+
+/// [`write_ops_and_steps`], with `annotate` filling in the steps' failure outcomes first.
+pub fn write_ops_and_steps_annotated(
+    dir: &Path,
+    rows: &[OpRow],
+    names: &[String],
+    metadata: &[(String, String)],
+    annotate: impl FnOnce(&mut [StepRow]),
+) -> io::Result<Vec<StepRow>> {
     let file = AtomicFile::create(&dir.join(OPS_FILE))?;
     write_ops_to(file, rows, names, metadata)?.commit()?;
-    let steps = steps(rows);
+    let mut steps = steps(rows);
+    annotate(&mut steps);
     let file = AtomicFile::create(&dir.join(STEPS_FILE))?;
     write_steps_to(file, &steps, names, metadata)?.commit()?;
     Ok(steps)

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::all_to_all::AllToAllFile;
 use super::collective::CollectiveFile;
 use super::explicit::FlowsFile;
+use super::graph::reaction::{Reaction, ReactionKeys};
 use super::graph::GraphFile;
 use super::incast::IncastFile;
 use super::inference::InferenceFile;
@@ -170,6 +171,17 @@ impl WorkloadFile {
         }
     }
 
+    /// A step workload's reaction to failures (`on_failure` and its keys; None for the other
+    /// kinds, which have no such keys).
+    pub fn reaction(&self, ctx: &Context) -> Res<Option<Reaction>> {
+        match self {
+            WorkloadFile::Training(w) => w.reaction_keys().check(ctx),
+            WorkloadFile::Inference(w) => w.reaction_keys().check(ctx),
+            WorkloadFile::Graph(w) => w.reaction_keys().check(ctx),
+            _ => Ok(None),
+        }
+    }
+
     pub fn validate(&self, ctx: &Context) -> Res<WorkloadSpec> {
         match self {
             WorkloadFile::Flows(w) => w.validate(ctx),
@@ -193,8 +205,33 @@ impl WorkloadFile {
     /// lists, selectors, groups and graphs stay as written (the spec holds them expanded); an
     /// absent host list is every host (see `ABSENT_MEANS`).
     pub fn normalised(&self, spec: &crate::config::NamedWorkload) -> WorkloadFile {
-        use crate::config::WorkloadSpec as S;
         let name = Some(spec.name.clone());
+        let mut w = self.normalised_kind(name, spec);
+        let r = ReactionKeys::normalised(spec.reaction.as_ref());
+        match &mut w {
+            WorkloadFile::Training(t) => {
+                (t.on_failure, t.restart_time, t.checkpoint_interval, t.detection) =
+                    (r.on_failure, r.restart_time, r.checkpoint_interval, r.detection)
+            }
+            WorkloadFile::Inference(t) => {
+                (t.on_failure, t.restart_time, t.checkpoint_interval, t.detection) =
+                    (r.on_failure, r.restart_time, r.checkpoint_interval, r.detection)
+            }
+            WorkloadFile::Graph(t) => {
+                (t.on_failure, t.restart_time, t.checkpoint_interval, t.detection) =
+                    (r.on_failure, r.restart_time, r.checkpoint_interval, r.detection)
+            }
+            _ => {}
+        }
+        w
+    }
+
+    fn normalised_kind(
+        &self,
+        name: Option<String>,
+        spec: &crate::config::NamedWorkload,
+    ) -> WorkloadFile {
+        use crate::config::WorkloadSpec as S;
         match (self, &spec.spec) {
             (WorkloadFile::Flows(w), S::Flows { flows }) => {
                 WorkloadFile::Flows(w.normalised(name, flows))

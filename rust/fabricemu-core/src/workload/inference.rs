@@ -36,6 +36,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
+use super::graph::reaction::{CheckpointFile, OnFailureName, ReactionKeys};
 use super::graph::{CollectiveParams, Graph, Noise, NoiseFile, OpKind, OpPhase};
 use super::training::{
     check_algorithm, default_algorithm, flops_time, AlgorithmsFile, Builder, MoeFile, MoeSpec,
@@ -119,6 +120,20 @@ pub struct InferenceFile {
     pub algorithms: Option<AlgorithmsFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFile>,
+    /// What a failure that cuts off one of its ranks does to the job: `"stall"` or
+    /// `"restart"` (docs/failures.md, "Jobs that react").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailureName>,
+    /// `on_failure = "restart"`: the time a restart takes (after detection and repair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_time: Option<Duration>,
+    /// `on_failure = "restart"`: a checkpoint every n iterations (an integer) or so long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_interval: Option<CheckpointFile>,
+    /// With `on_failure`: the job's detection delay (stall: of the repair; restart: of the
+    /// failure). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detection: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,6 +228,21 @@ impl InferenceFile {
             max_batch: n(s.max_batch),
             algorithms: self.algorithms.clone(),
             noise: self.noise.clone(),
+            // Filled by `WorkloadFile::normalised` from the validated reaction.
+            on_failure: None,
+            restart_time: None,
+            checkpoint_interval: None,
+            detection: None,
+        }
+    }
+
+    /// The keys of its reaction to failures.
+    pub fn reaction_keys(&self) -> ReactionKeys {
+        ReactionKeys {
+            on_failure: self.on_failure,
+            restart_time: self.restart_time,
+            checkpoint_interval: self.checkpoint_interval,
+            detection: self.detection,
         }
     }
 
@@ -949,6 +979,10 @@ mod tests {
             max_batch: Some(2),
             algorithms: None,
             noise: None,
+            on_failure: None,
+            restart_time: None,
+            checkpoint_interval: None,
+            detection: None,
         }
     }
 

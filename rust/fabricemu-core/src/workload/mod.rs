@@ -174,6 +174,9 @@ pub struct FlowPlan {
     pub collectives: Vec<CollectiveInstance>,
     /// Replay tags, all workloads together.
     pub tag_names: Vec<String>,
+    /// The step workloads that react to failures (`on_failure`), with the failure episodes
+    /// that cut off their ranks (filled in by the build once the faults are resolved).
+    pub jobs: Vec<graph::reaction::JobPlan>,
     /// One per workload.
     pub reports: Vec<WorkloadReport>,
 }
@@ -191,7 +194,44 @@ impl FlowPlan {
 pub fn plan(workloads: &[NamedWorkload], seed: u64) -> Result<FlowPlan, ScenarioError> {
     let mut plan = FlowPlan::default();
     for (wi, w) in workloads.iter().enumerate() {
+        let (barriers, ops, flows) = (
+            plan.barrier_sizes.len() as u32,
+            plan.ops.len(),
+            plan.flows.len(),
+        );
         expand(&mut plan, wi, &w.spec, seed)?;
+        if let Some(reaction) = w.reaction {
+            let made = &plan.ops[ops..];
+            let mut endpoints: Vec<u32> = made.iter().flat_map(|o| o.nodes.clone()).collect();
+            endpoints.sort_unstable();
+            endpoints.dedup();
+            let iterations = made.iter().map(|o| o.iteration + 1).max().unwrap_or(0);
+            let (start_ps, ideal_iteration_ps) = match &w.spec {
+                WorkloadSpec::Training(t) => (t.start_ps, t.ideal_iteration_ps()),
+                WorkloadSpec::Graph(g) => {
+                    let (graph, _) = g.graph(wi)?;
+                    let ideal = graph
+                        .ideal_schedule()
+                        .ok()
+                        .map(|s| (s.end() - graph.start_ps) / u64::from(graph.iterations.max(1)));
+                    (graph.start_ps, ideal)
+                }
+                WorkloadSpec::Inference(i) => (i.start_ps, None),
+                _ => (0, None),
+            };
+            plan.jobs.push(graph::reaction::JobPlan {
+                workload: wi as u32,
+                reaction,
+                barriers: barriers..plan.barrier_sizes.len() as u32,
+                ops: ops..plan.ops.len(),
+                flows: flows..plan.flows.len(),
+                endpoints,
+                iterations,
+                start_ps,
+                ideal_iteration_ps,
+                episodes: Vec::new(),
+            });
+        }
     }
     Ok(plan)
 }

@@ -38,6 +38,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
+use super::graph::reaction::{CheckpointFile, OnFailureName, ReactionKeys};
 use super::graph::{CollectiveParams, Graph, GraphOp, Noise, NoiseFile, OpKind, OpPhase};
 use crate::config::check::{count, quoted_list, Res};
 use crate::config::values::{Duration, Size};
@@ -122,6 +123,20 @@ pub struct TrainingFile {
     /// Compute jitter and stragglers, as in `kind = "graph"` (ranks are global ranks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFile>,
+    /// What a failure that cuts off one of its ranks does to the job: `"stall"` or
+    /// `"restart"` (docs/failures.md, "Jobs that react").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailureName>,
+    /// `on_failure = "restart"`: the time a restart takes (after detection and repair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_time: Option<Duration>,
+    /// `on_failure = "restart"`: a checkpoint every n iterations (an integer) or so long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_interval: Option<CheckpointFile>,
+    /// With `on_failure`: the job's detection delay (stall: of the repair; restart: of the
+    /// failure). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detection: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -443,6 +458,21 @@ impl TrainingFile {
             placement: Some(s.placement.map(dim).join(",")),
             optimizer: Some(Duration(s.optimizer_ps)),
             noise: self.noise.clone(),
+            // Filled by `WorkloadFile::normalised` from the validated reaction.
+            on_failure: None,
+            restart_time: None,
+            checkpoint_interval: None,
+            detection: None,
+        }
+    }
+
+    /// The keys of its reaction to failures.
+    pub fn reaction_keys(&self) -> ReactionKeys {
+        ReactionKeys {
+            on_failure: self.on_failure,
+            restart_time: self.restart_time,
+            checkpoint_interval: self.checkpoint_interval,
+            detection: self.detection,
         }
     }
 
@@ -943,16 +973,20 @@ impl TrainingSpec {
 }
 
 impl TrainingSpec {
-    /// What `validate` and `describe()` show of the workload.
-    pub fn describe(&self) -> serde_json::Value {
-        // The network-free iteration time (communication taking no time) of the first iteration.
+    /// The network-free iteration time (communication taking no time) of the first iteration.
+    pub fn ideal_iteration_ps(&self) -> Option<Time> {
         let mut one = self.clone();
         one.iterations = 1;
         let graph = generate(&one);
-        let ideal = graph.ideal_schedule().ok().map(|s| {
+        graph.ideal_schedule().ok().map(|s| {
             let end = s.end();
             end - graph.start_ps
-        });
+        })
+    }
+
+    /// What `validate` and `describe()` show of the workload.
+    pub fn describe(&self) -> serde_json::Value {
+        let ideal = self.ideal_iteration_ps();
         serde_json::json!({
             "ideal_iteration_ps": ideal,
             "dp": self.dp, "tp": self.tp, "pp": self.pp, "ep": self.ep,
@@ -1625,6 +1659,10 @@ pub(crate) mod tests {
             placement: None,
             optimizer: None,
             noise: None,
+            on_failure: None,
+            restart_time: None,
+            checkpoint_interval: None,
+            detection: None,
         }
     }
 

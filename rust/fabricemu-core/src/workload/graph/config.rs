@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::noise::NoiseFile;
 use super::plan::CollectiveParams;
+use super::reaction::{CheckpointFile, OnFailureName, ReactionKeys};
 use super::spec::{Graph, GraphOp, Noise, OpKind, OpPhase};
 use crate::config::check::{count, Res};
 use crate::config::values::{Duration, Size};
@@ -103,6 +104,20 @@ pub struct GraphFile {
     pub iterations: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFile>,
+    /// What a failure that cuts off one of its ranks does to the job: `"stall"` or
+    /// `"restart"` (docs/failures.md, "Jobs that react").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailureName>,
+    /// `on_failure = "restart"`: the time a restart takes (after detection and repair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_time: Option<Duration>,
+    /// `on_failure = "restart"`: a checkpoint every n iterations (an integer) or so long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_interval: Option<CheckpointFile>,
+    /// With `on_failure`: the job's detection delay (stall: of the repair; restart: of the
+    /// failure). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detection: Option<Duration>,
     /// Endpoints per scale-up domain for hierarchical collectives (default: the cluster's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain_size: Option<i64>,
@@ -175,6 +190,16 @@ impl GraphFile {
             iterations: Some(s.iterations as i64),
             domain_size: s.params.domain_size.map(|d| d as i64),
             ..self.clone()
+        }
+    }
+
+    /// The keys of its reaction to failures.
+    pub fn reaction_keys(&self) -> ReactionKeys {
+        ReactionKeys {
+            on_failure: self.on_failure,
+            restart_time: self.restart_time,
+            checkpoint_interval: self.checkpoint_interval,
+            detection: self.detection,
         }
     }
 

@@ -9,6 +9,7 @@ pub mod config;
 pub mod ideal;
 pub mod noise;
 pub mod plan;
+pub mod reaction;
 mod repeat;
 pub mod spec;
 

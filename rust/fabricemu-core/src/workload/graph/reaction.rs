@@ -1,0 +1,479 @@
+//! Jobs that react to failures: what a failure that cuts off one of a step workload's ranks does
+//! to the job (`on_failure`), and, in the build phase, which failures do (episodes).
+//!
+//! - `"stall"`: synchronous training blocks: a rank that cannot reach the others blocks every
+//!   collective of its groups, so the whole job waits. The job freezes from the failure until
+//!   `detection` after the repair (the job notices the repair and reconnects), then carries on
+//!   where it was; transfers that were waiting resend what was not acknowledged at once.
+//! - `"restart"`: the job notices the failure `detection` after it (a collective's timeout),
+//!   aborts, and restarts from its last checkpoint once the failed part is back: it resumes
+//!   `restart_time` after the later of detection and repair. The work since the checkpoint is
+//!   lost: the iterations completed since then (they no longer count) and the interrupted
+//!   iteration's part before the failure (redone, as a pause of the same length, after resuming).
+//!
+//! Which ranks a failure cuts off follows from the fabric, computed here from the resolved
+//! faults: a rank is cut off while its endpoint shares no live part of the fabric with most of
+//! the job's endpoints (its server, its NIC or the NIC's only link down; a switch or fabric link
+//! only when no path remains). Routing's detection delay does not count: only what remains
+//! after reconvergence matters.
+
+use std::ops::Range;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::config::check::Res;
+use crate::config::values::Duration;
+use crate::config::ScenarioError;
+use crate::ids::{NodeId, PortId};
+use crate::scenario::FaultKind;
+use crate::topology::faults::LinkFault;
+use crate::topology::Fabric;
+use crate::units::Time;
+use crate::workload::config::Context;
+
+/// `on_failure`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFailureName {
+    Stall,
+    Restart,
+    Elastic,
+}
+
+/// `checkpoint_interval`: every n iterations (an integer) or every so long (a duration).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CheckpointFile {
+    Iterations(i64),
+    Time(Duration),
+}
+
+impl Serialize for CheckpointFile {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CheckpointFile::Iterations(n) => s.serialize_i64(*n),
+            CheckpointFile::Time(d) => d.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CheckpointFile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CheckpointFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number of iterations like 10 or a duration like \"2ms\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CheckpointFile, E> {
+                Duration::deserialize(de::value::StrDeserializer::<E>::new(v))
+                    .map(CheckpointFile::Time)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<CheckpointFile, E> {
+                Ok(CheckpointFile::Iterations(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<CheckpointFile, E> {
+                Ok(CheckpointFile::Iterations(v.min(i64::MAX as u64) as i64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<CheckpointFile, E> {
+                Err(E::custom(format!(
+                    "expected a number of iterations like 10 or a duration like \"2ms\", found {v}"
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The keys a step workload (`graph`, `training`, `inference`) takes for its reaction.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ReactionKeys {
+    pub on_failure: Option<OnFailureName>,
+    pub restart_time: Option<Duration>,
+    pub checkpoint_interval: Option<CheckpointFile>,
+    pub detection: Option<Duration>,
+}
+
+/// When a restarting job has a checkpoint to go back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// After every n-th iteration that counts.
+    Iterations(u32),
+    /// At the first iteration end at least this long after the previous checkpoint (or the
+    /// job's start).
+    Time(Time),
+}
+
+/// What a failure does to a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    Stall,
+    Restart {
+        restart_ps: Time,
+        checkpoint: Checkpoint,
+    },
+}
+
+impl OnFailure {
+    pub fn name(self) -> &'static str {
+        match self {
+            OnFailure::Stall => "stall",
+            OnFailure::Restart { .. } => "restart",
+        }
+    }
+}
+
+/// A validated reaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reaction {
+    pub on_failure: OnFailure,
+    /// Stall: from the repair to the job's resuming; restart: from the failure to the abort.
+    pub detection_ps: Time,
+}
+
+/// The most iterations between checkpoints.
+const MAX_CHECKPOINT_ITERATIONS: i64 = 1_000_000;
+
+impl ReactionKeys {
+    /// The reaction these keys describe (None without `on_failure`), or an error naming the key.
+    pub fn check(&self, ctx: &Context) -> Res<Option<Reaction>> {
+        let p = |k: &str| ctx.path(k);
+        let Some(mode) = self.on_failure else {
+            for (key, given) in [
+                ("restart_time", self.restart_time.is_some()),
+                ("checkpoint_interval", self.checkpoint_interval.is_some()),
+                ("detection", self.detection.is_some()),
+            ] {
+                if given {
+                    return Err(ScenarioError::at(
+                        p(key),
+                        "applies only with on_failure (\"stall\" or \"restart\"): add \
+                         on_failure or leave out this key",
+                    ));
+                }
+            }
+            return Ok(None);
+        };
+        let detection_ps = self.detection.map_or(0, |d| d.0);
+        let on_failure = match mode {
+            OnFailureName::Elastic => {
+                return Err(ScenarioError::at(
+                    p("on_failure"),
+                    "\"elastic\" (re-forming the groups without the failed ranks) is not \
+                     modelled yet: it needs the flows replanned during the run; use \"stall\" \
+                     or \"restart\"",
+                ))
+            }
+            OnFailureName::Stall => {
+                for (key, given) in [
+                    ("restart_time", self.restart_time.is_some()),
+                    ("checkpoint_interval", self.checkpoint_interval.is_some()),
+                ] {
+                    if given {
+                        return Err(ScenarioError::at(
+                            p(key),
+                            "applies only with on_failure = \"restart\" (a stalled job waits \
+                             for the repair and loses no work)",
+                        ));
+                    }
+                }
+                OnFailure::Stall
+            }
+            OnFailureName::Restart => {
+                let restart_ps = self
+                    .restart_time
+                    .ok_or_else(|| {
+                        ScenarioError::at(
+                            p("restart_time"),
+                            "missing: on_failure = \"restart\" needs the time a restart takes \
+                             (load the checkpoint, rejoin), like \"200us\"",
+                        )
+                    })?
+                    .0;
+                let checkpoint =
+                    match self.checkpoint_interval {
+                        None => return Err(ScenarioError::at(
+                            p("checkpoint_interval"),
+                            "missing: on_failure = \"restart\" needs how often the job saves a \
+                             checkpoint: a number of iterations like 10 or a duration like \
+                             \"2ms\"",
+                        )),
+                        Some(CheckpointFile::Iterations(n)) => {
+                            if !(1..=MAX_CHECKPOINT_ITERATIONS).contains(&n) {
+                                return Err(ScenarioError::at(
+                                    p("checkpoint_interval"),
+                                    format!(
+                                        "expected a number of iterations from 1 to \
+                                     {MAX_CHECKPOINT_ITERATIONS}, found {n}"
+                                    ),
+                                ));
+                            }
+                            Checkpoint::Iterations(n as u32)
+                        }
+                        Some(CheckpointFile::Time(d)) => {
+                            if d.0 == 0 {
+                                return Err(ScenarioError::at(
+                                    p("checkpoint_interval"),
+                                    "expected a positive duration (or a number of iterations), \
+                                 found 0",
+                                ));
+                            }
+                            Checkpoint::Time(d.0)
+                        }
+                    };
+                OnFailure::Restart {
+                    restart_ps,
+                    checkpoint,
+                }
+            }
+        };
+        Ok(Some(Reaction {
+            on_failure,
+            detection_ps,
+        }))
+    }
+}
+
+/// A time when some of a job's ranks are cut off: from `fail_ps` (a failure cut the first one
+/// off) to `repair_ps` (none is any more, routing knowing it: a fault's links count as back
+/// its detection delay after it ends; None: never). Overlapping failures make
+/// one episode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Episode {
+    pub fail_ps: Time,
+    pub repair_ps: Option<Time>,
+    /// The endpoints cut off at some time during the episode, sorted.
+    pub endpoints: Vec<u32>,
+    /// The fault (index into the resolved faults) that started it.
+    pub fault: u32,
+}
+
+/// A step workload that reacts to failures, as planned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobPlan {
+    pub workload: u32,
+    pub reaction: Reaction,
+    /// Its barriers (two per op from `barriers.start`: ready, done; then its collectives'
+    /// inner barriers), ops (in `FlowPlan::ops`) and flows.
+    pub barriers: Range<u32>,
+    pub ops: Range<usize>,
+    pub flows: Range<usize>,
+    /// Its endpoints (GPUs or hosts), sorted.
+    pub endpoints: Vec<u32>,
+    pub iterations: u32,
+    pub start_ps: Time,
+    /// One iteration of the network-free schedule (`Graph::ideal_schedule`): what the job would
+    /// take per iteration if communication were free (None if it has no ideal, e.g. inference).
+    pub ideal_iteration_ps: Option<Time>,
+    /// Filled in by the build once the faults are resolved ([`episodes`]).
+    pub episodes: Vec<Episode>,
+}
+
+/// Union-find over nodes.
+struct Parts {
+    parent: Vec<u32>,
+}
+
+impl Parts {
+    fn new(n: usize) -> Self {
+        Self {
+            parent: (0..n as u32).collect(),
+        }
+    }
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            let p = self.parent[self.parent[x as usize] as usize];
+            self.parent[x as usize] = p;
+            x = p;
+        }
+        x
+    }
+    fn union(&mut self, a: u32, b: u32) {
+        let (a, b) = (self.find(a), self.find(b));
+        if a != b {
+            let (lo, hi) = (a.min(b), a.max(b));
+            self.parent[hi as usize] = lo;
+        }
+    }
+}
+
+/// Which of `endpoints` are cut off when the directed links (egress ports) marked in `down` are
+/// down: a cable carries traffic while both its directions are up; switches forward, endpoints
+/// do not. The endpoints that touch the live part of the fabric most of them touch are
+/// connected (ties: the part with the lowest node); the others are cut off.
+pub fn cut_off(fabric: &Fabric, down: &[bool], endpoints: &[u32]) -> Vec<u32> {
+    let n = fabric.num_nodes as usize;
+    let mut parts = Parts::new(n);
+    let up = |p: PortId| !down[p.index()] && !down[fabric.peer_port[p].index()];
+    for p in fabric.ports() {
+        let (a, b) = (fabric.port_node[p], fabric.peer_node[p]);
+        if !fabric.is_host(a) && !fabric.is_host(b) && up(p) {
+            parts.union(a.get(), b.get());
+        }
+    }
+    let touched: Vec<Vec<u32>> = endpoints
+        .iter()
+        .map(|&e| {
+            let mut t: Vec<u32> = fabric
+                .ports_of(NodeId::new(e))
+                .filter(|&p| up(p))
+                .map(|p| fabric.peer_node[p])
+                .filter(|&b| !fabric.is_host(b))
+                .map(|b| parts.find(b.get()))
+                .collect();
+            t.sort_unstable();
+            t.dedup();
+            t
+        })
+        .collect();
+    let mut count: std::collections::BTreeMap<u32, u32> = Default::default();
+    for t in &touched {
+        for &c in t {
+            *count.entry(c).or_default() += 1;
+        }
+    }
+    let Some(best) = count.values().copied().max() else {
+        return endpoints.to_vec(); // nothing is connected to anything
+    };
+    let main = count
+        .iter()
+        .find(|&(_, &v)| v == best)
+        .map(|(&c, _)| c)
+        .expect("a maximum");
+    endpoints
+        .iter()
+        .zip(&touched)
+        .filter(|(_, t)| !t.contains(&main))
+        .map(|(&e, _)| e)
+        .collect()
+}
+
+/// The episodes of a job on `endpoints`: the times some are cut off by the `down` faults
+/// (degradations, loss and delay do not cut anything off).
+pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec<Episode> {
+    let downs: Vec<usize> = (0..faults.len())
+        .filter(|&i| matches!(faults[i].kind, FaultKind::Down))
+        .collect();
+    if downs.is_empty() {
+        return Vec::new();
+    }
+    // A fault's links count as back when routing notices (its detection delay after its end):
+    // before that, traffic to them is still dropped.
+    let back = |i: usize| {
+        faults[i]
+            .until_ps
+            .map(|u| u.saturating_add(faults[i].detection_ps))
+    };
+    let mut times: Vec<Time> = downs
+        .iter()
+        .flat_map(|&i| std::iter::once(faults[i].at_ps).chain(back(i)))
+        .collect();
+    times.sort_unstable();
+    times.dedup();
+    let mut count = vec![0u32; fabric.num_ports() as usize];
+    // Faults sorted by start and by end, walked alongside the times.
+    let mut by_start = downs.clone();
+    by_start.sort_by_key(|&i| (faults[i].at_ps, i));
+    let mut by_end: Vec<usize> = downs
+        .iter()
+        .copied()
+        .filter(|&i| faults[i].until_ps.is_some())
+        .collect();
+    by_end.sort_by_key(|&i| (back(i), i));
+    let (mut si, mut ei) = (0, 0);
+    let mut out: Vec<Episode> = Vec::new();
+    let mut open: Option<Episode> = None;
+    for &t in &times {
+        let mut first_start = None;
+        while ei < by_end.len() && back(by_end[ei]) == Some(t) {
+            let f = &faults[by_end[ei]];
+            if f.at_ps < t {
+                for l in f.links.iter() {
+                    count[l.egress().index()] -= 1;
+                }
+            }
+            ei += 1;
+        }
+        while si < by_start.len() && faults[by_start[si]].at_ps == t {
+            let i = by_start[si];
+            let f = &faults[i];
+            if back(i).is_none_or(|u| u > t) {
+                for l in f.links.iter() {
+                    count[l.egress().index()] += 1;
+                }
+                first_start.get_or_insert(i as u32);
+            }
+            si += 1;
+        }
+        let down: Vec<bool> = count.iter().map(|&c| c > 0).collect();
+        let cut = cut_off(fabric, &down, endpoints);
+        match (&mut open, cut.is_empty()) {
+            (None, false) => {
+                open = Some(Episode {
+                    fail_ps: t,
+                    repair_ps: None,
+                    endpoints: cut,
+                    fault: first_start.unwrap_or(0),
+                })
+            }
+            (Some(e), false) => {
+                e.endpoints.extend(cut);
+                e.endpoints.sort_unstable();
+                e.endpoints.dedup();
+            }
+            (Some(_), true) => {
+                let mut e = open.take().expect("open");
+                e.repair_ps = Some(t);
+                out.push(e);
+            }
+            (None, true) => {}
+        }
+    }
+    out.extend(open);
+    out
+}
+
+impl ReactionKeys {
+    /// The keys with every default written out (see `scenario::normalise`), from the validated
+    /// reaction: none without one; a stall's detection; a restart's time, checkpoint interval and
+    /// detection (the keys that do not apply to the mode stay absent: they are errors there).
+    pub fn normalised(r: Option<&Reaction>) -> ReactionKeys {
+        let Some(r) = r else {
+            return ReactionKeys::default();
+        };
+        let detection = Some(Duration(r.detection_ps));
+        match r.on_failure {
+            OnFailure::Stall => ReactionKeys {
+                on_failure: Some(OnFailureName::Stall),
+                detection,
+                ..ReactionKeys::default()
+            },
+            OnFailure::Restart {
+                restart_ps,
+                checkpoint,
+            } => ReactionKeys {
+                on_failure: Some(OnFailureName::Restart),
+                restart_time: Some(Duration(restart_ps)),
+                checkpoint_interval: Some(match checkpoint {
+                    Checkpoint::Iterations(n) => CheckpointFile::Iterations(n as i64),
+                    Checkpoint::Time(t) => CheckpointFile::Time(Duration(t)),
+                }),
+                detection,
+            },
+        }
+    }
+}
+
+/// Keys of a step workload whose absence from a normalised scenario is itself the setting.
+pub const ABSENT_MEANS: &[(&str, &str)] = &[
+    ("workload.*.on_failure", "the job does not react to failures"),
+    ("workload.*.detection", "no reaction to failures"),
+    (
+        "workload.*.restart_time",
+        "applies only with on_failure = \"restart\"",
+    ),
+    (
+        "workload.*.checkpoint_interval",
+        "applies only with on_failure = \"restart\"",
+    ),
+];
