@@ -966,6 +966,8 @@ pub struct Scenario {
     pub nic_arbitration: NicArbitration,
     /// `[cluster]`: GPU servers on the topology (None: one host per slot, as without it).
     pub cluster: Option<ClusterSpec>,
+    /// `[control]`: the live control loop (None: no `[control]` table).
+    pub control: Option<crate::control::config::ControlSpec>,
 }
 
 impl Scenario {

@@ -140,7 +140,7 @@ pub(super) fn paused_time(pause_since: Time, paused_ps: u64, now: Time) -> u64 {
 /// Bytes a port (sending at `rate_bps`) has put on the wire by `now`: what it started, less the
 /// part of the current packet still to serialise (so an interval is credited only with its own
 /// bytes).
-fn bytes_serialised(port: &PortHot, rate_bps: u64, now: Time) -> u64 {
+pub(super) fn bytes_serialised(port: &PortHot, rate_bps: u64, now: Time) -> u64 {
     if port.busy_until <= now {
         return port.tx_bytes;
     }

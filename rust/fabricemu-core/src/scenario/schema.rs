@@ -12,6 +12,7 @@ pub use crate::cc::dctcp_config::DctcpFile;
 pub use crate::cc::hpcc_config::HpccFile;
 pub use crate::cc::swift_config::SwiftFile;
 use crate::config::spec::StopAt;
+pub use crate::control::config::ControlFile;
 use crate::config::values::{bounded_time, Duration};
 pub use crate::routing::config::RoutingFile;
 pub use crate::switch::config::{EcnFile, PfcFile, SwitchFile};
@@ -100,4 +101,7 @@ pub struct ScenarioFile {
     /// `[output]`: the format and compression of the run's tables (applied by the Python layer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputFile>,
+    /// `[control]`: the live control loop (interval, built-in policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlFile>,
 }

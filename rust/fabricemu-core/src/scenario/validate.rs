@@ -122,6 +122,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         warmup_ps,
         nic_arbitration,
         cluster,
+        control: file.control.as_ref().map(|c| c.validate()).transpose()?,
     })
 }
 
