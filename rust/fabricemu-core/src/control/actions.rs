@@ -89,7 +89,11 @@ impl ActionError {
 
 impl std::fmt::Display for ActionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "action {}: {}: {}", self.action, self.field, self.message)
+        write!(
+            f,
+            "action {}: {}: {}",
+            self.action, self.field, self.message
+        )
     }
 }
 
@@ -151,7 +155,10 @@ impl Simulation {
             }
             Action::SetCc { param, value } => {
                 if !value.is_finite() {
-                    return Err(err("value", format!("expected a finite number, found {value}")));
+                    return Err(err(
+                        "value",
+                        format!("expected a finite number, found {value}"),
+                    ));
                 }
                 let old = self
                     .world_mut_live()
@@ -161,7 +168,10 @@ impl Simulation {
                     return Ok(None);
                 }
                 (
-                    format!("{}.{param}", crate::engine::live::cc_name(&self.scenario().transport.cc)),
+                    format!(
+                        "{}.{param}",
+                        crate::engine::live::cc_name(&self.scenario().transport.cc)
+                    ),
                     value.to_string(),
                     format!("was {old}"),
                 )
@@ -189,7 +199,8 @@ impl Simulation {
                 };
                 let row = self.control().map_or(0, |c| c.log.len()) as u32;
                 let target = format!("link {link}");
-                let detection = detection_ps.unwrap_or(crate::topology::faults::DEFAULT_DETECTION_PS);
+                let detection =
+                    detection_ps.unwrap_or(crate::topology::faults::DEFAULT_DETECTION_PS);
                 let i = self
                     .world_mut_live()
                     .add_fault(&[PortId::new(*link)], fault_kind, &target, detection, row)
@@ -242,16 +253,22 @@ impl Simulation {
             return Err(err(
                 "collective",
                 if (c as usize) < n {
-                    format!("collective {c} is part of a step workload: its calls cannot be re-planned")
+                    format!(
+                        "collective {c} is part of a step workload: its calls cannot be re-planned"
+                    )
                 } else {
                     format!("collective {c} does not exist (the run has {n})")
                 },
             ));
         };
         let inst = &self.workload_plan().collectives[c as usize];
-        let WorkloadSpec::Collective(spec) = &self.scenario().workloads[inst.workload as usize].spec
+        let WorkloadSpec::Collective(spec) =
+            &self.scenario().workloads[inst.workload as usize].spec
         else {
-            return Err(err("collective", format!("collective {c} is not a collective workload")));
+            return Err(err(
+                "collective",
+                format!("collective {c} is not a collective workload"),
+            ));
         };
         crate::control::calls::choosable(spec, algorithm, inst.hosts.len())
             .map_err(|m| err("algorithm", m))?;

@@ -107,10 +107,7 @@ fn entry_exit(plan: &FlowPlan, flows: &[FlowId]) -> (Option<Start>, Option<u32>)
         entry = Some(match (entry, s) {
             (None, s) => s,
             (Some(Start::At(a)), Start::At(b)) => Start::At(a.min(b)),
-            (
-                Some(Start::After { barrier, gap: a }),
-                Start::After { gap: b, .. },
-            ) => Start::After {
+            (Some(Start::After { barrier, gap: a }), Start::After { gap: b, .. }) => Start::After {
                 barrier,
                 gap: a.min(b),
             },
@@ -122,7 +119,11 @@ fn entry_exit(plan: &FlowPlan, flows: &[FlowId]) -> (Option<Start>, Option<u32>)
 
 /// Whether `algorithm` may be chosen live for a call of `spec` with `n` ranks: a flat algorithm
 /// of the operation (hierarchical ones need the scale-up layout the group was planned with).
-pub fn choosable(spec: &CollectiveSpec, algorithm: CollectiveAlgorithm, n: usize) -> Result<(), String> {
+pub fn choosable(
+    spec: &CollectiveSpec,
+    algorithm: CollectiveAlgorithm,
+    n: usize,
+) -> Result<(), String> {
     if !algorithms(spec.op).contains(&algorithm) {
         let names: Vec<&str> = algorithms(spec.op).iter().map(|a| a.name()).collect();
         return Err(format!(

@@ -45,6 +45,8 @@ pub struct CollectiveProgress {
     pub group: u32,
     pub op: &'static str,
     pub ranks: u32,
+    /// The host (endpoint) of each rank.
+    pub hosts: Vec<u32>,
     pub size_bytes: u64,
     /// Calls (iterations) in all, and finished.
     pub calls: u32,
@@ -137,6 +139,7 @@ pub fn progress(sim: &Simulation) -> Vec<CollectiveProgress> {
             group: inst.group,
             op: inst.op.name(),
             ranks: inst.hosts.len() as u32,
+            hosts: inst.hosts.clone(),
             size_bytes: inst.size_bytes,
             calls: calls.len() as u32,
             calls_done: 0,

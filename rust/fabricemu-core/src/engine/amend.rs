@@ -12,8 +12,11 @@
 //!   the first); new flows the next flow ids. A new flow may wait on any barrier, old or new; if
 //!   that barrier already released, the flow starts its gap after the release (or now, if that is
 //!   already past). A flow `Start::At(t)` starts at `max(t, now)`. A flow's `completes` may name
-//!   any barrier that has not released yet (one that has would be released twice). Edges from a
-//!   barrier that already released deliver their arrival `delay` after now.
+//!   any barrier that has not released yet (one that has would be released twice): a barrier
+//!   that existed before the amendment then waits for one arrival more; a new barrier's size
+//!   (given in [`Amendment::barriers`]) counts every arrival it waits for, as in a
+//!   [`crate::workload::FlowPlan`]. Edges from a barrier that already released deliver their
+//!   arrival `delay` after now; an edge to an existing barrier adds an arrival to it too.
 //!
 //! Every per-flow array of the world grows with the new flows (one allocation per amendment,
 //! never per packet). The header entropy of new flows (UDP source port, flow label) comes from
@@ -85,7 +88,12 @@ pub(super) struct Amends {
 }
 
 impl Amends {
-    pub fn new(routing: &RoutingSpec, transport: &TransportSpec, pxn_cluster: bool, seed: u64) -> Self {
+    pub fn new(
+        routing: &RoutingSpec,
+        transport: &TransportSpec,
+        pxn_cluster: bool,
+        seed: u64,
+    ) -> Self {
         Self {
             routing: *routing,
             transport: *transport,
@@ -141,18 +149,27 @@ impl World {
                 }
             }
             if let Some(b) = f.completes {
-                let released = self.barriers.get(b as usize).is_some_and(|b| b.released_at != NEVER);
+                let released = self
+                    .barriers
+                    .get(b as usize)
+                    .is_some_and(|b| b.released_at != NEVER);
                 if b as usize >= nb || released {
                     return Err(AmendError(format!(
                         "flows[{i}]: completes barrier {b}, which {}",
-                        if released { "already released" } else { "does not exist" }
+                        if released {
+                            "already released"
+                        } else {
+                            "does not exist"
+                        }
                     )));
                 }
             }
             let n = self.fabric.num_nodes;
             for (what, node) in [("src", f.src), ("dst", f.dst)] {
                 if node.get() >= n || !self.fabric.is_host(node) {
-                    return Err(AmendError(format!("flows[{i}].{what}: {node} is not an endpoint")));
+                    return Err(AmendError(format!(
+                        "flows[{i}].{what}: {node} is not an endpoint"
+                    )));
                 }
             }
             if f.src == f.dst || f.size_bytes == 0 {
@@ -165,7 +182,11 @@ impl World {
             if e.from as usize >= nb || e.to as usize >= nb {
                 return Err(AmendError(format!("edges[{i}]: barrier out of range")));
             }
-            if self.barriers.get(e.to as usize).is_some_and(|b| b.released_at != NEVER) {
+            if self
+                .barriers
+                .get(e.to as usize)
+                .is_some_and(|b| b.released_at != NEVER)
+            {
                 return Err(AmendError(format!(
                     "edges[{i}]: barrier {} already released",
                     e.to
@@ -209,7 +230,8 @@ impl World {
                 self.pxn.push(pxn);
             }
             self.flows.push(flow);
-            if let Some(b) = f.completes {
+            // A barrier that existed before gains the flow's arrival; a new one has its size.
+            if let Some(b) = f.completes.filter(|&b| (b as usize) < nb_old) {
                 self.barriers[b as usize].remaining += 1;
             }
             match f.start {
@@ -225,7 +247,8 @@ impl World {
                 }
             }
         }
-        self.cc.grow(self.flows.iter().skip(nf_old).map(|f| f.rate_bps));
+        self.cc
+            .grow(self.flows.iter().skip(nf_old).map(|f| f.rate_bps));
         if let Some(c) = &mut self.credits {
             c.grow(self.flows.len());
         }
@@ -233,6 +256,9 @@ impl World {
         self.stats.flows_total += added as u64;
         // Edges.
         for e in &a.edges {
+            if (e.to as usize) < nb_old {
+                self.barriers[e.to as usize].remaining += 1;
+            }
             let from = &mut self.barriers[e.from as usize];
             if from.released_at == NEVER {
                 from.then.push((e.to, e.delay));

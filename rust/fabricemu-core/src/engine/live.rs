@@ -59,7 +59,14 @@ pub struct PortCounters {
 pub const CC_PARAMS: &[(&str, &[&str])] = &[
     (
         "dcqcn",
-        &["g", "rate_ai", "rate_hai", "min_rate", "rate_timer", "byte_counter"],
+        &[
+            "g",
+            "rate_ai",
+            "rate_hai",
+            "min_rate",
+            "rate_timer",
+            "byte_counter",
+        ],
     ),
     ("dctcp", &["g"]),
     ("swift", &["ai", "beta", "max_mdf", "base_target"]),
@@ -68,18 +75,20 @@ pub const CC_PARAMS: &[(&str, &[&str])] = &[
 impl World {
     /// Every port's counters now.
     pub fn port_counters(&self) -> impl Iterator<Item = PortCounters> + '_ {
-        self.ports.iter_enumerated().map(move |(p, port)| PortCounters {
-            port: p,
-            node: port.node.get(),
-            peer: port.peer_node.get(),
-            rate_bps: self.port_rate[p],
-            tx_bytes: super::sampling::bytes_serialised(port, self.port_rate[p], self.now),
-            paused_ps: self.paused_time(p),
-            ecn_marks: self.live.ecn_marks[p],
-            pause_frames: self.live.pause_frames[p],
-            queue_bytes: self.queues[p].bytes,
-            down: port.down,
-        })
+        self.ports
+            .iter_enumerated()
+            .map(move |(p, port)| PortCounters {
+                port: p,
+                node: port.node.get(),
+                peer: port.peer_node.get(),
+                rate_bps: self.port_rate[p],
+                tx_bytes: super::sampling::bytes_serialised(port, self.port_rate[p], self.now),
+                paused_ps: self.paused_time(p),
+                ecn_marks: self.live.ecn_marks[p],
+                pause_frames: self.live.pause_frames[p],
+                queue_bytes: self.queues[p].bytes,
+                down: port.down,
+            })
     }
 
     /// Move flow `fid`'s data to another path class: its ECMP header gets new entropy (UDP
@@ -127,9 +136,7 @@ impl World {
                 match name {
                     "g" if value > 0.0 && value <= 1.0 => std::mem::replace(&mut d.g, value),
                     "g" => return bad("in (0, 1]"),
-                    _ if !(1.0..1e18).contains(&value) => {
-                        return bad("a positive number")
-                    }
+                    _ if !(1.0..1e18).contains(&value) => return bad("a positive number"),
                     "rate_ai" => int(&mut d.rate_ai_bps),
                     "rate_hai" => int(&mut d.rate_hai_bps),
                     "min_rate" => int(&mut d.min_rate_bps),
@@ -146,9 +153,7 @@ impl World {
             CongestionControl::Swift(d) => match name {
                 "ai" if value > 0.0 && value.is_finite() => std::mem::replace(&mut d.ai, value),
                 "beta" if value > 0.0 && value < 1.0 => std::mem::replace(&mut d.beta, value),
-                "max_mdf" if value > 0.0 && value < 1.0 => {
-                    std::mem::replace(&mut d.max_mdf, value)
-                }
+                "max_mdf" if value > 0.0 && value < 1.0 => std::mem::replace(&mut d.max_mdf, value),
                 "base_target" if (1.0..1e15).contains(&value) => {
                     let old = d.base_target_ps as f64;
                     d.base_target_ps = value as u64;

@@ -21,8 +21,8 @@ use crate::scenario::{Built, Scenario, ScenarioError, StopAt};
 use crate::trace::collectives::CollectiveRow;
 use crate::trace::flows::{FlowLabels, FlowRow};
 use crate::trace::ops::OpRow;
-use crate::workload::graph::PlannedKind;
 use crate::units::Time;
+use crate::workload::graph::PlannedKind;
 use crate::workload::{collective, FlowPlan};
 
 /// Counters of a run (all exact integers); `run.json` carries them.

@@ -50,7 +50,8 @@ fn batch(schema: &SchemaRef, rows: &[ActionRow]) -> io::Result<RecordBatch> {
         Arc::new(b.finish())
     };
     let mut time = Int64Builder::with_capacity(n);
-    rows.iter().for_each(|r| time.append_value(int64(r.time_ps)));
+    rows.iter()
+        .for_each(|r| time.append_value(int64(r.time_ps)));
     let columns: Vec<ArrayRef> = vec![
         Arc::new(time.finish()),
         str_col(&|r| &r.source),
