@@ -37,11 +37,12 @@ VOLATILE = {
 
 
 def small(policy: bool = False) -> Scenario:
-    """The congested all-reduce cut to 2 calls and 2 incast rounds (a second's run); without
-    ``[control]`` unless ``policy``."""
+    """The congested all-reduce cut to 2 calls and 2 incast rounds (a second's run), planned as
+    rings; without ``[control]`` unless ``policy``."""
     data = Scenario.load(CONGESTED).to_dict()
     if not policy:
         del data["control"]
+    data["workload"][0]["algorithm"] = "ring"
     data["workload"][0]["iterations"] = 2
     data["workload"][1]["rounds"] = 2
     data["workload"][2]["rounds"] = 2
@@ -145,11 +146,15 @@ def test_same_seed_same_controller_same_outputs(tmp_path: Path) -> None:
 
 
 def test_the_builtin_policy_runs_from_the_scenario(tmp_path: Path) -> None:
-    r = fabricemu.run(small(policy=True), out=tmp_path / "out")
-    sources = set(r.actions.column("source").to_pylist())
-    assert sources <= {"policy:telemetry_aware"}
-    for row in r.actions.to_pylist():
-        assert row["action"] == "set_algorithm" and "predicted" in row["detail"]
+    # Planned as halving-doubling, the slowest here: the policy re-plans both calls as rings.
+    s = small(policy=True).with_({"workload.0.algorithm": "halving_doubling"})
+    r = fabricemu.run(s, out=tmp_path / "out")
+    rows = r.actions.to_pylist()
+    assert [row["source"] for row in rows] == ["policy:telemetry_aware"] * 2
+    for row in rows:
+        assert row["action"] == "set_algorithm" and row["value"] == "ring"
+        assert "predicted ring" in row["detail"] and "tree" in row["detail"]
+    assert r.collectives.column("algorithm").to_pylist() == ["ring", "ring"]
 
 
 @pytest.mark.parametrize(
