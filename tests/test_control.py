@@ -86,8 +86,9 @@ def test_policy_none_runs_as_without_control(tmp_path: Path) -> None:
         tb = ipc.open_file(b.out / name).read_all()
         assert ta.equals(tb), name  # the data; only the scenario in the metadata differs
     ra, rb = run_json(a.out), run_json(b.out)
-    ra.pop("scenario")
-    rb.pop("scenario")
+    for key in ("scenario", "overrides"):  # what was asked for, not what happened
+        ra.pop(key)
+        rb.pop(key)
     assert ra == rb
 
 
@@ -102,8 +103,10 @@ def test_telemetry_fields(tmp_path: Path) -> None:
     assert ports.column_names == list(fabricemu.control.PORT_COLUMNS)
     assert ports.num_rows == len(later.columns["port"]) > 0
     busiest = later.busiest(1)[0]
-    assert 0 < busiest.utilisation <= 1.0 + 1e-9
-    assert busiest.peer in (1, 5)  # an incast receiver's downlink
+    assert 0.9 < busiest.utilisation <= 1.0 + 1e-9
+    peers = later.columns["peer"]
+    for host in (1, 5):  # the incast receivers' downlinks are saturated
+        assert later.port(peers.index(host)).utilisation > 0.9
     (c,) = later.collectives
     assert (c.collective, c.op, c.ranks, c.calls) == (0, "all_reduce", 8, 2)
     assert c.current_algorithm == "ring"

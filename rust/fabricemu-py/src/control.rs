@@ -113,7 +113,7 @@ fn fields(action: &str) -> Option<(&'static [&'static str], &'static [&'static s
 /// One action dict as an [`Action`].
 fn parse_action(d: &Bound<'_, PyAny>, index: usize) -> Result<Action, ActionError> {
     let at = |field: &str, m: String| ActionError::new(&format!("#{index}"), field, m);
-    let Ok(d) = d.downcast::<PyDict>() else {
+    let Ok(d) = d.cast::<PyDict>() else {
         return Err(at(
             "",
             format!(

@@ -94,7 +94,7 @@ fn run_guarded(
     }
 
     loop {
-        let outcome = if controller.is_some() {
+        let outcome = if let Some((callable, _)) = &controller {
             let step = py
                 .detach(|| catch_unwind(AssertUnwindSafe(|| sim.step_control(slice_events))))
                 .map_err(|p| panic_error("running", p))?;
@@ -102,7 +102,6 @@ fn run_guarded(
                 ControlStep::Finished => StepOutcome::Finished,
                 ControlStep::Running => StepOutcome::Running,
                 ControlStep::Boundary(_) => {
-                    let (callable, _) = controller.as_ref().expect("checked above");
                     if let Err(e) = crate::control::call_controller(py, &mut sim, callable) {
                         let wall = started.elapsed().as_secs_f64();
                         write(py, &out_dir, &mut sim, &normalised, spec.seed, true, wall)?;
