@@ -192,17 +192,15 @@ fn parse_action(d: &Bound<'_, PyAny>, index: usize) -> Result<Action, ActionErro
     Ok(match name.as_str() {
         "set_algorithm" => {
             let a = string("algorithm")?.expect("required");
-            let algorithm: CollectiveAlgorithm = serde_json::from_value(serde_json::Value::String(
-                a.clone(),
-            ))
-            .map_err(|_| {
-                err(
-                    "algorithm",
-                    format!(
+            let algorithm: CollectiveAlgorithm =
+                serde_json::from_value(serde_json::Value::String(a.clone())).map_err(|_| {
+                    err(
+                        "algorithm",
+                        format!(
                         "unknown algorithm {a:?} (ring, tree, halving_doubling, direct, pairwise)"
                     ),
-                )
-            })?;
+                    )
+                })?;
             Action::SetAlgorithm {
                 collective: u32_of("collective")?,
                 algorithm,
