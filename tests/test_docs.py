@@ -217,6 +217,7 @@ PAGE_TESTS = {
     "analysis.md": "test_analysis_page_runs",
     "architecture.md": "test_architecture_page_runs",
     "collectives.md": "test_collectives_page_runs",
+    "control.md": "test_control_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
     "packet-traces.md": "test_packet_traces_page_runs",
     "report.md": "test_report_page_runs",
@@ -228,6 +229,15 @@ PAGE_TESTS = {
     "valiant-bound.md": "test_valiant_bound_page_runs",
     "worked-example.md": "test_worked_example_runs",  # and, with the required features, ..._spraying
 }
+
+
+def test_control_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "control.md", tmp_path, with_required=False)
+    policy = ns["policy_run"].actions.to_pylist()
+    assert policy and all(a["source"] == "policy:telemetry_aware" for a in policy)
+    assert ns["python_run"].collectives.num_rows == 2
+    assert fabricemu.open(tmp_path / "runs" / "cli-controller").actions.num_rows == 2
 
 
 def test_every_docs_page_is_run_by_a_test():

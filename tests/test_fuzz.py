@@ -161,6 +161,7 @@ UNIT_STRINGS = [
     "none",
     "hierarchical_ring",
     "hierarchical_tree",
+    "telemetry_aware",
 ]
 
 SCALARS = st.one_of(

@@ -15,11 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import topology
 from ._core import __version__
-from .errors import MissingTableError, OutputFolderBusy, ScenarioError, SimulationError, Terminated
+from .errors import (
+    ControlError,
+    MissingTableError,
+    OutputFolderBusy,
+    ScenarioError,
+    SimulationError,
+    Terminated,
+)
 from .scenario import Scenario
 
 if TYPE_CHECKING:
-    from . import analysis, graph
+    from . import analysis, control, graph
     from .graph import StepGraph
     from .results import Result, attach_names, run
     from .results import open_result as open  # noqa: A004 - fabricemu.open(path) reads an output folder
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
 #: validates or describes a scenario (and `import fabricemu.cli`) starts without them.
 _LAZY = {
     "analysis": ("fabricemu.analysis", None),
+    "control": ("fabricemu.control", None),
     "Result": ("fabricemu.results", "Result"),
     "attach_names": ("fabricemu.results", "attach_names"),
     "run": ("fabricemu.results", "run"),
@@ -77,6 +85,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [
+    "ControlError",
     "MissingTableError",
     "OutputFolderBusy",
     "PointDone",
@@ -89,6 +98,7 @@ __all__ = [
     "__version__",
     "analysis",
     "attach_names",
+    "control",
     "graph",
     "open",
     "open_sweep",

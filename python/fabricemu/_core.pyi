@@ -1,7 +1,7 @@
 """Type stubs of the compiled module ``fabricemu._core`` (kept honest by ``mypy.stubtest``)."""
 
 from os import PathLike
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "__version__",
@@ -38,6 +38,8 @@ def run(
     slice_events: int = 2000000,
     max_memory: Optional[int] = None,
     max_trace_size: Optional[int] = None,
+    controller: Optional[Callable[[Dict[str, Any]], Optional[Sequence[Any]]]] = None,
+    control_interval: Optional[int] = None,
 ) -> str: ...
 def topology_summary(scenario_json: str, max_memory: Optional[int] = None) -> str: ...
 def fabric_tables(scenario_json: str, max_memory: Optional[int] = None) -> Tuple[bytes, bytes]: ...

@@ -440,6 +440,7 @@ Examples:
   fabricemu run scenarios/quickstart.toml
   fabricemu run scenarios/permutation.toml -o runs/perm-k16 --set topology.k=16 --set seed=2
   fabricemu run scenarios/incast.toml --set 'workload.0.size="2MB"' --quiet
+  fabricemu run scenarios/allreduce_congested.toml --controller my_controller:decide
 """
 )
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
@@ -471,6 +472,20 @@ Examples:
     default=None,
     help="Compress the tables (the same as --set output.compression=...).",
 )
+@click.option(
+    "--controller",
+    default=None,
+    metavar="MODULE:FUNCTION",
+    help="A live controller: FUNCTION of MODULE (imported from the current folder or the Python "
+    "path) is called with the telemetry every control interval and returns actions "
+    "(docs/control.md).",
+)
+@click.option(
+    "--control-interval",
+    default=None,
+    metavar="DURATION",
+    help="Simulated time between controller calls, e.g. 20us (default: [control] interval, or 20us).",
+)
 def run(
     scenario: str,
     out: Optional[str],
@@ -484,6 +499,8 @@ def run(
     max_trace_size: Optional[str],
     fmt: Optional[str],
     compression: Optional[str],
+    controller: Optional[str],
+    control_interval: Optional[str],
 ) -> None:
     """Run SCENARIO (a TOML file, or an earlier run's run.json to run it again) and print a summary.
 
@@ -495,9 +512,26 @@ def run(
     stops the run, writes the partial outputs (run.json has "interrupted": true) and exits with 130;
     SIGTERM does the same and exits with 143. The run is written into a temporary folder beside OUT
     and moved into place at the end; OUT is locked meanwhile (a second run on it fails with exit
-    code 1).
+    code 1). With --controller, a Python function acts on the run every control interval; a bad
+    action it returns stops the run (partial outputs) and exits with 1.
     """
+    from .errors import ControlError
     from .results import run as run_scenario
+
+    control: Dict[str, Any] = {}
+    if controller is not None:
+        from .control import load_controller
+
+        if "" not in sys.path:
+            sys.path.insert(0, "")
+        try:
+            control["controller"] = load_controller(controller)
+        except (ImportError, ValueError) as e:
+            _die(f"--controller: {e}" if not str(e).startswith("--controller") else str(e), EXIT_USAGE)
+        if control_interval is not None:
+            control["control_interval"] = control_interval
+    elif control_interval is not None:
+        _die("--control-interval needs --controller", EXIT_USAGE)
 
     storage = {
         **({"output.format": fmt} if fmt else {}),
@@ -515,6 +549,7 @@ def run(
             overwrite=overwrite,
             max_memory=_size_option(max_memory, "--max-memory"),
             max_trace_size=_size_option(max_trace_size, "--max-trace-size"),
+            **control,
         )
     except KeyboardInterrupt as e:
         progress.close()
@@ -529,6 +564,9 @@ def run(
     except ScenarioError as e:
         progress.close()
         _die(str(e), EXIT_USAGE)
+    except ControlError as e:
+        progress.close()
+        _die(f"{e} (partial outputs in {out_dir})", EXIT_FAILED)
     except OutputFolderBusy as e:
         progress.close()
         _die(f"{e.filename}: {e.strerror}", EXIT_FAILED)

@@ -4,14 +4,22 @@
 a dictionary or ``Scenario.with_``; ``SimulationError`` for a failure inside the engine (a bug: please
 report it with the scenario); ``MissingTableError`` when an analysis needs a trace table (or a column)
 that the run did not write; ``OutputFolderBusy`` when another run holds the output folder's lock;
-``Terminated`` (a ``KeyboardInterrupt``) when SIGTERM stops a run.
+``Terminated`` (a ``KeyboardInterrupt``) when SIGTERM stops a run; ``ControlError`` for a bad action
+returned by a live controller (``fabricemu.run(..., controller=...)``).
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["MissingTableError", "OutputFolderBusy", "ScenarioError", "SimulationError", "Terminated"]
+__all__ = [
+    "ControlError",
+    "MissingTableError",
+    "OutputFolderBusy",
+    "ScenarioError",
+    "SimulationError",
+    "Terminated",
+]
 
 
 class Terminated(KeyboardInterrupt):
@@ -21,6 +29,30 @@ class Terminated(KeyboardInterrupt):
     outputs (``run.json`` has ``interrupted: true``) and the exception propagates; the CLI exits with
     143 (130 for Ctrl-C).
     """
+
+
+class ControlError(ValueError):
+    """A live controller returned a bad action; the run stopped with its partial outputs.
+
+    Attributes:
+        action: the action's name (``set_algorithm``, ``reroute``, ``set_cc``, ``fault``,
+            ``restore``), or ``#<index>`` when the action itself could not be read.
+        field: the field that was wrong (``collective``, ``algorithm``, ...), or "".
+
+    ``str(error)`` is ``action <action>: <field>: <message>``.
+    """
+
+    def __init__(self, message: str, *, action: str = "", field: str = "") -> None:
+        self.action = action
+        self.field = field
+        super().__init__(message)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_rebuild_control, (str(self), self.action, self.field))
+
+
+def _rebuild_control(message: str, action: str, field: str) -> ControlError:
+    return ControlError(message, action=action, field=field)
 
 
 class OutputFolderBusy(OSError):

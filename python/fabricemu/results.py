@@ -8,7 +8,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -75,8 +75,18 @@ def run(
     overwrite: bool = False,
     max_memory: Optional[Union[int, str]] = None,
     max_trace_size: Optional[Union[int, str]] = None,
+    controller: Optional[Callable[..., Any]] = None,
+    control_interval: Optional[Union[int, str]] = None,
 ) -> Result:
     """Run a scenario (a :class:`Scenario`, a TOML file path or a dictionary) to its stop condition.
+
+    With ``controller`` (a callable: :class:`fabricemu.control.Telemetry` in, a list of actions or
+    None out; see :mod:`fabricemu.control`), the engine stops at every control boundary (every
+    ``control_interval``: picoseconds or a duration such as ``"20us"``; default the scenario's
+    ``[control] interval``, or 20us) and applies the returned actions at that simulated time; they
+    are recorded in ``actions.arrow``. A bad action raises :class:`fabricemu.ControlError`; it, or
+    an exception raised by the controller, stops the run like Ctrl-C (partial outputs written,
+    ``run.json`` has ``interrupted: true``) and propagates.
 
     Writes ``flows.arrow``, ``run.json`` and the traces into ``out``; with ``out=None`` into a
     temporary folder that lives as long as the returned :class:`Result`. The run is written into a
@@ -105,11 +115,23 @@ def run(
         byte_limit(max_trace_size, "max_trace_size"),
     )
     started = _record.now_utc()
+    control: Tuple[Any, ...] = ()
+    if controller is not None:
+        from .control import _Bridge
+
+        if not callable(controller):
+            raise TypeError(f"controller must be callable, found {controller!r}")
+        interval = control_interval
+        if isinstance(interval, str):
+            interval = _core.parse_duration(interval)
+        control = (_Bridge(controller), interval)
+    elif control_interval is not None:
+        raise ValueError("control_interval needs a controller")
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
         with sigterm_as_interrupt():
             try:
-                info = _core.run(s.to_json(), tmp.name, progress, slice_events, *limits)
+                info = _core.run(s.to_json(), tmp.name, progress, slice_events, *limits, *control)
             except KeyboardInterrupt as e:
                 _complete_partial(Path(tmp.name), s, started)
                 _note(e, "a temporary folder (pass out= to keep it)")
@@ -120,7 +142,7 @@ def run(
     folder = OutputFolder(out, overwrite=overwrite)
     with sigterm_as_interrupt(), folder as staging:
         try:
-            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events, *limits)
+            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events, *limits, *control)
             _convert(Path(staging), s)
             record = _record.complete(Path(staging), json.loads(info), s, started)
         except BaseException as e:
@@ -376,6 +398,24 @@ class Result:
         ``scaleout_busbw_bps`` (docs/collectives.md defines them). The flows of each carry its
         ``collective`` id and ``collective_iteration`` in ``flows``."""
         return self.table("collectives")
+
+    @property
+    def actions(self) -> pa.Table:
+        """One row per action a live controller applied (actions.arrow): ``time_ps``, ``source``
+        (``"python"`` or ``"policy:telemetry_aware"``), ``action``, ``target``, ``value``, ``detail``
+        (docs/control.md defines them). A run whose controller (or policy) applied nothing writes no
+        actions.arrow: then an empty table with these columns."""
+        if not any(self.out.glob("actions.*")):
+            return pa.table(
+                {
+                    "time_ps": pa.array([], pa.int64()),
+                    **{
+                        c: pa.array([], pa.string())
+                        for c in ("source", "action", "target", "value", "detail")
+                    },
+                }
+            )
+        return self.table("actions")
 
     @property
     def faults(self) -> pa.Table:

@@ -306,6 +306,11 @@ impl<I: Idx, T> IdVec<I, T> {
         self.raw.is_empty()
     }
 
+    /// Room for `additional` more entries.
+    pub fn reserve(&mut self, additional: usize) {
+        self.raw.reserve(additional);
+    }
+
     /// Append an entry; returns its id.
     #[inline]
     pub fn push(&mut self, value: T) -> I {

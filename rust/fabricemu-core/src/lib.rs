@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod cc;
 pub mod config;
+pub mod control;
 pub mod engine;
 pub mod ids;
 pub mod output;

@@ -92,6 +92,13 @@ pub fn write_outputs(
         )?;
     }
 
+    if !sim.action_rows().is_empty() {
+        crate::trace::actions::write_actions(
+            &dir.join(crate::trace::actions::ACTIONS_FILE),
+            sim.action_rows(),
+            &metadata,
+        )?;
+    }
     if sim.has_faults() {
         crate::trace::faults::write_faults(&dir.join(FAULTS_FILE), &sim.fault_rows(), &metadata)?;
     }

@@ -28,6 +28,8 @@ pub enum Purpose {
     Flap = 8,
     /// `[[failure_process]]` failures, one stream per process and component.
     FailureProcess = 9,
+    /// Header entropy of flows appended during the run (plan amendments).
+    Amendments = 10,
     /// Synthetic workloads: arrivals, destinations, permutation (numbered apart from the others).
     Synthetic = 16,
 }
@@ -65,6 +67,8 @@ pub enum RngStream {
     /// `[[failure_process]]` `i`, component `c` (its position in the process's class): the
     /// component's times to failure and to repair.
     FailureProcess(usize, u32),
+    /// Flows appended during the run (`engine::amend`): their UDP source port and flow label.
+    Amendments,
 }
 
 impl RngStream {
@@ -86,6 +90,7 @@ impl RngStream {
             RngStream::FailureProcess(i, c) => {
                 (Purpose::FailureProcess, (i as u64) << 32 | c as u64)
             }
+            RngStream::Amendments => (Purpose::Amendments, 0),
         }
     }
 

@@ -154,6 +154,7 @@ fn fields_of(path: &str, table: &Map<String, Value>) -> Option<Vec<&'static str>
         },
         "cluster" => f::<ClusterFile>(),
         "ocs" => f::<OcsFile>(),
+        "control" => f::<fabricemu_core::control::config::ControlFile>(),
         "ocs.reconfigure.*" => f::<ReconfigureFile>(),
         // Circuit lists: the user's data, as written.
         "ocs.circuits" | "ocs.reconfigure.*.circuits" => None,

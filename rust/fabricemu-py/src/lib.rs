@@ -4,6 +4,7 @@
 //! it here on every construction); a run returns its `run.json` as JSON text. The exception classes
 //! are defined in Python (`fabricemu.errors`) so that users can name and catch them.
 
+mod control;
 mod errors;
 mod run;
 mod scenario;

@@ -7,6 +7,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use fabricemu_core::budget::{self, Limits};
+use fabricemu_core::control::ControlStep;
 use fabricemu_core::scenario::Built;
 use fabricemu_core::{
     output, Scenario, ScenarioError as CoreScenarioError, Simulation, StepOutcome,
@@ -32,8 +33,16 @@ const BUILD_POLL: Duration = Duration::from_millis(50);
 /// is None when the run ends with its last flow). If either raises (Ctrl-C raises
 /// `KeyboardInterrupt`), the partial outputs are written with `interrupted: true` and the exception
 /// propagates. Returns run.json as JSON text.
+///
+/// With `controller` (a callable), the engine also stops at every control boundary (every
+/// `control_interval` ps of simulated time; None: the scenario's `[control] interval`, or 20us)
+/// and calls `controller(telemetry)` with the snapshot as a dict (see `crate::control`); it
+/// returns a list of action dicts applied at that simulated time. A bad action raises
+/// `fabricemu.errors.ControlError` naming the action and field; that, or any exception from the
+/// controller, stops the run like Ctrl-C (partial outputs, `interrupted: true`).
 #[pyfunction]
-#[pyo3(signature = (scenario_json, out_dir, progress = None, slice_events = 2_000_000, max_memory = None, max_trace_size = None))]
+#[pyo3(signature = (scenario_json, out_dir, progress = None, slice_events = 2_000_000, max_memory = None, max_trace_size = None, controller = None, control_interval = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
     scenario_json: &str,
@@ -42,6 +51,8 @@ pub fn run(
     slice_events: u64,
     max_memory: Option<u64>,
     max_trace_size: Option<u64>,
+    controller: Option<Bound<'_, PyAny>>,
+    control_interval: Option<u64>,
 ) -> PyResult<String> {
     guard("running the scenario", || {
         run_guarded(
@@ -51,6 +62,7 @@ pub fn run(
             progress,
             slice_events,
             Limits::new(max_memory, max_trace_size),
+            controller.map(|c| (c, control_interval)),
         )
     })
 }
@@ -62,6 +74,7 @@ fn run_guarded(
     progress: Option<Bound<'_, PyAny>>,
     slice_events: u64,
     limits: Limits,
+    controller: Option<(Bound<'_, PyAny>, Option<u64>)>,
 ) -> PyResult<String> {
     let (spec, normalised) = validated(py, scenario_json)?;
     budget::check(&spec, &limits).map_err(|e| scenario_error(py, &e))?;
@@ -73,11 +86,34 @@ fn run_guarded(
     let stop_ps = sim.stop_time();
     sim.open_traces(&out_dir, &output::metadata(&normalised, spec.seed))
         .map_err(|e| io_error(&e, &out_dir))?;
+    if let Some((_, interval)) = &controller {
+        if let Some(i) = interval {
+            crate::control::check_interval(*i)?;
+        }
+        sim.enable_control(*interval);
+    }
 
     loop {
-        let outcome = py
-            .detach(|| catch_unwind(AssertUnwindSafe(|| sim.step(slice_events))))
-            .map_err(|p| panic_error("running", p))?;
+        let outcome = if let Some((callable, _)) = &controller {
+            let step = py
+                .detach(|| catch_unwind(AssertUnwindSafe(|| sim.step_control(slice_events))))
+                .map_err(|p| panic_error("running", p))?;
+            match step {
+                ControlStep::Finished => StepOutcome::Finished,
+                ControlStep::Running => StepOutcome::Running,
+                ControlStep::Boundary(_) => {
+                    if let Err(e) = crate::control::call_controller(py, &mut sim, callable) {
+                        let wall = started.elapsed().as_secs_f64();
+                        write(py, &out_dir, &mut sim, &normalised, spec.seed, true, wall)?;
+                        return Err(e);
+                    }
+                    StepOutcome::Running
+                }
+            }
+        } else {
+            py.detach(|| catch_unwind(AssertUnwindSafe(|| sim.step(slice_events))))
+                .map_err(|p| panic_error("running", p))?
+        };
         let checked = py.check_signals().and_then(|()| match &progress {
             Some(callback) => {
                 let s = sim.stats();

@@ -208,6 +208,14 @@ pub struct Flows<C: Controller> {
 }
 
 impl<C: Controller> Flows<C> {
+    /// State for more flows (appended during the run) with these line rates.
+    fn grow(&mut self, line_rates: impl Iterator<Item = u64>) {
+        for r in line_rates {
+            self.senders.push(self.ctrl.sender(r, 0));
+            self.receivers.push(self.ctrl.receiver());
+        }
+    }
+
     fn new(ctrl: C, line_rates: impl Iterator<Item = u64>) -> Self {
         let senders: IdVec<FlowId, _> = line_rates.map(|r| ctrl.sender(r, 0)).collect();
         let receivers = (0..senders.len()).map(|_| ctrl.receiver()).collect();
@@ -350,6 +358,31 @@ impl Cc {
             CongestionControl::Swift(d) => Cc::Swift(Flows::new(swift::SwiftCc(*d), line_rates)),
             CongestionControl::Hpcc(d) => Cc::Hpcc(Flows::new(hpcc::HpccCc(*d), line_rates)),
             CongestionControl::Nscc(d) => Cc::Nscc(Flows::new(nscc::NsccCc(*d), line_rates)),
+        }
+    }
+
+    /// New settings of the running scheme (a controller's change): flows use them from their
+    /// next reaction on. A spec of another scheme is ignored.
+    pub fn set_spec(&mut self, spec: &CongestionControl) {
+        match (self, spec) {
+            (Cc::Dcqcn(f), CongestionControl::Dcqcn(d)) => f.ctrl = dcqcn::DcqcnCc(*d),
+            (Cc::Dctcp(f), CongestionControl::Dctcp(d)) => f.ctrl = dctcp::DctcpCc(*d),
+            (Cc::Swift(f), CongestionControl::Swift(d)) => f.ctrl = swift::SwiftCc(*d),
+            (Cc::Hpcc(f), CongestionControl::Hpcc(d)) => f.ctrl = hpcc::HpccCc(*d),
+            (Cc::Nscc(f), CongestionControl::Nscc(d)) => f.ctrl = nscc::NsccCc(*d),
+            _ => {}
+        }
+    }
+
+    /// State for flows appended during the run (plan amendments), with these line rates.
+    pub fn grow(&mut self, line_rates: impl Iterator<Item = u64>) {
+        match self {
+            Cc::None(f) => f.grow(line_rates),
+            Cc::Dcqcn(f) => f.grow(line_rates),
+            Cc::Dctcp(f) => f.grow(line_rates),
+            Cc::Swift(f) => f.grow(line_rates),
+            Cc::Hpcc(f) => f.grow(line_rates),
+            Cc::Nscc(f) => f.grow(line_rates),
         }
     }
 

@@ -1020,6 +1020,8 @@ pub struct Scenario {
     pub cluster: Option<ClusterSpec>,
     /// `[ocs]`: an optical circuit switch between electrical switches (None: without).
     pub ocs: Option<crate::topology::ocs::OcsSpec>,
+    /// `[control]`: the live control loop (None: no `[control]` table).
+    pub control: Option<crate::control::config::ControlSpec>,
 }
 
 impl Scenario {

@@ -24,6 +24,8 @@ pub(super) struct Fault {
     row: Option<usize>,
     /// Loss faults: packets its links had lost when it started.
     lost_before: u64,
+    /// Its end is scheduled (a live restore).
+    ending: bool,
 }
 
 impl Fault {
@@ -32,6 +34,7 @@ impl Fault {
             spec,
             row: None,
             lost_before: 0,
+            ending: false,
         }
     }
 }
@@ -131,6 +134,40 @@ impl Faults {
             loss,
             applied: Vec::new(),
         }
+    }
+
+    /// A fault added during the run (a controller's): its number. The per-port state is made
+    /// here if the scenario had no faults. Its events are scheduled by the caller
+    /// ([`Faults::expect_events`]).
+    pub fn add(&mut self, fault: Fault, num_ports: usize) -> u32 {
+        if self.down_count.len() < num_ports {
+            self.down_count = IdVec::from_elem(0, num_ports);
+            self.down_since = IdVec::from_elem(0, num_ports);
+            self.loss_slot = IdVec::from_elem(None, num_ports);
+        }
+        let i = self.list.len() as u32;
+        if matches!(fault.spec.kind, FaultKind::Degrade { .. }) {
+            self.degrades.push(i);
+        }
+        self.list.push(fault);
+        self.active.push(false);
+        i
+    }
+
+    /// Faults so far (the scenario's and live ones).
+    pub fn len(&self) -> u32 {
+        self.list.len() as u32
+    }
+
+    /// Fault `i`'s resolved spec and whether it is active (started, not ended or ending).
+    pub fn get(&self, i: u32) -> Option<(&LinkFault, bool)> {
+        let f = self.list.get(i as usize)?;
+        Some((&f.spec, self.active[i as usize] && !f.ending))
+    }
+
+    /// Fault `i`'s end is scheduled.
+    pub fn mark_ending(&mut self, i: u32) {
+        self.list[i as usize].ending = true;
     }
 
     /// No fault will start, end or be noticed any more: what is cut off now stays so.

@@ -1,9 +1,11 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
+pub mod amend;
 pub mod circuits;
 mod faults;
 mod forwarding;
 mod jobs;
+pub mod live;
 mod nic;
 mod ports;
 mod queue;
@@ -22,6 +24,7 @@ use crate::scenario::{Built, Scenario, ScenarioError, StopAt};
 use crate::trace::collectives::CollectiveRow;
 use crate::trace::flows::{FlowLabels, FlowRow};
 use crate::trace::ops::OpRow;
+use crate::units::Time;
 use crate::workload::graph::PlannedKind;
 use crate::workload::{collective, FlowPlan};
 
@@ -106,6 +109,10 @@ pub struct RunStats {
     /// Receiver-driven credits: pulls (credits) the receivers granted (absent without credits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pulls_sent: Option<u64>,
+    /// Flows cancelled before they started by a plan amendment (a controller's action, see
+    /// `engine::amend`). Written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub flows_cancelled: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -127,6 +134,8 @@ pub struct Simulation {
     /// What the build warned about (run.json `warnings`).
     warnings: Vec<String>,
     world: World,
+    /// The live control loop (`[control]`, or a controller attached from Python).
+    control: Option<crate::control::Control>,
 }
 
 impl Simulation {
@@ -147,12 +156,124 @@ impl Simulation {
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }
+        let control = scenario.control.map(|spec| {
+            crate::control::Control::new(
+                spec,
+                crate::control::calls::Calls::new(&plan, &scenario.workloads),
+            )
+        });
         Self {
             scenario,
             plan,
             warnings,
             world,
+            control,
         }
+    }
+
+    /// Attach a control loop (for a controller outside the scenario, e.g. a Python callable):
+    /// boundaries every `interval_ps` (None: the scenario's `[control] interval`, or 20us). The
+    /// scenario's built-in policy, if any, keeps running at the same boundaries.
+    pub fn enable_control(&mut self, interval_ps: Option<Time>) {
+        match &mut self.control {
+            Some(c) => {
+                if let Some(i) = interval_ps {
+                    c.spec.interval_ps = i;
+                }
+            }
+            None => {
+                let mut spec = crate::control::ControlSpec::default();
+                if let Some(i) = interval_ps {
+                    spec.interval_ps = i;
+                }
+                self.control = Some(crate::control::Control::new(
+                    spec,
+                    crate::control::calls::Calls::new(&self.plan, &self.scenario.workloads),
+                ));
+            }
+        }
+    }
+
+    /// The control loop, if the run has one.
+    pub fn control(&self) -> Option<&crate::control::Control> {
+        self.control.as_ref()
+    }
+
+    pub(crate) fn control_mut(&mut self) -> Option<&mut crate::control::Control> {
+        self.control.as_mut()
+    }
+
+    /// The world, to apply a controller's action.
+    pub(crate) fn world_mut_live(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    /// The telemetry of the latest control boundary.
+    pub fn telemetry(&self) -> Option<&crate::control::Telemetry> {
+        self.control.as_ref()?.telemetry.as_ref()
+    }
+
+    /// The actions applied so far (actions.arrow).
+    pub fn action_rows(&self) -> &[crate::control::ActionRow] {
+        self.control.as_ref().map_or(&[], |c| &c.log)
+    }
+
+    /// Amend the flow plan now (see [`amend`]): the world and the plan the outputs are made
+    /// from change together.
+    pub fn amend(&mut self, a: &amend::Amendment) -> Result<amend::AmendReport, amend::AmendError> {
+        let report = self.world.amend(a)?;
+        self.plan.flows.extend_from_slice(&a.flows);
+        self.plan.barrier_sizes.extend_from_slice(&a.barriers);
+        self.plan.barrier_edges.extend_from_slice(&a.edges);
+        Ok(report)
+    }
+
+    /// Process at most `max_events` events, stopping at the next control boundary if the run
+    /// has a control loop: there the telemetry is taken and the built-in policy (if any) acts;
+    /// then the caller's controller may read [`Simulation::telemetry`] and apply actions
+    /// ([`Simulation::apply_action`]) before the next call. Without a control loop, the same as
+    /// [`Simulation::step`].
+    pub fn step_control(&mut self, max_events: u64) -> crate::control::ControlStep {
+        use crate::control::{ControlStep, PolicyName, Telemetry};
+        let Some(limit) = self.control.as_ref().map(|c| c.next_ps) else {
+            return match self.world.run_events(max_events) {
+                true => ControlStep::Finished,
+                false => ControlStep::Running,
+            };
+        };
+        if self.world.run_events_until(max_events, limit) {
+            return ControlStep::Finished;
+        }
+        if !self.world.reached_limit() {
+            return ControlStep::Running;
+        }
+        let now = self.world.now;
+        let c = self.control.as_mut().expect("checked above");
+        let mut last = std::mem::take(&mut c.last_ports);
+        let last_ps = c.last_ps;
+        let telemetry = Telemetry::take(self, &mut last, last_ps);
+        let c = self.control.as_mut().expect("checked above");
+        c.last_ports = last;
+        c.last_ps = now;
+        c.next_ps = now.saturating_add(c.spec.interval_ps);
+        let (policy, interval) = (c.spec.policy, c.spec.interval_ps);
+        if policy == PolicyName::TelemetryAware {
+            let source = format!("policy:{}", policy.name());
+            for (action, why) in crate::control::policy::decide(self, &telemetry, interval) {
+                // The policy's own choices are always valid; a failure would be a bug.
+                match self.apply_action(&source, &action) {
+                    Ok(Some(_)) => {
+                        if let Some(row) = self.control_mut().and_then(|c| c.log.last_mut()) {
+                            row.detail = format!("{}; {why}", row.detail);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => panic!("the built-in policy made a bad action: {e}"),
+                }
+            }
+        }
+        self.control.as_mut().expect("checked above").telemetry = Some(telemetry);
+        ControlStep::Boundary(now)
     }
 
     /// Packet trimming: (switch, egress port, data packets trimmed there) for every port that
@@ -180,8 +301,28 @@ impl Simulation {
         Ok(Self::new(crate::scenario::build(scenario)?))
     }
 
-    /// Process at most `max_events` events.
+    /// Process at most `max_events` events. With a built-in control policy (`[control] policy`)
+    /// the policy acts at every boundary on the way.
     pub fn step(&mut self, max_events: u64) -> StepOutcome {
+        if self
+            .control
+            .as_ref()
+            .is_some_and(|c| c.spec.policy != crate::control::PolicyName::None)
+        {
+            let target = self.world.stats.events.saturating_add(max_events);
+            loop {
+                let left = target.saturating_sub(self.world.stats.events).max(1);
+                match self.step_control(left) {
+                    crate::control::ControlStep::Finished => return StepOutcome::Finished,
+                    crate::control::ControlStep::Running => return StepOutcome::Running,
+                    crate::control::ControlStep::Boundary(_) => {
+                        if self.world.stats.events >= target {
+                            return StepOutcome::Running;
+                        }
+                    }
+                }
+            }
+        }
         if self.world.run_events(max_events) {
             StepOutcome::Finished
         } else {
@@ -207,7 +348,7 @@ impl Simulation {
         let w = &self.world;
         w.flows
             .iter_enumerated()
-            .filter(|(_, f)| self.keeps_row(f))
+            .filter(|&(id, f)| self.keeps_row(f) && !w.is_cancelled(id))
             .map(|(id, f)| FlowRow {
                 flow_id: id.get() as u64,
                 src: f.src.get(),
@@ -255,10 +396,10 @@ impl Simulation {
     pub fn flow_labels_of(&self, plan: &FlowPlan) -> Vec<FlowLabels> {
         self.world
             .flows
-            .iter()
+            .iter_enumerated()
             .zip(&plan.flows)
-            .filter(|(f, _)| self.keeps_row(f))
-            .map(|(f, init)| FlowLabels {
+            .filter(|&((id, f), _)| self.keeps_row(f) && !self.world.is_cancelled(id))
+            .map(|((_, f), init)| FlowLabels {
                 collective: init.collective.map(|c| c.instance),
                 iteration: init.collective.map(|c| c.iteration),
                 step: init.collective.map(|c| c.step),
@@ -290,10 +431,13 @@ impl Simulation {
             total += c.iterations as usize;
         }
         let mut agg = vec![Agg::default(); total];
-        for (f, init) in self.world.flows.iter().zip(&plan.flows) {
+        for ((id, f), init) in self.world.flows.iter_enumerated().zip(&plan.flows) {
             let Some(tag) = init.collective else {
                 continue;
             };
+            if self.world.is_cancelled(id) {
+                continue; // a call re-planned by a controller: its new flows count instead
+            }
             let a = &mut agg[first_row[tag.instance as usize] + tag.iteration as usize];
             a.flows += 1;
             a.bytes = a.bytes.saturating_add(f.size_bytes);
@@ -322,7 +466,13 @@ impl Simulation {
                     workload: c.workload,
                     group: c.group,
                     op: c.op.name(),
-                    algorithm: c.algorithm.name(),
+                    algorithm: self
+                        .control
+                        .as_ref()
+                        .and_then(|k| k.calls.of(ci as u32))
+                        .and_then(|calls| calls.get(it as usize))
+                        .map_or(c.algorithm, |call| call.algorithm)
+                        .name(),
                     hosts: c.hosts.clone(),
                     iteration: it,
                     size_bytes: c.size_bytes,
@@ -342,10 +492,12 @@ impl Simulation {
         rows
     }
 
-    /// Whether the scenario has faults (`[[fault]]` or `[[failure_process]]`): its run writes
-    /// faults.arrow.
+    /// Whether the scenario has faults (`[[fault]]` or `[[failure_process]]`), or a controller
+    /// applied one: its run writes faults.arrow.
     pub fn has_faults(&self) -> bool {
-        !self.scenario.faults.is_empty() || !self.scenario.failure_processes.is_empty()
+        !self.scenario.faults.is_empty()
+            || !self.scenario.failure_processes.is_empty()
+            || self.action_rows().iter().any(|r| r.action == "fault")
     }
 
     /// One row per fault period applied so far (faults.arrow).

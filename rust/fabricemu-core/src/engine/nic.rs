@@ -154,6 +154,9 @@ impl World {
     }
 
     pub(super) fn start_flow(&mut self, fid: FlowId) {
+        if self.amends.is_cancelled(fid) {
+            return; // cancelled by a plan amendment before it started
+        }
         let now = self.now;
         let f = &mut self.flows[fid];
         f.start = now;

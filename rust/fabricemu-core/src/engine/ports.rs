@@ -234,6 +234,7 @@ impl World {
         if self.switches.ecn_marks(depth) {
             self.packets.get_mut(pkt).flags |= flags::CE;
             self.stats.ecn_marks += 1;
+            self.live.ecn_marks[p] += 1;
             self.trace_packet(PacketEvent::EcnMark, p, pkt);
         }
     }
@@ -559,6 +560,7 @@ impl World {
         );
         if pause {
             self.stats.pfc_pause_frames += 1;
+            self.live.pause_frames[ingress] += 1;
         } else {
             self.stats.pfc_resume_frames += 1;
         }

@@ -121,6 +121,80 @@ fn endpoint_ports(fabric: &Fabric, src: NodeId, dst: NodeId, fwd: u64, rev: u64)
     }
 }
 
+/// The state of a new flow from its plan entry, with the header entropy drawn for it (UDP source
+/// port, flow label), and its PXN hops. A flow waiting on a barrier starts at NEVER.
+pub(super) fn new_flow(
+    fabric: &Fabric,
+    routing: &crate::scenario::RoutingSpec,
+    t: &crate::scenario::TransportSpec,
+    f: &crate::workload::FlowInit,
+    sport: u16,
+    flow_label: u32,
+) -> (Flow, FlowPxn) {
+    let header = Header {
+        src: f.src,
+        dst: f.dst,
+        sport,
+        dport: ROCE_UDP_PORT,
+        flow_label,
+    };
+    let (num_packets, last_payload) = segment(f.size_bytes, t.mtu_bytes);
+    let start = match f.start {
+        Start::At(t) => t,
+        Start::After { .. } => NEVER,
+    };
+    let (header_fwd, header_rev) = (
+        header_key(routing, header),
+        header_key(routing, header.reversed()),
+    );
+    let ends = endpoint_ports(fabric, f.src, f.dst, header_fwd, header_rev);
+    let flow = Flow {
+        src: f.src,
+        dst: f.dst,
+        src_port: ends.src_port,
+        dst_port: ends.dst_port,
+        size_bytes: f.size_bytes,
+        start,
+        num_packets,
+        last_payload,
+        header_fwd,
+        header_rev,
+        workload: f.workload,
+        completes: f.completes,
+        next_seq: 0,
+        high_seq: 0,
+        acked: 0,
+        in_nic_ring: false,
+        rto_deadline: NEVER,
+        rto_armed: false,
+        started: false,
+        expected: 0,
+        nacked_at: None,
+        finish: NEVER,
+        rate_bps: ends.rate_bps,
+        next_send: 0,
+        resend: Vec::new(),
+        received_ahead: Vec::new(),
+        reorder_threshold: t.reorder_threshold,
+        reorder_window: 0,
+        hole_since: NEVER,
+        window_bytes: None,
+        rtt_probe: None,
+        ce_unechoed: false,
+        packets_sent: 0,
+        retransmits: 0,
+        drops: 0,
+        ecn_marks: 0,
+        cnps: 0,
+        out_of_order: 0,
+        max_reorder: 0,
+        trim_nacks: 0,
+        unreachable_drops: 0,
+        abandoned: false,
+    };
+    (flow, ends.pxn)
+}
+
 /// A count of arrivals (flows that finished, chained barriers, timed arrivals) that releases,
 /// when it reaches zero, the flows waiting on it (each after its gap) and one arrival at each
 /// chained barrier (after the edge's delay).
@@ -202,6 +276,12 @@ pub struct World {
     /// Flows finished or given up on (`all_flows_done` stops when all are).
     pub(super) flows_settled: u64,
     pub(super) finished: bool,
+    /// The last `run_events_until` stopped at its time limit.
+    pub(super) reached_limit: bool,
+    /// Per-port counters for live telemetry (`engine::live`).
+    pub(super) live: super::live::LiveCounters,
+    /// Plan amendments: cancelled flows and what appended flows need.
+    pub(super) amends: super::amend::Amends,
 }
 
 /// How often the deadlock detector looks for a cycle of pauses while any port is paused.
@@ -300,76 +380,16 @@ impl World {
             let id = FlowId::new(id as u32);
             // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
             let sport = 49152 + sport_rng.below(16384) as u16;
-            let header = Header {
-                src: f.src,
-                dst: f.dst,
-                sport,
-                dport: ROCE_UDP_PORT,
-                flow_label: label_rng.below(1 << 20) as u32,
-            };
-            let (num_packets, last_payload) = segment(f.size_bytes, t.mtu_bytes);
-            let start = match f.start {
-                Start::At(t) => {
-                    static_order.push(id);
-                    t
-                }
-                Start::After { barrier, gap } => {
-                    barriers[barrier as usize].waiting.push((id, gap));
-                    NEVER
-                }
-            };
-            let (header_fwd, header_rev) = (
-                header_key(&s.routing, header),
-                header_key(&s.routing, header.reversed()),
-            );
-            let ends = endpoint_ports(&fabric, f.src, f.dst, header_fwd, header_rev);
-            if pxn_cluster {
-                pxn.push(ends.pxn);
+            let label = label_rng.below(1 << 20) as u32;
+            let (flow, ends) = new_flow(&fabric, &s.routing, t, f, sport, label);
+            match f.start {
+                Start::At(_) => static_order.push(id),
+                Start::After { barrier, gap } => barriers[barrier as usize].waiting.push((id, gap)),
             }
-            flows.push(Flow {
-                src: f.src,
-                dst: f.dst,
-                src_port: ends.src_port,
-                dst_port: ends.dst_port,
-                size_bytes: f.size_bytes,
-                start,
-                num_packets,
-                last_payload,
-                header_fwd,
-                header_rev,
-                workload: f.workload,
-                completes: f.completes,
-                next_seq: 0,
-                high_seq: 0,
-                acked: 0,
-                in_nic_ring: false,
-                rto_deadline: NEVER,
-                rto_armed: false,
-                started: false,
-                expected: 0,
-                nacked_at: None,
-                finish: NEVER,
-                rate_bps: ends.rate_bps,
-                next_send: 0,
-                resend: Vec::new(),
-                received_ahead: Vec::new(),
-                reorder_threshold: t.reorder_threshold,
-                reorder_window: 0,
-                hole_since: NEVER,
-                window_bytes: None,
-                rtt_probe: None,
-                ce_unechoed: false,
-                packets_sent: 0,
-                retransmits: 0,
-                drops: 0,
-                ecn_marks: 0,
-                cnps: 0,
-                out_of_order: 0,
-                max_reorder: 0,
-                trim_nacks: 0,
-                unreachable_drops: 0,
-                abandoned: false,
-            });
+            if pxn_cluster {
+                pxn.push(ends);
+            }
+            flows.push(flow);
         }
         static_order.sort_by_key(|&id| (flows[id].start, id));
         let mut events = EventQueue::new();
@@ -495,6 +515,9 @@ impl World {
             stats,
             flows_settled: 0,
             finished: false,
+            reached_limit: false,
+            live: super::live::LiveCounters::new(np),
+            amends: super::amend::Amends::new(&s.routing, &s.transport, pxn_cluster, s.seed),
             fabric,
         };
         world.schedule_faults();
@@ -508,6 +531,20 @@ impl World {
 
     /// Process up to `max_events` events; returns true when the run is over.
     pub fn run_events(&mut self, max_events: u64) -> bool {
+        self.run_events_until(max_events, NEVER)
+    }
+
+    /// Whether the last `run_events_until` stopped at its time limit.
+    pub fn reached_limit(&self) -> bool {
+        self.reached_limit
+    }
+
+    /// Process up to `max_events` events that happen before `limit` (NEVER: no limit); returns
+    /// true when the run is over. When the next event is at or after `limit` (and the run would
+    /// go on to it), the clock moves to `limit` and [`World::reached_limit`] is true: the world
+    /// is then exactly as it is at simulated time `limit`, before any of its events at `limit`.
+    pub fn run_events_until(&mut self, max_events: u64, limit: Time) -> bool {
+        self.reached_limit = false;
         if self.finished {
             return true; // (only finish_run sets it, and the loop stops right after)
         }
@@ -519,6 +556,19 @@ impl World {
             {
                 self.finish_run();
                 break;
+            }
+            if limit != NEVER {
+                // With no event left the run ends as it would without a limit (its clock stays
+                // at the last event), so a limit never changes a run's outputs.
+                let before_stop = match stop_at {
+                    StopAt::Time(stop) => limit <= stop,
+                    StopAt::AllFlowsDone => true,
+                };
+                if before_stop && self.events.peek_time().is_some_and(|t| t >= limit) {
+                    self.now = self.now.max(limit);
+                    self.reached_limit = true;
+                    break;
+                }
             }
             if let StopAt::Time(stop) = stop_at {
                 match self.events.peek_time() {

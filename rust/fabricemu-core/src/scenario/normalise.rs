@@ -91,6 +91,10 @@ pub fn normalise(file: &ScenarioFile, spec: &Scenario) -> ScenarioFile {
             .map(|(f, s)| f.normalised(s))
             .collect(),
         trace: file.trace.normalised(&spec.trace),
+        control: spec
+            .control
+            .as_ref()
+            .map(crate::control::config::ControlFile::normalised),
         output: Some(OutputFile::normalised(file.output.as_ref())),
     }
 }
@@ -100,6 +104,7 @@ const TOP_ABSENT: &[(&str, &str)] = &[
     ("warmup", "stop = \"all_flows_done\": no measurement window"),
     ("cluster", "no [cluster]: one host per topology slot"),
     ("ocs", "no optical circuit switch"),
+    ("control", "no [control]: no built-in policy (a Python controller may still act)"),
     ("fault", "no faults"),
     ("failure_process", "no failure processes"),
 ];

@@ -13,6 +13,7 @@ pub use crate::cc::hpcc_config::HpccFile;
 pub use crate::cc::swift_config::SwiftFile;
 use crate::config::spec::StopAt;
 use crate::config::values::{bounded_time, Duration};
+pub use crate::control::config::ControlFile;
 pub use crate::routing::config::RoutingFile;
 pub use crate::switch::config::{EcnFile, PfcFile, SwitchFile};
 pub use crate::topology::cluster::config::{ClusterFile, NicAttachFile, ScaleUpFile};
@@ -104,4 +105,7 @@ pub struct ScenarioFile {
     /// `[output]`: the format and compression of the run's tables (applied by the Python layer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputFile>,
+    /// `[control]`: the live control loop (interval, built-in policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlFile>,
 }

@@ -139,6 +139,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
         nic_arbitration,
         cluster,
         ocs,
+        control: file.control.as_ref().map(|c| c.validate()).transpose()?,
     })
 }
 

@@ -678,6 +678,8 @@ pub enum FaultSource {
     Fault(u32),
     /// `[[failure_process]]` entry `i`.
     Process(u32),
+    /// A live controller's action `i` (row of actions.arrow) applied it.
+    Control(u32),
 }
 
 impl FaultSource {
@@ -685,12 +687,13 @@ impl FaultSource {
         match self {
             FaultSource::Fault(_) => "fault",
             FaultSource::Process(_) => "failure_process",
+            FaultSource::Control(_) => "control",
         }
     }
 
     pub fn index(self) -> u32 {
         match self {
-            FaultSource::Fault(i) | FaultSource::Process(i) => i,
+            FaultSource::Fault(i) | FaultSource::Process(i) | FaultSource::Control(i) => i,
         }
     }
 }

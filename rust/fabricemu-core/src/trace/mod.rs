@@ -2,6 +2,7 @@
 //! Every file is written under a temporary name and renamed when complete ([`atomic`]).
 //! During a run, the streamed tables belong to the World's tracing part, [`Tracer`] (`tracer.rs`).
 
+pub mod actions;
 pub mod atomic;
 pub mod circuits;
 pub mod collectives;

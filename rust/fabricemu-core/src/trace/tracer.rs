@@ -96,6 +96,13 @@ impl Tracer {
         }
     }
 
+    /// Per-flow state for `num_flows` flows in all (flows appended during the run).
+    pub fn grow_flows(&mut self, num_flows: usize) {
+        while self.rates_last.len() < num_flows {
+            self.rates_last.push(NEVER);
+        }
+    }
+
     /// Record packets.arrow with `filter` (the scenario's `trace.packets` resolved).
     pub fn trace_packets(&mut self, filter: PacketFilter) {
         self.packet_filter = Some(filter);

@@ -155,6 +155,17 @@ impl Credits {
         }
     }
 
+    /// Per-flow state for `flows` flows in all (flows appended during the run).
+    pub fn grow(&mut self, flows: usize) {
+        let n = flows.saturating_sub(self.credit.len());
+        for _ in 0..n {
+            self.credit.push(0);
+            self.owed.push(0);
+            self.unsolicited_left.push(0);
+            self.in_ring.push(false);
+        }
+    }
+
     /// The first window of a flow, in packets of `mtu`, over a path of `bdp_bytes`.
     pub fn unsolicited_packets(&self, bdp_bytes: u64, mtu: u64) -> u32 {
         let bytes = self.spec.unsolicited_bytes.unwrap_or(bdp_bytes);

@@ -1,0 +1,311 @@
+//! Run-time plan amendment: change the flow plan while the run is under way.
+//!
+//! The flow plan is built up front ([`crate::workload::FlowPlan`]); an [`Amendment`] changes it at
+//! the current simulated time, between events:
+//!
+//! - **cancel** flows that have not started: they never start, their packets are never sent, and
+//!   they are left out of flows.arrow (and of collectives.arrow's counts). A cancelled flow no
+//!   longer counts toward the barrier it would have completed: that barrier waits for one arrival
+//!   fewer (and releases now if that was the last one it waited for). A flow that already started
+//!   cannot be cancelled (it is reported in [`AmendReport::not_cancelled`] and runs on).
+//! - **append** barriers, flows and barrier edges. New barriers get the next ids (the report gives
+//!   the first); new flows the next flow ids. A new flow may wait on any barrier, old or new; if
+//!   that barrier already released, the flow starts its gap after the release (or now, if that is
+//!   already past). A flow `Start::At(t)` starts at `max(t, now)`. A flow's `completes` may name
+//!   any barrier that has not released yet (one that has would be released twice): a barrier
+//!   that existed before the amendment then waits for one arrival more; a new barrier's size
+//!   (given in [`Amendment::barriers`]) counts every arrival it waits for, as in a
+//!   [`crate::workload::FlowPlan`]. Edges from a barrier that already released deliver their
+//!   arrival `delay` after now; an edge to an existing barrier adds an arrival to it too.
+//!
+//! Every per-flow array of the world grows with the new flows (one allocation per amendment,
+//! never per packet). The header entropy of new flows (UDP source port, flow label) comes from
+//! the run's own stream (`RngStream::Amendments`), drawn in flow order, so a run with the same
+//! seed and the same amendments at the same times is bit-for-bit the same. A run without
+//! amendments draws nothing from it and is unchanged.
+//!
+//! Order inside one amendment: barriers are added, then flows (their `completes` counted), then
+//! edges, then the cancellations are applied. So a collective call can be replaced by cancelling
+//! its flows and appending new ones that complete the same barrier: the barrier gains the new
+//! flows before it loses the old ones, and never releases in between.
+
+use super::queue::Event;
+use super::world::{new_flow, Barrier, World};
+use crate::ids::FlowId;
+use crate::rng::{Rng, RngStream};
+use crate::scenario::{RoutingSpec, TransportSpec};
+use crate::transport::NEVER;
+use crate::workload::{BarrierEdge, FlowInit, Start};
+
+/// A change of the flow plan at the current simulated time (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Amendment {
+    /// Flows to cancel (they must not have started).
+    pub cancel: Vec<FlowId>,
+    /// Sizes of new barriers (arrivals each waits for), numbered from `AmendReport::first_barrier`.
+    pub barriers: Vec<u32>,
+    /// New flows, numbered from `AmendReport::first_flow`.
+    pub flows: Vec<FlowInit>,
+    /// New barrier-to-barrier arrivals.
+    pub edges: Vec<BarrierEdge>,
+}
+
+/// What an amendment did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AmendReport {
+    /// The id of the first appended flow (the others follow).
+    pub first_flow: u32,
+    /// The id of the first appended barrier.
+    pub first_barrier: u32,
+    /// Flows cancelled.
+    pub cancelled: u32,
+    /// Flows asked to be cancelled that had already started (or were cancelled before).
+    pub not_cancelled: Vec<FlowId>,
+}
+
+/// An amendment the world cannot apply: nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AmendError(pub String);
+
+impl std::fmt::Display for AmendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AmendError {}
+
+/// The amendment part of the World: what new flows need and which flows were cancelled.
+pub(super) struct Amends {
+    routing: RoutingSpec,
+    transport: TransportSpec,
+    pxn_cluster: bool,
+    /// Header entropy of appended flows (drawn only when flows are appended).
+    rng: Rng,
+    /// Per flow: cancelled (empty until the first cancellation).
+    cancelled: Vec<bool>,
+    pub count: u64,
+}
+
+impl Amends {
+    pub fn new(
+        routing: &RoutingSpec,
+        transport: &TransportSpec,
+        pxn_cluster: bool,
+        seed: u64,
+    ) -> Self {
+        Self {
+            routing: *routing,
+            transport: *transport,
+            pxn_cluster,
+            rng: RngStream::Amendments.rng(seed),
+            cancelled: Vec::new(),
+            count: 0,
+        }
+    }
+
+    pub fn routing(&self) -> &RoutingSpec {
+        &self.routing
+    }
+
+    pub fn transport(&self) -> &TransportSpec {
+        &self.transport
+    }
+
+    /// Congestion-control settings changed by a controller (for flows appended later too).
+    pub fn set_cc(&mut self, cc: crate::scenario::CongestionControl) {
+        self.transport.cc = cc;
+    }
+
+    /// Whether flow `fid` was cancelled.
+    #[inline]
+    pub fn is_cancelled(&self, fid: FlowId) -> bool {
+        self.cancelled.get(fid.index()).copied().unwrap_or(false)
+    }
+}
+
+impl World {
+    /// Whether flow `fid` was cancelled by an amendment.
+    pub fn is_cancelled(&self, fid: FlowId) -> bool {
+        self.amends.is_cancelled(fid)
+    }
+
+    /// Flows cancelled so far.
+    pub fn flows_cancelled(&self) -> u64 {
+        self.amends.count
+    }
+
+    /// Apply `a` now (see the module docs). Checked first: on an error nothing changed.
+    pub fn amend(&mut self, a: &Amendment) -> Result<AmendReport, AmendError> {
+        let nb_old = self.barriers.len();
+        let nb = nb_old + a.barriers.len();
+        let nf_old = self.flows.len();
+        for (i, f) in a.flows.iter().enumerate() {
+            if let Start::After { barrier, .. } = f.start {
+                if barrier as usize >= nb {
+                    return Err(AmendError(format!(
+                        "flows[{i}]: waits on barrier {barrier}, which does not exist"
+                    )));
+                }
+            }
+            if let Some(b) = f.completes {
+                let released = self
+                    .barriers
+                    .get(b as usize)
+                    .is_some_and(|b| b.released_at != NEVER);
+                if b as usize >= nb || released {
+                    return Err(AmendError(format!(
+                        "flows[{i}]: completes barrier {b}, which {}",
+                        if released {
+                            "already released"
+                        } else {
+                            "does not exist"
+                        }
+                    )));
+                }
+            }
+            let n = self.fabric.num_nodes;
+            for (what, node) in [("src", f.src), ("dst", f.dst)] {
+                if node.get() >= n || !self.fabric.is_host(node) {
+                    return Err(AmendError(format!(
+                        "flows[{i}].{what}: {node} is not an endpoint"
+                    )));
+                }
+            }
+            if f.src == f.dst || f.size_bytes == 0 {
+                return Err(AmendError(format!(
+                    "flows[{i}]: a flow needs two distinct endpoints and at least one byte"
+                )));
+            }
+        }
+        for (i, e) in a.edges.iter().enumerate() {
+            if e.from as usize >= nb || e.to as usize >= nb {
+                return Err(AmendError(format!("edges[{i}]: barrier out of range")));
+            }
+            if self
+                .barriers
+                .get(e.to as usize)
+                .is_some_and(|b| b.released_at != NEVER)
+            {
+                return Err(AmendError(format!(
+                    "edges[{i}]: barrier {} already released",
+                    e.to
+                )));
+            }
+        }
+        for &fid in &a.cancel {
+            if fid.index() >= nf_old {
+                return Err(AmendError(format!("cancel: flow {fid} does not exist")));
+            }
+        }
+
+        let now = self.now;
+        // Barriers.
+        self.barriers.extend(a.barriers.iter().map(|&n| Barrier {
+            remaining: n,
+            waiting: Vec::new(),
+            then: Vec::new(),
+            released_at: NEVER,
+            dead: false,
+        }));
+        // Flows: every per-flow array grows once.
+        let added = a.flows.len();
+        self.flows.reserve(added);
+        if self.amends.pxn_cluster {
+            self.pxn.reserve(added);
+        }
+        for (k, f) in a.flows.iter().enumerate() {
+            let fid = FlowId::new((nf_old + k) as u32);
+            let sport = 49152 + self.amends.rng.below(16384) as u16;
+            let label = self.amends.rng.below(1 << 20) as u32;
+            let (flow, pxn) = new_flow(
+                &self.fabric,
+                &self.amends.routing,
+                &self.amends.transport,
+                f,
+                sport,
+                label,
+            );
+            if self.amends.pxn_cluster {
+                self.pxn.push(pxn);
+            }
+            self.flows.push(flow);
+            // A barrier that existed before gains the flow's arrival; a new one has its size.
+            if let Some(b) = f.completes.filter(|&b| (b as usize) < nb_old) {
+                self.barriers[b as usize].remaining += 1;
+            }
+            match f.start {
+                Start::At(t) => self.events.push(t.max(now), Event::FlowStart(fid)),
+                Start::After { barrier, gap } => {
+                    let b = &mut self.barriers[barrier as usize];
+                    if b.released_at == NEVER {
+                        b.waiting.push((fid, gap));
+                    } else {
+                        let at = b.released_at.saturating_add(gap).max(now);
+                        self.events.push(at, Event::FlowStart(fid));
+                    }
+                }
+            }
+        }
+        self.cc
+            .grow(self.flows.iter().skip(nf_old).map(|f| f.rate_bps));
+        if let Some(c) = &mut self.credits {
+            c.grow(self.flows.len());
+        }
+        self.tracer.grow_flows(self.flows.len());
+        self.stats.flows_total += added as u64;
+        // Edges.
+        for e in &a.edges {
+            if (e.to as usize) < nb_old {
+                self.barriers[e.to as usize].remaining += 1;
+            }
+            let from = &mut self.barriers[e.from as usize];
+            if from.released_at == NEVER {
+                from.then.push((e.to, e.delay));
+            } else {
+                self.pending_arrivals += 1;
+                self.events
+                    .push(now.saturating_add(e.delay), Event::BarrierArrive(e.to));
+            }
+        }
+        // Cancellations.
+        let mut report = AmendReport {
+            first_flow: nf_old as u32,
+            first_barrier: nb_old as u32,
+            ..AmendReport::default()
+        };
+        if !a.cancel.is_empty() && self.amends.cancelled.len() < self.flows.len() {
+            self.amends.cancelled.resize(self.flows.len(), false);
+        }
+        for &fid in &a.cancel {
+            if self.flows[fid].started || self.amends.cancelled[fid.index()] {
+                report.not_cancelled.push(fid);
+                continue;
+            }
+            self.amends.cancelled[fid.index()] = true;
+            self.amends.count += 1;
+            report.cancelled += 1;
+            self.flows_settled += 1;
+            if let Some(b) = self.flows[fid].completes {
+                let b = b as usize;
+                if self.barriers[b].released_at == NEVER && !self.barriers[b].dead {
+                    if self.barriers[b].remaining == 1 {
+                        self.barrier_arrive(b as u32);
+                    } else {
+                        self.barriers[b].remaining -= 1;
+                    }
+                }
+            }
+        }
+        if report.cancelled > 0 {
+            let cancelled = &self.amends.cancelled;
+            for b in &mut self.barriers {
+                if b.released_at == NEVER {
+                    b.waiting.retain(|&(fid, _)| !cancelled[fid.index()]);
+                }
+            }
+        }
+        self.stats.flows_cancelled = self.amends.count;
+        Ok(report)
+    }
+}
