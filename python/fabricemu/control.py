@@ -29,6 +29,7 @@ __all__ = [
     "Fault",
     "PortTelemetry",
     "Reroute",
+    "ReconfigureCircuits",
     "Restore",
     "SetAlgorithm",
     "SetCc",
@@ -205,6 +206,19 @@ class Restore(Action):
 
     link: int
     action = "restore"
+
+
+@dataclass
+class ReconfigureCircuits(Action):
+    """Move the optical circuit switch (``[ocs]``) to configuration ``circuits`` now: the same
+    value as ``[ocs] circuits`` (``"uniform"``, ``"none"`` or a list of pairs like
+    ``[["agg:0", "agg:2"], ["ocs:1", "ocs:6"]]``). The circuits that change carry nothing for
+    ``reconfiguration_ps`` (default ``ocs.reconfiguration_time``); refused while another change
+    is in progress. See docs/ocs.md."""
+
+    circuits: Any
+    reconfiguration_ps: Optional[int] = None
+    action = "reconfigure_circuits"
 
 
 ActionLike = Union[Action, Mapping[str, Any]]

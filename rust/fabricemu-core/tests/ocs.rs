@@ -501,3 +501,51 @@ fn bad_configurations_name_their_key_and_line() {
     let p = o.ports[1];
     assert_eq!(f.peer_port[p], p, "a dark OCS port is its own peer");
 }
+
+/// The live control API's `reconfigure_circuits` action moves the OCS like a scheduled change
+/// (circuits.arrow rows with source "control"), returns its actions.arrow row, and a bad one
+/// names the action's field.
+#[test]
+fn the_control_api_reconfigures_the_ocs() {
+    use fabricemu_core::control::actions::Action;
+    use fabricemu_core::topology::ocs::{CircuitEnd, CircuitsSpec};
+    let mut sim = common::build(&ring(false, false));
+    while sim.world().now < 50_000_000 {
+        sim.step(1000);
+    }
+    let name = |index: u32| {
+        CircuitEnd::Switch(fabricemu_core::scenario::NodeName::Role {
+            role: "leaf".into(),
+            index,
+        })
+    };
+    let action = Action::ReconfigureCircuits {
+        circuits: CircuitsSpec::List(vec![
+            [name(0), name(2)],
+            [name(2), name(1)],
+            [name(1), name(3)],
+            [name(3), name(0)],
+        ]),
+        reconfiguration_ps: Some(10_000_000),
+    };
+    let row = sim
+        .apply_action("python", &action)
+        .expect("a valid change")
+        .expect("it changed something");
+    assert_eq!(
+        (row.action, row.target.as_str(), row.value.as_str()),
+        ("reconfigure_circuits", "ocs", "4 circuits")
+    );
+    // A second one while the first runs: refused, naming the action.
+    let e = sim.apply_action("python", &action).unwrap_err();
+    assert_eq!(e.action, "reconfigure_circuits");
+    assert!(e.message.contains("in progress"), "{e}");
+    sim.run_to_end();
+    let rows = sim.circuit_rows();
+    let up = rows
+        .iter()
+        .filter(|r| r.source == "control" && r.event == "up")
+        .count();
+    assert!(up > 0, "the controller's circuits came up");
+    sim.check_conservation().unwrap();
+}

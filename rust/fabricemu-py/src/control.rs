@@ -106,6 +106,7 @@ fn fields(action: &str) -> Option<(&'static [&'static str], &'static [&'static s
         "set_cc" => (&["param", "value"], &[]),
         "fault" => (&["link"], &["kind", "rate_bps", "detection_ps"]),
         "restore" => (&["link"], &[]),
+        "reconfigure_circuits" => (&["circuits"], &["reconfiguration_ps"]),
         _ => return None,
     })
 }
@@ -254,6 +255,24 @@ fn parse_action(d: &Bound<'_, PyAny>, index: usize) -> Result<Action, ActionErro
         "restore" => Action::Restore {
             link: u32_of("link")?,
         },
+        "reconfigure_circuits" => {
+            // The same value as `[ocs] circuits`: "uniform", "none" or a list of pairs.
+            let v = get("circuits")?.expect("required");
+            let text: String = v
+                .py()
+                .import("json")
+                .and_then(|j| j.call_method1("dumps", (&v,)))
+                .and_then(|t| t.extract())
+                .map_err(|_| err("circuits", format!("expected \"uniform\", \"none\" or a list of pairs of switch names, found {}", repr(&v))))?;
+            let file: fabricemu_core::topology::ocs::CircuitsFile =
+                serde_json::from_str(&text).map_err(|e| err("circuits", e.to_string()))?;
+            let circuits = fabricemu_core::topology::ocs::circuits_spec("circuits", &file)
+                .map_err(|e| err(&e.path, e.message))?;
+            Action::ReconfigureCircuits {
+                circuits,
+                reconfiguration_ps: uint("reconfiguration_ps")?,
+            }
+        }
         _ => unreachable!("fields() knows every action"),
     })
 }

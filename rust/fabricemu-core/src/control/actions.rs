@@ -51,6 +51,12 @@ pub enum Action {
     Restore {
         link: u32,
     },
+    /// Move the optical circuit switch (`[ocs]`) to a configuration from now, taking
+    /// `reconfiguration_ps` (None: `ocs.reconfiguration_time`).
+    ReconfigureCircuits {
+        circuits: crate::topology::ocs::CircuitsSpec,
+        reconfiguration_ps: Option<Time>,
+    },
 }
 
 impl Action {
@@ -62,12 +68,20 @@ impl Action {
             Action::SetCc { .. } => "set_cc",
             Action::Fault { .. } => "fault",
             Action::Restore { .. } => "restore",
+            Action::ReconfigureCircuits { .. } => "reconfigure_circuits",
         }
     }
 }
 
 /// Every action name.
-pub const ACTIONS: [&str; 5] = ["set_algorithm", "reroute", "set_cc", "fault", "restore"];
+pub const ACTIONS: [&str; 6] = [
+    "set_algorithm",
+    "reroute",
+    "set_cc",
+    "fault",
+    "restore",
+    "reconfigure_circuits",
+];
 
 /// A bad action: which action and field, and why. Nothing was changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,6 +235,20 @@ impl Simulation {
                 }
                 let list: Vec<String> = ended.iter().map(|i| format!("fault {i}")).collect();
                 (format!("link {link}"), "up".into(), list.join(", "))
+            }
+            Action::ReconfigureCircuits {
+                circuits,
+                reconfiguration_ps,
+            } => {
+                let n = self
+                    .reconfigure_circuits("circuits", circuits, *reconfiguration_ps)
+                    .map_err(|e| err(&e.path, e.message))?;
+                let value = match circuits {
+                    crate::topology::ocs::CircuitsSpec::Uniform => "uniform".to_string(),
+                    crate::topology::ocs::CircuitsSpec::None => "none".to_string(),
+                    crate::topology::ocs::CircuitsSpec::List(l) => format!("{} circuits", l.len()),
+                };
+                ("ocs".to_string(), value, format!("reconfiguration {n}"))
             }
         };
         let row = ActionRow {

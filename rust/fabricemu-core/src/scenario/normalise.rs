@@ -104,7 +104,10 @@ const TOP_ABSENT: &[(&str, &str)] = &[
     ("warmup", "stop = \"all_flows_done\": no measurement window"),
     ("cluster", "no [cluster]: one host per topology slot"),
     ("ocs", "no optical circuit switch"),
-    ("control", "no [control]: no built-in policy (a Python controller may still act)"),
+    (
+        "control",
+        "no [control]: no built-in policy (a Python controller may still act)",
+    ),
     ("fault", "no faults"),
     ("failure_process", "no failure processes"),
 ];

@@ -210,16 +210,43 @@ impl WorkloadFile {
         let r = ReactionKeys::normalised(spec.reaction.as_ref());
         match &mut w {
             WorkloadFile::Training(t) => {
-                (t.on_failure, t.restart_time, t.checkpoint_interval, t.detection) =
-                    (r.on_failure, r.restart_time, r.checkpoint_interval, r.detection)
+                (
+                    t.on_failure,
+                    t.restart_time,
+                    t.checkpoint_interval,
+                    t.detection,
+                ) = (
+                    r.on_failure,
+                    r.restart_time,
+                    r.checkpoint_interval,
+                    r.detection,
+                )
             }
             WorkloadFile::Inference(t) => {
-                (t.on_failure, t.restart_time, t.checkpoint_interval, t.detection) =
-                    (r.on_failure, r.restart_time, r.checkpoint_interval, r.detection)
+                (
+                    t.on_failure,
+                    t.restart_time,
+                    t.checkpoint_interval,
+                    t.detection,
+                ) = (
+                    r.on_failure,
+                    r.restart_time,
+                    r.checkpoint_interval,
+                    r.detection,
+                )
             }
             WorkloadFile::Graph(t) => {
-                (t.on_failure, t.restart_time, t.checkpoint_interval, t.detection) =
-                    (r.on_failure, r.restart_time, r.checkpoint_interval, r.detection)
+                (
+                    t.on_failure,
+                    t.restart_time,
+                    t.checkpoint_interval,
+                    t.detection,
+                ) = (
+                    r.on_failure,
+                    r.restart_time,
+                    r.checkpoint_interval,
+                    r.detection,
+                )
             }
             _ => {}
         }

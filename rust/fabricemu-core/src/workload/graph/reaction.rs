@@ -466,7 +466,10 @@ impl ReactionKeys {
 
 /// Keys of a step workload whose absence from a normalised scenario is itself the setting.
 pub const ABSENT_MEANS: &[(&str, &str)] = &[
-    ("workload.*.on_failure", "the job does not react to failures"),
+    (
+        "workload.*.on_failure",
+        "the job does not react to failures",
+    ),
     ("workload.*.detection", "no reaction to failures"),
     (
         "workload.*.restart_time",
