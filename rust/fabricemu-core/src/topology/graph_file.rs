@@ -448,7 +448,8 @@ fn read_graphml(text: &str, src: &Src) -> Result<RawGraph, String> {
         ));
     }
     // Keys: id -> (for, attr.name, default).
-    let mut keys: HashMap<&str, (&str, &str, Option<&str>)> = HashMap::new();
+    let mut keys: std::collections::BTreeMap<&str, (&str, &str, Option<&str>)> =
+        std::collections::BTreeMap::new();
     for k in root.children().filter(|n| is_tag(n, "key")) {
         let Some(id) = k.attribute("id") else {
             return Err(src.err(at(k), "a <key> without an id"));
