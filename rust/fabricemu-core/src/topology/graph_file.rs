@@ -187,16 +187,26 @@ const MAX_FILE_BYTES: u64 = 256 << 20;
 /// A text file, bounded; binary data is refused without echoing it.
 fn read_text(path: &Path) -> Result<String, String> {
     use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
     let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("larger than {} MiB", MAX_FILE_BYTES >> 20));
-    }
-    if bytes.contains(&0) {
-        return Err("binary data: expected a GraphML or edge-list text file".into());
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read it: {e}")),
+        };
+        if n == 0 {
+            break;
+        }
+        // Binary data is refused at its first chunk (an endless /dev/zero too).
+        if chunk[..n].contains(&0) {
+            return Err("binary data: expected a GraphML or edge-list text file".into());
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!("larger than {} MiB", MAX_FILE_BYTES >> 20));
+        }
     }
     String::from_utf8(bytes)
         .map_err(|_| "not UTF-8 text: expected a GraphML or edge-list file".into())
@@ -438,7 +448,8 @@ fn read_graphml(text: &str, src: &Src) -> Result<RawGraph, String> {
         ));
     }
     // Keys: id -> (for, attr.name, default).
-    let mut keys: HashMap<&str, (&str, &str, Option<&str>)> = HashMap::new();
+    let mut keys: std::collections::BTreeMap<&str, (&str, &str, Option<&str>)> =
+        std::collections::BTreeMap::new();
     for k in root.children().filter(|n| is_tag(n, "key")) {
         let Some(id) = k.attribute("id") else {
             return Err(src.err(at(k), "a <key> without an id"));
