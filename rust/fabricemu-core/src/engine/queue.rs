@@ -41,6 +41,8 @@ pub enum Event {
     FaultStart(u32),
     FaultEnd(u32),
     FaultDetected(u32),
+    /// A switch's reduction engine has a combined packet ready.
+    ReductionDone(crate::ids::NodeId),
 }
 
 /// Events stay 8 bytes with typed ids (the queue moves them on every push and pop).

@@ -43,6 +43,9 @@ pub struct SwitchFile {
     /// Packet trimming (Ultra Ethernet; see `switch::trim`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trimming: Option<crate::switch::trim::TrimmingFile>,
+    /// Reduction engines for in-network collectives (see `switch::reduction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduction: Option<crate::switch::reduction::ReductionFile>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,6 +209,10 @@ impl SwitchFile {
             ecn,
             pfc,
             trimming,
+            reduction: crate::switch::reduction::ReductionFile::validate(
+                self.reduction.as_ref(),
+                t,
+            )?,
         })
     }
 
@@ -262,6 +269,7 @@ impl Default for SwitchFile {
             ecn: None,
             pfc: None,
             trimming: None,
+            reduction: None,
         }
     }
 }
