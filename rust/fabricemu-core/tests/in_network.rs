@@ -166,3 +166,160 @@ fn repeated_calls_share_the_tree_in_turn() {
     assert!(rows.iter().all(|r| r.flows_finished == r.flows));
     assert_eq!(sim.stats().in_network_calls, Some(3));
 }
+
+/// A leaf-spine (2 leaves of 4 hosts, one spine) with random loss on the tree's links: the
+/// operands up leaf 0 -> spine, the results down spine -> leaf 1, and host 1's operands.
+fn lossy(recovery: &str, p: f64) -> String {
+    format!(
+        r#"
+        seed = 3
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 1
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [transport]
+        rto = "20us"
+        loss_recovery = "{recovery}"
+        [switch.reduction]
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "in_network"
+        size = "2MiB"
+        [[fault]]
+        link = ["leaf:0", "spine:0"]
+        direction = "a->b"
+        kind = "loss"
+        rate = {p}
+        [[fault]]
+        link = ["leaf:1", "spine:0"]
+        direction = "b->a"
+        kind = "loss"
+        rate = {p}
+        [[fault]]
+        link = ["host:1", "leaf:0"]
+        direction = "a->b"
+        kind = "loss"
+        rate = {p}
+    "#
+    )
+}
+
+#[test]
+fn losses_are_recovered_and_every_rank_gets_the_whole_result() {
+    let clean = run(&lossy("selective", 0.0));
+    let t_clean = duration(&clean, 0);
+    for recovery in ["selective", "go_back_n"] {
+        let sim = run(&lossy(recovery, 0.01));
+        let stats = sim.stats();
+        assert!(stats.corrupted_drops > 0, "{recovery}: no loss happened");
+        let rows = sim.collective_rows();
+        assert_eq!(rows[0].algorithm, "in_network");
+        let t = duration(&sim, 0);
+        assert!(t > t_clean, "{recovery}: {t} vs {t_clean} without loss");
+        // Every rank received all S bytes of the result (its flow finished: every packet
+        // arrived), and retransmitted something (its own lost operands, or the gaps it saw).
+        let flows = sim.flow_rows();
+        assert_eq!(flows.len(), 8);
+        for f in &flows {
+            assert_eq!(f.size_bytes, 2 << 20);
+            assert!(f.finish_ps.is_some(), "{recovery}: {f:?}");
+        }
+        assert!(stats.retransmitted_packets > 0);
+        // Some retransmissions met sequences the switches had combined already: the root
+        // answered them (a repair) or a switch dropped a copy it had counted.
+        assert!(
+            stats.reduction_repairs.unwrap() + stats.reduction_duplicates.unwrap() > 0,
+            "{recovery}: {stats:?}"
+        );
+    }
+}
+
+#[test]
+fn nvls_reduces_in_the_nvswitch_at_its_analytic_time() {
+    let text = r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 8
+        hosts_per_leaf = 1
+        spines = 1
+        link_rate = "400Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 8
+        cabling = "rail"
+        scaleup = { kind = "nvswitch", gpus = 8, rate = "3600Gbps", latency = "250ns" }
+        [switch.reduction]
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "nvls"
+        size = "16MiB"
+    "#;
+    let sim = run(text);
+    let rows = sim.collective_rows();
+    assert_eq!(rows[0].algorithm, "nvls");
+    let t = duration(&sim, 0);
+    let stats = sim.stats();
+    assert_eq!(stats.reduction_contexts, Some(1)); // the NVSwitch alone
+                                                   // Source: S/B at the NVLink rate plus one store-and-forward hop up and one down.
+    let w = sim.world();
+    let gpu = fabricemu_core::ids::NodeId::new(0);
+    let up = w
+        .fabric
+        .ports_of(gpu)
+        .find(|&p| w.fabric.role[w.fabric.peer_node[p]] == fabricemu_core::topology::Role::NvSwitch)
+        .expect("a scale-up port");
+    let nvswitch = w.fabric.peer_node[up];
+    let hop = w.fabric.delay_ps[up] + w.fabric.switch_latency(nvswitch).unwrap_or(0);
+    let ideal = ideal_time(16 << 20, 4096, 62, w.fabric.rate_bps[up], 1, hop) as f64;
+    let err = (t - ideal).abs() / ideal;
+    assert!(err < 0.05, "nvls {t} ps vs analytic {ideal} ps ({err:.3})");
+    // Asking for NVLS across servers is an error naming the key.
+    let e = fabricemu_core::engine::Simulation::build(&common::spec(
+        &text
+            .replace("hosts_per_leaf = 1", "hosts_per_leaf = 2")
+            .replace(
+                "size = \"16MiB\"",
+                "size = \"16MiB\"\n        hosts = [0, 8]",
+            ),
+    ));
+    let e = e.err().expect("nvls across two domains");
+    assert!(e.to_string().contains("switch.reduction"), "{e}");
+}
+
+/// The shipped training scenario: every data-parallel bucket all-reduce runs in the rail leaves,
+/// none falls back, and the iteration is shorter than with the ring (gpt_training.toml's).
+#[test]
+fn training_step_runs_its_dp_all_reduce_in_the_network() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let text = std::fs::read_to_string(root.join("training_in_network.toml")).unwrap();
+    let sim = run(&text);
+    let stats = sim.stats();
+    assert_eq!(stats.in_network_fallbacks, Some(0));
+    let ops = sim.op_rows();
+    let dp: Vec<_> = ops.iter().filter(|o| o.phase == "dp").collect();
+    assert!(!dp.is_empty());
+    assert!(
+        dp.iter().all(|o| o.algorithm == Some("in_network")),
+        "{:?}",
+        dp[0]
+    );
+    assert!(ops.iter().all(|o| o.end_ps.is_some()));
+    assert_eq!(stats.in_network_calls.unwrap() as usize, dp.len() / 8); // 8 ranks per DP op
+    let end = |s: &fabricemu_core::engine::Simulation| {
+        s.op_rows().iter().filter_map(|o| o.end_ps).max().unwrap()
+    };
+    let ring = run(&text.replace("algorithms = { dp = \"in_network\" }", ""));
+    assert_eq!(ring.stats().in_network_calls, None);
+    assert!(
+        end(&sim) < end(&ring),
+        "{} vs ring {}",
+        end(&sim),
+        end(&ring)
+    );
+}
