@@ -199,6 +199,18 @@ impl SwitchFile {
                 ));
             }
         }
+        if trimming.is_some()
+            && self
+                .reduction
+                .as_ref()
+                .is_some_and(|r| r.enabled != Some(false))
+        {
+            return Err(ScenarioError::at(
+                "switch.reduction",
+                "in-network reduction with packet trimming is not modelled (a trimmed operand \
+                 carries no data to combine): disable one of the two",
+            ));
+        }
         Ok(SwitchSpec {
             buffer_bytes: self.buffer.0,
             port_buffer_bytes: self.port_buffer.map(|b| b.0),

@@ -205,12 +205,19 @@ impl InNetworkPlan {
             None => {
                 let msg = format!(
                     "workload {workload}: the {} communicator of hosts {hosts:?} found no free \
-                     reduction context on its tree: its calls run algorithm \"ring\"",
+                     reduction context on its tree",
                     algorithm.name()
                 );
                 if self.spec.on_exhausted == OnExhausted::Error {
-                    return Err(ScenarioError::at("switch.reduction.on_exhausted", msg));
+                    return Err(ScenarioError::at(
+                        "switch.reduction.on_exhausted",
+                        format!(
+                            "{msg} (on_exhausted = \"error\"; raise switch.reduction.contexts or \
+                             allow the ring fallback with on_exhausted = \"ring\")"
+                        ),
+                    ));
                 }
+                let msg = format!("{msg}: its calls run algorithm \"ring\"");
                 self.warnings.push(msg);
                 self.fallbacks += 1;
                 None
