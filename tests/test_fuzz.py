@@ -161,6 +161,8 @@ UNIT_STRINGS = [
     "none",
     "hierarchical_ring",
     "hierarchical_tree",
+    "in_network",
+    "nvls",
 ]
 
 SCALARS = st.one_of(
