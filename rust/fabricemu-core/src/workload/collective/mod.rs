@@ -125,9 +125,9 @@ pub fn flows_per_iteration(spec: &CollectiveSpec) -> u64 {
                     }
                 }
                 (CollectiveAlgorithm::Direct | CollectiveAlgorithm::Pairwise, _) => n * (n - 1),
-                // In-network: one flow per rank (the ring it may fall back to has more; the
-                // budget counts the ring's).
-                (CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls, _) => 2 * (n - 1) * n,
+                // In-network: one flow per rank (a communicator that falls back to the ring
+                // makes the ring's; `budget` bounds `kind = "collective"` by the ring's).
+                (CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls, _) => n,
                 (
                     CollectiveAlgorithm::HierarchicalRing
                     | CollectiveAlgorithm::HierarchicalTree
