@@ -162,6 +162,8 @@ UNIT_STRINGS = [
     "hierarchical_ring",
     "hierarchical_tree",
     "telemetry_aware",
+    "in_network",
+    "nvls",
 ]
 
 SCALARS = st.one_of(

@@ -309,6 +309,11 @@ def _print_fabric(result: Any) -> None:
         parts.append(f"trimmed {_fmt.count(st['trimmed_packets'])}")
     if st.get("pulls_sent"):
         parts.append(f"credits granted {_fmt.count(st['pulls_sent'])}")
+    if st.get("in_network_calls") is not None:
+        parts.append(
+            f"in-network calls {_fmt.count(st['in_network_calls'])} "
+            f"(fell back to ring {_fmt.count(st.get('in_network_fallbacks', 0))})"
+        )
     if parts:
         click.echo("  " + "   ".join(parts))
     _print_busiest(result)

@@ -291,6 +291,8 @@ fn collective_flows_per_group(c: &CollectiveSpec, n: u64) -> u64 {
             let chunks = c.size_bytes.div_ceil(c.chunk_bytes.max(1)).max(1);
             2 * (n - 1) * (chunks + 2 * n)
         }
+        // One flow per rank, or the flat ring's when the communicator falls back.
+        (CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls, _) => 2 * ring,
         _ => ring,
     }
 }

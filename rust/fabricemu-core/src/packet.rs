@@ -55,6 +55,11 @@ pub mod flags {
     pub const TRIMMED: u16 = 128;
     /// At a PXN relay GPU: held in its transit buffer (counted there until it leaves).
     pub const RELAYED: u16 = 256;
+    /// An in-network collective's operand going up its reduction tree (its `pfc_class` holds the
+    /// call's epoch).
+    pub const INR: u16 = 512;
+    /// An in-network collective's result going down its reduction tree.
+    pub const INR_DOWN: u16 = 1024;
 }
 
 /// `Packet::via` when the packet routes minimally (no intermediate group, or already past it): a

@@ -164,6 +164,13 @@ fn fields_of(path: &str, table: &Map<String, Value>) -> Option<Vec<&'static str>
         "switch.ecn" => f::<EcnFile>(),
         "switch.pfc" => f::<PfcFile>(),
         "switch.trimming" => f::<TrimmingFile>(),
+        "switch.reduction" => f::<fabricemu_core::switch::reduction::ReductionFile>(),
+        "switch.reduction.edge"
+        | "switch.reduction.agg"
+        | "switch.reduction.core"
+        | "switch.reduction.leaf"
+        | "switch.reduction.spine"
+        | "switch.reduction.nvswitch" => f::<fabricemu_core::switch::reduction::EngineFile>(),
         "routing" => f::<RoutingFile>(),
         "transport" => f::<TransportFile>(),
         "transport.dcqcn" => f::<DcqcnFile>(),

@@ -301,6 +301,8 @@ pub struct SwitchSpec {
     pub pfc: Option<PfcSpec>,
     /// Packet trimming (Ultra Ethernet).
     pub trimming: Option<crate::switch::trim::TrimmingSpec>,
+    /// Reduction engines (in-network collectives; see `switch::reduction`).
+    pub reduction: Option<crate::switch::reduction::ReductionSpec>,
 }
 
 /// How a switch picks among the egress ports of an ECMP group.
@@ -701,6 +703,12 @@ pub enum CollectiveAlgorithm {
     /// All-to-all in two tiers (NCCL's PXN): exchange inside the domain to the rank with the
     /// destination's local index, then across domains between ranks of the same local index.
     Pxn,
+    /// In-network reduction (SHARP-style): every rank streams its buffer up a reduction tree of
+    /// the scale-out fabric's switches, which combine it and multicast the result down (see
+    /// `switch::reduction`).
+    InNetwork,
+    /// NVLink SHARP: the reduction in the scale-up domain's NVSwitch (one-switch tree).
+    Nvls,
 }
 
 impl CollectiveAlgorithm {
@@ -714,6 +722,8 @@ impl CollectiveAlgorithm {
             CollectiveAlgorithm::HierarchicalRing => "hierarchical_ring",
             CollectiveAlgorithm::HierarchicalTree => "hierarchical_tree",
             CollectiveAlgorithm::Pxn => "pxn",
+            CollectiveAlgorithm::InNetwork => "in_network",
+            CollectiveAlgorithm::Nvls => "nvls",
         }
     }
 
@@ -724,6 +734,14 @@ impl CollectiveAlgorithm {
             CollectiveAlgorithm::HierarchicalRing
                 | CollectiveAlgorithm::HierarchicalTree
                 | CollectiveAlgorithm::Pxn
+        )
+    }
+
+    /// Whether the switches reduce the data (`in_network`, `nvls`).
+    pub fn is_in_network(self) -> bool {
+        matches!(
+            self,
+            CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls
         )
     }
 }

@@ -4,6 +4,7 @@ pub mod amend;
 pub mod circuits;
 mod faults;
 mod forwarding;
+mod in_network;
 mod jobs;
 pub mod live;
 mod nic;
@@ -113,6 +114,27 @@ pub struct RunStats {
     /// `engine::amend`). Written only when not 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub flows_cancelled: u64,
+    /// In-network collectives (absent without `[switch.reduction]` calls): calls run in the
+    /// network, calls that fell back to the ring, switch contexts allocated, operand packets the
+    /// engines absorbed, combined packets they sent, duplicates and stale packets dropped,
+    /// results the root resent to one rank (repairs), and the most bytes of partial aggregates
+    /// one switch held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_network_calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_network_fallbacks: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction_contexts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction_operands: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction_combined: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction_duplicates: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction_repairs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction_buffer_peak_bytes: Option<u64>,
 }
 
 fn is_zero(v: &u64) -> bool {

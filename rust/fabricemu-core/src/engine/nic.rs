@@ -94,7 +94,7 @@ impl World {
                 } else {
                     serialisation_ps(wire as u64, f.rate_bps)
                 };
-            let pkt = Packet::data(
+            let mut pkt = Packet::data(
                 fid,
                 seq,
                 f.dst,
@@ -103,6 +103,10 @@ impl World {
                 self.transport.data_priority,
                 retx,
             );
+            if self.in_network.as_ref().is_some_and(|i| i.is_member(fid)) {
+                pkt.flags |= flags::INR;
+                pkt.pfc_class = self.inr_epoch(fid);
+            }
             self.stats.data_packets_sent += 1;
             let r = self.cc.on_sent(fid, wire as u64, now);
             if !r.is_none() {
@@ -156,6 +160,9 @@ impl World {
     pub(super) fn start_flow(&mut self, fid: FlowId) {
         if self.amends.is_cancelled(fid) {
             return; // cancelled by a plan amendment before it started
+        }
+        if self.in_network.is_some() && !self.inr_may_start(fid) {
+            return; // its tree runs an earlier call: it starts when that one ends
         }
         let now = self.now;
         let f = &mut self.flows[fid];
@@ -438,6 +445,9 @@ impl World {
         self.flows_settled += 1;
         let barrier = f.completes;
         self.send_control(fid, PacketKind::Ack);
+        if self.in_network.is_some() {
+            self.inr_flow_finished(fid);
+        }
         if let Some(barrier) = barrier {
             self.barrier_arrive(barrier);
         }

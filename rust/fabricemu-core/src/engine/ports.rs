@@ -308,7 +308,12 @@ impl World {
             to_relay,
             ..
         } = self.ports[p];
-        let &Packet { kind, dst, .. } = self.packets.get(pkt);
+        let &Packet {
+            kind,
+            dst,
+            flags: pf,
+            ..
+        } = self.packets.get(pkt);
         if kind.is_pfc() {
             self.receive_pfc_frame(p, pkt);
         } else if to_host {
@@ -319,6 +324,11 @@ impl World {
             }
         } else {
             self.packets.get_mut(pkt).ingress = p;
+            if pf & (flags::INR | flags::INR_DOWN) != 0 {
+                // In-network reduction: the switch's engine takes it (one test per packet).
+                self.inr_arrival(node, p, pkt);
+                return;
+            }
             let out = if to_scaleup {
                 self.scaleup_route(node, pkt)
             } else {
@@ -391,7 +401,7 @@ impl World {
 
     /// A packet arrived at switch `node` for egress port `p`: admission, PFC, ECN, then queue it or
     /// send it at once.
-    fn switch_enqueue(&mut self, node: NodeId, p: PortId, pkt: PacketId) {
+    pub(super) fn switch_enqueue(&mut self, node: NodeId, p: PortId, pkt: PacketId) {
         let &Packet {
             wire_bytes,
             priority,

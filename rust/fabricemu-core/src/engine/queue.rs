@@ -50,6 +50,8 @@ pub enum Event {
     /// (indices into the jobs' episodes).
     JobFailure(u32),
     JobResume(u32),
+    /// A switch's reduction engine has a combined packet ready.
+    ReductionDone(crate::ids::NodeId),
 }
 
 /// Events stay 8 bytes with typed ids (the queue moves them on every push and pop).

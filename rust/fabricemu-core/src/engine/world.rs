@@ -254,6 +254,10 @@ pub struct World {
     pub(super) cc: Cc,
     /// INT records of packets in flight, when the controller uses INT (HPCC); None otherwise.
     pub(super) int: Option<crate::cc::IntStore>,
+    /// In-network collectives: the switches' reduction engines (None without in-network calls).
+    pub(super) in_network: Option<super::in_network::InNetwork>,
+    /// Calls that fell back when none ran in the network.
+    pub(super) inr_fallbacks_only: Option<u64>,
     /// Receiver-driven credits, when `[transport.credits]` asks for them.
     pub(super) credits: Option<crate::transport::credits::Credits>,
     /// Flows with a fixed start, sorted by (start, id); `next_static` is the next to start.
@@ -391,6 +395,22 @@ impl World {
             }
             flows.push(flow);
         }
+        let in_network = plan
+            .in_network
+            .as_deref()
+            .filter(|p| !p.calls.is_empty())
+            .map(|p| {
+                let inr = super::in_network::InNetwork::new(p, &fabric, flows.len(), t.mtu_bytes);
+                for id in flows.ids() {
+                    if let Some((up, window)) = inr.flow_setup(p, id) {
+                        let f = &mut flows[id];
+                        f.src_port = up;
+                        f.rate_bps = fabric.rate_bps[up];
+                        f.window_bytes = Some(window as u64 * t.mtu_bytes);
+                    }
+                }
+                inr
+            });
         static_order.sort_by_key(|&id| (flows[id].start, id));
         let mut events = EventQueue::new();
         if let Some(&first) = static_order.first() {
@@ -494,6 +514,12 @@ impl World {
             relays,
             int: cc.int_bytes_per_hop().map(crate::cc::IntStore::new),
             credits,
+            in_network,
+            inr_fallbacks_only: plan
+                .in_network
+                .as_deref()
+                .filter(|p| p.calls.is_empty() && p.fallbacks > 0)
+                .map(|p| p.fallbacks),
             cc,
             static_order,
             next_static: 0,
@@ -630,6 +656,7 @@ impl World {
                 Event::CircuitsRoute => self.circuits_route_event(),
                 Event::JobFailure(e) => self.job_failure(e),
                 Event::JobResume(e) => self.job_resume(e),
+                Event::ReductionDone(n) => self.reduction_done(n),
             }
         }
         self.finished
@@ -655,6 +682,20 @@ impl World {
         s.link_down_ps = self.faults.link_down_ps(self.now);
         if let Some(c) = &self.circuits {
             s.ocs_circuit_ps_lost = c.circuit_ps_lost(self.now);
+        }
+        if let Some(inr) = &self.in_network {
+            let c = inr.counters;
+            s.in_network_calls = Some(c.calls);
+            s.in_network_fallbacks = Some(c.fallbacks);
+            s.reduction_contexts = Some(c.contexts);
+            s.reduction_operands = Some(c.operands);
+            s.reduction_combined = Some(c.combined);
+            s.reduction_duplicates = Some(c.duplicates);
+            s.reduction_repairs = Some(c.repairs);
+            s.reduction_buffer_peak_bytes = Some(c.buffer_peak);
+        } else if let Some(f) = self.inr_fallbacks_only {
+            s.in_network_calls = Some(0);
+            s.in_network_fallbacks = Some(f);
         }
         let up = self.uplink_utilisation();
         if !up.is_empty() {
@@ -707,6 +748,11 @@ impl World {
             .map(|p| p.pipe.len(&self.packets) as u64)
             .sum();
         let live = self.packets.live();
+        let queued = queued
+            + self
+                .in_network
+                .as_ref()
+                .map_or(0, |inr| inr.queued(&self.packets));
         if queued + on_links != live {
             return Err(format!(
                 "{queued} queued + {on_links} on links != {live} live packets"

@@ -67,7 +67,15 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
         }
         None => (None, IdVec::new()),
     };
-    let mut plan = workload::plan(&s.workloads, s.seed)?;
+    let in_network = s.switch.reduction.as_ref().map(|r| {
+        Box::new(workload::collective::in_network::InNetworkPlan::new(
+            &fabric, r,
+        ))
+    });
+    let mut plan = workload::plan_with(&s.workloads, s.seed, in_network)?;
+    if let Some(inr) = &plan.in_network {
+        warnings.extend(inr.warnings.iter().cloned());
+    }
     for job in &mut plan.jobs {
         job.episodes = workload::graph::reaction::episodes(&fabric, &faults, &job.endpoints);
     }

@@ -121,6 +121,7 @@ pub fn absent_means() -> Vec<(&'static str, &'static str)> {
         TOP_ABSENT,
         crate::switch::config::ABSENT_MEANS,
         crate::switch::trim::ABSENT_MEANS,
+        crate::switch::reduction::ABSENT_MEANS,
         crate::routing::config::ABSENT_MEANS,
         crate::transport::config::ABSENT_MEANS,
         crate::transport::credits::ABSENT_MEANS,

@@ -43,6 +43,9 @@ pub struct SwitchFile {
     /// Packet trimming (Ultra Ethernet; see `switch::trim`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trimming: Option<crate::switch::trim::TrimmingFile>,
+    /// Reduction engines for in-network collectives (see `switch::reduction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduction: Option<crate::switch::reduction::ReductionFile>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,6 +199,18 @@ impl SwitchFile {
                 ));
             }
         }
+        if trimming.is_some()
+            && self
+                .reduction
+                .as_ref()
+                .is_some_and(|r| r.enabled != Some(false))
+        {
+            return Err(ScenarioError::at(
+                "switch.reduction",
+                "in-network reduction with packet trimming is not modelled (a trimmed operand \
+                 carries no data to combine): disable one of the two",
+            ));
+        }
         Ok(SwitchSpec {
             buffer_bytes: self.buffer.0,
             port_buffer_bytes: self.port_buffer.map(|b| b.0),
@@ -206,6 +221,10 @@ impl SwitchFile {
             ecn,
             pfc,
             trimming,
+            reduction: crate::switch::reduction::ReductionFile::validate(
+                self.reduction.as_ref(),
+                t,
+            )?,
         })
     }
 
@@ -327,6 +346,10 @@ impl SwitchFile {
             ecn: Some(ecn),
             pfc: Some(pfc),
             trimming: Some(trimming),
+            reduction: crate::switch::reduction::ReductionFile::normalised(
+                self.reduction.as_ref(),
+                spec.reduction.as_ref(),
+            ),
         }
     }
 }
@@ -361,6 +384,7 @@ impl Default for SwitchFile {
             ecn: None,
             pfc: None,
             trimming: None,
+            reduction: None,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod ecn;
 pub mod pfc;
 pub mod queue;
+pub mod reduction;
 pub mod trim;
 
 pub use buffer::SharedBuffer;

@@ -179,6 +179,12 @@ pub struct FlowPlan {
     pub jobs: Vec<graph::reaction::JobPlan>,
     /// One per workload.
     pub reports: Vec<WorkloadReport>,
+    /// In-network collectives: the reduction trees, contexts and calls (None without
+    /// `[switch.reduction]`).
+    pub in_network: Option<Box<collective::in_network::InNetworkPlan>>,
+    /// The first error a step graph's in-network collective met while planning (the graph
+    /// planner cannot fail; the build reports it).
+    pub deferred_error: Option<ScenarioError>,
 }
 
 impl FlowPlan {
@@ -192,7 +198,19 @@ impl FlowPlan {
 /// Expand every workload, in order, into one plan: the build phase of the workloads. Draws come
 /// from each workload's named streams; replay and CDF files are read here (errors name the key).
 pub fn plan(workloads: &[NamedWorkload], seed: u64) -> Result<FlowPlan, ScenarioError> {
-    let mut plan = FlowPlan::default();
+    plan_with(workloads, seed, None)
+}
+
+/// [`plan`] with the reduction engines in-network collectives are placed on.
+pub fn plan_with(
+    workloads: &[NamedWorkload],
+    seed: u64,
+    in_network: Option<Box<collective::in_network::InNetworkPlan>>,
+) -> Result<FlowPlan, ScenarioError> {
+    let mut plan = FlowPlan {
+        in_network,
+        ..FlowPlan::default()
+    };
     for (wi, w) in workloads.iter().enumerate() {
         let (barriers, ops, flows) = (
             plan.barrier_sizes.len() as u32,
@@ -232,6 +250,9 @@ pub fn plan(workloads: &[NamedWorkload], seed: u64) -> Result<FlowPlan, Scenario
                 episodes: Vec::new(),
             });
         }
+    }
+    if let Some(e) = plan.deferred_error.take() {
+        return Err(e);
     }
     Ok(plan)
 }
@@ -291,7 +312,7 @@ fn expand(
                     Cow::Owned(placed)
                 }
             };
-            collective::expand(plan, wi, &c)
+            collective::expand(plan, wi, &c)?
         }
         WorkloadSpec::Replay(r) => {
             let data =

@@ -140,6 +140,8 @@ pub fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
             A::HalvingDoubling,
             A::HierarchicalRing,
             A::HierarchicalTree,
+            A::InNetwork,
+            A::Nvls,
         ],
         CollectiveOp::AllGather | CollectiveOp::ReduceScatter => {
             &[A::Ring, A::HalvingDoubling, A::HierarchicalRing]

@@ -13,6 +13,7 @@ pub mod all_to_all;
 mod config;
 pub mod halving_doubling;
 pub mod hierarchical;
+pub mod in_network;
 pub mod ring;
 pub mod tree;
 
@@ -93,6 +94,9 @@ pub fn transfers(spec: &CollectiveSpec, dom: &Domains) -> Vec<Transfer> {
             Some((spec.chunk_bytes, spec.chunk_interval_ps)),
         ),
         CollectiveAlgorithm::Pxn => hierarchical::pxn(dom, spec.size_bytes),
+        CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls => {
+            in_network::transfers(n, spec.size_bytes)
+        }
     }
 }
 
@@ -121,6 +125,9 @@ pub fn flows_per_iteration(spec: &CollectiveSpec) -> u64 {
                     }
                 }
                 (CollectiveAlgorithm::Direct | CollectiveAlgorithm::Pairwise, _) => n * (n - 1),
+                // In-network: one flow per rank (a communicator that falls back to the ring
+                // makes the ring's; `budget` bounds `kind = "collective"` by the ring's).
+                (CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls, _) => n,
                 (
                     CollectiveAlgorithm::HierarchicalRing
                     | CollectiveAlgorithm::HierarchicalTree
@@ -287,28 +294,54 @@ impl TierSpans {
     }
 }
 
-pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
-    type Cached = (usize, Option<Domains>, Vec<Transfer>, IterationGraph);
+pub fn expand(
+    plan: &mut FlowPlan,
+    workload: u32,
+    spec: &CollectiveSpec,
+) -> Result<(), crate::config::ScenarioError> {
+    type Cached = (
+        usize,
+        CollectiveAlgorithm,
+        Option<Domains>,
+        Vec<Transfer>,
+        IterationGraph,
+    );
     let mut cache: Vec<Cached> = Vec::new();
     for (g, hosts) in spec.groups.iter().enumerate() {
         let n = hosts.len();
         let dom = group_domains(spec, hosts);
-        let key = spec.algorithm.is_hierarchical().then(|| dom.clone());
-        if !cache.iter().any(|c| c.0 == n && c.1 == key) {
-            let ts = transfers(spec, &dom);
-            let gr = iteration_graph(&ts);
-            cache.push((n, key.clone(), ts, gr));
-        }
-        let (_, _, ts, gr) = cache
+        // In-network: the communicator's tree, or the flat ring when it found no context.
+        let tree = match spec.algorithm.is_in_network() {
+            true => in_network::place(plan, workload, hosts, spec.algorithm)?,
+            false => None,
+        };
+        let algorithm = match (spec.algorithm.is_in_network(), tree) {
+            (true, None) => CollectiveAlgorithm::Ring,
+            _ => spec.algorithm,
+        };
+        let key = algorithm.is_hierarchical().then(|| dom.clone());
+        if !cache
             .iter()
-            .find(|c| c.0 == n && c.1 == key)
+            .any(|c| c.0 == n && c.1 == algorithm && c.2 == key)
+        {
+            let s = CollectiveSpec {
+                algorithm,
+                ..spec.clone()
+            };
+            let ts = transfers(&s, &dom);
+            let gr = iteration_graph(&ts);
+            cache.push((n, algorithm, key.clone(), ts, gr));
+        }
+        let (_, _, _, ts, gr) = cache
+            .iter()
+            .find(|c| c.0 == n && c.1 == algorithm && c.2 == key)
             .expect("cached above");
         let instance = plan.collectives.len() as u32;
         plan.collectives.push(CollectiveInstance {
             workload,
             group: g as u32,
             op: spec.op,
-            algorithm: spec.algorithm,
+            algorithm,
             hosts: hosts.clone(),
             size_bytes: spec.size_bytes,
             iterations: spec.iterations,
@@ -323,6 +356,7 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
             let base = plan.barrier_sizes.len() as u32;
             plan.barrier_sizes.extend_from_slice(&gr.sizes);
             let end = (it + 1 < spec.iterations).then(|| plan.barrier(gr.terminal));
+            let first_flow = plan.flows.len() as u32;
             for (k, t) in ts.iter().enumerate() {
                 let start = match (gr.waits[k], previous_end) {
                     (Some(b), _) => Start::After {
@@ -352,9 +386,13 @@ pub fn expand(plan: &mut FlowPlan, workload: u32, spec: &CollectiveSpec) {
                     tag: None,
                 });
             }
+            if let Some(tree) = tree {
+                in_network::add_call(plan, tree, first_flow, hosts);
+            }
             previous_end = end;
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -455,7 +493,7 @@ mod tests {
         s.iterations = 3;
         s.compute_gap_ps = 55;
         let mut plan = FlowPlan::default();
-        expand(&mut plan, 0, &s);
+        expand(&mut plan, 0, &s).unwrap();
         assert_eq!(plan.flows.len(), 3 * 24);
         // Iteration 1's first step waits on iteration 0's end barrier (its 4 last flows) + the gap.
         let f = &plan.flows[24];
@@ -495,7 +533,7 @@ mod tests {
             s.domain_size = Some(4);
             s.groups = vec![(0..16).collect(), (16..32).rev().collect()];
             let mut plan = FlowPlan::default();
-            expand(&mut plan, 0, &s);
+            expand(&mut plan, 0, &s).unwrap();
             assert_eq!(
                 plan.flows.len() as u64,
                 flows_per_iteration(&s),

@@ -211,6 +211,24 @@ fn plan_exact(
             } => {
                 let ranks = graph.groups[group as usize].clone();
                 let hosts: Vec<u32> = ranks.iter().map(|&r| graph.ranks[r as usize]).collect();
+                // In-network: the communicator's tree, or the flat ring without a context.
+                let tree = match algorithm.is_in_network() {
+                    true => {
+                        match collective::in_network::place(plan, workload, &hosts, algorithm) {
+                            Ok(t) => t,
+                            Err(e) => {
+                                plan.deferred_error.get_or_insert(e);
+                                None
+                            }
+                        }
+                    }
+                    false => None,
+                };
+                let algorithm = match (algorithm.is_in_network(), tree) {
+                    (true, None) => CollectiveAlgorithm::Ring,
+                    _ => algorithm,
+                };
+                let first_flow = plan.flows.len() as u32;
                 let spec = CollectiveSpec {
                     op: cop,
                     algorithm,
@@ -262,6 +280,9 @@ fn plan_exact(
                         collective: None,
                         tag: None,
                     });
+                }
+                if let Some(tree) = tree {
+                    collective::in_network::add_call(plan, tree, first_flow, &hosts);
                 }
                 (
                     PlannedKind::Collective { op: cop, algorithm },
