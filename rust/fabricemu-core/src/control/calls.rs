@@ -133,6 +133,26 @@ pub fn choosable(
             names.join(", ")
         ));
     }
+    if matches!(
+        spec.algorithm,
+        CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls
+    ) {
+        return Err(format!(
+            "the collective runs {} (its switch contexts are held for the run): its calls \
+             cannot be re-planned live yet",
+            spec.algorithm.name()
+        ));
+    }
+    if matches!(
+        algorithm,
+        CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls
+    ) {
+        return Err(format!(
+            "{} cannot be chosen live yet (its reduction tree and switch contexts are allocated \
+             when the run is built): set it in the scenario",
+            algorithm.name()
+        ));
+    }
     if algorithm.is_hierarchical() {
         return Err(format!(
             "{} cannot be chosen live (only flat algorithms: the group was placed for {})",
