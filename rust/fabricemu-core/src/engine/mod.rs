@@ -13,6 +13,7 @@ mod world;
 pub use queue::{Event, EventQueue};
 pub use relay::Relays;
 pub use synthetic::SyntheticStats;
+pub use world::MemoryFootprint;
 pub use world::World;
 
 use crate::scenario::{Built, Scenario, ScenarioError, StopAt};
