@@ -56,7 +56,7 @@ impl GroupMap {
         let enc = |g: Option<GroupRef>| g.map_or(0, |g| g.0.get());
         // Candidate block sizes: the divisors of the edge count (pods divide it) and powers of two.
         let mut candidates: Vec<usize> = (1..=edges.min(4096))
-            .filter(|b| edges % b == 0 || b.is_power_of_two())
+            .filter(|&b| edges.is_multiple_of(b) || b.is_power_of_two())
             .collect();
         candidates.dedup();
         let size_with = |b: usize| -> usize {
