@@ -370,3 +370,29 @@ def test_bench_help_names_the_slow_option(cli):
     proc = cli("bench", "--help")
     assert proc.returncode == 0, proc.stderr
     assert "--slow" in proc.stdout and "1 GiB 256-GPU" in proc.stdout
+
+
+def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
+    """``--scale`` adds fat_tree k=24 and k=32 (the k=16 case at larger k) and the repository's
+    1,056-host dragonfly; no other set runs them."""
+    import fabricemu.bench as bench
+    from fabricemu import Scenario
+
+    cases = {b.name: b for b in bench.BENCHMARKS}
+    scale = [b.name for b in bench.BENCHMARKS if b.scale]
+    assert scale == ["fat_tree_k24_permutation", "fat_tree_k32_permutation", "dragonfly_ugal_1k"]
+    assert not any(cases[n].quick or cases[n].slow for n in scale)
+    base = Scenario.load(cases["fat_tree_k16_permutation"].path).to_dict()
+    for k, hosts in [(24, 3456), (32, 8192)]:
+        s = Scenario.load(cases[f"fat_tree_k{k}_permutation"].path)
+        d = s.to_dict()
+        assert d["topology"]["k"] == k
+        assert s.describe()["topology"]["hosts"] == hosts
+        d["topology"]["k"] = 16
+        d["name"] = base["name"]
+        assert d == base
+    packaged = cases["dragonfly_ugal_1k"].path.read_text()
+    assert packaged == (ROOT / "scenarios" / "dragonfly_ugal_1k.toml").read_text()
+    proc = cli("bench", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "--scale" in proc.stdout and "k=24" in proc.stdout

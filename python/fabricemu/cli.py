@@ -1367,6 +1367,12 @@ Examples:
     help="Also the slow cases: the 1 GiB 256-GPU hierarchical all-reduce (run once, minutes).",
 )
 @click.option(
+    "--scale",
+    is_flag=True,
+    help="Also the large fabrics (fat_tree k=24 and k=32 permutations, the 1,056-host dragonfly), "
+    "each run once: cost per packet-hop as the fabric grows.",
+)
+@click.option(
     "--min-time",
     type=float,
     default=1.0,
@@ -1382,9 +1388,10 @@ Examples:
     default=None,
     help="Print the figures as JSON (to stdout) instead of the table; --json FILE: also write them to FILE.",
 )
-def bench(quick: bool, slow: bool, min_time: float, json_path: Optional[str]) -> None:
+def bench(quick: bool, slow: bool, scale: bool, min_time: float, json_path: Optional[str]) -> None:
     """Run the fixed benchmark scenarios, each in its own process, and print per scenario:
-    packet-hops, events, simulated time, wall seconds, packet-hops/s, events/s and peak memory.
+    packet-hops, events, simulated time, wall seconds, packet-hops/s, ns per packet-hop, events/s
+    and peak memory.
 
     Wall time is the engine's (building the fabric and running it, not writing outputs), from the
     fastest of the repeated runs. Peak RSS is the process's maximum resident set; "base" is the same
@@ -1393,8 +1400,9 @@ def bench(quick: bool, slow: bool, min_time: float, json_path: Optional[str]) ->
 
     rows: List[Dict[str, Any]] = []
     for b in BENCHMARKS:
-        if (quick and not b.quick) or (b.slow and not slow):
+        if (quick and not b.quick) or (b.slow and not slow) or (b.scale and not scale):
             continue
+        once = quick or b.slow or b.scale
         click.echo(f"running {b.name} ({b.description}) ...", err=True)
         proc = subprocess.run(
             [
@@ -1403,8 +1411,8 @@ def bench(quick: bool, slow: bool, min_time: float, json_path: Optional[str]) ->
                 "fabricemu.bench",
                 str(b.path),
                 "--min-time",
-                str(0.0 if quick or b.slow else min_time),
-                *(["--no-warmup"] if b.slow else []),
+                str(0.0 if once else min_time),
+                *(["--no-warmup"] if b.slow or b.scale else []),
             ],
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -1431,6 +1439,7 @@ def _print_bench(rows: List[Dict[str, Any]]) -> None:
         "simulated",
         "wall",
         "packet-hops/s",
+        "ns/hop",
         "events/s",
         "runs",
         "peak RSS MiB",
@@ -1446,6 +1455,7 @@ def _print_bench(rows: List[Dict[str, Any]]) -> None:
                 _fmt.duration_ps(r["simulated_ps"]),
                 _fmt.seconds(r["wall_seconds"]),
                 _fmt.rate(r["packet_hops_per_second"]),
+                f"{1e9 / r['packet_hops_per_second']:.0f}" if r["packet_hops_per_second"] else "-",
                 _fmt.rate(r["events_per_second"]),
                 str(r["runs"]),
                 f"{r['peak_rss_mib']:.1f}",

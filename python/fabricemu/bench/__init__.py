@@ -16,6 +16,7 @@ class Benchmark:
     description: str
     quick: bool  # part of `fabricemu bench --quick`
     slow: bool = False  # only with `fabricemu bench --slow`
+    scale: bool = False  # only with `fabricemu bench --scale` (the large fabrics, run once)
 
     @property
     def path(self) -> Path:
@@ -49,6 +50,28 @@ BENCHMARKS: Tuple[Benchmark, ...] = (
         "fat_tree_k16_permutation.toml",
         "fat_tree k=16, 1024 hosts, 100Gbps, permutation of 1MB flows",
         False,
+    ),
+    Benchmark(
+        "fat_tree_k24_permutation",
+        "fat_tree_k24_permutation.toml",
+        "fat_tree k=24, 3456 hosts, 100Gbps, permutation of 1MB flows (--scale only)",
+        False,
+        scale=True,
+    ),
+    Benchmark(
+        "fat_tree_k32_permutation",
+        "fat_tree_k32_permutation.toml",
+        "fat_tree k=32, 8192 hosts, 100Gbps, permutation of 1MB flows (--scale only)",
+        False,
+        scale=True,
+    ),
+    Benchmark(
+        "dragonfly_ugal_1k",
+        "dragonfly_ugal_1k.toml",
+        "scenarios/dragonfly_ugal_1k.toml: 1,056-host dragonfly, UGAL-L, open-loop synthetic "
+        "worst-case traffic at load 0.6 for 600us (--scale only)",
+        False,
+        scale=True,
     ),
     Benchmark(
         "gpu256_hierarchical_allreduce",

@@ -57,6 +57,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         "simulated_ps": best["simulated_ps"],
         "wall_seconds": best["wall_seconds"],
         "packet_hops_per_second": best["packet_hops_per_second"],
+        "ns_per_packet_hop": (
+            1e9 / best["packet_hops_per_second"] if best["packet_hops_per_second"] else None
+        ),
         "events_per_second": best["events_per_second"],
         "runs": len(runs),
         "flows_total": stats.get("flows_total"),

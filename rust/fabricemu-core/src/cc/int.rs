@@ -66,6 +66,9 @@ pub struct IntStore {
 }
 
 impl IntStore {
+    /// Bytes of one packet's INT records (one slot per packet id).
+    pub const BYTES_PER_PACKET: usize = std::mem::size_of::<IntStack>();
+
     pub fn new(bytes_per_hop: u32) -> Self {
         Self {
             slots: Vec::new(),

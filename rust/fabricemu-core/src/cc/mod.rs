@@ -258,6 +258,14 @@ macro_rules! controllers {
                 }
             }
 
+            /// Bytes of one flow's state (its sender and its receiver).
+            pub fn bytes_per_flow(&self) -> usize {
+                match self {
+                    $(Cc::$arm(_) => std::mem::size_of::<<$ty as Controller>::Sender>()
+                        + std::mem::size_of::<<$ty as Controller>::Receiver>(),)*
+                }
+            }
+
             /// INT bytes per switch hop, if switches stamp INT for this scheme.
             pub fn int_bytes_per_hop(&self) -> Option<u32> {
                 match self {

@@ -19,6 +19,7 @@ pub use jobs::{EpisodeOutcome, EpisodeSummary, Job, JobSummary, Jobs};
 pub use queue::{Event, EventQueue};
 pub use relay::Relays;
 pub use synthetic::SyntheticStats;
+pub use world::MemoryFootprint;
 pub use world::World;
 
 use crate::scenario::{Built, Scenario, ScenarioError, StopAt};

@@ -288,6 +288,48 @@ pub struct World {
     pub(super) amends: super::amend::Amends,
 }
 
+/// What the engine's state costs per entity, from the sizes of the records in the World's
+/// per-entity arrays (`size_of` of each element type, for the parts this run has). The README's
+/// memory table is this for its scenarios; `tests/memory.rs` checks it against the heap a built
+/// simulation really holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryFootprint {
+    /// Per port (each direction of a link, host and switch ports alike): the hot record, the
+    /// queues, pause time, rate, the fabric's description of the link, PFC counters, DWRR and
+    /// trimming counters (when the run has them), the links.arrow sample state.
+    pub per_port: usize,
+    /// Per node (host or switch): its port range, role, shared buffer, ECMP seed.
+    pub per_node: usize,
+    /// Per host port: the NIC's arbitration ring (empty until flows are active) and its flag.
+    pub per_host_port: usize,
+    /// Per flow: the transport record, the congestion controller's sender and receiver, PXN
+    /// hops (GPU clusters), the rates.arrow sample state, and the flow plan's entry.
+    pub per_flow: usize,
+    /// Per packet in flight (arena slots are kept at the high-water mark): the record, its free
+    /// list entry, and its INT records under HPCC.
+    pub per_packet: usize,
+    /// The route table's (switch, destination) group map, whole.
+    pub route_map: usize,
+    pub ports: usize,
+    pub nodes: usize,
+    pub host_ports: usize,
+    pub flows: usize,
+    /// Arena slots (the most packets alive at once so far).
+    pub packets: usize,
+}
+
+impl MemoryFootprint {
+    /// Every per-entity figure times its count.
+    pub fn total(&self) -> usize {
+        self.per_port * self.ports
+            + self.per_node * self.nodes
+            + self.per_host_port * self.host_ports
+            + self.per_flow * self.flows
+            + self.per_packet * self.packets
+            + self.route_map
+    }
+}
+
 /// How often the deadlock detector looks for a cycle of pauses while any port is paused.
 pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 
@@ -969,6 +1011,66 @@ impl World {
             (self.transport.mtu + self.transport.header) as u64,
             (f.last_payload + self.transport.header) as u64,
         )
+    }
+
+    /// The engine's memory per entity (see [`MemoryFootprint`]).
+    pub fn memory_footprint(&self) -> MemoryFootprint {
+        use crate::topology::{Role, Tier};
+        use crate::units::Rate;
+        use std::mem::size_of;
+        let fabric_per_port = size_of::<NodeId>() * 2
+            + size_of::<PortId>()
+            + size_of::<Rate>()
+            + size_of::<Time>()
+            + size_of::<Tier>();
+        let pfc_per_port = if self.switches.pfc.is_some() {
+            2 * size_of::<[u64; NUM_PRIORITIES]>() + size_of::<u64>() + size_of::<u8>()
+        } else {
+            0
+        };
+        let per_port = size_of::<PortHot>()
+            + size_of::<PortQueue>()
+            + 2 * size_of::<Time>() // pause_since, paused_ps
+            + size_of::<u64>() // port_rate
+            + size_of::<u64>() * usize::from(!self.switches.trimmed.is_empty())
+            + size_of::<DwrrState>() * usize::from(!self.switches.dwrr.is_empty())
+            + fabric_per_port
+            + pfc_per_port
+            + size_of::<(u64, u64)>(); // tracer.links_last
+        let per_node = size_of::<PortId>() // fabric.port_start
+            + size_of::<Role>()
+            + 2 * size_of::<u64>() // buffer used, capacity
+            + size_of::<u64>(); // router seed
+        let per_host_port = size_of::<std::collections::VecDeque<FlowId>>() + size_of::<bool>();
+        let per_flow = size_of::<Flow>()
+            + self.cc.bytes_per_flow()
+            + if self.pxn.is_empty() {
+                0
+            } else {
+                size_of::<FlowPxn>()
+            }
+            + size_of::<Time>() // tracer.rates_last
+            + size_of::<crate::workload::FlowInit>(); // the plan the Simulation keeps
+        let per_packet = size_of::<crate::packet::Packet>()
+            + size_of::<crate::packet::PacketId>()
+            + if self.int.is_some() {
+                crate::cc::IntStore::BYTES_PER_PACKET
+            } else {
+                0
+            };
+        MemoryFootprint {
+            per_port,
+            per_node,
+            per_host_port,
+            per_flow,
+            per_packet,
+            route_map: self.router.table.group_map_bytes(),
+            ports: self.ports.len(),
+            nodes: self.fabric.num_nodes as usize,
+            host_ports: self.nics.ring.len(),
+            flows: self.flows.len(),
+            packets: self.packets.capacity(),
+        }
     }
 
     /// Arena high-water mark (packets).

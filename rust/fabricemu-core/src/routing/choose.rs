@@ -68,7 +68,7 @@ impl Router {
         fabric: &Fabric,
         loads: &L,
     ) -> Option<PortId> {
-        let group = self.table.group(node, dst);
+        let (group, gid) = self.table.group_with_id(node, dst);
         match group.len() {
             0 => return None, // no live path
             1 => return Some(group[0]),
@@ -80,7 +80,6 @@ impl Router {
         self.scratch.clear();
         self.scratch.extend_from_slice(group);
         let n = self.scratch.len();
-        let gid = self.table.group_id(node, dst);
         Some(match self.mode {
             LoadBalancing::Ecmp | LoadBalancing::NonMinimal(_) => {
                 self.scratch[self.ecmp_index(node, key, n)]

@@ -26,6 +26,99 @@ impl GroupRef {
     }
 }
 
+/// `GroupMap::blocks` entry: 0 is "no group" (unreachable), `DETAIL | i` a block whose edges
+/// differ (its groups at `detail[i..i + block]`), any other value a group id + 1 shared by every
+/// edge of the block.
+const DETAIL: u32 = 1 << 31;
+
+/// The group of every (switch, destination edge switch), in two levels, as real switches route by
+/// prefixes. Destination edge switches are numbered in host order, so a pod's (a leaf's, a
+/// dragonfly group's) edges are consecutive; cut into blocks of `block` edges, nearly every block
+/// of a switch's row has one group for all its edges (a Clos switch sends everything outside its
+/// own pod up the same uplinks; a core switch sends a whole pod down one port), and only the
+/// blocks that differ keep one entry per edge. The map is then about switches x pods instead of
+/// switches x edge switches (k=32 fat tree: 70 KiB instead of 2.6 MiB), small enough to stay in
+/// cache, and a lookup is two loads. Irregular fabrics (and the tables rebuilt after faults)
+/// compress as far as they allow; at worst (`block` 1) the map is the flat table.
+#[derive(Debug, Clone)]
+struct GroupMap {
+    block: u32,
+    /// Blocks per switch row.
+    row_blocks: u32,
+    /// `[switch_row * row_blocks + edge / block]` -> an entry as [`DETAIL`] says.
+    blocks: Vec<u32>,
+    detail: Vec<Option<GroupRef>>,
+}
+
+impl GroupMap {
+    /// Compress the flat table `[row * edges + edge]` with the block size that makes it smallest.
+    fn compress(flat: &[Option<GroupRef>], rows: usize, edges: usize) -> Self {
+        let enc = |g: Option<GroupRef>| g.map_or(0, |g| g.0.get());
+        // Candidate block sizes: the divisors of the edge count (pods divide it) and powers of two.
+        let mut candidates: Vec<usize> = (1..=edges.min(4096))
+            .filter(|&b| edges.is_multiple_of(b) || b.is_power_of_two())
+            .collect();
+        candidates.dedup();
+        let size_with = |b: usize| -> usize {
+            let row_blocks = edges.div_ceil(b);
+            let mut size = rows * row_blocks;
+            for r in 0..rows {
+                let row = &flat[r * edges..(r + 1) * edges];
+                for chunk in row.chunks(b) {
+                    if chunk.iter().any(|&g| g != chunk[0]) {
+                        size += b;
+                    }
+                }
+            }
+            size
+        };
+        let block = candidates
+            .into_iter()
+            .min_by_key(|&b| (size_with(b), b))
+            .unwrap_or(1)
+            .max(1);
+        let row_blocks = edges.div_ceil(block);
+        let mut blocks = Vec::with_capacity(rows * row_blocks);
+        let mut detail = Vec::new();
+        for r in 0..rows {
+            let row = &flat[r * edges..(r + 1) * edges];
+            for chunk in row.chunks(block) {
+                if chunk.iter().all(|&g| g == chunk[0]) {
+                    blocks.push(enc(chunk[0]));
+                } else {
+                    let at = detail.len() as u32;
+                    assert!(at < DETAIL, "route table detail overflow");
+                    blocks.push(DETAIL | at);
+                    detail.extend_from_slice(chunk);
+                    // A short last block keeps `block` entries so every lookup stays in range.
+                    detail.resize(at as usize + block, None);
+                }
+            }
+        }
+        Self {
+            block: block as u32,
+            row_blocks: row_blocks as u32,
+            blocks,
+            detail,
+        }
+    }
+
+    /// The group of (switch row `row`, edge switch number `block * self.block + within`).
+    #[inline(always)]
+    fn get(&self, row: usize, b: u32, within: u32) -> Option<GroupRef> {
+        let e = self.blocks[row * self.row_blocks as usize + b as usize];
+        if e & DETAIL != 0 {
+            self.detail[(e & !DETAIL) as usize + within as usize]
+        } else {
+            NonZeroU32::new(e).map(GroupRef)
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(&self.blocks[..]) + std::mem::size_of_val(&self.detail[..])
+    }
+}
+
 /// Routing cost of the link leaving port `p`: 1, but a dragonfly's global links cost more than any
 /// path inside a group, so minimal routes cross exactly one.
 fn link_cost(f: &Fabric, p: PortId) -> u32 {
@@ -43,8 +136,11 @@ struct Attachment {
     switch: NodeId,
     /// The port of `switch` leading to the host.
     downlink: PortId,
-    /// `switch`'s index among edge switches.
+    /// `switch`'s index among edge switches, then (once the group map is built) the position of
+    /// its entries in the map: the block of the edge in a switch row ...
     edge: u32,
+    /// ... and the edge's place within that block.
+    within: u32,
 }
 
 /// Routes as flat arrays: groups are deduplicated port lists.
@@ -58,9 +154,8 @@ pub struct RouteTable {
     /// Per (host, component), at `host * num_comps + component`: where the host attaches to that
     /// component (None: it does not). With one component, simply per host.
     attachments: Vec<Option<Attachment>>,
-    num_edges: u32,
-    /// `[(switch - num_hosts) * num_edges + edge_index]` -> group (None: unreachable).
-    group_of: Vec<Option<GroupRef>>,
+    /// The groups per (switch, destination edge switch), as two levels (see [`GroupMap`]).
+    group_of: GroupMap,
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
     /// Dragonflies: the group of every node (hosts: their router's; scale-up switches: None),
@@ -244,10 +339,10 @@ impl RouteTable {
                     switch: sw,
                     downlink: f.peer_port[p],
                     edge,
+                    within: 0,
                 });
             }
         }
-        let num_edges = edges.len() as u32;
 
         let mut search = Search {
             dist: IdVec::from_elem(None, n),
@@ -257,11 +352,17 @@ impl RouteTable {
             group_start: vec![0u32],
             group_ports: Vec::new(),
         };
-        let mut group_of = vec![None; num_switches * edges.len()];
+        let mut flat = vec![None; num_switches * edges.len()];
         for (ei, &target) in edges.iter().enumerate() {
             search.toward(f, &is_down, &[target], |s, g| {
-                group_of[f.switch_index(s) * edges.len() + ei] = Some(g);
+                flat[f.switch_index(s) * edges.len() + ei] = Some(g);
             });
+        }
+        let group_of = GroupMap::compress(&flat, num_switches, edges.len());
+        drop(flat);
+        // Lookups then need no division: each attachment keeps its (block, place in block).
+        for a in attachments.iter_mut().flatten() {
+            (a.edge, a.within) = (a.edge / group_of.block, a.edge % group_of.block);
         }
 
         // Dragonfly groups: the switches connected without global links. Routes toward each
@@ -281,7 +382,6 @@ impl RouteTable {
             num_comps,
             node_comp,
             attachments,
-            num_edges,
             group_of,
             group_start: search.group_start,
             group_ports: search.group_ports,
@@ -311,16 +411,38 @@ impl RouteTable {
         if a.switch == node {
             return std::slice::from_ref(&a.downlink);
         }
-        match self.group_of[self.slot(node, a.edge)] {
+        match self.group_of.get(self.switch_row(node), a.edge, a.within) {
             Some(g) => self.ports_of_group(g),
             None => &[], // unreachable (a partition after link failures)
         }
     }
 
-    /// Position of (switch `node`, destination edge switch number `edge`) in `group_of`.
+    /// Candidate egress ports of switch `node` toward host `dst` with their group id (None on
+    /// the last hop, where the one candidate is the downlink), in one lookup.
     #[inline(always)]
-    fn slot(&self, node: NodeId, edge: u32) -> usize {
-        (node.get() - self.num_hosts) as usize * self.num_edges as usize + edge as usize
+    pub fn group_with_id(&self, node: NodeId, dst: NodeId) -> (&[PortId], Option<u32>) {
+        let Some(a) = self.attachment(node, dst) else {
+            return (&[], None);
+        };
+        if a.switch == node {
+            return (std::slice::from_ref(&a.downlink), None);
+        }
+        match self.group_of.get(self.switch_row(node), a.edge, a.within) {
+            Some(g) => (self.ports_of_group(g), Some(g.id())),
+            None => (&[], None),
+        }
+    }
+
+    /// Row of switch `node` in `group_of`.
+    #[inline(always)]
+    fn switch_row(&self, node: NodeId) -> usize {
+        (node.get() - self.num_hosts) as usize
+    }
+
+    /// Bytes of the (switch, destination) group map (it does not grow as switches x hosts on
+    /// regular fabrics: see [`GroupMap`]).
+    pub fn group_map_bytes(&self) -> usize {
+        self.group_of.bytes()
     }
 
     #[inline(always)]
@@ -337,7 +459,9 @@ impl RouteTable {
         if a.switch == node {
             return None;
         }
-        self.group_of[self.slot(node, a.edge)].map(GroupRef::id)
+        self.group_of
+            .get(self.switch_row(node), a.edge, a.within)
+            .map(GroupRef::id)
     }
 
     pub fn num_groups(&self) -> usize {
@@ -365,5 +489,124 @@ impl RouteTable {
             Some(r) => self.ports_of_group(r),
             None => &[],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fabric(toml: &str) -> Fabric {
+        let (_, s) = crate::scenario::parse_toml(
+            &format!("{toml}\n[[workload]]\nkind = \"permutation\"\nsize = \"1MB\""),
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        crate::topology::build(&s.topology, &s.switch)
+    }
+
+    #[test]
+    fn the_group_map_returns_every_entry_of_the_flat_table() {
+        // Random tables (rows of runs of equal groups, holes, sizes no block divides) and the
+        // worst case (every entry different).
+        let mut r = crate::rng::stream(5, crate::rng::Purpose::Workload, 0);
+        for (rows, edges) in [(1, 1), (3, 7), (10, 12), (17, 96), (5, 130)] {
+            for runs in [1u64, 3, 1000] {
+                let mut flat = Vec::new();
+                for _ in 0..rows {
+                    let mut g = None;
+                    for _ in 0..edges {
+                        if r.below(runs) == 0 || flat.is_empty() {
+                            g = match r.below(5) {
+                                0 => None,
+                                _ => Some(GroupRef::new(r.below(50) as u32)),
+                            };
+                        }
+                        flat.push(g);
+                    }
+                }
+                let m = GroupMap::compress(&flat, rows, edges);
+                for row in 0..rows {
+                    for e in 0..edges as u32 {
+                        assert_eq!(
+                            m.get(row, e / m.block, e % m.block),
+                            flat[row * edges + e as usize],
+                            "rows {rows} edges {edges} runs {runs} block {}",
+                            m.block
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every (switch, host) group of `t` equals the one found by a search per destination edge
+    /// switch kept flat (the table before the group map).
+    fn check_against_flat(f: &Fabric, t: &RouteTable, down: &[bool]) {
+        let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
+        let mut search = Search {
+            dist: IdVec::from_elem(None, f.num_nodes as usize),
+            heap: std::collections::BinaryHeap::new(),
+            members: Vec::new(),
+            dedup: HashMap::new(),
+            group_start: vec![0u32],
+            group_ports: Vec::new(),
+        };
+        for h in f.hosts() {
+            let sw = f.peer_node[f.host_port(h)];
+            let mut flat: IdVec<NodeId, Option<Vec<PortId>>> =
+                IdVec::from_elem(None, f.num_nodes as usize);
+            let mut found = Vec::new();
+            search.toward(f, &is_down, &[sw], |s, g| found.push((s, g)));
+            for (s, g) in found {
+                let i = g.id() as usize;
+                let (a, b) = (search.group_start[i], search.group_start[i + 1]);
+                flat[s] = Some(search.group_ports[a as usize..b as usize].to_vec());
+            }
+            for s in f.switches().filter(|&s| t.node_comp[s].is_some()) {
+                let want: Vec<PortId> = if s == sw {
+                    vec![f.peer_port[f.host_port(h)]]
+                } else {
+                    flat[s].clone().unwrap_or_default()
+                };
+                assert_eq!(t.group(s, h), &want[..], "switch {s} to host {h}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_group_map_routes_like_the_flat_table_on_every_fabric_and_after_faults() {
+        for toml in [
+            "[topology]\nkind = \"fat_tree\"\nk = 4",
+            "[topology]\nkind = \"fat_tree\"\nk = 8",
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 5\nspines = 3\nhosts_per_leaf = 3",
+            "[topology]\nkind = \"dragonfly\"\np = 2\na = 4\nh = 2\ng = 9",
+        ] {
+            let f = fabric(toml);
+            let t = RouteTable::build(&f);
+            check_against_flat(&f, &t, &[]);
+            // Every third switch-to-switch link down: irregular rows.
+            let mut down = vec![false; f.num_ports() as usize];
+            for (i, p) in f.ports().enumerate() {
+                if !f.is_host(f.port_node[p]) && !f.is_host(f.peer_node[p]) && i % 3 == 0 {
+                    down[p.index()] = true;
+                }
+            }
+            let t = RouteTable::build_avoiding(&f, &down);
+            check_against_flat(&f, &t, &down);
+        }
+    }
+
+    #[test]
+    fn the_group_map_grows_with_pods_not_with_switches_times_hosts() {
+        // k=16: 320 switches x 128 edge switches would be 160 KiB flat.
+        let f = fabric("[topology]\nkind = \"fat_tree\"\nk = 16");
+        let t = RouteTable::build(&f);
+        let flat = 320 * 128 * 4;
+        assert!(
+            t.group_map_bytes() * 4 < flat,
+            "{} bytes of group map",
+            t.group_map_bytes()
+        );
     }
 }
