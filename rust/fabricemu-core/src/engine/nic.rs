@@ -260,7 +260,15 @@ impl World {
             .push_after(self.transport.rto, Event::Retransmit(fid));
         let r = self.cc.on_loss(fid, true, now);
         self.react(fid, r);
+        let waiting = self.flows[fid].in_nic_ring;
         self.activate(fid);
+        if waiting && self.in_network.as_ref().is_some_and(|i| i.is_member(fid)) {
+            // An in-network flow blocked by its window stays in the NIC's ring with the port
+            // asleep: the rewind reopened the window, so wake the port (`activate` does not
+            // for a flow already in the ring).
+            let p = self.flows[fid].src_port;
+            self.kick(p);
+        }
     }
 
     // ---- receiving ---------------------------------------------------------------------------
