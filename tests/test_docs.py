@@ -218,6 +218,7 @@ PAGE_TESTS = {
     "architecture.md": "test_architecture_page_runs",
     "collectives.md": "test_collectives_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
+    "normalised-scenario.md": "test_normalised_scenario_page_runs",
     "packet-traces.md": "test_packet_traces_page_runs",
     "congestion-control.md": "test_congestion_control_page_runs",
     "failures.md": "test_failures_page_runs",
@@ -233,6 +234,13 @@ def test_every_docs_page_is_run_by_a_test():
     assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGE_TESTS)
     for test in PAGE_TESTS.values():
         assert callable(globals()[test])
+
+
+def test_normalised_scenario_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "normalised-scenario.md", tmp_path, with_required=False)
+    assert ns["record"]["scenario"] == ns["full"]
+    assert (tmp_path / "runs" / "small-again" / "flows.arrow").is_file()
 
 
 def test_packet_traces_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
