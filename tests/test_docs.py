@@ -219,6 +219,7 @@ PAGE_TESTS = {
     "collectives.md": "test_collectives_page_runs",
     "control.md": "test_control_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
+    "normalised-scenario.md": "test_normalised_scenario_page_runs",
     "packet-traces.md": "test_packet_traces_page_runs",
     "report.md": "test_report_page_runs",
     "congestion-control.md": "test_congestion_control_page_runs",
@@ -255,6 +256,13 @@ def test_report_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert len(runs) == 2 and all((r / "report.html").is_file() for r in runs)
     page = (tmp_path / "load-sweep.html").read_text()
     assert page.count("class='run-report'") == 2
+
+
+def test_normalised_scenario_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "normalised-scenario.md", tmp_path, with_required=False)
+    assert ns["record"]["scenario"] == ns["full"]
+    assert (tmp_path / "runs" / "small-again" / "flows.arrow").is_file()
 
 
 def test_packet_traces_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -7,12 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import fabricemu
-from test_docs import run_blocks
 
-from conftest import ROOT, SCENARIOS
+from conftest import SCENARIOS
 
 PLAIN = """
 [topology]
@@ -143,9 +140,3 @@ def test_an_unnamed_scenario_still_runs_into_its_file_stem(cli, tmp_path: Path) 
     proc = cli("run", "mine.toml", "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "runs" / "mine" / "run.json").is_file()
-
-
-def test_the_docs_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    run_blocks(ROOT / "docs" / "normalised-scenario.md", tmp_path, with_required=False)
-    assert (tmp_path / "runs" / "small-again" / "flows.arrow").is_file()
