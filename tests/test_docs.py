@@ -219,6 +219,9 @@ PAGE_TESTS = {
     "collectives.md": "test_collectives_page_runs",
     "control.md": "test_control_page_runs",
     "gpu-clusters.md": "test_gpu_clusters_page_runs",
+    "in-network.md": "test_in_network_page_examples_validate",
+    "ocs.md": "test_ocs_page_examples_validate",
+    "topology.md": "test_topology_page_runs",
     "normalised-scenario.md": "test_normalised_scenario_page_runs",
     "packet-traces.md": "test_packet_traces_page_runs",
     "report.md": "test_report_page_runs",
@@ -239,6 +242,36 @@ def test_control_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert policy and all(a["source"] == "policy:telemetry_aware" for a in policy)
     assert ns["python_run"].collectives.num_rows == 2
     assert fabricemu.open(tmp_path / "runs" / "cli-controller").actions.num_rows == 2
+
+
+def test_in_network_page_examples_validate(tmp_path: Path):
+    """The page's configuration example is a valid scenario on a k=4 fat tree (with a hop-sized
+    call: validating builds the trees and allocates the contexts)."""
+    (block,) = [code for lang, code, _ in blocks(DOCS / "in-network.md") if lang == "toml"]
+    text = '[topology]\nkind = "fat_tree"\nk = 4\n' + block.replace('"64MiB"', '"1MiB"')
+    s = fabricemu.Scenario.from_toml(text, "in-network.md")
+    reduction = s.to_dict(normalised=True)["switch"]["reduction"]
+    assert reduction["core"]["contexts"] == 2 and reduction["edge"] == {"enabled": False}
+    result = fabricemu.run(s, tmp_path / "in-network")
+    assert result.summary()["flows_finished"] > 0
+
+
+def test_ocs_page_examples_validate(tmp_path: Path):
+    """The page's `[ocs]` example is a valid scenario and runs (with a small permutation)."""
+    toml = [code for lang, code, _ in blocks(DOCS / "ocs.md") if lang == "toml"]
+    text = toml[0] + '\n[[workload]]\nkind = "permutation"\nsize = "64KB"\n'
+    s = fabricemu.Scenario.from_toml(text, "ocs.md")
+    result = fabricemu.run(s, tmp_path / "ocs")
+    assert (tmp_path / "ocs" / "circuits.arrow").is_file()
+    assert result.summary()["flows_finished"] > 0
+
+
+def test_topology_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Run by tests/test_topology_graph.py::test_docs_page_runs (it needs networkx)."""
+    pytest.importorskip("networkx")
+    monkeypatch.chdir(tmp_path)
+    run_blocks(DOCS / "topology.md", tmp_path, with_required=True)
+    assert (tmp_path / "clos.graphml").is_file()
 
 
 def test_every_docs_page_is_run_by_a_test():
