@@ -27,7 +27,10 @@ use common::{crate_dir, golden_hashes, golden_scenarios, run_and_hash};
 fn corpus() -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = golden_scenarios()
         .into_iter()
-        .map(|(label, path)| (label, fs::read_to_string(path).unwrap()))
+        .map(|(label, path)| {
+            let text = fs::read_to_string(&path).unwrap();
+            (label, with_absolute_files(&text, &path))
+        })
         .collect();
     let dir = crate_dir().join("../../tests/fuzz_corpus");
     let mut files: Vec<PathBuf> = fs::read_dir(&dir)
@@ -44,6 +47,27 @@ fn corpus() -> Vec<(String, String)> {
         }
     }
     all
+}
+
+/// `text` with each `file = "..."` that names a file beside the scenario (a graph topology's)
+/// made absolute: the checks below parse the text (and its normalised JSON) without a folder.
+fn with_absolute_files(text: &str, scenario: &std::path::Path) -> String {
+    let dir = scenario.parent().unwrap();
+    text.lines()
+        .map(|line| {
+            let rel = line
+                .strip_prefix("file = \"")
+                .and_then(|r| r.split_once('"'))
+                .filter(|(r, _)| !r.starts_with('/') && dir.join(r).is_file());
+            match rel {
+                Some((r, rest)) => {
+                    format!("file = {:?}{rest}", dir.join(r).canonicalize().unwrap())
+                }
+                None => line.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The normalised JSON of TOML `text`.
@@ -300,11 +324,13 @@ fn the_normalised_scenario_runs_to_the_golden_outputs() {
     let mut differences = Vec::new();
     for (label, path) in golden_scenarios() {
         let text = fs::read_to_string(&path).unwrap();
-        let (file, spec) = parse_toml(&text, &label).unwrap_or_else(|e| panic!("{e}"));
+        // The scenario's path as the source: files it names are beside it (golden.rs does so).
+        let source = path.display().to_string();
+        let (file, spec) = parse_toml(&text, &source).unwrap_or_else(|e| panic!("{e}"));
         // The normalised scenario as a user gets it (`fabricemu validate --normalised`).
         let toml_text = scenario::to_toml(&normalise(&file, &spec));
         let dir = scratch.join(label.replace('/', "_"));
-        let hashes = run_and_hash(&toml_text, &label, &dir);
+        let hashes = run_and_hash(&toml_text, &source, &dir);
         for (name, hash) in hashes {
             let key = format!("{label}/{name}");
             if recorded.get(&key) != Some(&hash) {

@@ -243,6 +243,10 @@ impl ReductionFile {
 /// Keys of `[switch.reduction]` whose absence from a normalised scenario is itself the setting.
 pub const ABSENT_MEANS: &[(&str, &str)] = &[
     (
+        "switch.reduction",
+        "no reduction engines (in-network collectives fall back to the ring)",
+    ),
+    (
         "switch.reduction.throughput",
         "each tier's table states its own",
     ),
