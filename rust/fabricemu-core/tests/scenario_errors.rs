@@ -219,7 +219,7 @@ fn unknown_topology_kind() {
         "topology.kind",
         4,
         8,
-        r#"expected one of "fat_tree", "leaf_spine", "dragonfly", "dragonfly_plus", found "fat_three""#,
+        r#"expected one of "fat_tree", "leaf_spine", "dragonfly", "dragonfly_plus", "clos", "graph", found "fat_three""#,
     );
 }
 
