@@ -244,7 +244,7 @@ def test_control_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert fabricemu.open(tmp_path / "runs" / "cli-controller").actions.num_rows == 2
 
 
-def test_in_network_page_examples_validate(tmp_path: Path):
+def test_in_network_page_examples_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The page's configuration example is a valid scenario on a k=4 fat tree (with a hop-sized
     call: validating builds the trees and allocates the contexts)."""
     (block,) = [code for lang, code, _ in blocks(DOCS / "in-network.md") if lang == "toml"]
@@ -254,9 +254,12 @@ def test_in_network_page_examples_validate(tmp_path: Path):
     assert reduction["core"]["contexts"] == 2 and reduction["edge"] == {"enabled": False}
     result = fabricemu.run(s, tmp_path / "in-network")
     assert result.summary()["flows_finished"] > 0
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "in-network.md", tmp_path, with_required=False)
+    assert ns["result"].run_info["stats"]["in_network_calls"] > 0
 
 
-def test_ocs_page_examples_validate(tmp_path: Path):
+def test_ocs_page_examples_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The page's `[ocs]` example is a valid scenario and runs (with a small permutation)."""
     toml = [code for lang, code, _ in blocks(DOCS / "ocs.md") if lang == "toml"]
     text = toml[0] + '\n[[workload]]\nkind = "permutation"\nsize = "64KB"\n'
@@ -264,6 +267,9 @@ def test_ocs_page_examples_validate(tmp_path: Path):
     result = fabricemu.run(s, tmp_path / "ocs")
     assert (tmp_path / "ocs" / "circuits.arrow").is_file()
     assert result.summary()["flows_finished"] > 0
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "ocs.md", tmp_path, with_required=False)
+    assert ns["result"].circuits.num_rows > 0
 
 
 def test_topology_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
