@@ -895,7 +895,6 @@ pub fn build(g: &GraphSpec) -> Fabric {
         total += e.len() as u32;
     }
     port_start.push(PortId::new(total));
-    let total = total as usize;
     // Port of each link end.
     let mut port_of = vec![[PortId::new(0); 2]; g.links.len()];
     for (node, e) in ends.iter().enumerate() {
@@ -904,20 +903,11 @@ pub fn build(g: &GraphSpec) -> Fabric {
             port_of[li as usize][is_b as usize] = PortId::new(start + j as u32);
         }
     }
-    let mut f = Fabric {
-        num_hosts: g.num_hosts,
-        num_nodes: n as u32,
+    let mut f = Fabric::unwired(
+        g.num_hosts,
         port_start,
-        port_node: IdVec::from_elem(NodeId::new(0), total),
-        peer_node: IdVec::from_elem(NodeId::new(0), total),
-        peer_port: IdVec::from_elem(PortId::new(0), total),
-        rate_bps: IdVec::from_elem(0, total),
-        delay_ps: IdVec::from_elem(0, total),
-        tier: IdVec::from_elem(Tier::Host, total),
-        role: g.nodes.iter().map(|x| x.role).collect(),
-        cluster: None,
-        ocs: None,
-    };
+        g.nodes.iter().map(|x| x.role).collect(),
+    );
     for (l, [pa, pb]) in g.links.iter().zip(&port_of) {
         let (a, b) = (NodeId::new(l.a), NodeId::new(l.b));
         for (p, from, to, peer) in [(*pa, a, b, *pb), (*pb, b, a, *pa)] {

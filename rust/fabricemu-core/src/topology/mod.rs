@@ -130,6 +130,30 @@ pub struct Fabric {
 }
 
 impl Fabric {
+    /// A fabric of `role.len()` nodes whose ports (`port_start`: each node's first port, and one
+    /// entry past the last) are laid out but not wired yet: the builders wire them.
+    pub(crate) fn unwired(
+        num_hosts: u32,
+        port_start: IdVec<NodeId, PortId>,
+        role: IdVec<NodeId, Role>,
+    ) -> Fabric {
+        let total = port_start.as_slice().last().map_or(0, |p| p.get() as usize);
+        Fabric {
+            num_hosts,
+            num_nodes: role.len() as u32,
+            port_start,
+            port_node: IdVec::from_elem(NodeId::new(0), total),
+            peer_node: IdVec::from_elem(NodeId::new(0), total),
+            peer_port: IdVec::from_elem(PortId::new(0), total),
+            rate_bps: IdVec::from_elem(0, total),
+            delay_ps: IdVec::from_elem(0, total),
+            tier: IdVec::from_elem(Tier::Host, total),
+            role,
+            cluster: None,
+            ocs: None,
+        }
+    }
+
     pub fn num_ports(&self) -> u32 {
         self.port_node.len() as u32
     }
@@ -295,22 +319,8 @@ impl FabricBuilder {
             total += d;
         }
         port_start.push(PortId::new(total));
-        let total = total as usize;
         let mut next = port_start.clone();
-        let mut f = Fabric {
-            num_hosts: self.num_hosts,
-            num_nodes: n as u32,
-            port_start,
-            port_node: IdVec::from_elem(NodeId::new(0), total),
-            peer_node: IdVec::from_elem(NodeId::new(0), total),
-            peer_port: IdVec::from_elem(PortId::new(0), total),
-            rate_bps: IdVec::from_elem(0, total),
-            delay_ps: IdVec::from_elem(0, total),
-            tier: IdVec::from_elem(Tier::Host, total),
-            role: self.roles,
-            cluster: None,
-            ocs: None,
-        };
+        let mut f = Fabric::unwired(self.num_hosts, port_start, self.roles);
         for &(a, b, spec, tier) in &links {
             let pa = next[a];
             next[a] = PortId::new(pa.get() + 1);

@@ -16,10 +16,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::atomic::AtomicFile;
 use super::tables::int64;
 use crate::control::ActionRow;
 
@@ -69,15 +67,7 @@ pub fn write_actions_to<W: Write>(
     rows: &[ActionRow],
     metadata: &[(String, String)],
 ) -> io::Result<W> {
-    let schema: SchemaRef = Arc::new(actions_schema(metadata));
-    let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
-    for chunk in rows.chunks(super::flows::BATCH_ROWS) {
-        writer
-            .write(&batch(&schema, chunk)?)
-            .map_err(io::Error::other)?;
-    }
-    writer.finish().map_err(io::Error::other)?;
-    writer.into_inner().map_err(io::Error::other)
+    super::rows::write_rows_to(out, actions_schema(metadata), rows, batch)
 }
 
 /// Write actions.arrow to `path` atomically.
@@ -86,7 +76,5 @@ pub fn write_actions(
     rows: &[ActionRow],
     metadata: &[(String, String)],
 ) -> io::Result<()> {
-    let file = AtomicFile::create(path)?;
-    let file = write_actions_to(file, rows, metadata)?;
-    file.commit()
+    super::rows::write_rows(path, actions_schema(metadata), rows, batch)
 }

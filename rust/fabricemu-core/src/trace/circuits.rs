@@ -17,10 +17,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, StringBuilder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::atomic::AtomicFile;
 use super::tables::int64;
 
 /// One circuit coming up or going dark.
@@ -113,15 +111,7 @@ pub fn write_circuits_to<W: Write>(
     rows: &[CircuitRow],
     metadata: &[(String, String)],
 ) -> io::Result<W> {
-    let schema: SchemaRef = Arc::new(circuits_schema(metadata));
-    let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
-    for chunk in rows.chunks(super::flows::BATCH_ROWS) {
-        writer
-            .write(&batch(&schema, chunk)?)
-            .map_err(io::Error::other)?;
-    }
-    writer.finish().map_err(io::Error::other)?;
-    writer.into_inner().map_err(io::Error::other)
+    super::rows::write_rows_to(out, circuits_schema(metadata), rows, batch)
 }
 
 /// Write circuits.arrow to `path` atomically.
@@ -130,7 +120,5 @@ pub fn write_circuits(
     rows: &[CircuitRow],
     metadata: &[(String, String)],
 ) -> io::Result<()> {
-    let file = AtomicFile::create(path)?;
-    let file = write_circuits_to(file, rows, metadata)?;
-    file.commit()
+    super::rows::write_rows(path, circuits_schema(metadata), rows, batch)
 }

@@ -19,10 +19,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::atomic::AtomicFile;
 use super::tables::int64;
 
 /// One fault period.
@@ -121,15 +119,7 @@ pub fn write_faults_to<W: Write>(
     rows: &[FaultRow],
     metadata: &[(String, String)],
 ) -> io::Result<W> {
-    let schema: SchemaRef = Arc::new(faults_schema(metadata));
-    let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
-    for chunk in rows.chunks(super::flows::BATCH_ROWS) {
-        writer
-            .write(&batch(&schema, chunk)?)
-            .map_err(io::Error::other)?;
-    }
-    writer.finish().map_err(io::Error::other)?;
-    writer.into_inner().map_err(io::Error::other)
+    super::rows::write_rows_to(out, faults_schema(metadata), rows, batch)
 }
 
 /// Write faults.arrow to `path` atomically.
@@ -138,7 +128,5 @@ pub fn write_faults(
     rows: &[FaultRow],
     metadata: &[(String, String)],
 ) -> io::Result<()> {
-    let file = AtomicFile::create(path)?;
-    let file = write_faults_to(file, rows, metadata)?;
-    file.commit()
+    super::rows::write_rows(path, faults_schema(metadata), rows, batch)
 }

@@ -13,6 +13,7 @@ pub mod flows;
 pub mod latency;
 pub mod ops;
 pub mod packets;
+pub mod rows;
 pub mod run_json;
 
 pub use atomic::{write_atomic, AtomicFile};

@@ -209,45 +209,9 @@ impl WorkloadFile {
         let mut w = self.normalised_kind(name, spec);
         let r = ReactionKeys::normalised(spec.reaction.as_ref());
         match &mut w {
-            WorkloadFile::Training(t) => {
-                (
-                    t.on_failure,
-                    t.restart_time,
-                    t.checkpoint_interval,
-                    t.detection,
-                ) = (
-                    r.on_failure,
-                    r.restart_time,
-                    r.checkpoint_interval,
-                    r.detection,
-                )
-            }
-            WorkloadFile::Inference(t) => {
-                (
-                    t.on_failure,
-                    t.restart_time,
-                    t.checkpoint_interval,
-                    t.detection,
-                ) = (
-                    r.on_failure,
-                    r.restart_time,
-                    r.checkpoint_interval,
-                    r.detection,
-                )
-            }
-            WorkloadFile::Graph(t) => {
-                (
-                    t.on_failure,
-                    t.restart_time,
-                    t.checkpoint_interval,
-                    t.detection,
-                ) = (
-                    r.on_failure,
-                    r.restart_time,
-                    r.checkpoint_interval,
-                    r.detection,
-                )
-            }
+            WorkloadFile::Training(t) => t.set_reaction_keys(r),
+            WorkloadFile::Inference(t) => t.set_reaction_keys(r),
+            WorkloadFile::Graph(t) => t.set_reaction_keys(r),
             _ => {}
         }
         w

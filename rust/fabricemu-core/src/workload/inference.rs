@@ -36,7 +36,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use super::graph::reaction::{CheckpointFile, OnFailureName, ReactionKeys};
+use super::graph::reaction::{CheckpointFile, OnFailureName};
 use super::graph::{CollectiveParams, Graph, Noise, NoiseFile, OpKind, OpPhase};
 use super::training::{
     check_algorithm, default_algorithm, flops_time, AlgorithmsFile, Builder, MoeFile, MoeSpec,
@@ -233,16 +233,6 @@ impl InferenceFile {
             restart_time: None,
             checkpoint_interval: None,
             detection: None,
-        }
-    }
-
-    /// The keys of its reaction to failures.
-    pub fn reaction_keys(&self) -> ReactionKeys {
-        ReactionKeys {
-            on_failure: self.on_failure,
-            restart_time: self.restart_time,
-            checkpoint_interval: self.checkpoint_interval,
-            detection: self.detection,
         }
     }
 

@@ -38,7 +38,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use super::graph::reaction::{CheckpointFile, OnFailureName, ReactionKeys};
+use super::graph::reaction::{CheckpointFile, OnFailureName};
 use super::graph::{CollectiveParams, Graph, GraphOp, Noise, NoiseFile, OpKind, OpPhase};
 use crate::config::check::{count, quoted_list, Res};
 use crate::config::values::{Duration, Size};
@@ -463,16 +463,6 @@ impl TrainingFile {
             restart_time: None,
             checkpoint_interval: None,
             detection: None,
-        }
-    }
-
-    /// The keys of its reaction to failures.
-    pub fn reaction_keys(&self) -> ReactionKeys {
-        ReactionKeys {
-            on_failure: self.on_failure,
-            restart_time: self.restart_time,
-            checkpoint_interval: self.checkpoint_interval,
-            detection: self.detection,
         }
     }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::noise::NoiseFile;
 use super::plan::CollectiveParams;
-use super::reaction::{CheckpointFile, OnFailureName, ReactionKeys};
+use super::reaction::{CheckpointFile, OnFailureName};
 use super::spec::{Graph, GraphOp, Noise, OpKind, OpPhase};
 use crate::config::check::{count, Res};
 use crate::config::values::{Duration, Size};
@@ -190,16 +190,6 @@ impl GraphFile {
             iterations: Some(s.iterations as i64),
             domain_size: s.params.domain_size.map(|d| d as i64),
             ..self.clone()
-        }
-    }
-
-    /// The keys of its reaction to failures.
-    pub fn reaction_keys(&self) -> ReactionKeys {
-        ReactionKeys {
-            on_failure: self.on_failure,
-            restart_time: self.restart_time,
-            checkpoint_interval: self.checkpoint_interval,
-            detection: self.detection,
         }
     }
 

@@ -480,3 +480,36 @@ pub const ABSENT_MEANS: &[(&str, &str)] = &[
         "applies only with on_failure = \"restart\"",
     ),
 ];
+
+/// `reaction_keys()` and `set_reaction_keys()` for a step workload's file struct: the four
+/// reaction keys are fields of its own (serde's `flatten` does not combine with
+/// `deny_unknown_fields`), read and written here once for every kind.
+macro_rules! reaction_fields {
+    ($($file:ty),*) => {$(
+        impl $file {
+            /// The keys of its reaction to failures.
+            pub fn reaction_keys(&self) -> ReactionKeys {
+                ReactionKeys {
+                    on_failure: self.on_failure,
+                    restart_time: self.restart_time,
+                    checkpoint_interval: self.checkpoint_interval,
+                    detection: self.detection,
+                }
+            }
+
+            /// Set the keys of its reaction to failures (the normalised scenario).
+            pub fn set_reaction_keys(&mut self, r: ReactionKeys) {
+                self.on_failure = r.on_failure;
+                self.restart_time = r.restart_time;
+                self.checkpoint_interval = r.checkpoint_interval;
+                self.detection = r.detection;
+            }
+        }
+    )*};
+}
+
+reaction_fields!(
+    crate::workload::training::TrainingFile,
+    crate::workload::inference::InferenceFile,
+    crate::workload::graph::GraphFile
+);
