@@ -11,7 +11,7 @@
 
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 use common::{build, run, scratch, write_run};
 
 const PS_PER_US: u64 = 1_000_000;

@@ -14,7 +14,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::Array;
 
-mod common;
+use crate::common;
 use common::{read_arrow, run, scenario_error, scratch, spec, write_run};
 
 /// 2 leaves x 2 hosts, 2 spines; four ranks compute, all-reduce 1 MiB, compute; `iterations`

@@ -7,7 +7,7 @@
 //! in-network reaches ~2(n-1)/n x ring's algorithm bandwidth. With one reduction context per
 //! switch, concurrent communicators beyond the first fall back to the ring (counted in run.json).
 
-mod common;
+use crate::common;
 use common::run;
 use fabricemu_core::workload::collective::in_network::ideal_time;
 

@@ -9,7 +9,7 @@
 //! injection bandwidth) to every other host alike. The bound is 1 / (largest expected load on a
 //! router-to-router channel); host links carry at most 1.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

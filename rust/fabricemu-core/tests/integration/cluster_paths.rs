@@ -2,7 +2,7 @@
 //! between domains, PXN or the spine across rails; and that what held for hosts (exact timing,
 //! conservation, determinism) holds with GPUs. Each test names its source and tolerance.
 
-mod common;
+use crate::common;
 
 use common::{leaf_spine, role_bytes, run, tier_bytes};
 use fabricemu_core::ids::{FlowId, NodeId};

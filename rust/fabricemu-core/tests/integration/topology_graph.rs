@@ -13,7 +13,7 @@ use fabricemu_core::routing::RouteTable;
 use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::topology::{self, summary, Fabric};
 
-mod common;
+use crate::common;
 use common::{read_arrow, run, scratch, spec, write_run};
 
 /// The fabric of a scenario.

@@ -5,7 +5,7 @@ use fabricemu_core::ids::FlowId;
 use fabricemu_core::trace::flows::{write_flows_to, FlowRow};
 use fabricemu_core::{Simulation, StepOutcome};
 
-mod common;
+use crate::common;
 use common::{build, run};
 
 fn flows_bytes(sim: &Simulation) -> Vec<u8> {

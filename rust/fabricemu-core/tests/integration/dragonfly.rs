@@ -7,7 +7,7 @@ use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::topology::Tier;
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 
 fn all_pairs_flows(hosts: u32, stride: u32) -> String {
     let mut v = Vec::new();

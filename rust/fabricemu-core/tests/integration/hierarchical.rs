@@ -12,7 +12,7 @@
 //! shows in tests/test_collective_placement.py) or one spine with uplinks as fast as a leaf's
 //! hosts together (+2.3 %; no path to choose).
 
-mod common;
+use crate::common;
 use common::{collective_run, leaf_spine, scenario_error};
 
 const GBPS100: f64 = 100e9;

@@ -7,7 +7,7 @@
 //! headroom counter (which never counted it: u64 underflow, a debug panic, and in release a
 //! (link, class) that could never resume) and never from the shared pool (which leaked).
 
-mod common;
+use crate::common;
 
 use fabricemu_core::StepOutcome;
 

@@ -12,7 +12,7 @@ use arrow_schema::DataType;
 use fabricemu_core::trace::flows::{write_flows, FlowRow, BATCH_ROWS, COLUMNS};
 use fabricemu_core::trace::run_json::write_run_json;
 
-mod common;
+use crate::common;
 
 /// A fresh, empty directory for one test.
 fn scratch(name: &str) -> PathBuf {

@@ -17,7 +17,7 @@ use fabricemu_core::workload::graph::{Graph, OpPhase};
 use fabricemu_core::workload::training::generate;
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 use common::{run, spec};
 
 fn scenario(hosts_per_leaf: u32, leaves: u32, workload: &str) -> String {

@@ -7,7 +7,7 @@
 //! model itself (a circuit that changes is dark for exactly the reconfiguration time; every other
 //! circuit stays saturated), measured against an identical run without the change.
 
-mod common;
+use crate::common;
 
 use common::{read_arrow, run, scratch, write_run};
 use fabricemu_core::scenario::load_toml;

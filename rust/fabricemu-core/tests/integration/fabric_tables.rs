@@ -8,7 +8,7 @@ use arrow_array::types::{Int32Type, Int64Type, UInt32Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 
-mod common;
+use crate::common;
 
 fn col<'a>(b: &'a RecordBatch, name: &str) -> &'a dyn Array {
     b.column_by_name(name)

@@ -8,7 +8,7 @@ use arrow_array::{Array, Int64Array, UInt32Array, UInt8Array};
 use fabricemu_core::ids::NodeId;
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 use common::build;
 
 /// An int64 column (times, bytes, rates) as u64 values.

@@ -3,7 +3,7 @@
 //! degraded fabric, and of a failure process against its MTBF; and the behaviour of flaps,
 //! delays, asymmetric faults, component targets and faults.arrow.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -3,7 +3,8 @@
 //! valid scenario of the fuzz corpus (tests/fuzz_corpus/*.toml):
 //! 1. parsing the normalised scenario (as JSON, and as TOML) gives the same validated spec;
 //! 2. normalising is idempotent;
-//! 3. running the normalised scenario gives the golden outputs, byte for byte;
+//! 3. running the normalised scenario gives the golden outputs, byte for byte (tests/golden.rs runs
+//!    every golden scenario in its normalised form);
 //! 4. no key with a default is missing: a walk of every table of every normalised scenario finds
 //!    each key of the table's struct present, or listed with its meaning in
 //!    `scenario::normalise::absent_means()`, or in a table that is off. A key added without a
@@ -15,12 +16,12 @@ use std::path::PathBuf;
 
 use fabricemu_core::config::kinds::field_names;
 use fabricemu_core::scenario::normalise::{absent_means, is_off, may_be_absent};
-use fabricemu_core::scenario::{self, normalise, parse_json, parse_toml, to_json, to_toml};
+use fabricemu_core::scenario::{normalise, parse_json, parse_toml, to_json, to_toml};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-mod common;
-use common::{crate_dir, golden_hashes, golden_scenarios, run_and_hash};
+use crate::common;
+use common::{crate_dir, golden_scenarios};
 
 /// Every scenario checked, as (label, TOML text): the golden ones, then the fuzz corpus (only
 /// those that validate: the corpus also holds scenarios that must fail).
@@ -313,35 +314,4 @@ fn the_absent_keys_are_documented_once_each() {
         assert!(keys.insert(*key), "{key} is listed twice");
         assert!(!meaning.is_empty(), "{key}: say what its absence means");
     }
-}
-
-#[test]
-fn the_normalised_scenario_runs_to_the_golden_outputs() {
-    // The replay scenario names its file relative to this crate.
-    std::env::set_current_dir(crate_dir()).unwrap();
-    let recorded = golden_hashes();
-    let scratch = std::env::temp_dir().join(format!("fabricemu-normalise-{}", std::process::id()));
-    let mut differences = Vec::new();
-    for (label, path) in golden_scenarios() {
-        let text = fs::read_to_string(&path).unwrap();
-        // The scenario's path as the source: files it names are beside it (golden.rs does so).
-        let source = path.display().to_string();
-        let (file, spec) = parse_toml(&text, &source).unwrap_or_else(|e| panic!("{e}"));
-        // The normalised scenario as a user gets it (`fabricemu validate --normalised`).
-        let toml_text = scenario::to_toml(&normalise(&file, &spec));
-        let dir = scratch.join(label.replace('/', "_"));
-        let hashes = run_and_hash(&toml_text, &source, &dir);
-        for (name, hash) in hashes {
-            let key = format!("{label}/{name}");
-            if recorded.get(&key) != Some(&hash) {
-                differences.push(key);
-            }
-        }
-    }
-    let _ = fs::remove_dir_all(&scratch);
-    assert!(
-        differences.is_empty(),
-        "the normalised scenarios' outputs differ from the golden ones:\n{}",
-        differences.join("\n")
-    );
 }

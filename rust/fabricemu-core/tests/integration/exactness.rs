@@ -3,7 +3,7 @@
 
 use fabricemu_core::transport::ideal::{ideal_fct_by_recurrence, Hop};
 
-mod common;
+use crate::common;
 use common::run;
 
 /// Serialisation of `bytes` at 100 Gbps: 80 ps per byte.

@@ -2,7 +2,7 @@
 //! domain and NICs on a scale-out topology (rail or ToR cabling, several planes, shared NICs), its
 //! counts, its layout, the errors of bad keys and combinations, and that the engine runs it.
 
-mod common;
+use crate::common;
 
 use common::{run, scenario_error, spec};
 use fabricemu_core::budget;

@@ -10,7 +10,7 @@
 use fabricemu_core::config::WorkloadSpec;
 use fabricemu_core::workload::inference::generate;
 
-mod common;
+use crate::common;
 use common::{run, spec};
 
 fn scenario(workloads: &str) -> String {

@@ -26,7 +26,7 @@ use fabricemu_core::trace::flows::{FlowLabels, FlowRow};
 use fabricemu_core::workload::{self, cdf::Cdf, Start};
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 use common::{read_arrow, run, spec, write_run};
 
 fn scratch(name: &str) -> PathBuf {

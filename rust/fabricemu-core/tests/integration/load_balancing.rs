@@ -8,7 +8,7 @@ use fabricemu_core::ids::PortId;
 use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 use common::run;
 
 fn topology(kind: &str) -> &'static str {

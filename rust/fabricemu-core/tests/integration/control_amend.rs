@@ -1,7 +1,7 @@
 //! Run-time plan amendment (`engine::amend`): cancelled flows never start and leave no row;
 //! appended barriers, flows and edges run like planned ones; bad amendments change nothing.
 
-mod common;
+use crate::common;
 
 use fabricemu_core::control::ControlStep;
 use fabricemu_core::engine::amend::Amendment;

@@ -15,7 +15,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt32Type};
 use fabricemu_core::trace::ops::OpRow;
 
-mod common;
+use crate::common;
 use common::{read_arrow, run, scenario_error, scratch, write_run};
 
 /// Serialisation of `bytes` at 100 Gbps: 80 ps per byte.

@@ -9,7 +9,7 @@
 
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 use common::build;
 
 const PS_PER_US: u64 = 1_000_000;

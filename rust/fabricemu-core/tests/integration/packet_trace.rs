@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type, UInt8Type};
 use arrow_array::RecordBatch;
 
-mod common;
+use crate::common;
 
 /// The record batches of packets.arrow (or latency.arrow) of `dir`.
 struct Table(Vec<RecordBatch>);

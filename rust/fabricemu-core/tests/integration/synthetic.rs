@@ -20,7 +20,7 @@ use fabricemu_core::scenario::{parse_toml, ScenarioError};
 use fabricemu_core::workload::{self, Start};
 use fabricemu_core::Simulation;
 
-mod common;
+use crate::common;
 use common::{run, scenario_error as err, spec};
 
 fn stats(sim: &Simulation) -> SyntheticStats {

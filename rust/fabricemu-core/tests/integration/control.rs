@@ -2,7 +2,7 @@
 //! fixed algorithm; a controller that does nothing leaves outputs byte-identical; same seed and
 //! same controller, same outputs; actions re-plan calls and are recorded.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
