@@ -1,6 +1,6 @@
 """The normalised scenario (every default written out): what ``Scenario.to_dict(normalised=True)``,
 ``to_toml()``, ``fabricemu validate --normalised`` and run.json's ``scenario`` hold, and that it
-reproduces a run byte for byte (the core's tests/normalise.rs checks every shipped scenario)."""
+reproduces a run byte for byte (the core's tests/golden.rs runs every shipped scenario so)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Optical circuit switching (issue 17 item 6) from Python: the shipped scenario, circuits.arrow,
 run.json's counters, the topology summary and errors (the engine's own tests are
-rust/fabricemu-core/tests/ocs.rs)."""
+rust/fabricemu-core/tests/integration/ocs.rs)."""
 
 from __future__ import annotations
 

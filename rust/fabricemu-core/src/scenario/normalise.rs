@@ -24,14 +24,14 @@
 //!   ops, flap periods) stays as written: the spec holds them expanded or drawn at build time.
 //!
 //! # Adding a scenario key
-//! A new key needs its filler, or `tests/normalise.rs` fails (it walks every normalised
+//! A new key needs its filler, or `tests/integration/normalise.rs` fails (it walks every normalised
 //! scenario and requires each key of each table to be present or listed in [`ABSENT_MEANS`]):
 //! 1. set it in the `normalised` function of its table (beside the table's `validate`), from the
 //!    validated spec, or from the same default constant/function `validate` uses;
 //! 2. if its absence means something (no cap, off, chosen later), add `("table.key", "meaning")`
 //!    to the `ABSENT_MEANS` of its module instead, and leave it `None`;
 //! 3. a new table (or a new kind of `[topology]`, `[[workload]]`, cc) also needs its struct in
-//!    the walk of `tests/normalise.rs` (`fields_of`).
+//!    the walk of `tests/integration/normalise.rs` (`fields_of`).
 
 use super::schema::{ScenarioFile, Stop};
 use crate::config::spec::{Scenario, StopAt, TopologySpec};
@@ -114,7 +114,7 @@ const TOP_ABSENT: &[(&str, &str)] = &[
 
 /// Every key a normalised scenario may leave out besides those of a table that is off
 /// ([`is_off`]), with what its absence means (`*` stands for a list index, or last for every key
-/// of a table). The list `tests/normalise.rs` checks
+/// of a table). The list `tests/integration/normalise.rs` checks
 /// normalised scenarios against, and the reference docs/scenario-reference.md quotes.
 pub fn absent_means() -> Vec<(&'static str, &'static str)> {
     [
