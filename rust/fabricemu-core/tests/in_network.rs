@@ -520,3 +520,30 @@ fn with_on_exhausted_wait_a_call_waits_for_a_free_context() {
         ("in_network", "ring")
     );
 }
+
+/// `on_exhausted`: a bad value names the key and its choices (with "wait"); the fuzz corpus's
+/// three communicators sharing one context per switch run to the end, serialised (two calls
+/// wait, none falls back).
+#[test]
+fn on_exhausted_wait_is_validated_and_never_deadlocks_the_corpus_case() {
+    let e = common::scenario_error(&fat_tree(
+        r#"algorithm = "in_network"
+        size = "64KiB""#,
+        "on_exhausted = \"queue\"",
+    ));
+    let text = e.to_string();
+    assert!(text.contains("switch.reduction.on_exhausted"), "{text}");
+    assert!(text.contains("wait"), "{text}");
+    let corpus = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fuzz_corpus/in_network_on_exhausted_wait.toml");
+    let sim = run(&std::fs::read_to_string(corpus).unwrap());
+    let stats = sim.stats();
+    assert_eq!(stats.flows_finished, stats.flows_total);
+    assert_eq!(stats.in_network_fallbacks, Some(0));
+    assert_eq!(stats.in_network_calls, Some(4));
+    assert_eq!(stats.in_network_waits, Some(2));
+    assert!(sim
+        .collective_rows()
+        .iter()
+        .all(|r| r.algorithm == "in_network"));
+}
