@@ -547,3 +547,45 @@ fn on_exhausted_wait_is_validated_and_never_deadlocks_the_corpus_case() {
         .iter()
         .all(|r| r.algorithm == "in_network"));
 }
+
+/// A call planned in the network can be re-planned to a flat algorithm: its in-network flows
+/// are cancelled (and no longer counted as an in-network call), the next call still runs on the
+/// tree.
+#[test]
+fn a_call_planned_in_network_can_be_replanned_to_the_ring() {
+    use fabricemu_core::config::CollectiveAlgorithm as A;
+    use fabricemu_core::control::{Action, ControlStep};
+    let mut sim = common::build(&fat_tree(
+        r#"algorithm = "in_network"
+        hosts = [0, 1, 2, 3, 4, 5, 6, 7]
+        size = "256KiB"
+        iterations = 2
+        start = "10us""#,
+        "",
+    ));
+    sim.enable_control(Some(5_000_000));
+    assert_eq!(sim.step_control(1 << 20), ControlStep::Boundary(0));
+    let row = sim
+        .apply_action(
+            "test",
+            &Action::SetAlgorithm {
+                collective: 0,
+                algorithm: A::Ring,
+            },
+        )
+        .unwrap()
+        .expect("a change");
+    assert_eq!(
+        row.detail,
+        "in_network -> ring: 8 flows cancelled, 112 appended"
+    );
+    while sim.step_control(1 << 20) != ControlStep::Finished {}
+    sim.check_conservation().unwrap();
+    let rows = sim.collective_rows();
+    assert_eq!(
+        (rows[0].algorithm, rows[1].algorithm),
+        ("ring", "in_network")
+    );
+    assert!(rows.iter().all(|r| r.flows_finished == r.flows));
+    assert_eq!(sim.stats().in_network_calls, Some(1));
+}
