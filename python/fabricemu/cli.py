@@ -312,7 +312,12 @@ def _print_fabric(result: Any) -> None:
     if st.get("in_network_calls") is not None:
         parts.append(
             f"in-network calls {_fmt.count(st['in_network_calls'])} "
-            f"(fell back to ring {_fmt.count(st.get('in_network_fallbacks', 0))})"
+            f"(fell back to ring {_fmt.count(st.get('in_network_fallbacks', 0))}"
+            + (
+                f", waited for a context {_fmt.count(st['in_network_waits'])})"
+                if st.get("in_network_waits") is not None
+                else ")"
+            )
         )
     if parts:
         click.echo("  " + "   ".join(parts))

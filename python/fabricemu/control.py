@@ -160,7 +160,9 @@ class Action:
 @dataclass
 class SetAlgorithm(Action):
     """Run the collective's next call that has not started with ``algorithm`` (``"ring"``,
-    ``"tree"``, ``"halving_doubling"``; ``"direct"`` / ``"pairwise"`` for all-to-all)."""
+    ``"tree"``, ``"halving_doubling"``; all-reduce with ``[switch.reduction]`` also
+    ``"in_network"`` / ``"nvls"``, placing the group's reduction tree; ``"direct"`` /
+    ``"pairwise"`` for all-to-all)."""
 
     collective: int
     algorithm: str

@@ -322,9 +322,14 @@ impl Simulation {
             self.world().num_barriers(),
         );
         let old = call.algorithm;
-        let report = self
-            .amend(&amendment)
-            .map_err(|e| err("algorithm", e.to_string()))?;
+        let report = if algorithm.is_in_network() {
+            let (workload, hosts) = (inst.workload, inst.hosts.clone());
+            self.amend_in_network(&amendment, workload, &hosts, algorithm)
+                .map_err(|m| err("algorithm", m))?
+        } else {
+            self.amend(&amendment)
+                .map_err(|e| err("algorithm", e.to_string()))?
+        };
         let first = report.first_flow;
         let added = amendment.flows.len() as u32;
         let control = self.control_mut().expect("checked above");

@@ -118,7 +118,8 @@ fn entry_exit(plan: &FlowPlan, flows: &[FlowId]) -> (Option<Start>, Option<u32>)
 }
 
 /// Whether `algorithm` may be chosen live for a call of `spec` with `n` ranks: a flat algorithm
-/// of the operation (hierarchical ones need the scale-up layout the group was planned with).
+/// of the operation (hierarchical ones need the scale-up layout the group was planned with), or
+/// an in-network one (whether its tree finds free contexts is known only when it is placed).
 pub fn choosable(
     spec: &CollectiveSpec,
     algorithm: CollectiveAlgorithm,
@@ -131,26 +132,6 @@ pub fn choosable(
             algorithm.name(),
             spec.op.name(),
             names.join(", ")
-        ));
-    }
-    if matches!(
-        spec.algorithm,
-        CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls
-    ) {
-        return Err(format!(
-            "the collective runs {} (its switch contexts are held for the run): its calls \
-             cannot be re-planned live yet",
-            spec.algorithm.name()
-        ));
-    }
-    if matches!(
-        algorithm,
-        CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls
-    ) {
-        return Err(format!(
-            "{} cannot be chosen live yet (its reduction tree and switch contexts are allocated \
-             when the run is built): set it in the scenario",
-            algorithm.name()
         ));
     }
     if algorithm.is_hierarchical() {

@@ -20,9 +20,16 @@
 //! serialise on it, so the model sees an algorithm's own contention (a tree's parent receiving
 //! from two children) as well as the background's.
 //!
-//! **Candidates.** [`candidates`] lists the flat algorithms of the operation that may be chosen
-//! live; [`predicted_time`] has one arm per algorithm (the place to add another algorithm's own
-//! predictor).
+//! **In-network** (`in_network`, `nvls`; all-reduce): a candidate only when the scenario has
+//! reduction engines and the group's communicator has its tree or one can be placed now on
+//! switches with free contexts ([`LinkModel::in_network`]): every tree link carries S up and S
+//! down at once, so the call takes its slowest link's (or busiest engine's) time for S plus the
+//! deepest rank's round trip through the tree. Choosing it places the tree: its contexts are
+//! held for the rest of the run, as when the scenario sets it.
+//!
+//! **Candidates.** [`candidates`] lists the flat and in-network algorithms of the operation that
+//! may be chosen live; [`predicted_time`] has one arm per algorithm (the place to add another
+//! algorithm's own predictor).
 
 use crate::config::{CollectiveAlgorithm, CollectiveSpec, WorkloadSpec};
 use crate::engine::Simulation;
@@ -130,10 +137,12 @@ pub fn candidates(spec: &CollectiveSpec, n: usize) -> Vec<CollectiveAlgorithm> {
         .collect()
 }
 
-/// The predicted time (seconds) of one call of `spec` on `hosts` with `algorithm`, or None if
-/// the policy has no model of it. One arm per algorithm.
+/// The predicted time (seconds) of one call of `spec` (workload `workload`) on `hosts` with
+/// `algorithm`, or None if the policy has no model of it or cannot run it now (in-network: no
+/// reduction engines, or no tree with free contexts). One arm per algorithm.
 pub fn predicted_time(
     model: &LinkModel<'_>,
+    workload: u32,
     spec: &CollectiveSpec,
     hosts: &[u32],
     algorithm: CollectiveAlgorithm,
@@ -149,8 +158,64 @@ pub fn predicted_time(
         | CollectiveAlgorithm::Pairwise => {
             Some(model.schedule(&collective::transfers(&s, &dom), hosts))
         }
-        // In-network reduction (helper inr16) adds its own predictor here.
+        CollectiveAlgorithm::InNetwork | CollectiveAlgorithm::Nvls => {
+            let inr = model.sim.workload_plan().in_network.as_deref()?;
+            let tree = inr.live_tree(workload, hosts, algorithm)?;
+            Some(model.in_network(&tree, spec.size_bytes))
+        }
         _ => None,
+    }
+}
+
+impl LinkModel<'_> {
+    /// The predicted time (seconds) of an in-network call of `size` bytes on `tree`: every
+    /// rank's S goes up and the result's S comes down every tree link at once (pipelined), so
+    /// the call takes the slowest link's `wire bytes / available bandwidth` (or the busiest
+    /// engine's `children x S / throughput`), plus the deepest rank's round trip: per link up
+    /// and down, its latency, its queue's drain time and one packet's serialisation.
+    pub fn in_network(&self, tree: &collective::in_network::Tree, size: u64) -> f64 {
+        let w = self.sim.world();
+        let f = &w.fabric;
+        let t = &self.sim.scenario().transport;
+        let bytes = size as f64 * self.overhead;
+        let packet = (t.mtu_bytes.min(size) + t.header_bytes) as f64;
+        let hop = |p: PortId| {
+            w.port_delay(p) as f64 * 1e-12
+                + self.queue_delay_s(p)
+                + packet * 8.0 / (f.rate_bps[p] as f64).max(1.0)
+        };
+        let index: std::collections::HashMap<NodeId, usize> = tree
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.switch, i))
+            .collect();
+        let mut slowest = 0.0f64;
+        let mut round_trip = 0.0f64;
+        for n in &tree.nodes {
+            let engine =
+                n.children.len() as f64 * size as f64 * 8.0 / n.throughput_bps.max(1) as f64;
+            slowest = slowest.max(engine);
+            for c in &n.children {
+                for p in [c.up, c.down] {
+                    slowest = slowest.max(bytes / self.available_bps(p).max(1.0));
+                }
+                if c.rank.is_none() {
+                    continue;
+                }
+                let mut rt = hop(c.up) + hop(c.down);
+                let mut at = n;
+                while let Some(up) = at.parent {
+                    rt += hop(up) + hop(f.peer_port[up]);
+                    match index.get(&f.peer_node[up]) {
+                        Some(&i) => at = &tree.nodes[i],
+                        None => break,
+                    }
+                }
+                round_trip = round_trip.max(rt);
+            }
+        }
+        slowest + round_trip
     }
 }
 
@@ -194,7 +259,7 @@ pub fn decide(sim: &Simulation, telemetry: &Telemetry, interval_ps: Time) -> Vec
         let mut best: Option<(CollectiveAlgorithm, f64)> = None;
         let mut predicted = Vec::new();
         for a in candidates(spec, inst.hosts.len()) {
-            if let Some(t) = predicted_time(&model, spec, &inst.hosts, a) {
+            if let Some(t) = predicted_time(&model, inst.workload, spec, &inst.hosts, a) {
                 predicted.push(format!("{} {:.1}us", a.name(), t * 1e6));
                 if best.is_none_or(|(_, b)| t < b) {
                     best = Some((a, t));

@@ -35,6 +35,7 @@ use crate::ids::FlowId;
 use crate::rng::{Rng, RngStream};
 use crate::scenario::{RoutingSpec, TransportSpec};
 use crate::transport::NEVER;
+use crate::workload::collective::in_network::InNetworkPlan;
 use crate::workload::{BarrierEdge, FlowInit, Start};
 
 /// A change of the flow plan at the current simulated time (see the module docs).
@@ -137,6 +138,16 @@ impl World {
 
     /// Apply `a` now (see the module docs). Checked first: on an error nothing changed.
     pub fn amend(&mut self, a: &Amendment) -> Result<AmendReport, AmendError> {
+        self.amend_with(a, None)
+    }
+
+    /// [`World::amend`], where the appended flows (one per rank, src = dst) may be an in-network
+    /// call on tree `.1` of the plan `.0` (see `engine::in_network`).
+    pub(crate) fn amend_with(
+        &mut self,
+        a: &Amendment,
+        in_network: Option<(&InNetworkPlan, u32)>,
+    ) -> Result<AmendReport, AmendError> {
         let nb_old = self.barriers.len();
         let nb = nb_old + a.barriers.len();
         let nf_old = self.flows.len();
@@ -172,7 +183,7 @@ impl World {
                     )));
                 }
             }
-            if f.src == f.dst || f.size_bytes == 0 {
+            if (f.src == f.dst && in_network.is_none()) || f.size_bytes == 0 {
                 return Err(AmendError(format!(
                     "flows[{i}]: a flow needs two distinct endpoints and at least one byte"
                 )));
@@ -247,6 +258,14 @@ impl World {
                 }
             }
         }
+        if let Some((plan, tree)) = in_network {
+            let new: Vec<FlowId> = (nf_old..self.flows.len())
+                .map(|i| FlowId::new(i as u32))
+                .collect();
+            self.inr_add_live_call(plan, tree, &new);
+        } else if let Some(inr) = &mut self.in_network {
+            inr.grow_flows(self.flows.len());
+        }
         self.cc
             .grow(self.flows.iter().skip(nf_old).map(|f| f.rate_bps));
         if let Some(c) = &mut self.credits {
@@ -283,6 +302,7 @@ impl World {
                 continue;
             }
             self.amends.cancelled[fid.index()] = true;
+            self.inr_flow_cancelled(fid);
             self.amends.count += 1;
             report.cancelled += 1;
             self.flows_settled += 1;

@@ -24,7 +24,7 @@ use super::world::World;
 use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::packet::{flags, PacketId, PacketKind, PacketList};
 use crate::units::{serialisation_ps, Time};
-use crate::workload::collective::in_network::InNetworkPlan;
+use crate::workload::collective::in_network::{InNetworkPlan, Tree};
 
 const DONE: u64 = 1 << 63;
 const NONE16: u16 = u16::MAX;
@@ -49,11 +49,17 @@ struct RtTree {
     node_index: Vec<u16>,
     /// Per port: the child index of the port's node at its tree parent (NONE16: none).
     child_index: Vec<u16>,
+    /// Per rank: its host's port up to its leaf.
+    up_ports: Vec<PortId>,
     window: u32,
     epoch: u8,
     /// The call running on it, and the calls waiting (in order).
     active: u32,
     queue: std::collections::VecDeque<u32>,
+    /// `on_exhausted = "wait"`: its calls not yet finished, and whether it holds its switches'
+    /// contexts (from its first call's start to its last call's end).
+    calls_left: u32,
+    holding: bool,
 }
 
 struct RtCall {
@@ -74,6 +80,8 @@ pub struct InNetworkCounters {
     pub duplicates: u64,
     pub repairs: u64,
     pub buffer_peak: u64,
+    /// Calls that waited for a free context (`on_exhausted = "wait"`).
+    pub waits: u64,
 }
 
 /// The engines' state (None in the World without in-network calls).
@@ -88,6 +96,11 @@ pub struct InNetwork {
     engine_out: IdVec<NodeId, PacketList>,
     held: IdVec<NodeId, u64>,
     payload: u64,
+    num_ports: usize,
+    /// `on_exhausted = "wait"`: every switch's free contexts, and the calls waiting for them
+    /// (in the order they asked).
+    pool: Option<IdVec<NodeId, u32>>,
+    waiting: std::collections::VecDeque<u32>,
     pub counters: InNetworkCounters,
 }
 
@@ -98,80 +111,121 @@ impl InNetwork {
         flows: usize,
         mtu: u64,
     ) -> Self {
+        let mut inr = Self::empty(plan, fabric, flows, mtu);
+        for t in &plan.trees {
+            inr.add_tree(t);
+        }
+        for c in &plan.calls {
+            let flows: Vec<FlowId> = c.flows.iter().map(|&f| FlowId::new(f)).collect();
+            inr.add_call(c.tree, &flows);
+        }
+        inr.counters.contexts = plan.contexts_used;
+        inr
+    }
+
+    /// The engines with no tree and no call yet (a run whose first in-network call is chosen
+    /// live).
+    pub fn empty(
+        plan: &InNetworkPlan,
+        fabric: &crate::topology::Fabric,
+        flows: usize,
+        mtu: u64,
+    ) -> Self {
         let nn = fabric.num_nodes as usize;
-        let np = fabric.num_ports() as usize;
-        let mut slots = 0usize;
-        let trees = plan
-            .trees
-            .iter()
-            .map(|t| {
-                let mut node_index = vec![NONE16; nn];
-                let mut child_index = vec![NONE16; np];
-                let nodes = t
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| {
-                        node_index[n.switch.index()] = i as u16;
-                        for (c, ch) in n.children.iter().enumerate() {
-                            child_index[ch.up.index()] = c as u16;
-                        }
-                        let node = RtNode {
-                            switch: n.switch,
-                            parent: n.parent,
-                            children: n.children.iter().map(|c| (c.down, c.rank)).collect(),
-                            full: (1u64 << n.children.len()) - 1,
-                            throughput_bps: n.throughput_bps,
-                            base: 0,
-                            slots,
-                        };
-                        slots += t.window_packets as usize;
-                        node
-                    })
-                    .collect();
-                RtTree {
-                    nodes,
-                    node_index,
-                    child_index,
-                    window: t.window_packets,
-                    epoch: 0,
-                    active: NO_CALL,
-                    queue: Default::default(),
-                }
-            })
-            .collect();
-        let mut flow_call = IdVec::from_elem(NO_CALL, flows);
-        let calls = plan
-            .calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                for &f in &c.flows {
-                    flow_call[FlowId::new(f)] = i as u32;
-                }
-                RtCall {
-                    tree: c.tree,
-                    flows: c.flows.iter().map(|&f| FlowId::new(f)).collect(),
-                    left: c.flows.len() as u32,
-                    started: false,
-                }
-            })
-            .collect();
         InNetwork {
-            trees,
-            calls,
-            flow_call,
-            slots: vec![0; slots],
+            trees: Vec::new(),
+            calls: Vec::new(),
+            flow_call: IdVec::from_elem(NO_CALL, flows),
+            slots: Vec::new(),
             engine_free: IdVec::from_elem(0, nn),
             engine_out: IdVec::from_elem(PacketList::EMPTY, nn),
             held: IdVec::from_elem(0, nn),
             payload: mtu,
+            num_ports: fabric.num_ports() as usize,
+            pool: plan.waits().then(|| plan.contexts().into_iter().collect()),
+            waiting: Default::default(),
             counters: InNetworkCounters {
-                calls: plan.calls.len() as u64,
                 fallbacks: plan.fallbacks,
-                contexts: plan.contexts_used,
                 ..Default::default()
             },
+        }
+    }
+
+    /// Whether calls wait for free contexts (`on_exhausted = "wait"`).
+    pub fn waits_for_contexts(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// Trees the engines know (the plan's first `n`).
+    pub fn num_trees(&self) -> usize {
+        self.trees.len()
+    }
+
+    /// Add tree `t` (the next index): its slots are allocated now.
+    pub fn add_tree(&mut self, t: &Tree) {
+        let nn = self.engine_free.len();
+        let mut slots = self.slots.len();
+        let mut node_index = vec![NONE16; nn];
+        let mut child_index = vec![NONE16; self.num_ports];
+        let nodes = t
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                node_index[n.switch.index()] = i as u16;
+                for (c, ch) in n.children.iter().enumerate() {
+                    child_index[ch.up.index()] = c as u16;
+                }
+                let node = RtNode {
+                    switch: n.switch,
+                    parent: n.parent,
+                    children: n.children.iter().map(|c| (c.down, c.rank)).collect(),
+                    full: (1u64 << n.children.len()) - 1,
+                    throughput_bps: n.throughput_bps,
+                    base: 0,
+                    slots,
+                };
+                slots += t.window_packets as usize;
+                node
+            })
+            .collect();
+        self.slots.resize(slots, 0);
+        self.trees.push(RtTree {
+            nodes,
+            node_index,
+            child_index,
+            up_ports: t.up_ports.clone(),
+            window: t.window_packets,
+            epoch: 0,
+            active: NO_CALL,
+            queue: Default::default(),
+            calls_left: 0,
+            holding: false,
+        });
+    }
+
+    /// Add a call on tree `tree` whose flows (one per rank, in the tree's rank order) are
+    /// `flows`; the flows must exist (`grow_flows`).
+    pub fn add_call(&mut self, tree: u32, flows: &[FlowId]) {
+        let i = self.calls.len() as u32;
+        for &f in flows {
+            self.flow_call[f] = i;
+        }
+        self.trees[tree as usize].calls_left += 1;
+        self.calls.push(RtCall {
+            tree,
+            flows: flows.to_vec(),
+            left: flows.len() as u32,
+            started: false,
+        });
+        self.counters.calls += 1;
+    }
+
+    /// The run has `n` flows now.
+    pub fn grow_flows(&mut self, n: usize) {
+        if n > self.flow_call.len() {
+            let extra = n - self.flow_call.len();
+            self.flow_call.extend(std::iter::repeat_n(NO_CALL, extra));
         }
     }
 
@@ -182,15 +236,15 @@ impl InNetwork {
     }
 
     /// The up port and window of an in-network flow (the World sets them when it is built).
-    pub fn flow_setup(&self, plan: &InNetworkPlan, fid: FlowId) -> Option<(PortId, u32)> {
+    pub fn flow_setup(&self, fid: FlowId) -> Option<(PortId, u32)> {
         let c = *self.flow_call.get(fid)?;
         if c == NO_CALL {
             return None;
         }
-        let call = &plan.calls[c as usize];
-        let tree = &plan.trees[call.tree as usize];
-        let rank = call.flows.iter().position(|&f| f == fid.get())?;
-        Some((tree.up_ports[rank], tree.window_packets))
+        let call = &self.calls[c as usize];
+        let tree = &self.trees[call.tree as usize];
+        let rank = call.flows.iter().position(|&f| f == fid)?;
+        Some((tree.up_ports[rank], tree.window))
     }
 
     /// Packets held in the engines' output queues.
@@ -211,6 +265,24 @@ impl World {
             return true;
         }
         let t = inr.calls[c as usize].tree as usize;
+        if inr.trees[t].active == NO_CALL && !inr.trees[t].holding {
+            if let Some(pool) = &mut inr.pool {
+                // Wait mode: the communicator's first call takes its tree's contexts, or waits.
+                let tree = &mut inr.trees[t];
+                if tree.nodes.iter().all(|n| pool[n.switch] > 0) {
+                    for n in &tree.nodes {
+                        pool[n.switch] -= 1;
+                    }
+                    tree.holding = true;
+                } else {
+                    if !inr.waiting.contains(&c) {
+                        inr.waiting.push_back(c);
+                        inr.counters.waits += 1;
+                    }
+                    return false;
+                }
+            }
+        }
         let tree = &mut inr.trees[t];
         if tree.active == NO_CALL {
             tree.active = c;
@@ -242,11 +314,34 @@ impl World {
         }
         let call = &mut inr.calls[c as usize];
         call.left -= 1;
-        if call.left > 0 {
-            return;
+        if call.left == 0 {
+            self.inr_call_ended(c);
         }
-        let tree = &mut inr.trees[call.tree as usize];
+    }
+
+    /// Call `c`'s last flow finished (or was cancelled): its tree runs the next waiting call.
+    fn inr_call_ended(&mut self, c: u32) {
+        let Some(inr) = &mut self.in_network else {
+            return;
+        };
+        let t = inr.calls[c as usize].tree as usize;
+        self.inr_call_over(t);
+        let Some(inr) = &mut self.in_network else {
+            return;
+        };
+        let tree = &mut inr.trees[t];
+        if tree.active != c {
+            return; // a call cancelled before it ran
+        }
         tree.active = NO_CALL;
+        // The next waiting call (one whose flows were all cancelled waits for nothing).
+        while tree
+            .queue
+            .front()
+            .is_some_and(|&c| inr.calls[c as usize].left == 0)
+        {
+            tree.queue.pop_front();
+        }
         if let Some(next) = tree.queue.pop_front() {
             let flows: Vec<FlowId> = inr.calls[next as usize]
                 .flows
@@ -256,6 +351,105 @@ impl World {
                 .collect();
             for f in flows {
                 self.events.push(self.now, Event::FlowStart(f));
+            }
+        }
+    }
+
+    /// Flow `fid` (not started) was cancelled by a plan amendment: a call whose flows are all
+    /// cancelled is no longer counted.
+    pub(super) fn inr_flow_cancelled(&mut self, fid: FlowId) {
+        let Some(inr) = &mut self.in_network else {
+            return;
+        };
+        let Some(&c) = inr.flow_call.get(fid).filter(|&&c| c != NO_CALL) else {
+            return;
+        };
+        let call = &mut inr.calls[c as usize];
+        call.left -= 1;
+        if call.left == 0 {
+            if !call.started {
+                inr.counters.calls -= 1;
+            }
+            self.inr_call_ended(c);
+        }
+    }
+
+    /// A call of tree `t` finished (or was cancelled whole). Wait mode: after the tree's last
+    /// call its contexts are freed, and the waiting calls (in the order they asked) whose trees
+    /// now find free contexts take them and start.
+    fn inr_call_over(&mut self, t: usize) {
+        let Some(inr) = &mut self.in_network else {
+            return;
+        };
+        let tree = &mut inr.trees[t];
+        tree.calls_left -= 1;
+        let Some(pool) = &mut inr.pool else {
+            return;
+        };
+        if tree.calls_left > 0 || !tree.holding {
+            return;
+        }
+        tree.holding = false;
+        for n in &tree.nodes {
+            pool[n.switch] += 1;
+        }
+        let mut i = 0;
+        while i < inr.waiting.len() {
+            let c = inr.waiting[i] as usize;
+            let call = &inr.calls[c];
+            if call.left == 0 {
+                inr.waiting.remove(i); // cancelled while it waited
+                continue;
+            }
+            let tree = &mut inr.trees[call.tree as usize];
+            if tree.holding || !tree.nodes.iter().all(|n| pool[n.switch] > 0) {
+                i += 1;
+                continue;
+            }
+            for n in &tree.nodes {
+                pool[n.switch] -= 1;
+            }
+            tree.holding = true;
+            inr.waiting.remove(i);
+            for &f in &inr.calls[c].flows {
+                if self.flows[f].start != crate::transport::NEVER {
+                    self.events.push(self.now, Event::FlowStart(f));
+                }
+            }
+        }
+    }
+
+    /// Make the flows `flows` (appended now, one per rank in the order of the hosts the call was
+    /// placed with) a call on tree `tree` of `plan`, whose trees the engines learn first if they
+    /// are new (their contexts counted): each flow leaves by its rank's up port, with the
+    /// tree's window.
+    pub(super) fn inr_add_live_call(&mut self, plan: &InNetworkPlan, tree: u32, flows: &[FlowId]) {
+        let mtu = self.transport.mtu as u64;
+        let n = self.flows.len();
+        let inr = self
+            .in_network
+            .get_or_insert_with(|| InNetwork::empty(plan, &self.fabric, n, mtu));
+        inr.grow_flows(n);
+        while inr.num_trees() < plan.trees.len() {
+            let t = &plan.trees[inr.num_trees()];
+            inr.counters.contexts += t.nodes.len() as u64;
+            inr.add_tree(t);
+        }
+        let t = &plan.trees[tree as usize];
+        // The call's flows in the tree's rank order (its hosts' order when it was built).
+        let hosts: Vec<u32> = flows.iter().map(|&f| self.flows[f].src.get()).collect();
+        let ordered: Vec<FlowId> = t
+            .hosts
+            .iter()
+            .map(|h| flows[hosts.iter().position(|x| x == h).expect("the tree's hosts")])
+            .collect();
+        inr.add_call(tree, &ordered);
+        for &f in flows {
+            if let Some((up, window)) = inr.flow_setup(f) {
+                let fl = &mut self.flows[f];
+                fl.src_port = up;
+                fl.rate_bps = self.fabric.rate_bps[up];
+                fl.window_bytes = Some(window as u64 * mtu);
             }
         }
     }

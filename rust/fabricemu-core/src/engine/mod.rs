@@ -136,6 +136,10 @@ pub struct RunStats {
     pub reduction_repairs: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reduction_buffer_peak_bytes: Option<u64>,
+    /// In-network calls that waited for a free reduction context (`[switch.reduction]
+    /// on_exhausted = "wait"`; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_network_waits: Option<u64>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -248,6 +252,43 @@ impl Simulation {
         self.plan.flows.extend_from_slice(&a.flows);
         self.plan.barrier_sizes.extend_from_slice(&a.barriers);
         self.plan.barrier_edges.extend_from_slice(&a.edges);
+        Ok(report)
+    }
+
+    /// Apply `a`, whose appended flows are one in-network call (`algorithm` in_network or nvls,
+    /// one flow per rank of `hosts` in order) of collective workload `workload`: the
+    /// communicator's tree is placed first (its contexts held from now on). Err: the run has no
+    /// reduction engines, no tree has free contexts now, or the hosts cannot form a tree.
+    pub(crate) fn amend_in_network(
+        &mut self,
+        a: &amend::Amendment,
+        workload: u32,
+        hosts: &[u32],
+        algorithm: crate::config::CollectiveAlgorithm,
+    ) -> Result<amend::AmendReport, String> {
+        let Some(inr) = self.plan.in_network.as_deref_mut() else {
+            return Err(format!(
+                "{} needs switches with reduction engines: the scenario has no [switch.reduction]",
+                algorithm.name()
+            ));
+        };
+        let Some(tree) = inr.place_live(workload, hosts, algorithm)? else {
+            return Err(format!(
+                "{}: no free reduction context on a tree over hosts {hosts:?} now (the contexts \
+                 are held by other communicators for the run)",
+                algorithm.name()
+            ));
+        };
+        let inr = self.plan.in_network.as_deref().expect("checked above");
+        let report = self
+            .world
+            .amend_with(a, Some((inr, tree)))
+            .map_err(|e| e.to_string())?;
+        self.plan.flows.extend_from_slice(&a.flows);
+        self.plan.barrier_sizes.extend_from_slice(&a.barriers);
+        self.plan.barrier_edges.extend_from_slice(&a.edges);
+        let first = report.first_flow;
+        collective::in_network::add_call(&mut self.plan, tree, first, hosts);
         Ok(report)
     }
 

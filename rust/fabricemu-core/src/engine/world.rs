@@ -444,7 +444,7 @@ impl World {
             .map(|p| {
                 let inr = super::in_network::InNetwork::new(p, &fabric, flows.len(), t.mtu_bytes);
                 for id in flows.ids() {
-                    if let Some((up, window)) = inr.flow_setup(p, id) {
+                    if let Some((up, window)) = inr.flow_setup(id) {
                         let f = &mut flows[id];
                         f.src_port = up;
                         f.rate_bps = fabric.rate_bps[up];
@@ -735,6 +735,7 @@ impl World {
             s.reduction_duplicates = Some(c.duplicates);
             s.reduction_repairs = Some(c.repairs);
             s.reduction_buffer_peak_bytes = Some(c.buffer_peak);
+            s.in_network_waits = inr.waits_for_contexts().then_some(c.waits);
         } else if let Some(f) = self.inr_fallbacks_only {
             s.in_network_calls = Some(0);
             s.in_network_fallbacks = Some(f);

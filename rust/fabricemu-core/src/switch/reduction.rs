@@ -13,7 +13,7 @@
 //! | `throughput` | every port's rate summed | operand bytes per second the engine combines (SHARPv2 streaming aggregation runs at line rate: Graham et al., ISC 2020) |
 //! | `contexts` | 1 | concurrent reduction trees (communicators) a switch serves (NVIDIA SHARP docs: Quantum switches support a single streaming aggregation flow by default, two on request) |
 //! | `buffer` | 2 MiB | memory for partial aggregates, split evenly among the contexts (no published figure: enough for a window of one tree round trip at 400 Gb/s) |
-//! | `on_exhausted` | `"ring"` | a communicator that finds no free context on its tree runs the flat ring instead (`"error"`: the build fails, naming the collective) |
+//! | `on_exhausted` | `"ring"` | a communicator that finds no free context on its tree runs the flat ring instead (`"error"`: the build fails, naming the collective; `"wait"`: contexts are held from a communicator's first call to its last, and a call that finds none free waits until another communicator ends) |
 //!
 //! Flow control: each context's window is its share of the buffer in whole packets; a rank sends
 //! at most that many packets beyond the last result it received, so the partial aggregates a
@@ -51,6 +51,10 @@ pub enum OnExhausted {
     Ring,
     /// Fail the build, naming the collective.
     Error,
+    /// Wait: in this mode a communicator holds its contexts from its first call's start to its
+    /// last call's end, and a call whose tree finds no free context waits until a communicator
+    /// ends and frees them (counted in run.json `in_network_waits`).
+    Wait,
 }
 
 /// A tier's table: the same keys as the top level, without `on_exhausted`.

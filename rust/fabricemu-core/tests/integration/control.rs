@@ -327,6 +327,15 @@ fn bad_actions_name_the_action_and_field() {
             "algorithm",
         ),
         (
+            // No [switch.reduction]: in-network cannot be chosen.
+            Action::SetAlgorithm {
+                collective: 0,
+                algorithm: A::InNetwork,
+            },
+            "set_algorithm",
+            "algorithm",
+        ),
+        (
             Action::Reroute {
                 flow: 1_000_000,
                 entropy: 1,

@@ -323,3 +323,269 @@ fn training_step_runs_its_dp_all_reduce_in_the_network() {
         end(&ring)
     );
 }
+
+/// The sum of every call's duration (ps).
+fn calls_time(sim: &fabricemu_core::engine::Simulation) -> f64 {
+    (0..sim.collective_rows().len())
+        .map(|i| duration(sim, i))
+        .sum()
+}
+
+/// Live choice: on an idle fat tree with reduction engines, the telemetry-aware policy
+/// (docs/control.md) predicts in-network fastest for every call of a ring-planned all-reduce
+/// (S/B plus the tree's round trip against ring's 2(n-1)/n x S/B) and re-plans each call to
+/// it; the calls then take a fixed in-network run's time within 5 % (tolerance of issue 16).
+#[test]
+fn the_adaptive_policy_chooses_in_network_when_it_predicts_it_fastest() {
+    let workload = |alg: &str| {
+        format!(
+            r#"algorithm = "{alg}"
+        hosts = [0, 1, 2, 3, 4, 5, 6, 7]
+        size = "2MiB"
+        iterations = 3
+        compute_gap = "60us"
+        start = "40us""#
+        )
+    };
+    let control = "\n[control]\ninterval = \"20us\"\npolicy = \"telemetry_aware\"\n";
+    let adaptive = run(&(fat_tree(&workload("ring"), "") + control));
+    let rows = adaptive.collective_rows();
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows.iter().all(|r| r.algorithm == "in_network"),
+        "{:?}",
+        rows.iter().map(|r| r.algorithm).collect::<Vec<_>>()
+    );
+    let actions = adaptive.action_rows();
+    assert_eq!(actions.len(), 3);
+    for a in actions {
+        assert_eq!(
+            (a.action, a.value.as_str()),
+            ("set_algorithm", "in_network")
+        );
+        assert!(a.detail.contains("ring -> in_network"), "{}", a.detail);
+    }
+    let stats = adaptive.stats();
+    assert_eq!(stats.in_network_calls, Some(3));
+    // One tree for the communicator (its contexts placed once): 4 edges, 2 aggs, 1 core.
+    assert_eq!(stats.reduction_contexts, Some(7));
+    assert_eq!(stats.flows_cancelled, 3 * 2 * 7 * 8);
+    adaptive.check_conservation().unwrap();
+    let t_adaptive = calls_time(&adaptive);
+
+    let fixed = run(&fat_tree(&workload("in_network"), ""));
+    let t_fixed = calls_time(&fixed);
+    let err = (t_adaptive - t_fixed).abs() / t_fixed;
+    assert!(
+        err < 0.05,
+        "adaptive {t_adaptive} ps vs fixed in-network {t_fixed} ps ({err:.3})"
+    );
+    let ring = run(&fat_tree(&workload("ring"), ""));
+    let t_ring = calls_time(&ring);
+    println!("calls: adaptive {t_adaptive} ps, fixed in_network {t_fixed} ps, ring {t_ring} ps");
+    assert!(t_adaptive < 0.8 * t_ring, "{t_adaptive} vs ring {t_ring}");
+}
+
+/// A controller's set_algorithm to in_network places the communicator's tree (contexts held
+/// from then on); with every context held by another communicator it is refused, naming the
+/// field, and nothing changes.
+#[test]
+fn set_algorithm_in_network_places_a_tree_or_is_refused_without_contexts() {
+    use fabricemu_core::config::CollectiveAlgorithm as A;
+    use fabricemu_core::control::{Action, ControlStep};
+    // Two groups of 8 (pods 0-1 and pods 2-3), one context per switch: the first group's tree
+    // takes its pods' edges, one agg per pod and a core; the second's its own pods and another
+    // core.
+    let text = fat_tree(
+        r#"algorithm = "ring"
+        size = "256KiB"
+        groups = [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14, 15]]
+        start = "10us""#,
+        "contexts = 1",
+    );
+    let mut sim = common::build(&text);
+    sim.enable_control(Some(5_000_000));
+    assert_eq!(sim.step_control(1 << 20), ControlStep::Boundary(0));
+    for c in 0..2 {
+        let row = sim
+            .apply_action(
+                "test",
+                &Action::SetAlgorithm {
+                    collective: c,
+                    algorithm: A::InNetwork,
+                },
+            )
+            .unwrap()
+            .expect("a change");
+        assert_eq!(row.value, "in_network");
+    }
+    while sim.step_control(1 << 20) != ControlStep::Finished {}
+    sim.check_conservation().unwrap();
+    let rows = sim.collective_rows();
+    assert!(rows
+        .iter()
+        .all(|r| r.algorithm == "in_network" && r.flows == 8));
+    assert!(rows.iter().all(|r| r.flows_finished == r.flows));
+    assert_eq!(sim.stats().in_network_calls, Some(2));
+
+    // All 16 hosts in one group take every edge and agg context; a second workload's group
+    // finds none.
+    let text = fat_tree(
+        r#"algorithm = "in_network"
+        size = "256KiB"
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "ring"
+        hosts = [0, 4]
+        size = "256KiB""#,
+        "contexts = 1",
+    );
+    let mut sim = common::build(&text);
+    sim.enable_control(Some(5_000_000));
+    assert_eq!(sim.step_control(1 << 20), ControlStep::Boundary(0));
+    let flows = sim.world().flows.len();
+    let e = sim
+        .apply_action(
+            "test",
+            &Action::SetAlgorithm {
+                collective: 1,
+                algorithm: A::InNetwork,
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.field, "algorithm");
+    assert!(e.message.contains("no free reduction context"), "{e}");
+    assert_eq!(sim.world().flows.len(), flows);
+    while sim.step_control(1 << 20) != ControlStep::Finished {}
+    let rows = sim.collective_rows();
+    assert_eq!(
+        (rows[0].algorithm, rows[1].algorithm),
+        ("in_network", "ring")
+    );
+}
+
+/// `on_exhausted = "wait"`: two communicators on the same hosts (two workloads), one context
+/// per switch, both called at time 0. The first takes the tree's contexts; the second waits
+/// (counted once) until the first's last call ends, then runs in the network: the calls are
+/// serialised, so the second ends at twice the analytic in-network time (`ideal_time`, within
+/// 5 %, issue 16's tolerance). With the default (`"ring"`) the second falls back instead.
+#[test]
+fn with_on_exhausted_wait_a_call_waits_for_a_free_context() {
+    let size = 1u64 << 20;
+    let text = |mode: &str| {
+        fat_tree(
+            r#"algorithm = "in_network"
+        hosts = [0, 1, 2, 3]
+        size = "1MiB"
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "in_network"
+        hosts = [0, 1, 2, 3]
+        size = "1MiB""#,
+            &format!("contexts = 1\non_exhausted = \"{mode}\""),
+        )
+    };
+    let sim = run(&text("wait"));
+    let stats = sim.stats();
+    assert_eq!(stats.in_network_waits, Some(1));
+    assert_eq!(stats.in_network_fallbacks, Some(0));
+    assert_eq!(stats.in_network_calls, Some(2));
+    let rows = sim.collective_rows();
+    assert!(rows.iter().all(|r| r.algorithm == "in_network"));
+    assert!(rows.iter().all(|r| r.flows_finished == r.flows));
+    // Hosts 0-3 are pod 0: edges 0 and 1 under one agg, a tree of depth 2.
+    let latency = sim.scenario().switch.latency_ps;
+    let ideal = ideal_time(size, 4096, 62, 100_000_000_000, 2, 500_000 + latency) as f64;
+    let first = rows[0].finish_ps.unwrap() as f64;
+    let second = rows[1].finish_ps.unwrap() as f64;
+    for (what, got, want) in [("first", first, ideal), ("second", second, 2.0 * ideal)] {
+        let err = (got - want).abs() / want;
+        assert!(
+            err < 0.05,
+            "{what} ends at {got} ps, analytic {want} ps ({err:.3})"
+        );
+    }
+    // The default: the second communicator finds no context and runs the ring at once.
+    let sim = run(&text("ring"));
+    let stats = sim.stats();
+    assert_eq!(
+        (stats.in_network_fallbacks, stats.in_network_waits),
+        (Some(1), None)
+    );
+    let rows = sim.collective_rows();
+    assert_eq!(
+        (rows[0].algorithm, rows[1].algorithm),
+        ("in_network", "ring")
+    );
+}
+
+/// `on_exhausted`: a bad value names the key and its choices (with "wait"); the fuzz corpus's
+/// three communicators sharing one context per switch run to the end, serialised (two calls
+/// wait, none falls back).
+#[test]
+fn on_exhausted_wait_is_validated_and_never_deadlocks_the_corpus_case() {
+    let e = common::scenario_error(&fat_tree(
+        r#"algorithm = "in_network"
+        size = "64KiB""#,
+        "on_exhausted = \"queue\"",
+    ));
+    let text = e.to_string();
+    assert!(text.contains("switch.reduction.on_exhausted"), "{text}");
+    assert!(text.contains("wait"), "{text}");
+    let corpus = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fuzz_corpus/in_network_on_exhausted_wait.toml");
+    let sim = run(&std::fs::read_to_string(corpus).unwrap());
+    let stats = sim.stats();
+    assert_eq!(stats.flows_finished, stats.flows_total);
+    assert_eq!(stats.in_network_fallbacks, Some(0));
+    assert_eq!(stats.in_network_calls, Some(4));
+    assert_eq!(stats.in_network_waits, Some(2));
+    assert!(sim
+        .collective_rows()
+        .iter()
+        .all(|r| r.algorithm == "in_network"));
+}
+
+/// A call planned in the network can be re-planned to a flat algorithm: its in-network flows
+/// are cancelled (and no longer counted as an in-network call), the next call still runs on the
+/// tree.
+#[test]
+fn a_call_planned_in_network_can_be_replanned_to_the_ring() {
+    use fabricemu_core::config::CollectiveAlgorithm as A;
+    use fabricemu_core::control::{Action, ControlStep};
+    let mut sim = common::build(&fat_tree(
+        r#"algorithm = "in_network"
+        hosts = [0, 1, 2, 3, 4, 5, 6, 7]
+        size = "256KiB"
+        iterations = 2
+        start = "10us""#,
+        "",
+    ));
+    sim.enable_control(Some(5_000_000));
+    assert_eq!(sim.step_control(1 << 20), ControlStep::Boundary(0));
+    let row = sim
+        .apply_action(
+            "test",
+            &Action::SetAlgorithm {
+                collective: 0,
+                algorithm: A::Ring,
+            },
+        )
+        .unwrap()
+        .expect("a change");
+    assert_eq!(
+        row.detail,
+        "in_network -> ring: 8 flows cancelled, 112 appended"
+    );
+    while sim.step_control(1 << 20) != ControlStep::Finished {}
+    sim.check_conservation().unwrap();
+    let rows = sim.collective_rows();
+    assert_eq!(
+        (rows[0].algorithm, rows[1].algorithm),
+        ("ring", "in_network")
+    );
+    assert!(rows.iter().all(|r| r.flows_finished == r.flows));
+    assert_eq!(sim.stats().in_network_calls, Some(1));
+}

@@ -15,7 +15,12 @@
 //!
 //! Contexts belong to a communicator (the same hosts in the same workload) for the whole run, as
 //! SHARP allocates its resources when a communicator is created; a communicator whose tree finds
-//! no free context falls back to the flat ring (or fails the build, `on_exhausted = "error"`). The
+//! no free context falls back to the flat ring (or fails the build, `on_exhausted = "error"`).
+//! With `on_exhausted = "wait"` the build still spreads communicators over free contexts, but
+//! one that finds none gets the tree it would have with every context free (`Tree::waits`), and
+//! at run time every communicator takes its tree's contexts when its first call starts and
+//! gives them back when its last call ends; a call that finds them taken waits
+//! (`engine::in_network`). The
 //! calls of one communicator take turns on its tree (a call waits for the previous one's ranks).
 
 use std::collections::{HashMap, VecDeque};
@@ -59,6 +64,9 @@ pub struct Tree {
     pub up_ports: Vec<PortId>,
     /// Packets a rank may send beyond its last result (the smallest context window on the tree).
     pub window_packets: u32,
+    /// Placed on contexts other communicators hold (`on_exhausted = "wait"`): its calls wait
+    /// for them at run time.
+    pub waits: bool,
 }
 
 impl Tree {
@@ -193,6 +201,32 @@ impl InNetworkPlan {
             return Ok(t);
         }
         let tree = self.build_tree(hosts, nvls)?;
+        if tree.is_none() && self.spec.on_exhausted == OnExhausted::Wait {
+            // The tree as if every engine's contexts were free: its calls wait at run time
+            // until the switches' contexts are released.
+            let full = self.capacity();
+            let free = std::mem::replace(&mut self.free, full);
+            let shared = self.build_tree(hosts, nvls);
+            self.free = free;
+            let tree = shared?.map(|mut t| {
+                t.waits = true;
+                t
+            });
+            let placed = tree.map(|t| {
+                self.trees.push(t);
+                self.trees.len() as u32 - 1
+            });
+            if placed.is_none() {
+                self.fallbacks += 1;
+                self.warnings.push(format!(
+                    "workload {workload}: the {} communicator of hosts {hosts:?} has no tree of \
+                     switches with reduction engines: its calls run algorithm \"ring\"",
+                    algorithm.name()
+                ));
+            }
+            self.comms.insert(key, placed);
+            return Ok(placed);
+        }
         let placed = match tree {
             Some(tree) => {
                 for n in &tree.nodes {
@@ -227,6 +261,66 @@ impl InNetworkPlan {
         Ok(placed)
     }
 
+    /// The tree a call of `workload` on `hosts` chosen live would run on, without placing it:
+    /// the communicator's tree if it has one, else the tree its switches' free contexts allow
+    /// now (None: no free context on a tree, or the hosts cannot form one).
+    pub fn live_tree(
+        &self,
+        workload: u32,
+        hosts: &[u32],
+        algorithm: CollectiveAlgorithm,
+    ) -> Option<std::borrow::Cow<'_, Tree>> {
+        if let Some(t) = self.comm_tree(workload, hosts, algorithm) {
+            return Some(std::borrow::Cow::Borrowed(&self.trees[t as usize]));
+        }
+        let nvls = algorithm == CollectiveAlgorithm::Nvls;
+        self.build_tree(hosts, nvls)
+            .ok()
+            .flatten()
+            .map(std::borrow::Cow::Owned)
+    }
+
+    fn comm_tree(
+        &self,
+        workload: u32,
+        hosts: &[u32],
+        algorithm: CollectiveAlgorithm,
+    ) -> Option<u32> {
+        let mut key_hosts = hosts.to_vec();
+        key_hosts.sort_unstable();
+        let key = (workload, key_hosts, algorithm == CollectiveAlgorithm::Nvls);
+        self.comms.get(&key).copied().flatten()
+    }
+
+    /// Place a call of `workload` on `hosts` chosen live (a controller's `set_algorithm`): the
+    /// communicator's tree, or a new one whose contexts it holds from now on. Ok(None): no free
+    /// context on a tree now (nothing changed, no fallback counted); Err: the hosts cannot form
+    /// a tree (the message says why).
+    pub fn place_live(
+        &mut self,
+        workload: u32,
+        hosts: &[u32],
+        algorithm: CollectiveAlgorithm,
+    ) -> Result<Option<u32>, String> {
+        if let Some(t) = self.comm_tree(workload, hosts, algorithm) {
+            return Ok(Some(t));
+        }
+        let nvls = algorithm == CollectiveAlgorithm::Nvls;
+        let Some(tree) = self.build_tree(hosts, nvls).map_err(|e| e.message)? else {
+            return Ok(None);
+        };
+        for n in &tree.nodes {
+            self.free[n.switch.index()] -= 1;
+        }
+        self.contexts_used += tree.nodes.len() as u64;
+        self.trees.push(tree);
+        let t = self.trees.len() as u32 - 1;
+        let mut key_hosts = hosts.to_vec();
+        key_hosts.sort_unstable();
+        self.comms.insert((workload, key_hosts, nvls), Some(t));
+        Ok(Some(t))
+    }
+
     /// Record a call on `tree` whose flows (one per rank, rank order) are `flows`.
     pub fn add_call(&mut self, tree: u32, flows: Vec<u32>) {
         self.calls.push(Call { tree, flows });
@@ -240,6 +334,28 @@ impl InNetworkPlan {
                 .map(|p| self.fabric.rate_bps[p])
                 .sum()
         }))
+    }
+
+    /// Every switch's contexts (none without an engine).
+    fn capacity(&self) -> Vec<u32> {
+        self.fabric
+            .nodes()
+            .map(|n| {
+                self.spec
+                    .engine(self.fabric.role[n])
+                    .map_or(0, |e| e.contexts)
+            })
+            .collect()
+    }
+
+    /// Whether calls wait for free contexts at run time (`on_exhausted = "wait"`).
+    pub fn waits(&self) -> bool {
+        self.spec.on_exhausted == OnExhausted::Wait
+    }
+
+    /// Every switch's contexts (the run-time pool of `on_exhausted = "wait"`).
+    pub fn contexts(&self) -> Vec<u32> {
+        self.capacity()
     }
 
     fn has_context(&self, n: NodeId) -> bool {
@@ -419,6 +535,7 @@ impl InNetworkPlan {
             hosts: hosts.to_vec(),
             up_ports,
             window_packets,
+            waits: false,
         }))
     }
 
