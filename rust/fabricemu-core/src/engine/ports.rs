@@ -380,7 +380,7 @@ impl World {
             self.transmit(p, pkt);
             return;
         }
-        self.queues[p].push(&mut self.packets, pkt, priority, wire_bytes);
+        self.queues[p].push(pkt, priority, wire_bytes);
         self.trace_queued(p, pkt, priority);
         self.kick(p);
     }
@@ -499,7 +499,7 @@ impl World {
             }
         }
         let q = &mut self.queues[p];
-        q.push(&mut self.packets, pkt, priority, wire_bytes);
+        q.push(pkt, priority, wire_bytes);
         let depth = q.bytes;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(depth);
         self.trace_queued(p, pkt, priority);
@@ -533,7 +533,7 @@ impl World {
         self.switches.trimmed[p] += 1;
         self.trace_trim(p, pkt);
         let q = &mut self.queues[p];
-        q.push(&mut self.packets, pkt, trim.priority, trim.trimmed_bytes);
+        q.push(pkt, trim.priority, trim.trimmed_bytes);
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(q.bytes);
         self.kick(p);
     }
@@ -581,7 +581,7 @@ impl World {
             self.trace_packet(PacketEvent::Enqueue, back, id);
             self.transmit(back, id);
         } else {
-            self.queues[back].push(&mut self.packets, id, MAC_CONTROL_CLASS, PFC_FRAME_BYTES);
+            self.queues[back].push(id, MAC_CONTROL_CLASS, PFC_FRAME_BYTES);
             self.trace_packet(PacketEvent::Enqueue, back, id);
             self.kick(back);
         }
@@ -602,7 +602,7 @@ impl World {
             self.ports[t].paused |= bit;
             if self.tracer.packets_on && was & bit == 0 {
                 // The packet at the head of the paused class now waits for the RESUME.
-                if let Some(head) = self.queues[t].class_list(pfc_class as usize).front() {
+                if let Some(head) = self.queues[t].class_front(pfc_class as usize) {
                     self.record_packet(PacketEvent::PauseBlocked, t, head);
                 }
             }

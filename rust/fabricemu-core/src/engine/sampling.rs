@@ -73,8 +73,7 @@ impl World {
                     continue;
                 }
                 let to = channel(q, c);
-                let mut next = self.queues[q].class_list(c).front();
-                while let Some(id) = next {
+                for id in self.queues[q].class_packets_iter(c) {
                     let pk = self.packets.get(id);
                     let in_class = pk.ingress_class() as usize;
                     if let Some(from) = pk.ingress_port() {
@@ -82,7 +81,6 @@ impl World {
                             edges.push((channel(from, in_class), to));
                         }
                     }
-                    next = pk.next_in_list();
                 }
             }
         }
