@@ -817,7 +817,7 @@ impl World {
             .filter(|&p| !self.ports[p].from_host)
             .map(|p| {
                 self.queues[p].bytes
-                    - self.queues[p].class_bytes[crate::switch::MAC_CONTROL_CLASS as usize] as u64
+                    - self.queues[p].class_bytes(crate::switch::MAC_CONTROL_CLASS as usize) as u64
             })
             .sum();
         let headroom: u64 = match &self.switches.pfc {
@@ -1098,7 +1098,7 @@ impl World {
 
     /// Queue bytes of port `p`, priority `c` (tests and tools).
     pub fn queue_bytes(&self, p: PortId, c: u8) -> u64 {
-        self.queues[p].class_bytes[c as usize] as u64
+        self.queues[p].class_bytes(c as usize) as u64
     }
 
     /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs.
