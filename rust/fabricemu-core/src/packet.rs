@@ -1,8 +1,7 @@
 //! The Packet record and its arena: packets are `Copy` records in one `Vec`, named by `PacketId`;
 //! freed slots are recycled through a free list, so the hot path allocates nothing per packet.
-//! A packet on a link (or in a reduction engine's output) is on one FIFO threaded through the
-//! packets' `next` field; egress queues hold rings of packet ids instead (`switch::queue`: a push
-//! there would touch the tail packet, long cold).
+//! A packet is in at most one FIFO at a time (an egress queue or a link), so FIFOs are lists
+//! threaded through the packets' `next` field: no per-queue buffers, no extra cache misses.
 
 pub use crate::ids::PacketId;
 use crate::ids::{FlowId, Idx, NodeId, PortId};

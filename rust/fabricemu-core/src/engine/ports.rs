@@ -69,7 +69,7 @@ impl World {
         if self.tracer.packets_on {
             self.record_packet(PacketEvent::Enqueue, p, pkt);
             if self.ports[p].paused & (1 << class) != 0
-                && self.queues[p].class_packets(class as usize) == 1
+                && self.queues[p].class_packets[class as usize] == 1
             {
                 self.record_packet(PacketEvent::PauseBlocked, p, pkt);
             }
@@ -185,7 +185,7 @@ impl World {
             {
                 // The queue the packet leaves, itself included.
                 let depth =
-                    self.queues[p].class_bytes(priority as usize) as u64 + wire_bytes as u64;
+                    self.queues[p].class_bytes[priority as usize] as u64 + wire_bytes as u64;
                 self.maybe_mark(p, pkt, depth);
             }
         }
@@ -380,7 +380,7 @@ impl World {
             self.transmit(p, pkt);
             return;
         }
-        self.queues[p].push(pkt, priority, wire_bytes);
+        self.queues[p].push(&mut self.packets, pkt, priority, wire_bytes);
         self.trace_queued(p, pkt, priority);
         self.kick(p);
     }
@@ -446,7 +446,7 @@ impl World {
                 pfc.headroom_of(ingress),
             )
         } else {
-            let class_bytes = q.class_bytes(priority as usize) as u64;
+            let class_bytes = q.class_bytes[priority as usize] as u64;
             let admitted = self
                 .switches
                 .buffer
@@ -494,12 +494,12 @@ impl World {
                 && ecn.priorities & (1 << priority) != 0
                 && f & flags::ECT != 0
             {
-                let depth = self.queues[p].class_bytes(priority as usize) as u64 + w;
+                let depth = self.queues[p].class_bytes[priority as usize] as u64 + w;
                 self.maybe_mark(p, pkt, depth);
             }
         }
         let q = &mut self.queues[p];
-        q.push(pkt, priority, wire_bytes);
+        q.push(&mut self.packets, pkt, priority, wire_bytes);
         let depth = q.bytes;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(depth);
         self.trace_queued(p, pkt, priority);
@@ -517,7 +517,7 @@ impl World {
         packet.flags = (packet.flags | flags::TRIMMED) & !(flags::CLASS_UP | flags::ECT);
         let w = trim.trimmed_bytes as u64;
         let q = &self.queues[p];
-        let class_bytes = q.class_bytes(trim.priority as usize) as u64;
+        let class_bytes = q.class_bytes[trim.priority as usize] as u64;
         if !self
             .switches
             .buffer
@@ -533,7 +533,7 @@ impl World {
         self.switches.trimmed[p] += 1;
         self.trace_trim(p, pkt);
         let q = &mut self.queues[p];
-        q.push(pkt, trim.priority, trim.trimmed_bytes);
+        q.push(&mut self.packets, pkt, trim.priority, trim.trimmed_bytes);
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(q.bytes);
         self.kick(p);
     }
@@ -581,7 +581,7 @@ impl World {
             self.trace_packet(PacketEvent::Enqueue, back, id);
             self.transmit(back, id);
         } else {
-            self.queues[back].push(id, MAC_CONTROL_CLASS, PFC_FRAME_BYTES);
+            self.queues[back].push(&mut self.packets, id, MAC_CONTROL_CLASS, PFC_FRAME_BYTES);
             self.trace_packet(PacketEvent::Enqueue, back, id);
             self.kick(back);
         }
@@ -602,7 +602,7 @@ impl World {
             self.ports[t].paused |= bit;
             if self.tracer.packets_on && was & bit == 0 {
                 // The packet at the head of the paused class now waits for the RESUME.
-                if let Some(head) = self.queues[t].class_front(pfc_class as usize) {
+                if let Some(head) = self.queues[t].class_list(pfc_class as usize).front() {
                     self.record_packet(PacketEvent::PauseBlocked, t, head);
                 }
             }

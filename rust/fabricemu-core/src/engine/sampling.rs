@@ -69,11 +69,12 @@ impl World {
                 continue;
             }
             for c in 0..NUM_PRIORITIES {
-                if port.paused & (1 << c) == 0 || self.queues[q].class_packets(c) == 0 {
+                if port.paused & (1 << c) == 0 || self.queues[q].class_packets[c] == 0 {
                     continue;
                 }
                 let to = channel(q, c);
-                for id in self.queues[q].class_packets_iter(c) {
+                let mut next = self.queues[q].class_list(c).front();
+                while let Some(id) = next {
                     let pk = self.packets.get(id);
                     let in_class = pk.ingress_class() as usize;
                     if let Some(from) = pk.ingress_port() {
@@ -81,6 +82,7 @@ impl World {
                             edges.push((channel(from, in_class), to));
                         }
                     }
+                    next = pk.next_in_list();
                 }
             }
         }

@@ -310,9 +310,6 @@ pub struct MemoryFootprint {
     pub per_packet: usize,
     /// The route table's (switch, destination) group map, whole.
     pub route_map: usize,
-    /// The egress queues' rings of packet ids, whole (each class's ring keeps the capacity of the
-    /// deepest it has been: a power of two, 4 bytes a slot).
-    pub queue_rings: usize,
     pub ports: usize,
     pub nodes: usize,
     pub host_ports: usize,
@@ -330,7 +327,6 @@ impl MemoryFootprint {
             + self.per_flow * self.flows
             + self.per_packet * self.packets
             + self.route_map
-            + self.queue_rings
     }
 }
 
@@ -783,7 +779,11 @@ impl World {
     /// Every live packet is in exactly one queue or on one link: count them there and compare with
     /// the arena (and created = delivered + dropped + live).
     pub fn check_conservation(&self) -> Result<(), String> {
-        let queued: u64 = self.queues.iter().map(|q| q.len() as u64).sum();
+        let queued: u64 = self
+            .queues
+            .iter()
+            .map(|q| q.len(&self.packets) as u64)
+            .sum();
         let on_links: u64 = self
             .ports
             .iter()
@@ -817,7 +817,7 @@ impl World {
             .filter(|&p| !self.ports[p].from_host)
             .map(|p| {
                 self.queues[p].bytes
-                    - self.queues[p].class_bytes(crate::switch::MAC_CONTROL_CLASS as usize) as u64
+                    - self.queues[p].class_bytes[crate::switch::MAC_CONTROL_CLASS as usize] as u64
             })
             .sum();
         let headroom: u64 = match &self.switches.pfc {
@@ -855,8 +855,10 @@ impl World {
                 continue; // a NIC's queue is not a switch buffer
             }
             for c in 0..NUM_PRIORITIES {
-                for id in self.queues[q].class_packets_iter(c) {
+                let mut next = self.queues[q].class_list(c).front();
+                while let Some(id) = next {
                     let pk = self.packets.get(id);
+                    next = pk.next_in_list();
                     let w = pk.wire_bytes as u64;
                     let in_headroom = pk.flags & flags::HEADROOM != 0;
                     if !in_headroom {
@@ -1063,11 +1065,6 @@ impl World {
             per_flow,
             per_packet,
             route_map: self.router.table.group_map_bytes(),
-            queue_rings: self
-                .queues
-                .iter()
-                .map(|q| q.ring_capacity() * size_of::<crate::packet::PacketId>())
-                .sum(),
             ports: self.ports.len(),
             nodes: self.fabric.num_nodes as usize,
             host_ports: self.nics.ring.len(),
@@ -1098,7 +1095,7 @@ impl World {
 
     /// Queue bytes of port `p`, priority `c` (tests and tools).
     pub fn queue_bytes(&self, p: PortId, c: u8) -> u64 {
-        self.queues[p].class_bytes(c as usize) as u64
+        self.queues[p].class_bytes[c as usize] as u64
     }
 
     /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs.

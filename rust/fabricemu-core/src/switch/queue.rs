@@ -1,16 +1,8 @@
-//! One egress port's queues: a FIFO per priority class, plus a MAC control class for PAUSE/RESUME
-//! frames that goes before everything and is never paused. Served in strict priority, or deficit
-//! weighted round robin over the eight priorities.
-//!
-//! Each class is a ring buffer of packet ids. A list threaded through the packets' records would
-//! make every push touch the tail packet, queued a while ago and usually out of cache (profile of a
-//! k=8 fat tree: the push's write to the tail was a tenth of the data cache misses of the run);
-//! the ring's tail slot sits beside the previous push's. A ring only grows (to the deepest the
-//! class has been, a power of two), so a run in its steady state allocates nothing.
+//! One egress port's queues: a FIFO per priority class threaded through the packets, plus a MAC
+//! control class for PAUSE/RESUME frames that goes before everything and is never paused. Served
+//! in strict priority, or deficit weighted round robin over the eight priorities.
 
-use std::collections::VecDeque;
-
-use crate::packet::{PacketArena, PacketId};
+use crate::packet::{PacketArena, PacketId, PacketList};
 
 use super::NUM_PRIORITIES;
 
@@ -19,26 +11,17 @@ pub const NUM_CLASSES: usize = NUM_PRIORITIES + 1;
 /// Class index of PFC frames.
 pub const MAC_CONTROL_CLASS: u8 = NUM_PRIORITIES as u8;
 
-/// One class of a port: its ring and its counters together, so that a push or a pop touches the
-/// port's header and this (a hot/cold split by class: the k=8 profile saw the per-class counters
-/// and rings of one push spread over four cache lines when they were arrays by field).
-#[derive(Debug, Default)]
-struct ClassQueue {
-    /// The packets, oldest first.
-    ring: VecDeque<PacketId>,
-    /// Bytes and packets waiting, and the most bytes seen since `take_max`.
-    bytes: u32,
-    packets: u32,
-    max: u32,
-}
-
 #[derive(Debug, Default)]
 pub struct PortQueue {
     /// Bit c set when class c is non-empty.
     nonempty: u16,
     /// Bytes waiting (all classes).
     pub bytes: u64,
-    classes: [ClassQueue; NUM_CLASSES],
+    /// Bytes and packets waiting per class, and the most bytes seen since `take_max`.
+    pub class_bytes: [u32; NUM_CLASSES],
+    pub class_packets: [u32; NUM_CLASSES],
+    class_max: [u32; NUM_CLASSES],
+    classes: [PacketList; NUM_CLASSES],
 }
 
 impl PortQueue {
@@ -54,27 +37,14 @@ impl PortQueue {
     }
 
     #[inline]
-    pub fn push(&mut self, pkt: PacketId, class: u8, wire_bytes: u32) {
+    pub fn push(&mut self, arena: &mut PacketArena, pkt: PacketId, class: u8, wire_bytes: u32) {
         let c = class as usize;
+        self.classes[c].push_back(arena, pkt);
         self.nonempty |= 1 << c;
         self.bytes += wire_bytes as u64;
-        let q = &mut self.classes[c];
-        q.ring.push_back(pkt);
-        q.bytes += wire_bytes;
-        q.packets += 1;
-        q.max = q.max.max(q.bytes);
-    }
-
-    /// Bytes waiting in class `c`.
-    #[inline]
-    pub fn class_bytes(&self, c: usize) -> u32 {
-        self.classes[c].bytes
-    }
-
-    /// Packets waiting in class `c`.
-    #[inline]
-    pub fn class_packets(&self, c: usize) -> u32 {
-        self.classes[c].packets
+        self.class_bytes[c] += wire_bytes;
+        self.class_packets[c] += 1;
+        self.class_max[c] = self.class_max[c].max(self.class_bytes[c]);
     }
 
     /// Strict priority: the head of the highest non-empty class not paused.
@@ -107,12 +77,12 @@ impl PortQueue {
         loop {
             let c = dwrr.cursor as usize;
             if eligible & (1 << c) != 0 {
-                let head = *self.classes[c].ring.front().expect("non-empty class");
+                let head = self.classes[c].front().expect("non-empty class");
                 let size = arena.get(head).wire_bytes as i64;
                 if dwrr.deficit[c] >= size {
                     dwrr.deficit[c] -= size;
                     let pkt = self.pop_class(arena, c);
-                    if self.classes[c].ring.is_empty() {
+                    if self.classes[c].is_empty() {
                         dwrr.deficit[c] = 0;
                         dwrr.cursor = (dwrr.cursor + 1) % NUM_PRIORITIES as u8;
                         dwrr.fresh = true;
@@ -135,41 +105,30 @@ impl PortQueue {
     #[inline]
     fn pop_class(&mut self, arena: &PacketArena, c: usize) -> Option<PacketId> {
         let q = &mut self.classes[c];
-        let pkt = q.ring.pop_front()?;
-        let w = arena.get(pkt).wire_bytes;
-        q.bytes -= w;
-        q.packets -= 1;
-        if q.ring.is_empty() {
+        let pkt = q.pop_front(arena)?;
+        if q.is_empty() {
             self.nonempty &= !(1 << c);
         }
+        let w = arena.get(pkt).wire_bytes;
         self.bytes -= w as u64;
+        self.class_bytes[c] -= w;
+        self.class_packets[c] -= 1;
         Some(pkt)
     }
 
     /// The most bytes class `c` held since the last call (then restarts from the current depth).
     pub fn take_max(&mut self, c: usize) -> u32 {
-        let q = &mut self.classes[c];
-        std::mem::replace(&mut q.max, q.bytes)
+        std::mem::replace(&mut self.class_max[c], self.class_bytes[c])
     }
 
-    /// Packets waiting in all classes.
-    pub fn len(&self) -> usize {
-        self.classes.iter().map(|c| c.ring.len()).sum()
+    /// Packets waiting in all classes (walks the lists).
+    pub fn len(&self, arena: &PacketArena) -> usize {
+        self.classes.iter().map(|c| c.len(arena)).sum()
     }
 
-    /// The oldest packet of class `c`.
-    pub fn class_front(&self, c: usize) -> Option<PacketId> {
-        self.classes[c].ring.front().copied()
-    }
-
-    /// Packets of class `c`, oldest first.
-    pub fn class_packets_iter(&self, c: usize) -> impl Iterator<Item = PacketId> + '_ {
-        self.classes[c].ring.iter().copied()
-    }
-
-    /// Ring slots allocated (all classes): the queue's memory beyond its fixed part.
-    pub fn ring_capacity(&self) -> usize {
-        self.classes.iter().map(|c| c.ring.capacity()).sum()
+    /// Packets of class `c`, oldest first (walks the list).
+    pub fn class_list(&self, c: usize) -> PacketList {
+        self.classes[c]
     }
 }
 
@@ -214,13 +173,13 @@ mod tests {
         let mut arena = PacketArena::default();
         let ids: Vec<_> = (0..5).map(|i| alloc(&mut arena, i, 10)).collect();
         let mut q = PortQueue::default();
-        q.push(ids[0], 3, 10);
-        q.push(ids[1], 3, 10);
-        q.push(ids[2], 7, 10);
-        q.push(ids[3], 0, 10);
-        q.push(ids[4], MAC_CONTROL_CLASS, 10);
+        q.push(&mut arena, ids[0], 3, 10);
+        q.push(&mut arena, ids[1], 3, 10);
+        q.push(&mut arena, ids[2], 7, 10);
+        q.push(&mut arena, ids[3], 0, 10);
+        q.push(&mut arena, ids[4], MAC_CONTROL_CLASS, 10);
         assert_eq!(q.bytes, 50);
-        assert_eq!(q.class_bytes(3), 20);
+        assert_eq!(q.class_bytes[3], 20);
         // Priority 7 paused: MAC control first, then 3, 3, 0; 7 stays.
         let order: Vec<_> = std::iter::from_fn(|| q.pop_strict(&arena, 1 << 7)).collect();
         assert_eq!(order, vec![ids[4], ids[0], ids[1], ids[3]]);
@@ -237,7 +196,7 @@ mod tests {
         let mut q = PortQueue::default();
         for i in 0..300 {
             let id = alloc(&mut arena, i, 1000);
-            q.push(id, if i % 2 == 0 { 1 } else { 2 }, 1000);
+            q.push(&mut arena, id, if i % 2 == 0 { 1 } else { 2 }, 1000);
         }
         let mut weights = [1u32; 8];
         weights[1] = 1;
