@@ -98,7 +98,7 @@ fn open_loop(workload: &str, window: &str, extra: &str) -> String {
 
 const SYNTHETIC: &str = "kind = \"synthetic\"\npattern = \"uniform_random\"\nload = 0.4\n\
                          size = \"8KiB\"\nprocess = \"poisson\"";
-const POISSON: &str = "kind = \"poisson\"\ncdf = \"websearch\"\nload = 0.4\nduration = \"WINDOW\"";
+const POISSON: &str = "kind = \"poisson\"\ncdf = \"google_rpc\"\nload = 0.4\nduration = \"WINDOW\"";
 
 /// (heap live after the run, footprint then, peak flow records, messages, flow rows, labels,
 /// run.json's synthetic figures) of `toml`, retiring flows (or keeping every record: `keep`).
@@ -138,14 +138,15 @@ fn run_open_loop(
 fn open_loop_flow_records_follow_the_flows_in_progress_not_the_messages() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let _profiler = dhat::Profiler::builder().testing().build();
-    for (name, workload, extra, stop) in [
-        ("synthetic", SYNTHETIC, "", true),
+    for (name, workload, extra, stop, windows) in [
+        ("synthetic", SYNTHETIC, "", true, ["1ms", "8ms"]),
         (
             "poisson, DCQCN, PFC",
             POISSON,
             "[switch]\necn = { kmin = \"40KB\", kmax = \"160KB\", pmax = 0.2 }\n\
              pfc = { enabled = true }\n[transport]\ncc = \"dcqcn\"",
             false,
+            ["0.25ms", "2ms"],
         ),
     ] {
         let scenario = |window: &str| {
@@ -156,7 +157,7 @@ fn open_loop_flow_records_follow_the_flows_in_progress_not_the_messages() {
             };
             open_loop(workload, window, &format!("{stop}{extra}"))
         };
-        let (short, long) = (scenario("2ms"), scenario("16ms"));
+        let (short, long) = (scenario(windows[0]), scenario(windows[1]));
         let (heap_s, fs, rows_s, _, _) = run_open_loop(&short, false);
         let (heap_l, fl, rows_l, labels_l, stats_l) = run_open_loop(&long, false);
         // The same outputs as runs that keep every flow's record.
@@ -166,7 +167,7 @@ fn open_loop_flow_records_follow_the_flows_in_progress_not_the_messages() {
         assert_eq!(labels_l, labels_k, "{name}: flow labels");
         assert_eq!(stats_l, stats_k, "{name}: run statistics");
         assert!(
-            rows_s.len() > 500 && rows_l.len() > 6 * rows_s.len(),
+            rows_s.len() > 200 && rows_l.len() > 6 * rows_s.len(),
             "{name}: {} and {} rows",
             rows_s.len(),
             rows_l.len()
@@ -188,14 +189,15 @@ fn open_loop_flow_records_follow_the_flows_in_progress_not_the_messages() {
             fl.per_retired
         );
         // Bounded by the flows in progress: 8x the messages, about as many records at once (a
-        // margin for the randomness of arrivals), and a small fraction of the messages.
+        // margin for the randomness of arrivals: the largest burst grows with the run), and a
+        // small fraction of the messages.
         assert_eq!(
             (fk.flows, fks.flows),
             (fk.messages, fks.messages),
             "{name}: all kept"
         );
         assert!(
-            fl.flows <= 2 * fs.flows + 16,
+            fl.flows <= 4 * fs.flows + 16,
             "{name}: {} then {} records",
             fs.flows,
             fl.flows
@@ -206,10 +208,12 @@ fn open_loop_flow_records_follow_the_flows_in_progress_not_the_messages() {
             fl.flows,
             fl.messages
         );
-        assert_eq!(
+        // Every finished flow retired but those still waiting at the stop for their last ACK.
+        assert!(
+            fl.retired <= rows_l.len() && rows_l.len() - fl.retired <= fl.flows,
+            "{name}: {} retired, {} rows",
             fl.retired,
-            rows_l.len(),
-            "{name}: every finished flow retired"
+            rows_l.len()
         );
         // The footprint states the heap the run holds (never more) ...
         assert!(
