@@ -247,8 +247,10 @@ fn steps_summary(steps: &[crate::trace::ops::StepRow]) -> Value {
 pub fn workload_reports(sim: &Simulation, plan: &FlowPlan) -> Value {
     let names = sim.workload_names();
     let mut finished = vec![(0u64, 0u64); names.len()];
-    for f in &sim.world().flows {
-        if f.finished() {
+    let w = sim.world();
+    for id in w.flows.ids() {
+        let f = w.flow_brief(id);
+        if f.finish.is_some() {
             let e = &mut finished[f.workload as usize];
             e.0 += 1;
             e.1 = e.1.saturating_add(f.size_bytes);

@@ -210,6 +210,8 @@ impl World {
             }
         }
 
+        // An amended plan may name any flow: every flow keeps its record from now on.
+        self.keep_all_flows();
         let now = self.now;
         // Barriers.
         self.barriers.extend(a.barriers.iter().map(|&n| Barrier {
@@ -221,7 +223,7 @@ impl World {
         }));
         // Flows: every per-flow array grows once.
         let added = a.flows.len();
-        self.flows.reserve(added);
+        self.flows.reserve(added, true);
         if self.amends.pxn_cluster {
             self.pxn.reserve(added);
         }
@@ -267,7 +269,7 @@ impl World {
             inr.grow_flows(self.flows.len());
         }
         self.cc
-            .grow(self.flows.iter().skip(nf_old).map(|f| f.rate_bps));
+            .grow((nf_old..self.flows.len()).map(|i| self.flows[FlowId::new(i as u32)].rate_bps));
         if let Some(c) = &mut self.credits {
             c.grow(self.flows.len());
         }
@@ -297,7 +299,9 @@ impl World {
             self.amends.cancelled.resize(self.flows.len(), false);
         }
         for &fid in &a.cancel {
-            if self.flows[fid].started || self.amends.cancelled[fid.index()] {
+            // A flow without a record now retired (it started and finished).
+            let started = self.flows.get(fid).is_none_or(|f| f.started);
+            if started || self.amends.cancelled[fid.index()] {
                 report.not_cancelled.push(fid);
                 continue;
             }

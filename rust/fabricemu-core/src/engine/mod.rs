@@ -3,6 +3,7 @@
 pub mod amend;
 pub mod circuits;
 mod faults;
+pub mod flows;
 mod forwarding;
 mod in_network;
 mod jobs;
@@ -15,6 +16,7 @@ mod sampling;
 mod synthetic;
 mod world;
 
+pub use flows::{FlowBrief, FlowState, FlowTable};
 pub use jobs::{EpisodeOutcome, EpisodeSummary, Job, JobSummary, Jobs};
 pub use queue::{Event, EventQueue};
 pub use relay::Relays;
@@ -179,6 +181,9 @@ impl Simulation {
             packet_filter,
             warnings,
         } = built;
+        let mut plan = plan;
+        // The plan is kept for the whole run: no slack left from growing it.
+        plan.flows.shrink_to_fit();
         let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
@@ -198,10 +203,18 @@ impl Simulation {
         }
     }
 
+    /// Keep every flow's transport record for the whole run (see [`World::keep_all_flows`]):
+    /// what a run that retires flows does when a controller or an amendment may look at any.
+    pub fn keep_all_flows(&mut self) {
+        self.world.keep_all_flows();
+    }
+
     /// Attach a control loop (for a controller outside the scenario, e.g. a Python callable):
     /// boundaries every `interval_ps` (None: the scenario's `[control] interval`, or 20us). The
     /// scenario's built-in policy, if any, keeps running at the same boundaries.
     pub fn enable_control(&mut self, interval_ps: Option<Time>) {
+        // A controller may look at any flow at any time: every flow keeps its record.
+        self.world.keep_all_flows();
         match &mut self.control {
             Some(c) => {
                 if let Some(i) = interval_ps {
@@ -411,31 +424,16 @@ impl Simulation {
     pub fn flow_rows(&self) -> Vec<FlowRow> {
         let w = &self.world;
         w.flows
-            .iter_enumerated()
-            .filter(|&(id, f)| self.keeps_row(f) && !w.is_cancelled(id))
-            .map(|(id, f)| FlowRow {
-                flow_id: id.get() as u64,
-                src: f.src.get(),
-                dst: f.dst.get(),
-                size_bytes: f.size_bytes,
-                // A flow that never started keeps its scheduled start (NEVER = not scheduled).
-                start_ps: if f.start == crate::transport::NEVER {
-                    crate::trace::flows::NOT_SCHEDULED
-                } else {
-                    f.start
-                },
-                started: f.started,
-                finish_ps: f.finished().then_some(f.finish),
-                ideal_fct_ps: w.ideal_fct(id),
-                workload: f.workload,
-                packets_sent: f.packets_sent,
-                retransmits: f.retransmits,
-                drops: f.drops,
-                ecn_marks: f.ecn_marks,
-                cnps: f.cnps,
-                out_of_order_packets: f.out_of_order,
-                max_reorder_distance: f.max_reorder,
-                unreachable_drops: f.unreachable_drops,
+            .ids()
+            .filter(|&id| !w.is_cancelled(id))
+            .filter_map(|id| match w.flows.state(id) {
+                FlowState::Live(f) => self.keeps_row(f).then(|| w.flow_row(id, f)),
+                FlowState::Retired(r) => Some(r.clone()),
+                FlowState::Unborn => self
+                    .scenario
+                    .trace
+                    .unfinished_flows
+                    .then(|| w.flow_row(id, &w.planned_flow(id))),
             })
             .collect()
     }
@@ -458,17 +456,25 @@ impl Simulation {
 
     /// [`Simulation::flow_labels`] from a plan already made.
     pub fn flow_labels_of(&self, plan: &FlowPlan) -> Vec<FlowLabels> {
-        self.world
-            .flows
-            .iter_enumerated()
+        let w = &self.world;
+        w.flows
+            .ids()
             .zip(&plan.flows)
-            .filter(|&((id, f), _)| self.keeps_row(f) && !self.world.is_cancelled(id))
-            .map(|((_, f), init)| FlowLabels {
-                collective: init.collective.map(|c| c.instance),
-                iteration: init.collective.map(|c| c.iteration),
-                step: init.collective.map(|c| c.step),
-                tag: init.tag,
-                measured: self.synthetic_measured(f.workload, f.start),
+            .filter(|&(id, _)| !w.is_cancelled(id))
+            .filter(|&(id, _)| match w.flows.state(id) {
+                FlowState::Live(f) => self.keeps_row(f),
+                FlowState::Retired(_) => true,
+                FlowState::Unborn => self.scenario.trace.unfinished_flows,
+            })
+            .map(|(id, init)| {
+                let b = w.flow_brief(id);
+                FlowLabels {
+                    collective: init.collective.map(|c| c.instance),
+                    iteration: init.collective.map(|c| c.iteration),
+                    step: init.collective.map(|c| c.step),
+                    tag: init.tag,
+                    measured: self.synthetic_measured(b.workload, b.start),
+                }
             })
             .collect()
     }
@@ -495,8 +501,12 @@ impl Simulation {
             total += c.iterations as usize;
         }
         let mut agg = vec![Agg::default(); total];
-        for ((id, f), init) in self.world.flows.iter_enumerated().zip(&plan.flows) {
+        for (id, init) in self.world.flows.ids().zip(&plan.flows) {
             let Some(tag) = init.collective else {
+                continue;
+            };
+            // (Runs with collectives keep every flow's record.)
+            let Some(f) = self.world.flows.get(id) else {
                 continue;
             };
             if self.world.is_cancelled(id) {

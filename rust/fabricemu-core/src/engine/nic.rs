@@ -84,6 +84,7 @@ impl World {
                 }
             }
             f.packets_sent += 1;
+            f.packets_alive += 1;
             self.nics.rotate[p] = !self.nics.fifo;
             let wire = f.payload_of(seq, self.transport.mtu) + self.transport.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
@@ -147,7 +148,7 @@ impl World {
 
     pub(super) fn start_static_flows(&mut self) {
         while let Some(&fid) = self.static_order.get(self.next_static) {
-            let start = self.flows[fid].start;
+            let start = self.start_of(fid);
             if start > self.now {
                 self.events.push(start, Event::NextFlowStarts);
                 return;
@@ -165,6 +166,7 @@ impl World {
             return; // its tree runs an earlier call: it starts when that one ends
         }
         let now = self.now;
+        self.materialise(fid);
         let f = &mut self.flows[fid];
         f.start = now;
         f.started = true;
@@ -229,9 +231,12 @@ impl World {
 
     pub(super) fn retransmit_timer(&mut self, fid: FlowId) {
         let now = self.now;
-        let f = &mut self.flows[fid];
+        let Some(f) = self.flows.get_mut(fid) else {
+            return; // retired: it finished and nothing of it is left
+        };
         if f.sender_stopped() {
             f.rto_armed = false;
+            self.maybe_retire(fid);
             return;
         }
         if f.rto_deadline > now {
@@ -276,6 +281,7 @@ impl World {
     pub(super) fn host_receive(&mut self, pkt: PacketId) {
         let p = *self.packets.get(pkt);
         self.packets.release(pkt);
+        self.packet_gone(p.flow);
         self.stats.packets_delivered += 1;
         if self.synth.is_some() && p.kind == PacketKind::Data {
             self.meter_data(&p);
@@ -320,6 +326,7 @@ impl World {
                 unreachable!("PFC frames are handled per link")
             }
         }
+        self.maybe_retire(p.flow);
     }
 
     fn receive_data(&mut self, fid: FlowId, seq: u32, pkt_flags: u16) {
@@ -472,6 +479,7 @@ impl World {
     /// that packet) and `extra` flags.
     fn send_control_seq(&mut self, fid: FlowId, kind: PacketKind, seq: u32, extra: u16) {
         let f = &mut self.flows[fid];
+        f.packets_alive += 1;
         let echo = kind == PacketKind::Ack && std::mem::take(&mut f.ce_unechoed);
         let mut pkt = Packet::control(
             kind,
@@ -725,7 +733,10 @@ impl World {
     }
 
     pub(super) fn cc_timer(&mut self, fid: FlowId, timer: u8) {
-        let done = self.flows[fid].sender_stopped();
+        let Some(f) = self.flows.get(fid) else {
+            return; // retired (a done sender's timers do nothing)
+        };
+        let done = f.sender_stopped();
         let r = self.cc.on_timer(fid, timer, self.now, done);
         self.react(fid, r);
     }

@@ -545,6 +545,10 @@ impl World {
         }
         self.stats.packets_dropped += 1;
         self.packets.release(pkt);
+        if let Some(fid) = p.flow_id() {
+            self.packet_gone(fid);
+            self.maybe_retire(fid);
+        }
     }
 
     // ---- PFC ---------------------------------------------------------------------------------

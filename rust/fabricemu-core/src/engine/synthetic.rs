@@ -126,14 +126,15 @@ impl Simulation {
         let mut offered = 0u64;
         let mut generated = 0u64;
         let mut latencies: Vec<u64> = Vec::new();
-        for f in &w.flows {
+        for id in w.flows.ids() {
+            let f = w.flow_brief(id);
             if !m.workloads[f.workload as usize] || f.start < m.from || f.start >= m.to {
                 continue;
             }
             generated += 1;
             offered += f.size_bytes + f.num_packets as u64 * header;
-            if f.finished() {
-                latencies.push(f.finish - f.start);
+            if let Some(finish) = f.finish {
+                latencies.push(finish - f.start);
             }
         }
         latencies.sort_unstable();

@@ -10,6 +10,7 @@
 
 use super::circuits::Circuits;
 use super::faults::{Fault, Faults};
+use super::flows::FlowTable;
 use super::queue::{Event, EventQueue};
 use super::RunStats;
 use crate::cc::Cc;
@@ -191,6 +192,7 @@ pub(super) fn new_flow(
         trim_nacks: 0,
         unreachable_drops: 0,
         abandoned: false,
+        packets_alive: 0,
     };
     (flow, ends.pxn)
 }
@@ -208,6 +210,15 @@ pub(super) struct Barrier {
     pub released_at: Time,
     /// It can never release: a flow it waits for was given up on.
     pub dead: bool,
+}
+
+/// What makes a flow's record when it starts, in runs that retire flows (see `engine::flows`).
+pub(super) struct FlowMaker {
+    /// The plan's flows, by flow id.
+    pub inits: Vec<crate::workload::FlowInit>,
+    /// Per flow: the UDP source port and flow label drawn for it at the build (in flow-id
+    /// order, as for every flow of a run that keeps them all).
+    pub entropy: Vec<(u16, u32)>,
 }
 
 pub struct World {
@@ -244,7 +255,14 @@ pub struct World {
     pub(super) synth: Option<super::synthetic::SynthMeter>,
 
     // Flows.
-    pub flows: IdVec<FlowId, Flow>,
+    /// Every flow's state: its transport record while it runs, its output row once retired
+    /// (see `engine::flows`).
+    pub flows: FlowTable,
+    /// Runs that retire flows: what makes a flow's record when it starts (None: every flow has
+    /// its record from the build on and keeps it).
+    pub(super) maker: Option<FlowMaker>,
+    /// Flows are retired when done (a run with `maker`, until `keep_all_flows`).
+    pub(super) retiring: bool,
     /// GPU clusters with PXN, per flow: where its packets leave the scale-up switch and the relay
     /// GPU, data then control (see [`PxnHops`]). Empty without PXN.
     pub(super) pxn: IdVec<FlowId, FlowPxn>,
@@ -302,9 +320,15 @@ pub struct MemoryFootprint {
     pub per_node: usize,
     /// Per host port: the NIC's arbitration ring (empty until flows are active) and its flag.
     pub per_host_port: usize,
-    /// Per flow: the transport record, the congestion controller's sender and receiver, PXN
-    /// hops (GPU clusters), the rates.arrow sample state, and the flow plan's entry.
+    /// Per flow record (the transport state of a flow in progress; a run that retires flows
+    /// recycles the records, so `flows` counts the most in use at once).
     pub per_flow: usize,
+    /// Per flow id, for the whole run: the congestion controller's sender and receiver, PXN hops
+    /// (GPU clusters), the rates.arrow sample state, the flow plan's entry (and, in a run that
+    /// retires flows, the engine's copy of it with its header entropy), the record's index.
+    pub per_message: usize,
+    /// Per retired flow: its output row, kept until flows.arrow is written.
+    pub per_retired: usize,
     /// Per packet in flight (arena slots are kept at the high-water mark): the record, its free
     /// list entry, and its INT records under HPCC.
     pub per_packet: usize,
@@ -313,7 +337,12 @@ pub struct MemoryFootprint {
     pub ports: usize,
     pub nodes: usize,
     pub host_ports: usize,
+    /// Flow records allocated (in a run that retires flows: the most in use at once).
     pub flows: usize,
+    /// Flow ids (every flow of the plan).
+    pub messages: usize,
+    /// Flows retired so far.
+    pub retired: usize,
     /// Arena slots (the most packets alive at once so far).
     pub packets: usize,
 }
@@ -325,6 +354,8 @@ impl MemoryFootprint {
             + self.per_node * self.nodes
             + self.per_host_port * self.host_ports
             + self.per_flow * self.flows
+            + self.per_message * self.messages
+            + self.per_retired * self.retired
             + self.per_packet * self.packets
             + self.route_map
     }
@@ -405,7 +436,26 @@ impl World {
 
         let mut sport_rng = RngStream::SourcePorts.rng(s.seed);
         let mut label_rng = RngStream::FlowLabels.rng(s.seed);
-        let mut flows: IdVec<FlowId, Flow> = IdVec::with_capacity(plan.flows.len());
+        // Flows are retired when done (their records recycled) unless a feature of the run may
+        // look at any flow at any time (see `engine::flows`).
+        let retires = s.control.is_none()
+            && faults.is_empty()
+            && s.faults.is_empty()
+            && s.failure_processes.is_empty()
+            && fabric.ocs.is_none()
+            && !pxn_cluster
+            && plan.in_network.is_none()
+            && plan.collectives.is_empty()
+            && plan.ops.is_empty()
+            && plan.jobs.is_empty();
+        let mut maker = retires.then(|| FlowMaker {
+            inits: plan.flows.clone(),
+            entropy: Vec::with_capacity(plan.flows.len()),
+        });
+        let mut flows = FlowTable::default();
+        flows.reserve(plan.flows.len(), maker.is_none());
+        // The line rates the controllers' states start from (`Cc::start` sets them anew).
+        let mut line_rates: Vec<u64> = Vec::with_capacity(plan.flows.len());
         let mut barriers: Vec<Barrier> = plan
             .barrier_sizes
             .iter()
@@ -435,7 +485,16 @@ impl World {
             if pxn_cluster {
                 pxn.push(ends);
             }
-            flows.push(flow);
+            match &mut maker {
+                Some(m) => {
+                    m.entropy.push((sport, label));
+                    line_rates.push(flow.rate_bps);
+                    flows.push_unborn();
+                }
+                None => {
+                    flows.push(flow);
+                }
+            }
         }
         let in_network = plan
             .in_network
@@ -453,10 +512,15 @@ impl World {
                 }
                 inr
             });
-        static_order.sort_by_key(|&id| (flows[id].start, id));
+        let planned_start = |id: FlowId| match plan.flows[id.index()].start {
+            Start::At(t) => t,
+            Start::After { .. } => NEVER,
+        };
+        static_order.sort_by_key(|&id| (planned_start(id), id));
+        static_order.shrink_to_fit();
         let mut events = EventQueue::new();
         if let Some(&first) = static_order.first() {
-            events.push(flows[first].start, Event::NextFlowStarts);
+            events.push(planned_start(first), Event::NextFlowStarts);
         }
         for &(at, b) in &plan.barrier_timers {
             events.push(at, Event::BarrierArrive(b));
@@ -465,7 +529,10 @@ impl World {
         for (at, e) in jobs.failure_events() {
             events.push(at, Event::JobFailure(e));
         }
-        let cc = Cc::new(&t.cc, flows.iter().map(|f| f.rate_bps));
+        if maker.is_none() {
+            line_rates = flows.live().map(|(_, f)| f.rate_bps).collect();
+        }
+        let cc = Cc::new(&t.cc, line_rates.into_iter());
         let mut tracer = Tracer::new(
             s.trace.clone(),
             pfc.is_some(),
@@ -552,6 +619,8 @@ impl World {
             ),
             synth: super::synthetic::SynthMeter::new(s),
             flows,
+            retiring: maker.is_some(),
+            maker,
             pxn,
             relays,
             int: cc.int_bytes_per_hop().map(crate::cc::IntStore::new),
@@ -928,7 +997,12 @@ impl World {
 
     /// The hops flow `fid`'s data packets take (the ECMP path its header hashes to).
     pub fn flow_path(&self, fid: FlowId) -> Vec<Hop> {
-        self.flow_path_ports(fid)
+        self.flow_path_of(fid, &self.flow_record(fid))
+    }
+
+    /// [`World::flow_path`] of flow `fid` with record `f`.
+    fn flow_path_of(&self, fid: FlowId, f: &Flow) -> Vec<Hop> {
+        self.flow_path_ports_of(fid, f)
             .into_iter()
             .map(|p| Hop {
                 rate_bps: self.fabric.rate_bps[p],
@@ -940,10 +1014,14 @@ impl World {
     /// The egress ports flow `fid`'s data packets take, from its source NIC on: by the current
     /// routes, or, when faults cut the flow off, by the fault-free ones (its nominal path).
     pub fn flow_path_ports(&self, fid: FlowId) -> Vec<PortId> {
-        let current = self.path_in(&self.router.table, fid);
+        self.flow_path_ports_of(fid, &self.flow_record(fid))
+    }
+
+    fn flow_path_ports_of(&self, fid: FlowId, f: &Flow) -> Vec<PortId> {
+        let current = self.path_in(&self.router.table, fid, f);
         match (current, &self.router.nominal) {
             (Ok(path), _) => path,
-            (Err(_), Some(nominal)) => self.path_in(nominal, fid).unwrap_or_else(|p| p),
+            (Err(_), Some(nominal)) => self.path_in(nominal, fid, f).unwrap_or_else(|p| p),
             (Err(partial), None) => partial,
         }
     }
@@ -953,8 +1031,8 @@ impl World {
         &self,
         table: &crate::routing::RouteTable,
         fid: FlowId,
+        f: &Flow,
     ) -> Result<Vec<PortId>, Vec<PortId>> {
-        let f = &self.flows[fid];
         let mut ports = vec![f.src_port];
         for _ in 0..=self.fabric.num_nodes {
             let last = *ports.last().expect("non-empty");
@@ -1004,8 +1082,12 @@ impl World {
 
     /// Ideal FCT of flow `fid`: alone on its path.
     pub fn ideal_fct(&self, fid: FlowId) -> Time {
-        let f = &self.flows[fid];
-        let hops = self.flow_path(fid);
+        self.ideal_fct_of(fid, &self.flow_record(fid))
+    }
+
+    /// [`World::ideal_fct`] of flow `fid` with record `f`.
+    pub(super) fn ideal_fct_of(&self, fid: FlowId, f: &Flow) -> Time {
+        let hops = self.flow_path_of(fid, f);
         ideal_fct(
             &hops,
             f.num_packets,
@@ -1043,15 +1125,22 @@ impl World {
             + 2 * size_of::<u64>() // buffer used, capacity
             + size_of::<u64>(); // router seed
         let per_host_port = size_of::<std::collections::VecDeque<FlowId>>() + size_of::<bool>();
-        let per_flow = size_of::<Flow>()
-            + self.cc.bytes_per_flow()
+        let per_flow = size_of::<Flow>();
+        let per_message = self.cc.bytes_per_flow()
             + if self.pxn.is_empty() {
                 0
             } else {
                 size_of::<FlowPxn>()
             }
             + size_of::<Time>() // tracer.rates_last
-            + size_of::<crate::workload::FlowInit>(); // the plan the Simulation keeps
+            + size_of::<crate::workload::FlowInit>() // the plan the Simulation keeps
+            + size_of::<u32>() // the flow table's index
+            + size_of::<FlowId>() // the start order of flows with a fixed start
+            + if self.maker.is_some() {
+                size_of::<crate::workload::FlowInit>() + size_of::<(u16, u32)>()
+            } else {
+                0
+            };
         let per_packet = size_of::<crate::packet::Packet>()
             + size_of::<crate::packet::PacketId>()
             + if self.int.is_some() {
@@ -1064,12 +1153,16 @@ impl World {
             per_node,
             per_host_port,
             per_flow,
+            per_message,
+            per_retired: size_of::<crate::trace::flows::FlowRow>(),
             per_packet,
             route_map: self.router.table.group_map_bytes(),
             ports: self.ports.len(),
             nodes: self.fabric.num_nodes as usize,
             host_ports: self.nics.ring.len(),
-            flows: self.flows.len(),
+            flows: self.flows.slot_capacity(),
+            messages: self.flows.len(),
+            retired: self.flows.retired_count(),
             packets: self.packets.capacity(),
         }
     }

@@ -134,6 +134,9 @@ pub struct Flow {
     pub unreachable_drops: u64,
     /// Given up on: its destination was cut off for good (or it waited on a flow that was).
     pub abandoned: bool,
+    /// Its packets (data and control) in the fabric now: created and not yet delivered or
+    /// dropped. A run that retires flows retires one only when none is left.
+    pub packets_alive: u32,
 }
 
 impl Flow {

@@ -36,7 +36,11 @@ fn sampled(sim: &mut Simulation, every_ps: u64) -> Vec<Sample> {
             out.push(Sample {
                 t: next,
                 queue: (0..8).map(|c| w.queue_bytes(bottleneck, c)).sum(),
-                delivered: w.flows.iter().map(|f| f.expected as u64).collect(),
+                delivered: w
+                    .flows
+                    .ids()
+                    .map(|id| w.packets_received_in_order(id) as u64)
+                    .collect(),
             });
             next += every_ps;
         }

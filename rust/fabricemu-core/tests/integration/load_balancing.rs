@@ -92,7 +92,8 @@ fn used_uplinks_follow_balls_into_bins() {
         // Per leaf: the uplinks its cross-leaf flows hash to (the second port of their path).
         let mut per_leaf: Vec<(u32, std::collections::BTreeSet<PortId>)> =
             vec![(0, Default::default()); 8];
-        for (fid, f) in w.flows.iter_enumerated() {
+        for fid in w.flows.ids() {
+            let f = w.flow_record(fid); // the flow retired when done: its planned record
             if f.src.get() / 8 == f.dst.get() / 8 {
                 continue; // stays under its leaf
             }

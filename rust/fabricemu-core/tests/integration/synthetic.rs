@@ -212,8 +212,9 @@ size = "4KiB"
     assert!(st.messages_unfinished < 60, "{st:?}");
     let w = sim.world();
     let (mut sum, mut n) = (0f64, 0u64);
-    for (id, f) in w.flows.iter_enumerated() {
-        if f.start >= st.warmup_ps && f.start < st.stop_ps && f.finished() {
+    for id in w.flows.ids() {
+        let f = w.flow_brief(id);
+        if f.start >= st.warmup_ps && f.start < st.stop_ps && f.finish.is_some() {
             sum += w.ideal_fct(id) as f64;
             n += 1;
         }
@@ -289,9 +290,10 @@ size = "16KiB"
     let s_ps = 4.0 * 4158.0 * 8.0 / 100e9 * 1e12;
     let ideal = w.ideal_fct(FlowId::new(0)) as f64;
     let mut waits: Vec<f64> = Vec::new();
-    for f in &w.flows {
-        if f.start >= st.warmup_ps && f.finished() {
-            waits.push((f.finish - f.start) as f64 - ideal);
+    for id in w.flows.ids() {
+        let f = w.flow_brief(id);
+        if let (true, Some(finish)) = (f.start >= st.warmup_ps, f.finish) {
+            waits.push((finish - f.start) as f64 - ideal);
         }
     }
     assert_eq!(waits.len() as u64, st.messages_measured);
@@ -358,10 +360,11 @@ flows = [{src = 0, dst = 1, size = "32KiB"}, {src = 0, dst = 1, size = "32KiB"}]
 "#;
     let fct = |toml: &str| -> Vec<u64> {
         let sim = run(toml);
-        sim.world()
-            .flows
-            .iter()
-            .map(|f| f.finish - f.start)
+        let w = sim.world();
+        w.flows
+            .ids()
+            .map(|id| w.flow_brief(id))
+            .map(|f| f.finish.unwrap() - f.start)
             .collect()
     };
     let rr = fct(base);

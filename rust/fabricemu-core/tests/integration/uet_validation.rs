@@ -43,9 +43,10 @@ fn one_switch(n: usize, rate: &str, delay: &str, stop: &str, extra: &str, size: 
 /// a fraction of the receiver's line rate.
 fn goodput_fraction(sim: &Simulation, rate_bps: f64) -> f64 {
     let w = sim.world();
-    let start = w.flows.iter().map(|f| f.start).min().unwrap();
-    let end = w.flows.iter().map(|f| f.finish).max().unwrap();
-    let bytes: u64 = w.flows.iter().map(|f| f.size_bytes).sum();
+    let flows: Vec<_> = w.flows.ids().map(|id| w.flow_brief(id)).collect();
+    let start = flows.iter().map(|f| f.start).min().unwrap();
+    let end = flows.iter().map(|f| f.finish.unwrap()).max().unwrap();
+    let bytes: u64 = flows.iter().map(|f| f.size_bytes).sum();
     bytes as f64 * 8.0 / ((end - start) as f64 / 1e12) / rate_bps
 }
 
@@ -102,7 +103,11 @@ fn sampled(sim: &mut Simulation, every_ps: u64) -> Vec<Sample> {
                 t: next,
                 data_queue: w.queue_bytes(bottleneck, 3),
                 queue: (0..8).map(|c| w.queue_bytes(bottleneck, c)).sum(),
-                delivered: w.flows.iter().map(|f| f.expected as u64).collect(),
+                delivered: w
+                    .flows
+                    .ids()
+                    .map(|id| w.packets_received_in_order(id) as u64)
+                    .collect(),
             });
             next += every_ps;
         }

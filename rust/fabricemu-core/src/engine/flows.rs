@@ -1,0 +1,405 @@
+//! The flows' state, by flow id, with memory bounded by the flows alive at once (issue 19).
+//!
+//! A flow's transport record ([`Flow`]) lives in a slot of a recycled array from when it starts
+//! (or, in runs that keep every flow, from the build) until it is retired: it finished, its
+//! sender saw the last acknowledgement and no packet of it is left in the fabric. Then its
+//! output row ([`FlowRow`], what flows.arrow gets) is all that remains, and the slot serves the
+//! next flow to start. A long open-loop run (Poisson, synthetic, replay) so holds transport state
+//! for the flows in progress only, not for every message of the run; what stays per message is
+//! its plan entry and, once it finished, its row.
+//!
+//! Runs whose features look at any flow at any time (a control loop, plan amendments, faults
+//! that reroute and abandon flows, step graphs and collectives, in-network reduction, PXN
+//! relays) keep every flow's record for the whole run, as before: [`FlowTable::keep_all`].
+
+use std::ops::{Index, IndexMut};
+
+use crate::ids::{FlowId, IdRange, IdVec};
+use crate::trace::flows::FlowRow;
+use crate::transport::Flow;
+
+/// `FlowTable::at` of a flow not started yet (its record is made when it starts).
+const UNBORN: u32 = u32::MAX;
+/// `FlowTable::at` of a retired flow: the rest is the index of its row in `rows`.
+const RETIRED: u32 = 1 << 31;
+/// Rows are kept in chunks of this many: the row store grows without copying what it holds and
+/// never has more than one chunk unused (a doubling array would hold up to twice its rows).
+const ROW_CHUNK: usize = 1024;
+
+/// Where a flow's state is now.
+#[derive(Debug, Clone, Copy)]
+pub enum FlowState<'a> {
+    /// Not started yet: only its plan entry exists.
+    Unborn,
+    /// Started (or, when every record is kept, any flow): its transport record.
+    Live(&'a Flow),
+    /// Retired: its output row.
+    Retired(&'a FlowRow),
+}
+
+/// Every flow's state, indexed by flow id (see the module documentation).
+#[derive(Debug, Clone, Default)]
+pub struct FlowTable {
+    /// Per flow id: its slot in `slots`, [`UNBORN`], or [`RETIRED`] | its row's index.
+    at: IdVec<FlowId, u32>,
+    slots: Vec<Flow>,
+    /// Slots free for the next flow to start.
+    free: Vec<u32>,
+    /// Rows of the retired flows, in the order they retired, in chunks of [`ROW_CHUNK`].
+    rows: Vec<Vec<FlowRow>>,
+    retired: usize,
+    /// Slots in use at most at once.
+    peak: usize,
+}
+
+impl FlowTable {
+    /// Flow ids (started or not, retired or not).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    pub fn ids(&self) -> IdRange<FlowId> {
+        self.at.ids()
+    }
+
+    /// A new flow with its record now (the next id).
+    pub fn push(&mut self, f: Flow) -> FlowId {
+        let slot = self.take_slot(f);
+        self.at.push(slot)
+    }
+
+    /// A new flow whose record is made when it starts ([`FlowTable::materialise`]).
+    pub fn push_unborn(&mut self) -> FlowId {
+        self.at.push(UNBORN)
+    }
+
+    fn take_slot(&mut self, f: Flow) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = f;
+                s
+            }
+            None => {
+                self.slots.push(f);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.peak = self.peak.max(self.slots.len() - self.free.len());
+        slot
+    }
+
+    /// Room for `n` more records, exactly (no slack to grow into).
+    pub fn reserve_records(&mut self, n: usize) {
+        let spare = self.free.len() + (self.slots.capacity() - self.slots.len());
+        if n > spare {
+            self.slots.reserve_exact(n - self.free.len());
+        }
+    }
+
+    /// Whether flow `fid` has no record yet.
+    #[inline]
+    pub fn is_unborn(&self, fid: FlowId) -> bool {
+        self.at[fid] == UNBORN
+    }
+
+    /// Give unborn flow `fid` its record `f`.
+    pub fn materialise(&mut self, fid: FlowId, f: Flow) {
+        debug_assert!(self.is_unborn(fid));
+        self.at[fid] = self.take_slot(f);
+    }
+
+    /// Retire live flow `fid`: keep `row`, free its record's slot for the next flow.
+    pub fn retire(&mut self, fid: FlowId, row: FlowRow) {
+        let slot = self.at[fid];
+        debug_assert!(slot & RETIRED == 0 && slot != UNBORN);
+        // The heap parts of the record go now; the slot is overwritten when reused.
+        let f = &mut self.slots[slot as usize];
+        f.resend = Vec::new();
+        f.received_ahead = Vec::new();
+        self.free.push(slot);
+        self.at[fid] = RETIRED | self.retired as u32;
+        if self.retired.is_multiple_of(ROW_CHUNK) {
+            self.rows.push(Vec::with_capacity(ROW_CHUNK));
+        }
+        self.rows.last_mut().expect("a chunk with room").push(row);
+        self.retired += 1;
+    }
+
+    /// Where flow `fid`'s state is.
+    #[inline]
+    pub fn state(&self, fid: FlowId) -> FlowState<'_> {
+        match self.at[fid] {
+            UNBORN => FlowState::Unborn,
+            a if a & RETIRED != 0 => {
+                let i = (a & !RETIRED) as usize;
+                FlowState::Retired(&self.rows[i / ROW_CHUNK][i % ROW_CHUNK])
+            }
+            a => FlowState::Live(&self.slots[a as usize]),
+        }
+    }
+
+    /// The record of flow `fid` if it has one (started and not retired; or any flow in a run
+    /// that keeps them all).
+    #[inline]
+    pub fn get(&self, fid: FlowId) -> Option<&Flow> {
+        match *self.at.get(fid)? {
+            a if a == UNBORN || a & RETIRED != 0 => None,
+            a => Some(&self.slots[a as usize]),
+        }
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, fid: FlowId) -> Option<&mut Flow> {
+        match *self.at.get(fid)? {
+            a if a == UNBORN || a & RETIRED != 0 => None,
+            a => Some(&mut self.slots[a as usize]),
+        }
+    }
+
+    /// The flows with a record, in id order, with their ids.
+    pub fn live(&self) -> impl Iterator<Item = (FlowId, &Flow)> + '_ {
+        self.at
+            .iter_enumerated()
+            .filter(|&(_, &a)| a != UNBORN && a & RETIRED == 0)
+            .map(|(id, &a)| (id, &self.slots[a as usize]))
+    }
+
+    /// Reserve ids for `n` more flows (`records`: and records for them).
+    pub fn reserve(&mut self, n: usize, records: bool) {
+        self.at.reserve(n);
+        if records {
+            self.slots.reserve_exact(n);
+        }
+    }
+
+    /// Records in use now.
+    pub fn live_count(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Records in use at most at once so far (the record array's high-water mark).
+    pub fn peak_live(&self) -> usize {
+        self.peak
+    }
+
+    /// Record slots allocated (in use or free).
+    pub fn slot_capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Flows retired so far (their rows kept).
+    pub fn retired_count(&self) -> usize {
+        self.retired
+    }
+}
+
+impl Index<FlowId> for FlowTable {
+    type Output = Flow;
+
+    #[inline]
+    fn index(&self, fid: FlowId) -> &Flow {
+        let a = self.at[fid];
+        debug_assert!(a != UNBORN && a & RETIRED == 0, "flow {fid} has no record");
+        &self.slots[a as usize]
+    }
+}
+
+impl IndexMut<FlowId> for FlowTable {
+    #[inline]
+    fn index_mut(&mut self, fid: FlowId) -> &mut Flow {
+        let a = self.at[fid];
+        debug_assert!(a != UNBORN && a & RETIRED == 0, "flow {fid} has no record");
+        &mut self.slots[a as usize]
+    }
+}
+
+impl super::World {
+    /// Flow `fid`'s record as its plan makes it (a run that retires flows makes it when the flow
+    /// starts; the header entropy is the one drawn for it at the build).
+    pub(super) fn planned_flow(&self, fid: FlowId) -> Flow {
+        let m = self
+            .maker
+            .as_ref()
+            .expect("only runs that retire flows have unborn flows");
+        let (sport, label) = m.entropy[fid.index()];
+        super::world::new_flow(
+            &self.fabric,
+            self.amends.routing(),
+            self.amends.transport(),
+            &m.inits[fid.index()],
+            sport,
+            label,
+        )
+        .0
+    }
+
+    /// Flow `fid`'s record: its own while it has one, else (not started yet, or retired) the
+    /// record its plan makes, as it was before it started (for reports: its path, its ideal FCT).
+    pub fn flow_record(&self, fid: FlowId) -> std::borrow::Cow<'_, Flow> {
+        match self.flows.get(fid) {
+            Some(f) => std::borrow::Cow::Borrowed(f),
+            None => std::borrow::Cow::Owned(self.planned_flow(fid)),
+        }
+    }
+
+    /// Packets of flow `fid` its receiver holds in order so far (all of them once it retired).
+    pub fn packets_received_in_order(&self, fid: FlowId) -> u32 {
+        match self.flows.state(fid) {
+            FlowState::Live(f) => f.expected,
+            FlowState::Retired(_) => self.flow_brief(fid).num_packets,
+            FlowState::Unborn => 0,
+        }
+    }
+
+    /// Give flow `fid` its record if it has none yet (it starts).
+    #[inline]
+    pub(super) fn materialise(&mut self, fid: FlowId) {
+        if self.flows.is_unborn(fid) {
+            let f = self.planned_flow(fid);
+            self.flows.materialise(fid, f);
+        }
+    }
+
+    /// When flow `fid` starts (NEVER: when a barrier releases it), from its record or its plan.
+    pub(super) fn start_of(&self, fid: FlowId) -> crate::units::Time {
+        match (self.flows.get(fid), &self.maker) {
+            (Some(f), _) => f.start,
+            (None, Some(m)) => match m.inits[fid.index()].start {
+                crate::workload::Start::At(t) => t,
+                crate::workload::Start::After { .. } => crate::transport::NEVER,
+            },
+            (None, None) => crate::transport::NEVER,
+        }
+    }
+
+    /// From now on every flow keeps its record (an amendment or a controller may look at any
+    /// flow): the unborn get theirs now; the retired keep their rows.
+    pub fn keep_all_flows(&mut self) {
+        if !self.retiring {
+            return;
+        }
+        let unborn = self
+            .flows
+            .ids()
+            .filter(|&f| self.flows.is_unborn(f))
+            .count();
+        self.flows.reserve_records(unborn);
+        for fid in self.flows.ids() {
+            self.materialise(fid);
+        }
+        self.retiring = false;
+    }
+
+    /// Whether this run retires flows when they are done.
+    pub fn retires_flows(&self) -> bool {
+        self.retiring
+    }
+
+    /// Retire flow `fid` if it is done: it finished, its sender has nothing left to do (all
+    /// acknowledged, not in its NIC's ring) and none of its packets is left in the fabric.
+    /// Nothing can change its row any more, so the row is kept and the record's slot freed.
+    #[inline]
+    pub(super) fn maybe_retire(&mut self, fid: FlowId) {
+        if !self.retiring {
+            return;
+        }
+        let Some(f) = self.flows.get(fid) else {
+            return;
+        };
+        if !f.finished() || !f.sender_stopped() || f.in_nic_ring || f.packets_alive != 0 {
+            return;
+        }
+        let row = self.flow_row(fid, f);
+        self.flows.retire(fid, row);
+    }
+
+    /// A packet of flow `fid` left the fabric (delivered or dropped).
+    #[inline]
+    pub(super) fn packet_gone(&mut self, fid: FlowId) {
+        if let Some(f) = self.flows.get_mut(fid) {
+            f.packets_alive = f.packets_alive.saturating_sub(1);
+        }
+    }
+
+    /// Flow `fid`'s row in flows.arrow from its record `f`.
+    pub fn flow_row(&self, fid: FlowId, f: &Flow) -> FlowRow {
+        FlowRow {
+            flow_id: fid.get() as u64,
+            src: f.src.get(),
+            dst: f.dst.get(),
+            size_bytes: f.size_bytes,
+            // A flow that never started keeps its scheduled start (NEVER = not scheduled).
+            start_ps: if f.start == crate::transport::NEVER {
+                crate::trace::flows::NOT_SCHEDULED
+            } else {
+                f.start
+            },
+            started: f.started,
+            finish_ps: f.finished().then_some(f.finish),
+            ideal_fct_ps: self.ideal_fct_of(fid, f),
+            workload: f.workload,
+            packets_sent: f.packets_sent,
+            retransmits: f.retransmits,
+            drops: f.drops,
+            ecn_marks: f.ecn_marks,
+            cnps: f.cnps,
+            out_of_order_packets: f.out_of_order,
+            max_reorder_distance: f.max_reorder,
+            unreachable_drops: f.unreachable_drops,
+        }
+    }
+
+    /// What the outputs need of flow `fid` in any state (started or not, retired or not).
+    pub fn flow_brief(&self, fid: FlowId) -> FlowBrief {
+        match self.flows.state(fid) {
+            FlowState::Live(f) => FlowBrief {
+                workload: f.workload,
+                start: f.start,
+                size_bytes: f.size_bytes,
+                num_packets: f.num_packets,
+                finish: f.finished().then_some(f.finish),
+            },
+            FlowState::Retired(r) => FlowBrief {
+                workload: r.workload,
+                start: r.start_ps,
+                size_bytes: r.size_bytes,
+                num_packets: crate::transport::segment(r.size_bytes, self.transport.mtu as u64).0,
+                finish: r.finish_ps,
+            },
+            FlowState::Unborn => {
+                let m = self
+                    .maker
+                    .as_ref()
+                    .expect("only runs that retire flows have unborn flows");
+                let init = &m.inits[fid.index()];
+                FlowBrief {
+                    workload: init.workload,
+                    start: self.start_of(fid),
+                    size_bytes: init.size_bytes,
+                    num_packets: crate::transport::segment(
+                        init.size_bytes,
+                        self.transport.mtu as u64,
+                    )
+                    .0,
+                    finish: None,
+                }
+            }
+        }
+    }
+}
+
+/// See [`super::World::flow_brief`].
+#[derive(Debug, Clone, Copy)]
+pub struct FlowBrief {
+    pub workload: u32,
+    pub start: crate::units::Time,
+    pub size_bytes: u64,
+    pub num_packets: u32,
+    pub finish: Option<crate::units::Time>,
+}
