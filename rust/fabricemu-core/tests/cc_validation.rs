@@ -292,3 +292,72 @@ fn hpcc_additive_increase_evens_out_the_shares() {
     assert!(r.jain > 0.98, "Jain {}", r.jain);
     assert!(r.q_after < 4.0 * 4166.0, "queue {}", r.q_after);
 }
+
+/// One 2 MB flow across a leaf-spine with a single spine, under `cc` (`extra`: more TOML); the
+/// only path goes down from 20us to 40us, so everything in flight (the full window) is lost and
+/// nothing is acknowledged: the sender, blocked by its window, must resume when its retransmission
+/// timeout (100us) fires. Returns (finished, timeouts, finish time in ps).
+fn window_after_timeout(cc: &str, switch: &str, extra: &str) -> (bool, u64, u64) {
+    let text = format!(
+        r#"
+        stop = "2ms"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 1
+        hosts_per_leaf = 1
+        link_rate = "100Gbps"
+        link_delay = "1us"
+        [switch]
+        ecn = {{ kmin = "20KB", kmax = "80KB", pmax = 1.0 }}
+        {switch}
+        [transport]
+        cc = "{cc}"
+        rto = "100us"
+        {extra}
+        [[workload]]
+        kind = "flows"
+        flows = [{{ src = 0, dst = 1, size = "2MB" }}]
+        [[fault]]
+        link = ["leaf:0", "spine:0"]
+        kind = "down"
+        at = "20us"
+        until = "40us"
+        "#
+    );
+    let mut sim = build(&text);
+    sim.run_to_end();
+    sim.check_conservation().unwrap();
+    let f = &sim.world().flows[fabricemu_core::ids::FlowId::new(0)];
+    (f.finished(), sim.stats().timeouts, f.finish)
+}
+
+/// Every window-based sender (DCTCP, Swift, HPCC, NSCC, and NSCC as Ultra Ethernet runs it, with
+/// spraying, trimming and selective recovery) resumes after a retransmission timeout when its
+/// whole window was lost: the flow completes. Without the wake-up the NIC's port stays asleep
+/// with the flow in its round robin and the flow never finishes (the run stops at 2 ms). Bound:
+/// 2 MB at 100G take 160us; with the 20us outage and one 100us timeout the flow ends before
+/// 400us (a generous bound: the controller restarts from its loss window).
+#[test]
+fn a_window_blocked_sender_resumes_after_a_retransmission_timeout() {
+    let (trim, spray) = (
+        "pfc = { enabled = false }\ntrimming = { enabled = true }",
+        "[routing]\nload_balancing = \"spray\"",
+    );
+    for (cc, switch, extra) in [
+        ("dctcp", "", ""),
+        ("swift", "", ""),
+        ("hpcc", "", ""),
+        ("nscc", "", ""),
+        ("nscc", trim, spray),
+    ] {
+        let (done, timeouts, finish) = window_after_timeout(cc, switch, extra);
+        eprintln!("{cc} {extra:?}: finished {done} at {finish} ps, {timeouts} timeouts");
+        assert!(timeouts >= 1, "{cc}: the outage must cost a timeout");
+        assert!(
+            done,
+            "{cc} {extra:?}: the flow never resumed after its timeout"
+        );
+        assert!(finish < 400 * PS_PER_US, "{cc}: finished at {finish} ps");
+    }
+}
