@@ -265,14 +265,21 @@ impl World {
             .push_after(self.transport.rto, Event::Retransmit(fid));
         let r = self.cc.on_loss(fid, true, now);
         self.react(fid, r);
-        let waiting = self.flows[fid].in_nic_ring;
-        self.activate(fid);
-        if waiting && self.in_network.as_ref().is_some_and(|i| i.is_member(fid)) {
-            // An in-network flow blocked by its window stays in the NIC's ring with the port
-            // asleep: the rewind reopened the window, so wake the port (`activate` does not
-            // for a flow already in the ring).
-            let p = self.flows[fid].src_port;
+        self.resume(fid);
+    }
+
+    /// Flow `fid` may send again (a rewind, a resend or a credit): put it in its NIC's round
+    /// robin, or, if it is already there, wake the port. A flow blocked by its window (or a
+    /// credit) stays in the ring with the port asleep, and `activate` does not wake the port for
+    /// a flow already in the ring; without the kick a sender whose whole window was lost would
+    /// never send again after its retransmission timeout.
+    fn resume(&mut self, fid: FlowId) {
+        let f = &self.flows[fid];
+        if f.in_nic_ring {
+            let p = f.src_port;
             self.kick(p);
+        } else {
+            self.activate(fid);
         }
     }
 
@@ -572,7 +579,7 @@ impl World {
         } else {
             f.next_seq = expected;
         }
-        self.activate(fid);
+        self.resume(fid);
     }
 
     /// The receiver NACKed packet `seq`, which a switch trimmed: resend it (selectively), before
@@ -591,13 +598,7 @@ impl World {
         self.react(fid, r);
         // The resend goes first: wake the NIC even if the flow waits in its ring (for its window
         // or a credit) with the port asleep.
-        let f = &self.flows[fid];
-        if f.in_nic_ring {
-            let p = f.src_port;
-            self.kick(p);
-        } else {
-            self.activate(fid);
-        }
+        self.resume(fid);
     }
 
     // ---- receiver-driven credits --------------------------------------------------------------
@@ -682,14 +683,9 @@ impl World {
         if f.sender_stopped() {
             return;
         }
-        let (in_ring, p) = (f.in_nic_ring, f.src_port);
         let c = self.credits.as_mut().expect("credits on");
         c.credit[fid] = c.credit[fid].saturating_add(1);
-        if in_ring {
-            self.kick(p);
-        } else {
-            self.activate(fid);
-        }
+        self.resume(fid);
     }
 
     pub(super) fn barrier_arrive(&mut self, b: u32) {

@@ -76,6 +76,15 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
     if let Some(inr) = &plan.in_network {
         warnings.extend(inr.warnings.iter().cloned());
     }
+    let t = &s.transport;
+    let rtt_parts = crate::transport::rto::RttParts {
+        min_data: t.header_bytes + 1,
+        full_data: t.mtu_bytes + t.header_bytes,
+        ack: t.ack_bytes,
+        switch_latency: s.switch.latency_ps,
+        in_network: plan.in_network.is_some(),
+    };
+    warnings.extend(crate::transport::rto::check(t.rto_ps, &fabric, &rtt_parts)?);
     for job in &mut plan.jobs {
         job.episodes = workload::graph::reaction::episodes(&fabric, &faults, &job.endpoints);
     }

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod credits;
 pub mod ideal;
+pub mod rto;
 
 use std::collections::VecDeque;
 

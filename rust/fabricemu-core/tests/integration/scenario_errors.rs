@@ -694,3 +694,33 @@ fn output_format_and_compression() {
     let e = err(&format!("{BASE}\n[output]\nlevel = 3\n"));
     check(&e, "output.level", 20, 1, "unknown field `level`");
 }
+
+/// A retransmission timeout shorter than any round trip of the fabric would fire before any ACK
+/// could return, for every packet: refused in the build, naming the key and the minimum (the k=4
+/// fat tree at 100G with 500ns links: two hosts on one edge switch are 4 x 500ns of propagation
+/// apart, plus serialisation and switch latency: 2.0xx us). Below the base round trip to the
+/// farthest host it is a warning only.
+#[test]
+fn rto_below_the_shortest_round_trip_is_refused() {
+    let e = load_err(&format!("{BASE}\n[transport]\nrto = \"1ns\"\n"));
+    check(
+        &e,
+        "transport.rto",
+        20,
+        7,
+        "0.001us is below the shortest round trip this fabric allows, 2.0",
+    );
+    assert!(e.message.contains("use at least 2.0"), "{}", e.message);
+    let (_, built) = load_toml(&format!("{BASE}\n[transport]\nrto = \"3us\"\n"), "w.toml").unwrap();
+    assert!(
+        built
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("transport.rto: 3.000us is below the base round trip")),
+        "{:?}",
+        built.warnings
+    );
+    let (_, built) =
+        load_toml(&format!("{BASE}\n[transport]\nrto = \"50us\"\n"), "w.toml").unwrap();
+    assert!(built.warnings.is_empty(), "{:?}", built.warnings);
+}
