@@ -191,6 +191,7 @@ pub(super) fn new_flow(
         trim_nacks: 0,
         unreachable_drops: 0,
         abandoned: false,
+        withdrawn: false,
     };
     (flow, ends.pxn)
 }
@@ -698,6 +699,7 @@ impl World {
                 Event::CircuitsRoute => self.circuits_route_event(),
                 Event::JobFailure(e) => self.job_failure(e),
                 Event::JobResume(e) => self.job_resume(e),
+                Event::JobRejoin(j) => self.job_rejoin(j),
                 Event::ReductionDone(n) => self.reduction_done(n),
             }
         }

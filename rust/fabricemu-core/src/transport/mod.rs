@@ -134,6 +134,9 @@ pub struct Flow {
     pub unreachable_drops: u64,
     /// Given up on: its destination was cut off for good (or it waited on a flow that was).
     pub abandoned: bool,
+    /// Withdrawn by an elastic job's re-formation (it was also `abandoned`: the sender stopped):
+    /// its arrival at its barrier was taken back, and its finishing later counts for nothing.
+    pub withdrawn: bool,
 }
 
 impl Flow {
