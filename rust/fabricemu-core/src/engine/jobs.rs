@@ -156,7 +156,7 @@ impl Elastic {
             .collect();
         let idx = |e: u32| plan.endpoints.binary_search(&e).expect("a job endpoint");
         let mut replica: Vec<u32> = (0..plan.endpoints.len() as u32).collect();
-        fn find(r: &mut [u32], mut x: u32) -> u32 {
+        fn find(r: &[u32], mut x: u32) -> u32 {
             while r[x as usize] != x {
                 x = r[x as usize];
             }
@@ -169,15 +169,14 @@ impl Elastic {
             }
             let first = idx(o.nodes[0]) as u32;
             for &n in &o.nodes[1..] {
-                let a = find(&mut replica, first);
-                let b = find(&mut replica, idx(n) as u32);
+                let a = find(&replica, first);
+                let b = find(&replica, idx(n) as u32);
                 replica[a.max(b) as usize] = a.min(b);
             }
         }
-        for i in 0..replica.len() {
-            let r = find(&mut replica, i as u32);
-            replica[i] = r;
-        }
+        let replica: Vec<u32> = (0..replica.len() as u32)
+            .map(|i| find(&replica, i))
+            .collect();
         Self {
             ops,
             replica,
@@ -910,10 +909,10 @@ impl World {
         if changed.is_empty() {
             return;
         }
-        let report = match self.amend(&a) {
-            Ok(r) => r,
-            // The re-plan names only live barriers and the job's endpoints: not expected.
-            Err(e) => unreachable!("an elastic re-plan was refused: {e}"),
+        // The re-plan names only barriers not released and the job's endpoints: a refusal is
+        // not expected, and would leave the job waiting on its old plan (never a panic).
+        let Ok(report) = self.amend(&a) else {
+            return;
         };
         for &f in &withdraw {
             self.withdraw_flow(f);
@@ -1166,7 +1165,7 @@ impl Job {
             .filter(|&i| self.useful[i])
             .map(|i| groups.get(i).copied().unwrap_or(0) as f64 / n)
             .sum();
-        let work_per_second = elastic.then(|| rate(work, span)).flatten();
+        let work_per_second = if elastic { rate(work, span) } else { None };
         let shrunk: Vec<(u64, u32)> = steps
             .iter()
             .filter_map(|s| {
@@ -1216,9 +1215,11 @@ impl Job {
             reformations: elastic.then_some(self.elastic.reformations.len() as u32),
             lost_gpu_seconds_excluded: elastic.then(|| gpu_ps_s(excluded_gpu_ps)),
             lost_gpu_seconds_reformation: elastic.then(|| gpu_ps_s(reform_gpu_ps)),
-            group_size_min: elastic
-                .then(|| groups.iter().copied().filter(|&g| g > 0).min())
-                .flatten(),
+            group_size_min: if elastic {
+                groups.iter().copied().filter(|&g| g > 0).min()
+            } else {
+                None
+            },
             work_per_second,
             relative_throughput: relative(work_per_second),
             relative_throughput_shrunk: relative(shrunk_rate),
