@@ -478,7 +478,7 @@ fn elastic_throughput_is_the_surviving_fraction_and_lost_time_is_analytic() {
     // Compute dominates the step (1 ms forward, a ~70 us all-reduce).
     let clean = run(&sized_job(4, "1ms", "1MiB", "", ""));
     let base = iteration_ends(&clean);
-    let clean_rate = 1e12 * 4.0 / (base[3] - 0) as f64;
+    let clean_rate = 1e12 * 4.0 / base[3] as f64; // the job starts at 0
     let fault = "[[fault]]\nlink = [\"host:1\", \"leaf:0\"]\nat = \"50us\"\n";
     let reaction = "on_failure = \"elastic\"\ndetection = \"10us\"\n\
                     reformation_time = \"100us\"\nrejoin = \"never\"";
