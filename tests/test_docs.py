@@ -334,6 +334,13 @@ def test_failures_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     jobs = ns["jobs"]
     assert jobs[0]["failures"] == 1 and jobs[0]["episodes"][0]["endpoints"] == [1]
     assert ns["jr"].summary()["lost_gpu_seconds"] > 0
+    # Stall, restart and elastic on one job: elastic re-forms twice (shrink, rejoin), runs a
+    # 7-of-8 group for a while, loses the least GPU-time and ends first.
+    c = ns["compared"]
+    assert c["elastic"]["reformations"] == 2 and c["elastic"]["group_size_min"] == 7
+    assert c["elastic"]["end_ps"] < min(c["stall"]["end_ps"], c["restart"]["end_ps"])
+    assert c["elastic"]["lost_gpu_seconds"] < c["stall"]["lost_gpu_seconds"]
+    assert "reformations" not in c["stall"]
 
 
 def test_training_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -113,5 +113,6 @@ def test_a_stalling_job_reports_lost_gpu_time_in_the_summary_and_steps(tmp_path:
     assert s["job_failures"] == 1 and s["useful_iterations"] == 4 and s["lost_iterations"] == 0
     assert sum(r.steps.column("stalled_ps").to_pylist()) == 215_000_000
     assert r.run_info["jobs"][0]["episodes"][0]["endpoints"] == [1]
-    with pytest.raises(fabricemu.ScenarioError, match=r"workload\.0\.on_failure"):
-        _job({"on_failure": "elastic"})
+    # Elastic goes on without the failed rank (docs/failures.md); restart keys are refused on it.
+    with pytest.raises(fabricemu.ScenarioError, match=r"workload\.0\.restart_time"):
+        _job({"on_failure": "elastic", "restart_time": "1us"})

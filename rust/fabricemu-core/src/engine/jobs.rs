@@ -11,17 +11,30 @@
 //! (their data still moves); those of the cut-off ranks wait for the repair, and resend what was
 //! not acknowledged as soon as the job resumes (it reconnects), not at their next timeout.
 //!
+//! An elastic job freezes only while it detects the failure and re-forms its groups; then the
+//! plan of its ops not yet ended is amended (`engine::amend`): the flows of the excluded ranks
+//! are cancelled (not started) or withdrawn (started: the sender stops, its arrival is taken
+//! back), and each collective is re-planned over the ranks that remain (the interrupted one
+//! starts over, now). A rejoin (at the first iteration end after the repair) freezes the job
+//! again for a re-formation and re-plans the collectives over the full groups.
+//!
+//! A restarting job with `checkpoint_time` pauses that long after each checkpoint it takes.
+//!
 //! Nothing here runs per packet: only at a job's barrier events, flow starts and failures.
 
 use std::collections::HashMap;
 
+use super::amend::Amendment;
 use super::queue::Event;
 use super::world::World;
-use crate::ids::FlowId;
+use crate::config::{CollectiveAlgorithm, CollectiveSpec};
+use crate::ids::{FlowId, NodeId};
 use crate::transport::NEVER;
 use crate::units::Time;
+use crate::workload::collective;
 use crate::workload::graph::reaction::{Checkpoint, JobPlan, OnFailure};
-use crate::workload::FlowPlan;
+use crate::workload::graph::{OpPhase, PlannedKind};
+use crate::workload::{FlowInit, FlowPlan, Start};
 
 /// What one episode did to its job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +77,122 @@ pub struct Job {
     /// Frozen intervals [start, end), sorted and disjoint (end NEVER: for ever).
     pub freezes: Vec<(Time, Time)>,
     pub outcomes: Vec<EpisodeOutcome>,
+    /// Restart: the checkpoints taken, and the time their saving paused the job.
+    pub checkpoints: u32,
+    pub checkpoint_pause_ps: Time,
+    /// Elastic: what it needs to re-plan its ops (empty for the other reactions).
+    elastic: Elastic,
+}
+
+/// An op of an elastic job as it can be re-planned.
+#[derive(Debug, Clone)]
+struct ElasticOp {
+    kind: PlannedKind,
+    phase: OpPhase,
+    nodes: Vec<u32>,
+    bytes: u64,
+    ready: u32,
+    done: u32,
+    /// Its current flows and the endpoints that take part now.
+    flows: Vec<FlowId>,
+    members: Vec<u32>,
+}
+
+/// Ranks left out of an elastic job's groups after a failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exclusion {
+    /// The episode (index into the job's episodes) and the endpoints it excludes: the cut-off
+    /// ones and the other ranks of their model replicas.
+    pub episode: u32,
+    pub endpoints: Vec<u32>,
+    /// From the failure to the end of the re-formation that let them rejoin (None: not yet).
+    pub from_ps: Time,
+    pub until_ps: Option<Time>,
+}
+
+/// One re-formation of an elastic job's groups: the job was frozen over [start, end) while
+/// `idle` ranks (the survivors) waited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reformation {
+    pub start_ps: Time,
+    pub end_ps: Time,
+    pub idle: u32,
+    /// A rejoin (else a shrink after a failure).
+    pub rejoin: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Elastic {
+    ops: Vec<ElasticOp>,
+    /// Per endpoint of the job (`plan.endpoints` order): its model replica (the ranks linked by
+    /// tensor-, pipeline- or expert-parallel ops), as the smallest endpoint index in it.
+    replica: Vec<u32>,
+    exclusions: Vec<Exclusion>,
+    reformations: Vec<Reformation>,
+    /// A rejoin's re-formation is under way (its start).
+    rejoining: Option<Time>,
+    /// Per iteration: the ranks that took part when it ended.
+    group: Vec<u32>,
+}
+
+impl Elastic {
+    fn new(plan: &JobPlan, flow_plan: &FlowPlan) -> Self {
+        let ops: Vec<ElasticOp> = flow_plan.ops[plan.ops.clone()]
+            .iter()
+            .map(|o| ElasticOp {
+                kind: o.kind,
+                phase: o.phase,
+                nodes: o.nodes.clone(),
+                bytes: o.bytes,
+                ready: o.ready,
+                done: o.done,
+                flows: o.flows.clone().map(|f| FlowId::new(f as u32)).collect(),
+                members: if matches!(o.kind, PlannedKind::Compute) {
+                    Vec::new()
+                } else {
+                    o.nodes.clone()
+                },
+            })
+            .collect();
+        let idx = |e: u32| plan.endpoints.binary_search(&e).expect("a job endpoint");
+        let mut replica: Vec<u32> = (0..plan.endpoints.len() as u32).collect();
+        fn find(r: &[u32], mut x: u32) -> u32 {
+            while r[x as usize] != x {
+                x = r[x as usize];
+            }
+            x
+        }
+        // Union by the smaller root: every set's root is its smallest index.
+        for o in &ops {
+            if !ties_replica(o.phase) || o.nodes.len() < 2 {
+                continue;
+            }
+            let first = idx(o.nodes[0]) as u32;
+            for &n in &o.nodes[1..] {
+                let a = find(&replica, first);
+                let b = find(&replica, idx(n) as u32);
+                replica[a.max(b) as usize] = a.min(b);
+            }
+        }
+        let replica: Vec<u32> = (0..replica.len() as u32)
+            .map(|i| find(&replica, i))
+            .collect();
+        Self {
+            ops,
+            replica,
+            group: vec![0; plan.iterations as usize],
+            ..Self::default()
+        }
+    }
+}
+
+/// Whether an op of this phase ties its ranks into one model replica (an elastic job excludes
+/// the whole replica of a failed rank): tensor-, pipeline- and expert-parallel ops.
+fn ties_replica(phase: OpPhase) -> bool {
+    matches!(
+        phase,
+        OpPhase::TensorParallel | OpPhase::PipelineParallel | OpPhase::ExpertParallel
+    )
 }
 
 impl Job {
@@ -77,7 +206,6 @@ impl Job {
         }
         Self {
             checkpoint_ps: plan.start_ps,
-            plan,
             op_iteration,
             ops_left,
             iteration_end: vec![NEVER; n],
@@ -87,7 +215,62 @@ impl Job {
             checkpoint: 0,
             freezes: Vec::new(),
             outcomes: Vec::new(),
+            checkpoints: 0,
+            checkpoint_pause_ps: 0,
+            elastic: match plan.reaction.on_failure {
+                OnFailure::Elastic { .. } => Elastic::new(&plan, flow_plan),
+                _ => Elastic::default(),
+            },
+            plan,
         }
+    }
+
+    /// Elastic: the endpoints excluded now (sorted).
+    pub fn excluded(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .elastic
+            .exclusions
+            .iter()
+            .filter(|x| x.until_ps.is_none())
+            .flat_map(|x| x.endpoints.iter().copied())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Elastic: the exclusions so far.
+    pub fn exclusions(&self) -> &[Exclusion] {
+        &self.elastic.exclusions
+    }
+
+    /// Elastic: the re-formations so far.
+    pub fn reformations(&self) -> &[Reformation] {
+        &self.elastic.reformations
+    }
+
+    /// Elastic: per iteration, the ranks that took part when it ended (0: not ended).
+    pub fn group_sizes(&self) -> &[u32] {
+        &self.elastic.group
+    }
+
+    /// Elastic: `cut` and every endpoint in a model replica with one of them (sorted).
+    fn replicas_of(&self, cut: &[u32]) -> Vec<u32> {
+        let eps = &self.plan.endpoints;
+        let roots: Vec<u32> = cut
+            .iter()
+            .filter_map(|e| eps.binary_search(e).ok())
+            .map(|i| self.elastic.replica[i])
+            .collect();
+        eps.iter()
+            .enumerate()
+            .filter(|&(i, _)| roots.contains(&self.elastic.replica[i]))
+            .map(|(_, &e)| e)
+            .collect()
+    }
+
+    fn is_elastic(&self) -> bool {
+        matches!(self.plan.reaction.on_failure, OnFailure::Elastic { .. })
     }
 
     /// The job's clock at `t`: time not frozen since 0.
@@ -145,27 +328,74 @@ impl Job {
             .sum()
     }
 
-    /// Op `op` (index within the job) ended at `now`.
-    fn op_ended(&mut self, op: usize, now: Time) {
+    /// Op `op` (index within the job) ended at `now`. Returns when a pause it begins (a
+    /// checkpoint's saving, a rejoin's re-formation) ends, if it begins one.
+    fn op_ended(&mut self, op: usize, now: Time) -> Option<(Time, bool)> {
         let it = self.op_iteration[op] as usize;
         self.ops_left[it] -= 1;
         if self.ops_left[it] > 0 {
-            return;
+            return None;
         }
         self.iteration_end[it] = now;
         self.useful[it] = true;
         self.completed.push(it as u32);
         self.progress += 1;
-        if let OnFailure::Restart { checkpoint, .. } = self.plan.reaction.on_failure {
-            let take = match checkpoint {
-                Checkpoint::Iterations(k) => self.progress.is_multiple_of(k),
-                Checkpoint::Time(every) => now - self.checkpoint_ps >= every,
-            };
-            if take {
-                self.checkpoint = self.progress;
-                self.checkpoint_ps = now;
+        match self.plan.reaction.on_failure {
+            OnFailure::Restart {
+                checkpoint,
+                checkpoint_save_ps,
+                ..
+            } => {
+                let take = match checkpoint {
+                    Checkpoint::Iterations(k) => self.progress.is_multiple_of(k),
+                    Checkpoint::Time(every) => now - self.checkpoint_ps >= every,
+                };
+                if take {
+                    self.checkpoint = self.progress;
+                    self.checkpoint_ps = now;
+                    self.checkpoints += 1;
+                    if checkpoint_save_ps > 0 && self.iterations_left() {
+                        // The job saves before its next iteration goes on.
+                        let end = now.saturating_add(checkpoint_save_ps);
+                        self.freeze(now, end);
+                        self.checkpoint_pause_ps += checkpoint_save_ps;
+                        return Some((end, false));
+                    }
+                }
+                None
             }
+            OnFailure::Elastic {
+                reformation_ps,
+                rejoin,
+            } => {
+                let n = self.plan.endpoints.len() as u32;
+                self.elastic.group[it] = n - self.excluded().len() as u32;
+                let repaired = self.elastic.exclusions.iter().any(|x| {
+                    x.until_ps.is_none()
+                        && self.plan.episodes[x.episode as usize]
+                            .repair_ps
+                            .is_some_and(|r| r <= now)
+                });
+                if rejoin
+                    && repaired
+                    && self.elastic.rejoining.is_none()
+                    && self.frozen_until(now).is_none()
+                    && self.iterations_left()
+                {
+                    let end = now.saturating_add(reformation_ps);
+                    self.freeze(now, end);
+                    self.elastic.rejoining = Some(now);
+                    return Some((end, true));
+                }
+                None
+            }
+            OnFailure::Stall => None,
         }
+    }
+
+    /// Some iteration has not ended yet.
+    fn iterations_left(&self) -> bool {
+        self.iteration_end.contains(&NEVER)
     }
 }
 
@@ -175,6 +405,11 @@ pub struct Jobs {
     pub list: Vec<Job>,
     /// `JobFailure` / `JobResume` event payloads: (job, episode).
     episodes: Vec<(u32, u32)>,
+    /// Barriers appended by an elastic job's re-planning: their job.
+    extra_barriers: HashMap<u32, usize>,
+    /// Barriers and flows appended by elastic re-planning since the plan was last synced
+    /// (`Simulation` appends them to its flow plan, as for a controller's amendment).
+    pub appended: Amendment,
     /// Barriers of a job with a delayed arrival pending, or a release deferred: when it is due
     /// on the job's clock.
     due: HashMap<u32, Time>,
@@ -197,7 +432,10 @@ impl Jobs {
     /// The job barrier `b` belongs to.
     #[inline]
     pub fn job_of(&self, b: u32) -> Option<usize> {
-        self.list.iter().position(|j| j.plan.barriers.contains(&b))
+        self.list
+            .iter()
+            .position(|j| j.plan.barriers.contains(&b))
+            .or_else(|| self.extra_barriers.get(&b).copied())
     }
 
     /// (time, event index) of every episode's start.
@@ -228,10 +466,15 @@ impl World {
             }
             return false;
         }
-        let rel = b - job.plan.barriers.start;
+        let rel = b.saturating_sub(job.plan.barriers.start);
         let op = (rel / 2) as usize;
-        if rel % 2 == 1 && op < job.op_iteration.len() {
-            job.op_ended(op, now);
+        if rel % 2 == 1 && op < job.op_iteration.len() && job.plan.barriers.contains(&b) {
+            // A pause it begins defers what this release starts (job_barrier_released).
+            if let Some((end, rejoin)) = job.op_ended(op, now) {
+                if rejoin {
+                    self.events.push(end, Event::JobRejoin(j as u32));
+                }
+            }
         }
         true
     }
@@ -240,19 +483,22 @@ impl World {
     /// arrival, each after its gap or delay on the job's clock.
     pub(super) fn job_barrier_released(&mut self, j: usize, b: u32) {
         let now = self.now;
+        // A pause begun at this release (a checkpoint's saving, a rejoin) defers even what
+        // would start now.
+        let paused = self.jobs.list[j].frozen_until(now).is_some();
         let barrier = &mut self.barriers[b as usize];
         barrier.released_at = now;
         let waiting = std::mem::take(&mut barrier.waiting);
         let then = std::mem::take(&mut barrier.then);
         for &(fid, gap) in &waiting {
-            if gap == 0 {
+            if gap == 0 && !paused {
                 self.events.push(now, Event::FlowStart(fid));
             } else {
                 self.job_defer_flow(j, fid, gap);
             }
         }
         for &(next, delay) in &then {
-            if delay == 0 {
+            if delay == 0 && !paused {
                 self.pending_arrivals += 1;
                 self.events.push(now, Event::BarrierArrive(next));
             } else {
@@ -338,7 +584,11 @@ impl World {
         }
         let ep = &job.plan.episodes[k as usize];
         let r = job.plan.reaction;
-        let frozen = job.frozen_until(now).is_some();
+        // Frozen by an earlier failure (not by a checkpoint's saving or a rejoin).
+        let frozen = job
+            .outcomes
+            .last()
+            .is_some_and(|o| o.freeze_end_ps.is_none_or(|e| e > now));
         let progress_at_fail = job.progress;
         let started = now > job.plan.start_ps;
         let (resume, lost, rework, redo) = match r.on_failure {
@@ -348,6 +598,21 @@ impl World {
                 0,
                 0,
             ),
+            OnFailure::Elastic { reformation_ps, .. } => {
+                // The survivors re-form after detection; with none left, after the repair.
+                let cut = job.replicas_of(&ep.endpoints);
+                let mut all = job.excluded();
+                all.extend(cut);
+                all.sort_unstable();
+                all.dedup();
+                let resume = if all.len() < job.plan.endpoints.len() {
+                    Some(now.saturating_add(r.detection_ps))
+                } else {
+                    ep.repair_ps
+                        .map(|rep| rep.max(now.saturating_add(r.detection_ps)))
+                };
+                (resume.map(|t| t.saturating_add(reformation_ps)), 0, 0, 0)
+            }
             OnFailure::Restart { restart_ps, .. } => {
                 let resume = ep.repair_ps.map(|rep| {
                     rep.max(now.saturating_add(r.detection_ps))
@@ -406,10 +671,14 @@ impl World {
     }
 
     /// Episode event `e`'s freeze ended: the flows of its cut-off ranks resend what was not
-    /// acknowledged now (the job reconnects) rather than at their next timeout.
+    /// acknowledged now (the job reconnects) rather than at their next timeout. An elastic job
+    /// instead goes on without them: its groups are re-formed.
     pub(super) fn job_resume(&mut self, e: u32) {
         let now = self.now;
         let (j, k) = self.jobs.episodes[e as usize];
+        if self.jobs.list[j as usize].is_elastic() {
+            return self.elastic_resume(j as usize, k);
+        }
         let job = &mut self.jobs.list[j as usize];
         if job.frozen_until(now).is_some() {
             return; // a later failure extended the freeze: its own resume kicks
@@ -438,6 +707,255 @@ impl World {
             let r = self.cc.on_loss(fid, true, now);
             self.react(fid, r);
             self.activate(fid);
+        }
+    }
+}
+
+impl World {
+    /// Elastic job `j`'s re-formation after episode `k` ended: its groups go on without the
+    /// episode's cut-off ranks and their replicas (all of them back already: none excluded).
+    fn elastic_resume(&mut self, j: usize, k: u32) {
+        let now = self.now;
+        let job = &mut self.jobs.list[j];
+        let Some(o) = job.outcomes.iter().rposition(|o| o.episode == k) else {
+            return;
+        };
+        let ep = &job.plan.episodes[k as usize];
+        let cut = job.replicas_of(&ep.endpoints);
+        let before = job.excluded();
+        let mut all = before.clone();
+        all.extend(cut.iter().copied());
+        all.sort_unstable();
+        all.dedup();
+        let n = job.plan.endpoints.len() as u32;
+        if all.len() < n as usize {
+            job.elastic.exclusions.push(Exclusion {
+                episode: k,
+                endpoints: cut,
+                from_ps: job.outcomes[o].fail_ps,
+                until_ps: None,
+            });
+        }
+        let fail = job.outcomes[o].fail_ps;
+        // The survivors waited; with none left, every rank not excluded before.
+        let idle = if all.len() < n as usize {
+            n - all.len() as u32
+        } else {
+            n - before.len() as u32
+        };
+        job.elastic.reformations.push(Reformation {
+            start_ps: fail,
+            end_ps: now,
+            idle,
+            rejoin: false,
+        });
+        let progress = job.progress;
+        job.outcomes[o].progress_at_resume = Some(progress);
+        if job.frozen_until(now).is_none() {
+            self.elastic_replan(j);
+        }
+    }
+
+    /// Elastic job `j`'s rejoin re-formation ended: the repaired ranks take part again.
+    pub(super) fn job_rejoin(&mut self, j: u32) {
+        let now = self.now;
+        let job = &mut self.jobs.list[j as usize];
+        let Some(start) = job.elastic.rejoining.take() else {
+            return;
+        };
+        let n = job.plan.endpoints.len() as u32;
+        let idle = n - job.excluded().len() as u32;
+        for x in job.elastic.exclusions.iter_mut() {
+            let repaired = job.plan.episodes[x.episode as usize]
+                .repair_ps
+                .is_some_and(|r| r <= start);
+            if x.until_ps.is_none() && repaired {
+                x.until_ps = Some(now);
+            }
+        }
+        job.elastic.reformations.push(Reformation {
+            start_ps: start,
+            end_ps: now,
+            idle,
+            rejoin: true,
+        });
+        if job.frozen_until(now).is_none() {
+            self.elastic_replan(j as usize);
+        }
+    }
+
+    /// Re-plan elastic job `j`'s ops not ended yet whose taking part changed: the flows of the
+    /// old plan not finished are cancelled (not started) or withdrawn (started), the new ones
+    /// appended (starting when the op's `ready` released, or now if it has) and completing the
+    /// op's `done` (one amendment).
+    fn elastic_replan(&mut self, j: usize) {
+        let job = &self.jobs.list[j];
+        let excluded = job.excluded();
+        let active = |e: &u32| excluded.binary_search(e).is_err();
+        let Some(params) = job.plan.params else {
+            return;
+        };
+        let workload = job.plan.workload;
+        let first_barrier = self.barriers.len() as u32;
+        let mut a = Amendment::default();
+        let mut withdraw: Vec<FlowId> = Vec::new();
+        let mut changed: Vec<(usize, Vec<u32>, std::ops::Range<usize>)> = Vec::new();
+        for (k, op) in job.elastic.ops.iter().enumerate() {
+            // Ended, or every transfer done (its release deferred by a freeze): nothing to redo.
+            if matches!(op.kind, PlannedKind::Compute)
+                || self.barriers[op.done as usize].released_at != NEVER
+                || (!op.flows.is_empty() && op.flows.iter().all(|&f| self.flows[f].finished()))
+            {
+                continue;
+            }
+            let members: Vec<u32> = match op.kind {
+                PlannedKind::Compute => continue,
+                PlannedKind::Send => match op.nodes.iter().all(active) {
+                    true => op.nodes.clone(),
+                    false => Vec::new(),
+                },
+                PlannedKind::Collective { .. } => {
+                    let m: Vec<u32> = op.nodes.iter().copied().filter(active).collect();
+                    if m.len() < 2 || (ties_replica(op.phase) && m.len() < op.nodes.len()) {
+                        Vec::new()
+                    } else {
+                        m
+                    }
+                }
+            };
+            if members == op.members {
+                continue;
+            }
+            for &f in &op.flows {
+                let fl = &self.flows[f];
+                if fl.finished() || self.amends.is_cancelled(f) {
+                    continue;
+                }
+                if fl.started {
+                    withdraw.push(f);
+                } else {
+                    a.cancel.push(f);
+                }
+            }
+            let first = a.flows.len();
+            if !members.is_empty() {
+                let local = first_barrier + a.barriers.len() as u32;
+                match op.kind {
+                    PlannedKind::Send => a.flows.push(FlowInit {
+                        src: NodeId::new(members[0]),
+                        dst: NodeId::new(members[1]),
+                        size_bytes: op.bytes,
+                        start: Start::After {
+                            barrier: op.ready,
+                            gap: 0,
+                        },
+                        workload,
+                        completes: Some(op.done),
+                        collective: None,
+                        tag: None,
+                    }),
+                    PlannedKind::Collective { op: cop, algorithm } => {
+                        let mut spec = CollectiveSpec {
+                            op: cop,
+                            algorithm,
+                            groups: Vec::new(),
+                            shuffle: None,
+                            size_bytes: op.bytes,
+                            iterations: 1,
+                            compute_gap_ps: 0,
+                            start_ps: 0,
+                            chunk_bytes: params.chunk_bytes,
+                            chunk_interval_ps: params.chunk_interval_ps,
+                            domain_size: params.domain_size,
+                        };
+                        // A smaller group runs a flat algorithm (ring when its own needs the
+                        // group's original layout).
+                        if members.len() < op.nodes.len()
+                            && crate::control::calls::choosable(&spec, algorithm, members.len())
+                                .is_err()
+                        {
+                            let flat = collective::algorithms(cop);
+                            spec.algorithm = if flat.contains(&CollectiveAlgorithm::Ring) {
+                                CollectiveAlgorithm::Ring
+                            } else {
+                                flat[0]
+                            };
+                        }
+                        let dom = collective::group_domains(&spec, &members);
+                        let ts = collective::transfers(&spec, &dom);
+                        let gr = collective::iteration_graph(&ts);
+                        a.barriers.extend_from_slice(&gr.sizes);
+                        for (i, t) in ts.iter().enumerate() {
+                            a.flows.push(FlowInit {
+                                src: NodeId::new(members[t.src as usize]),
+                                dst: NodeId::new(members[t.dst as usize]),
+                                size_bytes: t.bytes,
+                                start: Start::After {
+                                    barrier: gr.waits[i].map_or(op.ready, |b| local + b),
+                                    gap: t.delay,
+                                },
+                                workload,
+                                completes: Some(gr.completes[i].map_or(op.done, |b| local + b)),
+                                collective: None,
+                                tag: None,
+                            });
+                        }
+                    }
+                    PlannedKind::Compute => {}
+                }
+            }
+            changed.push((k, members, first..a.flows.len()));
+        }
+        if changed.is_empty() {
+            return;
+        }
+        // The re-plan names only barriers not released and the job's endpoints: a refusal is
+        // not expected, and would leave the job waiting on its old plan (never a panic).
+        let Ok(report) = self.amend(&a) else {
+            return;
+        };
+        for &f in &withdraw {
+            self.withdraw_flow(f);
+        }
+        let nb = a.barriers.len() as u32;
+        for b in report.first_barrier..report.first_barrier + nb {
+            self.jobs.extra_barriers.insert(b, j);
+        }
+        let job = &mut self.jobs.list[j];
+        for (k, members, range) in changed {
+            let op = &mut job.elastic.ops[k];
+            op.members = members;
+            op.flows = range
+                .map(|i| FlowId::new(report.first_flow + i as u32))
+                .collect();
+        }
+        let appended = &mut self.jobs.appended;
+        appended.flows.extend(a.flows);
+        appended.barriers.extend(a.barriers);
+    }
+
+    /// Stop started flow `fid` of an elastic job's old plan: its sender stops and its arrival at
+    /// its barrier is taken back (a packet of it still arriving later counts for nothing).
+    fn withdraw_flow(&mut self, fid: FlowId) {
+        let f = &mut self.flows[fid];
+        if f.finished() || f.withdrawn || f.abandoned || !f.started {
+            return;
+        }
+        f.withdrawn = true;
+        f.abandoned = true;
+        f.rto_armed = false;
+        f.next_seq = f.num_packets;
+        f.resend.clear();
+        self.flows_settled += 1;
+        if let Some(b) = f.completes {
+            let b = b as usize;
+            if self.barriers[b].released_at == NEVER && !self.barriers[b].dead {
+                if self.barriers[b].remaining == 1 {
+                    self.barrier_arrive(b as u32);
+                } else {
+                    self.barriers[b].remaining -= 1;
+                }
+            }
         }
     }
 }
@@ -479,6 +997,36 @@ pub struct JobSummary {
     pub iterations_per_second_during: Option<f64>,
     /// 1 / the network-free iteration time (`Graph::ideal_schedule`; None for inference).
     pub ideal_iterations_per_second: Option<f64>,
+    /// Restart with `checkpoint_time`: checkpoints taken, and GPU-seconds their saving paused
+    /// the job (also in `lost_gpu_seconds`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_gpu_seconds_checkpoint: Option<f64>,
+    /// Elastic: re-formations of the groups (after failures and at rejoins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reformations: Option<u32>,
+    /// Elastic: GPU-seconds of the excluded ranks (from the failure to the end of the
+    /// re-formation that let them rejoin, or the job's end) and of the ranks that waited while
+    /// the groups re-formed (both in `lost_gpu_seconds`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_gpu_seconds_excluded: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_gpu_seconds_reformation: Option<f64>,
+    /// Elastic: the smallest group the job ran an iteration with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_size_min: Option<u32>,
+    /// Elastic: useful work per second over the job's span, in full-group iterations (an
+    /// iteration of g of n ranks counts g / n: samples per second / samples per full step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_per_second: Option<f64>,
+    /// Elastic: `work_per_second` over the failure-free rate (`iterations_per_second_before`),
+    /// and the same for the iterations run with a smaller group only (their mean rate x their
+    /// mean group fraction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relative_throughput: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relative_throughput_shrunk: Option<f64>,
     pub episodes: Vec<EpisodeSummary>,
 }
 
@@ -524,6 +1072,7 @@ impl Job {
                     restart += until(o.resume_ps);
                     rework += o.rework_ps;
                 }
+                OnFailure::Elastic { .. } => {}
             }
         }
         let gpu_s = |ps: u64| ps as f64 / PS * gpus as f64;
@@ -531,6 +1080,32 @@ impl Job {
         let end = (!self.iteration_end.is_empty()
             && self.iteration_end.iter().all(|&t| t != NEVER))
         .then(|| self.iteration_end.iter().copied().max().unwrap_or(0));
+        // Elastic: GPU-time of the excluded ranks and of the re-formations (GPU-picoseconds).
+        let stop = end.unwrap_or(now).min(now);
+        let excluded_gpu_ps: u128 = self
+            .elastic
+            .exclusions
+            .iter()
+            .map(|x| {
+                let until = x.until_ps.unwrap_or(stop).min(now);
+                x.endpoints.len() as u128 * u128::from(until.saturating_sub(x.from_ps))
+            })
+            .sum();
+        let reform_gpu_ps: u128 = self
+            .elastic
+            .reformations
+            .iter()
+            .map(|r| r.idle as u128 * u128::from(r.end_ps.min(now).saturating_sub(r.start_ps)))
+            .sum();
+        let gpu_ps_s = |v: u128| v as f64 / PS;
+        let (checkpoint_save_ps, elastic) = match self.plan.reaction.on_failure {
+            OnFailure::Restart {
+                checkpoint_save_ps, ..
+            } => (checkpoint_save_ps, false),
+            OnFailure::Elastic { .. } => (0, true),
+            OnFailure::Stall => (0, false),
+        };
+        let checkpoint_pause = self.checkpoint_pause_ps;
         let span = end.unwrap_or(now).saturating_sub(self.plan.start_ps);
         let rate = |n: f64, ps: u64| (ps > 0).then(|| n * PS / ps as f64);
         let mean_rate = |rows: Vec<u64>| {
@@ -584,6 +1159,31 @@ impl Job {
                 }
             })
             .collect();
+        let n = gpus.max(1) as f64;
+        let groups = &self.elastic.group;
+        let work: f64 = (0..self.iteration_end.len())
+            .filter(|&i| self.useful[i])
+            .map(|i| groups.get(i).copied().unwrap_or(0) as f64 / n)
+            .sum();
+        let work_per_second = if elastic { rate(work, span) } else { None };
+        let shrunk: Vec<(u64, u32)> = steps
+            .iter()
+            .filter_map(|s| {
+                let g = groups.get(s.iteration as usize).copied()?;
+                (g > 0 && g < gpus).then_some((s.time_ps()?, g))
+            })
+            .collect();
+        let shrunk_rate = (!shrunk.is_empty()).then(|| {
+            let t: u64 = shrunk.iter().map(|&(t, _)| t).sum();
+            let g: f64 = shrunk.iter().map(|&(_, g)| g as f64 / n).sum::<f64>();
+            g * PS / t as f64
+        });
+        let relative = |w: Option<f64>| match (w, before) {
+            (Some(w), Some(b)) if b > 0.0 => Some(w / b),
+            _ => None,
+        };
+        let lost_extra =
+            gpu_ps_s(excluded_gpu_ps + reform_gpu_ps) + gpu_s(checkpoint_pause.min(stalled_ps));
         JobSummary {
             workload: self.plan.workload,
             name,
@@ -594,7 +1194,7 @@ impl Job {
             lost_iterations: self.outcomes.iter().map(|o| o.lost_iterations).sum(),
             failures: self.outcomes.len() as u32,
             stalled_ps,
-            lost_gpu_seconds: gpu_s(stall + restart + rework),
+            lost_gpu_seconds: gpu_s(stall + restart + rework) + lost_extra,
             lost_gpu_seconds_stall: gpu_s(stall),
             lost_gpu_seconds_restart: gpu_s(restart),
             lost_gpu_seconds_rework: gpu_s(rework),
@@ -609,6 +1209,20 @@ impl Job {
                 .ideal_iteration_ps
                 .filter(|&t| t > 0)
                 .map(|t| PS / t as f64),
+            checkpoints: (checkpoint_save_ps > 0).then_some(self.checkpoints),
+            lost_gpu_seconds_checkpoint: (checkpoint_save_ps > 0)
+                .then(|| gpu_s(checkpoint_pause.min(stalled_ps))),
+            reformations: elastic.then_some(self.elastic.reformations.len() as u32),
+            lost_gpu_seconds_excluded: elastic.then(|| gpu_ps_s(excluded_gpu_ps)),
+            lost_gpu_seconds_reformation: elastic.then(|| gpu_ps_s(reform_gpu_ps)),
+            group_size_min: if elastic {
+                groups.iter().copied().filter(|&g| g > 0).min()
+            } else {
+                None
+            },
+            work_per_second,
+            relative_throughput: relative(work_per_second),
+            relative_throughput_shrunk: relative(shrunk_rate),
             episodes,
         }
     }
@@ -624,9 +1238,17 @@ impl Job {
                 Some(a) => self.frozen_within(a, s.end_ps.unwrap_or(now).min(now)),
                 None => 0,
             };
+            let elastic = self.is_elastic();
             s.failure = Some(crate::trace::ops::StepFailure {
                 useful: self.useful.get(it).copied().unwrap_or(false),
                 stalled_ps,
+                elastic,
+                group_size: self
+                    .elastic
+                    .group
+                    .get(it)
+                    .copied()
+                    .filter(|&g| elastic && g > 0),
             });
         }
     }

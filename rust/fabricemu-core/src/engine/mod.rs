@@ -313,12 +313,16 @@ impl Simulation {
     pub fn step_control(&mut self, max_events: u64) -> crate::control::ControlStep {
         use crate::control::{ControlStep, PolicyName, Telemetry};
         let Some(limit) = self.control.as_ref().map(|c| c.next_ps) else {
-            return match self.world.run_events(max_events) {
+            let finished = self.world.run_events(max_events);
+            self.sync_job_plan();
+            return match finished {
                 true => ControlStep::Finished,
                 false => ControlStep::Running,
             };
         };
-        if self.world.run_events_until(max_events, limit) {
+        let finished = self.world.run_events_until(max_events, limit);
+        self.sync_job_plan();
+        if finished {
             return ControlStep::Finished;
         }
         if !self.world.reached_limit() {
@@ -400,11 +404,24 @@ impl Simulation {
                 }
             }
         }
-        if self.world.run_events(max_events) {
+        let finished = self.world.run_events(max_events);
+        self.sync_job_plan();
+        if finished {
             StepOutcome::Finished
         } else {
             StepOutcome::Running
         }
+    }
+
+    /// Append to the flow plan what elastic jobs re-planned during the run (as
+    /// [`Simulation::amend`] does for a controller's amendments), so every output sees it.
+    fn sync_job_plan(&mut self) {
+        let a = &mut self.world.jobs.appended;
+        if a.flows.is_empty() && a.barriers.is_empty() {
+            return;
+        }
+        self.plan.flows.append(&mut a.flows);
+        self.plan.barrier_sizes.append(&mut a.barriers);
     }
 
     pub fn stats(&self) -> RunStats {

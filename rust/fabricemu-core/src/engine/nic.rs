@@ -461,6 +461,9 @@ impl World {
 
     fn flow_finished(&mut self, fid: FlowId) {
         let f = &mut self.flows[fid];
+        if f.withdrawn {
+            return; // an elastic job gave it up: it counts for nothing
+        }
         f.finish = self.now;
         f.received_ahead = Vec::new();
         self.stats.flows_finished += 1;

@@ -50,6 +50,8 @@ pub enum Event {
     /// (indices into the jobs' episodes).
     JobFailure(u32),
     JobResume(u32),
+    /// An elastic job's re-formation (a rejoin) ended (payload: the job).
+    JobRejoin(u32),
     /// A switch's reduction engine has a combined packet ready.
     ReductionDone(crate::ids::NodeId),
 }

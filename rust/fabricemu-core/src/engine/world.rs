@@ -193,6 +193,7 @@ pub(super) fn new_flow(
         unreachable_drops: 0,
         abandoned: false,
         packets_alive: 0,
+        withdrawn: false,
     };
     (flow, ends.pxn)
 }
@@ -767,6 +768,7 @@ impl World {
                 Event::CircuitsRoute => self.circuits_route_event(),
                 Event::JobFailure(e) => self.job_failure(e),
                 Event::JobResume(e) => self.job_resume(e),
+                Event::JobRejoin(j) => self.job_rejoin(j),
                 Event::ReductionDone(n) => self.reduction_done(n),
             }
         }

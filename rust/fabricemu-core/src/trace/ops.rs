@@ -93,6 +93,10 @@ pub struct StepFailure {
     pub useful: bool,
     /// Time within [start_ps, end_ps) (or up to the stop) the job was frozen by failures.
     pub stalled_ps: u64,
+    /// The job is elastic (steps.arrow then has `group_size`): the ranks that took part in the
+    /// iteration when it ended (None: it did not end).
+    pub elastic: bool,
+    pub group_size: Option<u32>,
 }
 
 impl StepRow {
@@ -288,14 +292,22 @@ pub fn ops_schema(metadata: &[(String, String)]) -> SchemaRef {
 }
 
 pub fn steps_schema(metadata: &[(String, String)]) -> SchemaRef {
-    steps_schema_with(metadata, false)
+    steps_schema_with(metadata, false, false)
 }
 
 /// The columns steps.arrow adds when a workload reacts to failures.
 pub const STEP_FAILURE_COLUMNS: [&str; 2] = ["useful", "stalled_ps"];
 
-/// steps.arrow's schema, with [`STEP_FAILURE_COLUMNS`] when `failures`.
-pub fn steps_schema_with(metadata: &[(String, String)], failures: bool) -> SchemaRef {
+/// The column steps.arrow adds when a workload is elastic (`on_failure = "elastic"`).
+pub const STEP_ELASTIC_COLUMNS: [&str; 1] = ["group_size"];
+
+/// steps.arrow's schema, with [`STEP_FAILURE_COLUMNS`] when `failures` and
+/// [`STEP_ELASTIC_COLUMNS`] too when `elastic`.
+pub fn steps_schema_with(
+    metadata: &[(String, String)],
+    failures: bool,
+    elastic: bool,
+) -> SchemaRef {
     use DataType::{Boolean, Float64, Int64, UInt32, Utf8};
     let mut fields = vec![
         Field::new("workload", Utf8, false),
@@ -317,6 +329,9 @@ pub fn steps_schema_with(metadata: &[(String, String)], failures: bool) -> Schem
     if failures {
         fields.push(Field::new("useful", Boolean, true));
         fields.push(Field::new("stalled_ps", Int64, true));
+        if elastic {
+            fields.push(Field::new("group_size", UInt32, true));
+        }
     }
     schema_of(fields, metadata)
 }
@@ -412,6 +427,13 @@ fn steps_batch(schema: &SchemaRef, rows: &[StepRow], names: &[String]) -> io::Re
                 .collect::<Vec<_>>(),
         )));
         columns.push(i64_col(&|r| r.failure.map(|f| f.stalled_ps)));
+        if schema.fields().len() > STEP_COLUMNS.len() + STEP_FAILURE_COLUMNS.len() {
+            columns.push(Arc::new(arrow_array::UInt32Array::from(
+                rows.iter()
+                    .map(|r| r.failure.and_then(|f| f.group_size))
+                    .collect::<Vec<_>>(),
+            )));
+        }
     }
     RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)
 }
@@ -441,7 +463,11 @@ pub fn write_steps_to<W: Write>(
     names: &[String],
     metadata: &[(String, String)],
 ) -> io::Result<W> {
-    let schema = steps_schema_with(metadata, rows.iter().any(|r| r.failure.is_some()));
+    let schema = steps_schema_with(
+        metadata,
+        rows.iter().any(|r| r.failure.is_some()),
+        rows.iter().any(|r| r.failure.is_some_and(|f| f.elastic)),
+    );
     let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
     for chunk in rows.chunks(super::flows::BATCH_ROWS) {
         writer

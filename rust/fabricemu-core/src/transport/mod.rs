@@ -138,6 +138,9 @@ pub struct Flow {
     /// Its packets (data and control) in the fabric now: created and not yet delivered or
     /// dropped. A run that retires flows retires one only when none is left.
     pub packets_alive: u32,
+    /// Withdrawn by an elastic job's re-formation (it was also `abandoned`: the sender stopped):
+    /// its arrival at its barrier was taken back, and its finishing later counts for nothing.
+    pub withdrawn: bool,
 }
 
 impl Flow {

@@ -36,7 +36,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use super::graph::reaction::{CheckpointFile, OnFailureName};
+use super::graph::reaction::{CheckpointFile, OnFailureName, RejoinName};
 use super::graph::{CollectiveParams, Graph, Noise, NoiseFile, OpKind, OpPhase};
 use super::training::{
     check_algorithm, default_algorithm, flops_time, AlgorithmsFile, Builder, MoeFile, MoeSpec,
@@ -120,8 +120,8 @@ pub struct InferenceFile {
     pub algorithms: Option<AlgorithmsFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFile>,
-    /// What a failure that cuts off one of its ranks does to the job: `"stall"` or
-    /// `"restart"` (docs/failures.md, "Jobs that react").
+    /// What a failure that cuts off one of its ranks does to the job: `"stall"`, `"restart"`
+    /// or `"elastic"` (docs/failures.md, "Jobs that react").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<OnFailureName>,
     /// `on_failure = "restart"`: the time a restart takes (after detection and repair).
@@ -134,6 +134,17 @@ pub struct InferenceFile {
     /// failure). Default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detection: Option<Duration>,
+    /// `on_failure = "elastic"`: the time the survivors take to re-form their communicator
+    /// (also on a rejoin). Default 1s (a chosen default: docs/failures.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reformation_time: Option<Duration>,
+    /// `on_failure = "elastic"`: when the failed ranks rejoin: `"next_step"` (at the first
+    /// iteration end after their repair; the default) or `"never"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejoin: Option<RejoinName>,
+    /// `on_failure = "restart"`: the time saving a checkpoint takes (the job pauses). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_time: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -233,6 +244,9 @@ impl InferenceFile {
             restart_time: None,
             checkpoint_interval: None,
             detection: None,
+            reformation_time: None,
+            rejoin: None,
+            checkpoint_time: None,
         }
     }
 
@@ -973,6 +987,9 @@ mod tests {
             restart_time: None,
             checkpoint_interval: None,
             detection: None,
+            reformation_time: None,
+            rejoin: None,
+            checkpoint_time: None,
         }
     }
 

@@ -224,19 +224,27 @@ pub fn plan_with(
             endpoints.sort_unstable();
             endpoints.dedup();
             let iterations = made.iter().map(|o| o.iteration + 1).max().unwrap_or(0);
-            let (start_ps, ideal_iteration_ps) = match &w.spec {
-                WorkloadSpec::Training(t) => (t.start_ps, t.ideal_iteration_ps()),
+            let (start_ps, ideal_iteration_ps, params) = match &w.spec {
+                WorkloadSpec::Training(t) => {
+                    (t.start_ps, t.ideal_iteration_ps(), Some(t.collective))
+                }
                 WorkloadSpec::Graph(g) => {
                     let (graph, _) = g.graph(wi)?;
                     let ideal = graph
                         .ideal_schedule()
                         .ok()
                         .map(|s| (s.end() - graph.start_ps) / u64::from(graph.iterations.max(1)));
-                    (graph.start_ps, ideal)
+                    (graph.start_ps, ideal, Some(g.params))
                 }
-                WorkloadSpec::Inference(i) => (i.start_ps, None),
-                _ => (0, None),
+                WorkloadSpec::Inference(i) => (i.start_ps, None, Some(i.collective)),
+                _ => (0, None, None),
             };
+            if matches!(
+                reaction.on_failure,
+                graph::reaction::OnFailure::Elastic { .. }
+            ) {
+                graph::reaction::check_elastic(made, wi)?;
+            }
             plan.jobs.push(graph::reaction::JobPlan {
                 workload: wi as u32,
                 reaction,
@@ -247,6 +255,7 @@ pub fn plan_with(
                 iterations,
                 start_ps,
                 ideal_iteration_ps,
+                params,
                 episodes: Vec::new(),
             });
         }

@@ -38,7 +38,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{start_of, Context};
-use super::graph::reaction::{CheckpointFile, OnFailureName};
+use super::graph::reaction::{CheckpointFile, OnFailureName, RejoinName};
 use super::graph::{CollectiveParams, Graph, GraphOp, Noise, NoiseFile, OpKind, OpPhase};
 use crate::config::check::{count, quoted_list, Res};
 use crate::config::values::{Duration, Size};
@@ -123,8 +123,8 @@ pub struct TrainingFile {
     /// Compute jitter and stragglers, as in `kind = "graph"` (ranks are global ranks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFile>,
-    /// What a failure that cuts off one of its ranks does to the job: `"stall"` or
-    /// `"restart"` (docs/failures.md, "Jobs that react").
+    /// What a failure that cuts off one of its ranks does to the job: `"stall"`, `"restart"`
+    /// or `"elastic"` (docs/failures.md, "Jobs that react").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<OnFailureName>,
     /// `on_failure = "restart"`: the time a restart takes (after detection and repair).
@@ -137,6 +137,17 @@ pub struct TrainingFile {
     /// failure). Default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detection: Option<Duration>,
+    /// `on_failure = "elastic"`: the time the survivors take to re-form their communicator
+    /// (also on a rejoin). Default 1s (a chosen default: docs/failures.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reformation_time: Option<Duration>,
+    /// `on_failure = "elastic"`: when the failed ranks rejoin: `"next_step"` (at the first
+    /// iteration end after their repair; the default) or `"never"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejoin: Option<RejoinName>,
+    /// `on_failure = "restart"`: the time saving a checkpoint takes (the job pauses). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_time: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -463,6 +474,9 @@ impl TrainingFile {
             restart_time: None,
             checkpoint_interval: None,
             detection: None,
+            reformation_time: None,
+            rejoin: None,
+            checkpoint_time: None,
         }
     }
 
@@ -1653,6 +1667,9 @@ pub(crate) mod tests {
             restart_time: None,
             checkpoint_interval: None,
             detection: None,
+            reformation_time: None,
+            rejoin: None,
+            checkpoint_time: None,
         }
     }
 

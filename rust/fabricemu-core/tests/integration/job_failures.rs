@@ -9,6 +9,13 @@
 //!   after the later of detection and repair;
 //! - which ranks a failure cuts off follows from the fabric: a host's only link, its leaf; not a
 //!   spine of two (a path remains).
+//! - elastic: after losing r of n data-parallel ranks the ring all-reduce takes the ring time of
+//!   n - r ranks, 2(n-r-1)/(n-r) x S/B plus 2(n-r-1) per-step latencies (Patarasuk & Yuan 2009;
+//!   the same model as workloads.rs's ring test), within 5 %; the useful throughput (samples per
+//!   second) is (n-r)/n of the failure-free one within 5 % when compute dominates the step; the
+//!   lost GPU-time is the failed ranks' downtime plus the survivors' detection + re-formation
+//!   (exact when the failure hits during compute).
+//! - checkpoint_time: each checkpoint before the last iteration pauses the job exactly that long.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
@@ -20,6 +27,11 @@ use common::{read_arrow, run, scenario_error, scratch, spec, write_run};
 /// 2 leaves x 2 hosts, 2 spines; four ranks compute, all-reduce 1 MiB, compute; `iterations`
 /// times; `reaction` (workload keys) and `faults` ([[fault]] tables) added.
 fn job(iterations: u32, reaction: &str, faults: &str) -> String {
+    sized_job(iterations, "100us", "1MiB", reaction, faults)
+}
+
+/// [`job`] with the forward compute and the all-reduce's size given.
+fn sized_job(iterations: u32, forward: &str, size: &str, reaction: &str, faults: &str) -> String {
     format!(
         r#"
 name = "job"
@@ -39,11 +51,11 @@ iterations = {iterations}
 groups = [[0, 1, 2, 3]]
 {reaction}
 ops = [
-  {{ kind = "compute", rank = 0, duration = "100us", phase = "forward" }},
-  {{ kind = "compute", rank = 1, duration = "100us", phase = "forward" }},
-  {{ kind = "compute", rank = 2, duration = "100us", phase = "forward" }},
-  {{ kind = "compute", rank = 3, duration = "100us", phase = "forward" }},
-  {{ kind = "collective", op = "all_reduce", group = 0, size = "1MiB", deps = [0, 1, 2, 3], phase = "dp" }},
+  {{ kind = "compute", rank = 0, duration = "{forward}", phase = "forward" }},
+  {{ kind = "compute", rank = 1, duration = "{forward}", phase = "forward" }},
+  {{ kind = "compute", rank = 2, duration = "{forward}", phase = "forward" }},
+  {{ kind = "compute", rank = 3, duration = "{forward}", phase = "forward" }},
+  {{ kind = "collective", op = "all_reduce", group = 0, size = "{size}", deps = [0, 1, 2, 3], phase = "dp" }},
   {{ kind = "compute", rank = 0, duration = "50us", deps = [4], phase = "backward" }},
   {{ kind = "compute", rank = 1, duration = "50us", deps = [4], phase = "backward" }},
   {{ kind = "compute", rank = 2, duration = "50us", deps = [4], phase = "backward" }},
@@ -272,9 +284,50 @@ fn a_failure_the_job_does_not_react_to_leaves_it_unchanged() {
 fn bad_reaction_keys_are_refused_with_their_key_path() {
     let cases = [
         (
-            "on_failure = \"elastic\"",
-            "workload.0.on_failure",
-            "not modelled yet",
+            "on_failure = \"elastic\"\nrestart_time = \"1us\"",
+            "workload.0.restart_time",
+            "only with on_failure = \"restart\"",
+        ),
+        (
+            "on_failure = \"elastic\"\ncheckpoint_interval = 2",
+            "workload.0.checkpoint_interval",
+            "only with on_failure = \"restart\"",
+        ),
+        (
+            "on_failure = \"stall\"\nreformation_time = \"1us\"",
+            "workload.0.reformation_time",
+            "only with on_failure = \"elastic\"",
+        ),
+        (
+            "on_failure = \"restart\"\nrestart_time = \"1us\"\ncheckpoint_interval = 2\n\
+             rejoin = \"never\"",
+            "workload.0.rejoin",
+            "only with on_failure = \"elastic\"",
+        ),
+        (
+            "on_failure = \"elastic\"\nrejoin = \"sometimes\"",
+            "workload.0.rejoin",
+            "expected one of",
+        ),
+        (
+            "on_failure = \"elastic\"\nreformation_time = \"7200s\"",
+            "workload.0.reformation_time",
+            "at most 3600s",
+        ),
+        (
+            "on_failure = \"elastic\"\nreformation_time = 5",
+            "workload.0.reformation_time",
+            "",
+        ),
+        (
+            "on_failure = \"elastic\"\ncheckpoint_time = \"1us\"",
+            "workload.0.checkpoint_time",
+            "only with on_failure = \"restart\"",
+        ),
+        (
+            "reformation_time = \"1us\"",
+            "workload.0.reformation_time",
+            "only with on_failure",
         ),
         (
             "on_failure = \"bounce\"",
@@ -367,4 +420,209 @@ fn a_restart_during_a_restart_loses_nothing_more() {
     // One freeze, extended to the second resume plus the redo of the interrupted iteration.
     assert_eq!(j.freezes, vec![(at, at + 420 * US + 10 * US)]);
     assert_eq!(j.progress, 6 - 1);
+}
+
+// ---- elastic -----------------------------------------------------------------------------------
+
+/// Per iteration: the all-reduce's (op 4's) start and end.
+fn all_reduce_times(sim: &fabricemu_core::Simulation) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u32, u64, u64)> = sim
+        .op_rows()
+        .iter()
+        .filter(|r| r.op == 4 && r.rank == 0)
+        .map(|r| (r.iteration, r.start_ps.unwrap(), r.end_ps.unwrap()))
+        .collect();
+    out.sort_unstable();
+    out.into_iter().map(|(_, a, b)| (a, b)).collect()
+}
+
+/// The ring all-reduce time of `n` ranks (workloads.rs's model): 2(n-1)/n x S x 8 / 100 Gb/s
+/// plus, per step, the longest path's latency here (4 links of 500 ns, 3 store-and-forward
+/// hops of a full 4158 B packet).
+fn ring_time(n: u64, size: u64) -> f64 {
+    let steps = 2 * (n - 1);
+    let bandwidth = steps as f64 / n as f64 * size as f64 * 8.0 / 100e9 * 1e12;
+    bandwidth + steps as f64 * (4.0 * 500_000.0 + 3.0 * 4158.0 * 80.0)
+}
+
+#[test]
+fn an_elastic_job_reduces_over_the_survivors_at_the_ring_time_of_n_minus_r() {
+    let size = 8u64 << 20;
+    let clean = run(&sized_job(3, "100us", "8MiB", "", ""));
+    // Host 3's link fails for good during iteration 0's forward compute.
+    let fault = "[[fault]]\nlink = [\"host:3\", \"leaf:1\"]\nat = \"50us\"\n";
+    let reaction = "on_failure = \"elastic\"\nreformation_time = \"100us\"\nrejoin = \"never\"";
+    let failed = run(&sized_job(3, "100us", "8MiB", reaction, fault));
+    let check = |times: &[(u64, u64)], n: u64| {
+        for &(a, b) in times {
+            let (t, want) = ((b - a) as f64, ring_time(n, size));
+            assert!(
+                (t / want - 1.0).abs() < 0.05,
+                "all-reduce over {n}: {t} ps, ring formula {want} ps"
+            );
+        }
+    };
+    check(&all_reduce_times(&clean), 4);
+    check(&all_reduce_times(&failed), 3);
+    // The two formulas differ by 11 %: the test tells 3 ranks from 4.
+    assert!(ring_time(4, size) / ring_time(3, size) > 1.1);
+    let j = &failed.jobs()[0];
+    assert_eq!(j.group_sizes(), &[3, 3, 3]);
+    assert_eq!(j.exclusions()[0].endpoints, vec![3]);
+    assert_eq!(j.reformations().len(), 1);
+    assert_eq!(j.progress, 3);
+}
+
+#[test]
+fn elastic_throughput_is_the_surviving_fraction_and_lost_time_is_analytic() {
+    // Compute dominates the step (1 ms forward, a ~70 us all-reduce).
+    let clean = run(&sized_job(4, "1ms", "1MiB", "", ""));
+    let base = iteration_ends(&clean);
+    let clean_rate = 1e12 * 4.0 / base[3] as f64; // the job starts at 0
+    let fault = "[[fault]]\nlink = [\"host:1\", \"leaf:0\"]\nat = \"50us\"\n";
+    let reaction = "on_failure = \"elastic\"\ndetection = \"10us\"\n\
+                    reformation_time = \"100us\"\nrejoin = \"never\"";
+    let dir = scratch("job_failures", "elastic_outputs");
+    let failed = write_run(&sized_job(4, "1ms", "1MiB", reaction, fault), &dir);
+    let ends = iteration_ends(&failed);
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let js = &run_json["jobs"][0];
+    assert_eq!(js["on_failure"], "elastic");
+    assert_eq!(js["reformations"], 1);
+    assert_eq!(js["group_size_min"], 3);
+    // Samples per second after the failure (iterations 1..3 with 3 of 4 ranks) over the
+    // failure-free run's: 3/4 within 5 %.
+    let shrunk_rate = 1e12 * 3.0 / (ends[3] - ends[0]) as f64 * 0.75;
+    let rel = shrunk_rate / clean_rate;
+    assert!((rel / 0.75 - 1.0).abs() < 0.05, "relative throughput {rel}");
+    let reported = js["work_per_second"].as_f64().unwrap();
+    let expected_work = 4.0 * 0.75 * 1e12 / ends[3] as f64;
+    assert!(
+        (reported / expected_work - 1.0).abs() < 1e-9,
+        "{reported} vs {expected_work}"
+    );
+    // Lost GPU-time: the failed rank from the failure to the job's end, plus 3 survivors x
+    // (detection + re-formation).
+    let lost = js["lost_gpu_seconds"].as_f64().unwrap();
+    let want = 1.0 * (ends[3] - 50 * US) as f64 / 1e12 + 3.0 * 110e-6;
+    assert!((lost - want).abs() < 1e-12, "lost {lost} vs {want}");
+    assert!((js["lost_gpu_seconds_reformation"].as_f64().unwrap() - 3.0 * 110e-6).abs() < 1e-15);
+    // The job froze only for detection + re-formation (110 us, during iteration 0's compute);
+    // its all-reduce over 3 ranks is ~14 us shorter than over 4.
+    assert!(ends[0] <= base[0] + 110 * US && ends[0] >= base[0] + 80 * US);
+    // steps.arrow: the group size per iteration.
+    let b = &read_arrow(&dir.join("steps.arrow"))[0];
+    let g = b
+        .column_by_name("group_size")
+        .expect("group_size column")
+        .as_primitive::<arrow_array::types::UInt32Type>();
+    assert_eq!(
+        (0..4).map(|i| g.value(i)).collect::<Vec<_>>(),
+        vec![3, 3, 3, 3]
+    );
+}
+
+#[test]
+fn an_elastic_job_rejoins_at_the_first_iteration_end_after_the_repair() {
+    let reaction = "on_failure = \"elastic\"\nreformation_time = \"100us\"";
+    // Down from 50 us to 1.5 ms; routing knows it is back 10 us later.
+    let failed = run(&sized_job(
+        5,
+        "1ms",
+        "1MiB",
+        reaction,
+        &host_link_down("50us", "1500us"),
+    ));
+    let j = &failed.jobs()[0];
+    let ends = iteration_ends(&failed);
+    let r = j.reformations();
+    assert_eq!(r.len(), 2);
+    assert!(!r[0].rejoin && r[1].rejoin);
+    assert_eq!(
+        (r[0].start_ps, r[0].end_ps, r[0].idle),
+        (50 * US, 150 * US, 3)
+    );
+    // The first iteration to end after the repair (1510 us) is iteration 1; the rejoin
+    // re-formation follows it, and iterations 2.. run with all four ranks.
+    assert!(ends[0] < 1510 * US && ends[1] >= 1510 * US);
+    assert_eq!(
+        (r[1].start_ps, r[1].end_ps, r[1].idle),
+        (ends[1], ends[1] + 100 * US, 3)
+    );
+    assert_eq!(j.group_sizes(), &[3, 3, 4, 4, 4]);
+    assert_eq!(j.exclusions()[0].until_ps, Some(ends[1] + 100 * US));
+    assert_eq!(j.progress, 5);
+    // The all-reduces after the rejoin run over four ranks again (ring time of 4 ranks, 1 MiB:
+    // more than that of 3 by 10 %, less the shared latency).
+    let t = all_reduce_times(&failed);
+    assert!(t[1].1 - t[1].0 < t[3].1 - t[3].0);
+}
+
+#[test]
+fn a_model_replica_of_a_failed_rank_is_excluded_with_it() {
+    // Ranks 0,1 and 2,3 are tensor-parallel pairs (two replicas); the data-parallel all-reduce
+    // spans all four. Host 1 fails: its replica (0 and 1) leaves; the replica 2,3 goes on.
+    let text = r#"
+name = "replicas"
+seed = 1
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+link_rate = "100Gbps"
+[[workload]]
+kind = "graph"
+iterations = 3
+groups = [[0, 1], [2, 3], [0, 1, 2, 3]]
+on_failure = "elastic"
+reformation_time = "10us"
+rejoin = "never"
+ops = [
+  { kind = "compute", rank = 0, duration = "100us" },
+  { kind = "compute", rank = 1, duration = "100us" },
+  { kind = "compute", rank = 2, duration = "100us" },
+  { kind = "compute", rank = 3, duration = "100us" },
+  { kind = "collective", op = "all_reduce", group = 0, size = "64KiB", deps = [0, 1], phase = "tp" },
+  { kind = "collective", op = "all_reduce", group = 1, size = "64KiB", deps = [2, 3], phase = "tp" },
+  { kind = "collective", op = "all_reduce", group = 2, size = "256KiB", deps = [4, 5], phase = "dp" },
+]
+[[fault]]
+link = ["host:1", "leaf:0"]
+at = "50us"
+"#;
+    let sim = run(text);
+    let j = &sim.jobs()[0];
+    assert_eq!(j.exclusions()[0].endpoints, vec![0, 1]);
+    assert_eq!(j.group_sizes(), &[2, 2, 2]);
+    assert_eq!(j.progress, 3);
+    // The excluded replica sends nothing after the failure; the other pair all-reduces.
+    let flows = sim.flow_rows();
+    assert!(flows
+        .iter()
+        .filter(|f| f.start_ps > 60 * US)
+        .all(|f| f.src >= 2 && f.dst >= 2));
+}
+
+#[test]
+fn saving_a_checkpoint_pauses_the_job_by_checkpoint_time() {
+    let clean = run(&job(6, "", ""));
+    let base = iteration_ends(&clean);
+    let reaction = "on_failure = \"restart\"\nrestart_time = \"10us\"\ncheckpoint_interval = 2\n\
+                    checkpoint_time = \"30us\"";
+    let dir = scratch("job_failures", "checkpoint_time");
+    let saved = write_run(&job(6, reaction, ""), &dir);
+    let ends = iteration_ends(&saved);
+    // Checkpoints after iterations 2, 4 (and 6: the last, nothing waits for it).
+    for (it, pauses) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2)] {
+        assert_eq!(ends[it] - base[it], pauses * 30 * US, "iteration {it}");
+    }
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let js = &run_json["jobs"][0];
+    assert_eq!(js["checkpoints"], 3);
+    let lost = js["lost_gpu_seconds_checkpoint"].as_f64().unwrap();
+    assert!((lost - 4.0 * 60e-6).abs() < 1e-15, "{lost}");
+    assert_eq!(js["lost_gpu_seconds"].as_f64().unwrap(), lost);
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::noise::NoiseFile;
 use super::plan::CollectiveParams;
-use super::reaction::{CheckpointFile, OnFailureName};
+use super::reaction::{CheckpointFile, OnFailureName, RejoinName};
 use super::spec::{Graph, GraphOp, Noise, OpKind, OpPhase};
 use crate::config::check::{count, Res};
 use crate::config::values::{Duration, Size};
@@ -104,8 +104,8 @@ pub struct GraphFile {
     pub iterations: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFile>,
-    /// What a failure that cuts off one of its ranks does to the job: `"stall"` or
-    /// `"restart"` (docs/failures.md, "Jobs that react").
+    /// What a failure that cuts off one of its ranks does to the job: `"stall"`, `"restart"`
+    /// or `"elastic"` (docs/failures.md, "Jobs that react").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<OnFailureName>,
     /// `on_failure = "restart"`: the time a restart takes (after detection and repair).
@@ -118,6 +118,17 @@ pub struct GraphFile {
     /// failure). Default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detection: Option<Duration>,
+    /// `on_failure = "elastic"`: the time the survivors take to re-form their communicator
+    /// (also on a rejoin). Default 1s (a chosen default: docs/failures.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reformation_time: Option<Duration>,
+    /// `on_failure = "elastic"`: when the failed ranks rejoin: `"next_step"` (at the first
+    /// iteration end after their repair; the default) or `"never"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejoin: Option<RejoinName>,
+    /// `on_failure = "restart"`: the time saving a checkpoint takes (the job pauses). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_time: Option<Duration>,
     /// Endpoints per scale-up domain for hierarchical collectives (default: the cluster's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain_size: Option<i64>,

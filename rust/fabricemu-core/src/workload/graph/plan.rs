@@ -100,6 +100,8 @@ pub struct PlannedOp {
     /// Released when the op may start / when it ended.
     pub ready: u32,
     pub done: u32,
+    /// Its flows (indices into `FlowPlan::flows`; empty for compute).
+    pub flows: std::ops::Range<usize>,
 }
 
 /// Add step graph `graph` of workload `workload` (its index in the scenario) to `plan`, with
@@ -177,6 +179,7 @@ fn plan_exact(
         let slot = index_in_iteration.entry(op.iteration).or_insert(0);
         let position = *slot;
         *slot += 1;
+        let op_first_flow = plan.flows.len();
         let (kind, ranks, bytes, duration_ps) = match op.kind {
             OpKind::Compute { rank, duration_ps } => {
                 plan.barrier_edges.push(BarrierEdge {
@@ -306,6 +309,7 @@ fn plan_exact(
             duration_ps,
             ready: ready(i),
             done: done(i),
+            flows: op_first_flow..plan.flows.len(),
         });
     }
     debug_assert_eq!(plan.ops.len() - first_op, n);

@@ -10,6 +10,14 @@
 //!   `restart_time` after the later of detection and repair. The work since the checkpoint is
 //!   lost: the iterations completed since then (they no longer count) and the interrupted
 //!   iteration's part before the failure (redone, as a pause of the same length, after resuming).
+//!   Saving a checkpoint may take time (`checkpoint_time`): the job pauses that long after each.
+//! - `"elastic"`: the job notices the failure `detection` after it and the survivors re-form
+//!   their groups without the failed ranks (and the ranks of their model replicas: those sharing
+//!   a tensor-, pipeline- or expert-parallel op with one), which takes `reformation_time`; the
+//!   job then goes on with the smaller group, losing no work: the collectives not yet ended are
+//!   re-planned over the surviving ranks (the interrupted one starts over). The failed ranks
+//!   rejoin (`rejoin = "next_step"`, the default) at the first iteration end after their repair,
+//!   with another re-formation, or never (`"never"`).
 //!
 //! Which ranks a failure cuts off follows from the fabric, computed here from the resolved
 //! faults: a rank is cut off while its endpoint shares no live part of the fabric with most of
@@ -39,6 +47,14 @@ pub enum OnFailureName {
     Stall,
     Restart,
     Elastic,
+}
+
+/// `rejoin`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejoinName {
+    NextStep,
+    Never,
 }
 
 /// `checkpoint_interval`: every n iterations (an integer) or every so long (a duration).
@@ -92,6 +108,9 @@ pub struct ReactionKeys {
     pub restart_time: Option<Duration>,
     pub checkpoint_interval: Option<CheckpointFile>,
     pub detection: Option<Duration>,
+    pub reformation_time: Option<Duration>,
+    pub rejoin: Option<RejoinName>,
+    pub checkpoint_time: Option<Duration>,
 }
 
 /// When a restarting job has a checkpoint to go back to.
@@ -111,14 +130,27 @@ pub enum OnFailure {
     Restart {
         restart_ps: Time,
         checkpoint: Checkpoint,
+        /// Saving a checkpoint: the job pauses this long after each.
+        checkpoint_save_ps: Time,
+    },
+    Elastic {
+        /// Re-forming the groups (after detection; and on a rejoin).
+        reformation_ps: Time,
+        /// The failed ranks rejoin at the first iteration end after their repair.
+        rejoin: bool,
     },
 }
+
+/// `reformation_time`'s default: 1 s, a chosen default of the order of what re-forming a NCCL
+/// communicator over a torchelastic rendezvous takes (docs/failures.md); set the measured one.
+pub const DEFAULT_REFORMATION_PS: Time = 1_000_000_000_000;
 
 impl OnFailure {
     pub fn name(self) -> &'static str {
         match self {
             OnFailure::Stall => "stall",
             OnFailure::Restart { .. } => "restart",
+            OnFailure::Elastic { .. } => "elastic",
         }
     }
 }
@@ -130,6 +162,9 @@ pub struct Reaction {
     /// Stall: from the repair to the job's resuming; restart: from the failure to the abort.
     pub detection_ps: Time,
 }
+
+/// The longest re-formation or checkpoint save: an hour.
+const MAX_REFORMATION_PS: Time = 3_600 * 1_000_000_000_000;
 
 /// The most iterations between checkpoints.
 const MAX_CHECKPOINT_ITERATIONS: i64 = 1_000_000;
@@ -143,26 +178,72 @@ impl ReactionKeys {
                 ("restart_time", self.restart_time.is_some()),
                 ("checkpoint_interval", self.checkpoint_interval.is_some()),
                 ("detection", self.detection.is_some()),
+                ("reformation_time", self.reformation_time.is_some()),
+                ("rejoin", self.rejoin.is_some()),
+                ("checkpoint_time", self.checkpoint_time.is_some()),
             ] {
                 if given {
                     return Err(ScenarioError::at(
                         p(key),
-                        "applies only with on_failure (\"stall\" or \"restart\"): add \
-                         on_failure or leave out this key",
+                        "applies only with on_failure (\"stall\", \"restart\" or \
+                         \"elastic\"): add on_failure or leave out this key",
                     ));
                 }
             }
             return Ok(None);
         };
         let detection_ps = self.detection.map_or(0, |d| d.0);
+        if mode != OnFailureName::Elastic {
+            for (key, given) in [
+                ("reformation_time", self.reformation_time.is_some()),
+                ("rejoin", self.rejoin.is_some()),
+            ] {
+                if given {
+                    return Err(ScenarioError::at(
+                        p(key),
+                        "applies only with on_failure = \"elastic\" (the job re-forms its \
+                         groups without the failed ranks)",
+                    ));
+                }
+            }
+        }
+        if mode != OnFailureName::Restart && self.checkpoint_time.is_some() {
+            return Err(ScenarioError::at(
+                p("checkpoint_time"),
+                "applies only with on_failure = \"restart\" (with checkpoint_interval: the \
+                 time saving a checkpoint takes)",
+            ));
+        }
         let on_failure = match mode {
             OnFailureName::Elastic => {
-                return Err(ScenarioError::at(
-                    p("on_failure"),
-                    "\"elastic\" (re-forming the groups without the failed ranks) is not \
-                     modelled yet: it needs the flows replanned during the run; use \"stall\" \
-                     or \"restart\"",
-                ))
+                for (key, given) in [
+                    ("restart_time", self.restart_time.is_some()),
+                    ("checkpoint_interval", self.checkpoint_interval.is_some()),
+                ] {
+                    if given {
+                        return Err(ScenarioError::at(
+                            p(key),
+                            "applies only with on_failure = \"restart\" (an elastic job goes \
+                             on without the failed ranks and loses no work)",
+                        ));
+                    }
+                }
+                let reformation_ps = self
+                    .reformation_time
+                    .map_or(DEFAULT_REFORMATION_PS, |d| d.0);
+                if reformation_ps > MAX_REFORMATION_PS {
+                    return Err(ScenarioError::at(
+                        p("reformation_time"),
+                        format!(
+                            "expected at most 3600s (the time re-forming the groups takes), found \
+                             {reformation_ps} ps"
+                        ),
+                    ));
+                }
+                OnFailure::Elastic {
+                    reformation_ps,
+                    rejoin: self.rejoin.unwrap_or(RejoinName::NextStep) == RejoinName::NextStep,
+                }
             }
             OnFailureName::Stall => {
                 for (key, given) in [
@@ -221,9 +302,20 @@ impl ReactionKeys {
                             Checkpoint::Time(d.0)
                         }
                     };
+                let checkpoint_save_ps = self.checkpoint_time.map_or(0, |d| d.0);
+                if checkpoint_save_ps > MAX_REFORMATION_PS {
+                    return Err(ScenarioError::at(
+                        p("checkpoint_time"),
+                        format!(
+                            "expected at most 3600s (the time saving a checkpoint takes), found \
+                             {checkpoint_save_ps} ps"
+                        ),
+                    ));
+                }
                 OnFailure::Restart {
                     restart_ps,
                     checkpoint,
+                    checkpoint_save_ps,
                 }
             }
         };
@@ -265,8 +357,32 @@ pub struct JobPlan {
     /// One iteration of the network-free schedule (`Graph::ideal_schedule`): what the job would
     /// take per iteration if communication were free (None if it has no ideal, e.g. inference).
     pub ideal_iteration_ps: Option<Time>,
+    /// Its collectives' parameters (an elastic job re-plans them during the run).
+    pub params: Option<crate::workload::graph::CollectiveParams>,
     /// Filled in by the build once the faults are resolved ([`episodes`]).
     pub episodes: Vec<Episode>,
+}
+
+/// An elastic job re-plans its collectives during the run over the surviving ranks: refused
+/// for collectives whose switch contexts are placed when the run is built (in-network, NVLS).
+pub fn check_elastic(ops: &[crate::workload::graph::PlannedOp], workload: usize) -> Res<()> {
+    for op in ops {
+        if let crate::workload::graph::PlannedKind::Collective { algorithm, .. } = op.kind {
+            if algorithm.is_in_network() {
+                return Err(ScenarioError::at(
+                    format!("workload.{workload}.on_failure"),
+                    format!(
+                        "\"elastic\" re-plans the job's collectives over the surviving ranks \
+                         during the run; its {} collectives hold switch contexts placed when the \
+                         run is built: use a flat or hierarchical algorithm, or \"stall\" / \
+                         \"restart\"",
+                        algorithm.name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Union-find over nodes.
@@ -451,6 +567,7 @@ impl ReactionKeys {
             OnFailure::Restart {
                 restart_ps,
                 checkpoint,
+                checkpoint_save_ps,
             } => ReactionKeys {
                 on_failure: Some(OnFailureName::Restart),
                 restart_time: Some(Duration(restart_ps)),
@@ -459,6 +576,23 @@ impl ReactionKeys {
                     Checkpoint::Time(t) => CheckpointFile::Time(Duration(t)),
                 }),
                 detection,
+                // Absent: saving takes no time (ABSENT_MEANS).
+                checkpoint_time: (checkpoint_save_ps > 0).then_some(Duration(checkpoint_save_ps)),
+                ..ReactionKeys::default()
+            },
+            OnFailure::Elastic {
+                reformation_ps,
+                rejoin,
+            } => ReactionKeys {
+                on_failure: Some(OnFailureName::Elastic),
+                detection,
+                reformation_time: Some(Duration(reformation_ps)),
+                rejoin: Some(if rejoin {
+                    RejoinName::NextStep
+                } else {
+                    RejoinName::Never
+                }),
+                ..ReactionKeys::default()
             },
         }
     }
@@ -479,9 +613,21 @@ pub const ABSENT_MEANS: &[(&str, &str)] = &[
         "workload.*.checkpoint_interval",
         "applies only with on_failure = \"restart\"",
     ),
+    (
+        "workload.*.checkpoint_time",
+        "saving a checkpoint takes no time (and applies only with on_failure = \"restart\")",
+    ),
+    (
+        "workload.*.reformation_time",
+        "applies only with on_failure = \"elastic\"",
+    ),
+    (
+        "workload.*.rejoin",
+        "applies only with on_failure = \"elastic\"",
+    ),
 ];
 
-/// `reaction_keys()` and `set_reaction_keys()` for a step workload's file struct: the four
+/// `reaction_keys()` and `set_reaction_keys()` for a step workload's file struct: the
 /// reaction keys are fields of its own (serde's `flatten` does not combine with
 /// `deny_unknown_fields`), read and written here once for every kind.
 macro_rules! reaction_fields {
@@ -494,6 +640,9 @@ macro_rules! reaction_fields {
                     restart_time: self.restart_time,
                     checkpoint_interval: self.checkpoint_interval,
                     detection: self.detection,
+                    reformation_time: self.reformation_time,
+                    rejoin: self.rejoin,
+                    checkpoint_time: self.checkpoint_time,
                 }
             }
 
@@ -503,6 +652,9 @@ macro_rules! reaction_fields {
                 self.restart_time = r.restart_time;
                 self.checkpoint_interval = r.checkpoint_interval;
                 self.detection = r.detection;
+                self.reformation_time = r.reformation_time;
+                self.rejoin = r.rejoin;
+                self.checkpoint_time = r.checkpoint_time;
             }
         }
     )*};
