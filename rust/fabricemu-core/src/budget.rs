@@ -438,9 +438,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
         .saturating_add(route_entries.saturating_mul(4));
     // HPCC keeps every packet's INT records beside the arena.
     let int = match s.transport.cc {
-        crate::scenario::CongestionControl::Hpcc(_) => {
-            std::mem::size_of::<crate::cc::IntStack>() as u64
-        }
+        crate::scenario::CongestionControl::Hpcc(_) => crate::cc::IntStore::BYTES_PER_PACKET as u64,
         _ => 0,
     };
     e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET + int);

@@ -6,7 +6,7 @@
 
 use super::queue::Event;
 use super::world::World;
-use crate::cc::{Ack, FlowPath, IntRecord, Reaction, MAX_INT_HOPS};
+use crate::cc::{Ack, FlowPath, IntRecord, Reaction};
 use crate::ids::{FlowId, NodeId, PortId};
 use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::transport::{window, NEVER};
@@ -303,25 +303,17 @@ impl World {
                     l.received(pkt.index(), f.workload, f.size_bytes, self.now);
                 }
                 if let Some(int) = &mut self.int {
-                    // Its ACK echoes the records (the slot is free but untouched until reused).
+                    // Its ACK echoes the records (the slot is free; the store keeps them until
+                    // the slot is written again).
                     int.take_echo(pkt.index());
                 }
                 self.receive_data(p.flow, p.seq, p.flags)
             }
             PacketKind::Ack => {
                 let ece = p.flags & flags::ECE != 0;
-                match &self.int {
-                    Some(int) => {
-                        // A copy of the records used (the ACK may make the NIC send a data
-                        // packet, which resets its own slot in the store).
-                        let mut buf = [IntRecord::default(); MAX_INT_HOPS];
-                        let recs = int.slot(pkt.index()).records();
-                        buf[..recs.len()].copy_from_slice(recs);
-                        let n = recs.len();
-                        self.receive_ack(p.flow, p.seq, ece, &buf[..n]);
-                    }
-                    None => self.receive_ack(p.flow, p.seq, ece, &[]),
-                }
+                // Its INT records (if any) are read in place by the controller, before anything
+                // can reuse the slot.
+                self.receive_ack(p.flow, p.seq, ece, Some(pkt.index()))
             }
             PacketKind::Nack if p.flags & flags::TRIMMED != 0 => {
                 self.receive_trim_nack(p.flow, p.seq)
@@ -508,7 +500,7 @@ impl World {
         self.stats.control_packets_sent += 1;
         if let Some(int) = &self.int {
             if kind == PacketKind::Ack {
-                pkt.wire_bytes += int.echo.records().len() as u32 * int.bytes_per_hop;
+                pkt.wire_bytes += int.echo().len() as u32 * int.bytes_per_hop;
             }
         }
         let id = self.packets.alloc(pkt);
@@ -519,8 +511,16 @@ impl World {
     }
 
     /// A cumulative acknowledgement (an ACK, or a NACK's cumulative part); tells the controller.
+    /// `int_slot`: the released ACK's packet slot, whose INT records (if the run stamps INT) the
+    /// controller reads in place (nothing writes a slot before the controller has run).
     #[inline]
-    fn receive_ack(&mut self, fid: FlowId, cumulative: u32, ecn_echo: bool, int: &[IntRecord]) {
+    fn receive_ack(
+        &mut self,
+        fid: FlowId,
+        cumulative: u32,
+        ecn_echo: bool,
+        int_slot: Option<usize>,
+    ) {
         let now = self.now;
         let f = &mut self.flows[fid];
         let mut newly_acked = 0;
@@ -543,6 +543,10 @@ impl World {
         let window = f.window_bytes.is_some() && f.in_nic_ring && newly_acked > 0;
         if self.cc.sees_acks() {
             let (acked, next_seq) = (f.acked, f.high_seq);
+            let int: &[IntRecord] = match (&self.int, int_slot) {
+                (Some(store), Some(i)) => store.records(i),
+                _ => &[],
+            };
             let r = self.cc.on_ack(
                 fid,
                 &Ack {
@@ -565,7 +569,7 @@ impl World {
     }
 
     fn receive_nack(&mut self, fid: FlowId, expected: u32) {
-        self.receive_ack(fid, expected, false, &[]);
+        self.receive_ack(fid, expected, false, None);
         let r = self.cc.on_loss(fid, false, self.now);
         self.react(fid, r);
         let selective = self.transport.selective;
