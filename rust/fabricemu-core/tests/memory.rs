@@ -242,7 +242,7 @@ fn open_loop_flow_records_follow_the_flows_in_progress_not_the_messages() {
 /// prints the footprint per entity and the heap (dhat) of fabrics of growing size, built, and of
 /// the 1,056-host dragonfly run (scenarios/dragonfly_ugal_1k.toml, about 1.1 M messages).
 #[test]
-#[ignore = "slow: measures the README's memory table (a dragonfly run of ~1 M messages)"]
+#[ignore = "slow: measures the README's memory table (a dragonfly run of ~1 M messages); .ci/run skips it"]
 fn memory_table() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let _profiler = dhat::Profiler::builder().testing().build();

@@ -819,6 +819,8 @@ mod tests {
             b.pfc,
             &b.reserved_headroom,
         );
+        // Its record exists before it starts only when every record is kept.
+        w.keep_all_flows();
         w.flows[FlowId::new(0)].window_bytes = window.map(|n| n * w.transport.mtu as u64);
         while !w.run_events(1 << 16) {}
         w.check_conservation().unwrap();

@@ -649,6 +649,8 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        // The flow's record must exist for the hook to name its ends (the run has not started it).
+        sim.keep_all_flows();
         let w: &mut World = sim.world_mut();
         let leaf = NodeId::new(2);
         let p = w.fabric.ports_of(leaf).nth_id(1).unwrap();

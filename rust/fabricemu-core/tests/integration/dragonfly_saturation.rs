@@ -160,7 +160,7 @@ fn saturation_throughput_on_the_72_node_dragonfly() {
 }
 
 #[test]
-#[ignore = "slow (about a minute in release): cargo test --release --test dragonfly_saturation -- --ignored"]
+#[ignore = "slow (about four minutes on two cores; .ci/run skips it): cargo test --workspace --profile ci --test integration 1056_node -- --ignored"]
 fn saturation_throughput_on_the_1056_node_dragonfly() {
     check(&DF1056, 0.51114, 0.48438);
 }
