@@ -116,3 +116,16 @@ def test_a_stalling_job_reports_lost_gpu_time_in_the_summary_and_steps(tmp_path:
     # Elastic goes on without the failed rank (docs/failures.md); restart keys are refused on it.
     with pytest.raises(fabricemu.ScenarioError, match=r"workload\.0\.restart_time"):
         _job({"on_failure": "elastic", "restart_time": "1us"})
+
+
+def test_an_elastic_job_reports_its_reformations_in_the_summary_and_sweep_rows(tmp_path: Path) -> None:
+    r = fabricemu.run(_job({"on_failure": "elastic", "reformation_time": "10us"}), out=tmp_path / "el")
+    jobs = r.run_info["jobs"]
+    s = r.summary()
+    # The figures are run.json's, summed (re-formations) or the worst job (relative throughput).
+    assert s["job_reformations"] == sum(j["reformations"] for j in jobs) >= 1
+    relative = [j["relative_throughput"] for j in jobs if j.get("relative_throughput") is not None]
+    assert s["relative_throughput"] == (min(relative) if relative else None)
+    assert r.metrics()["job_reformations"] == s["job_reformations"]
+    stall = fabricemu.run(_job({"on_failure": "stall"}), out=tmp_path / "stall").summary()
+    assert stall["job_reformations"] == 0 and stall["relative_throughput"] is None

@@ -164,8 +164,17 @@ def step_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 #: Step workloads that react to failures (``on_failure``; null without them), summed over them
 #: (run.json's ``jobs``, docs/failures.md "Jobs that react"): GPU-seconds not doing useful work
 #: because of failures, iterations whose work counts, iterations a restart threw away, and the
-#: failure episodes that hit the jobs.
-JOB_KEYS: Tuple[str, ...] = ("lost_gpu_seconds", "useful_iterations", "lost_iterations", "job_failures")
+#: failure episodes that hit the jobs; for elastic jobs (``on_failure = "elastic"``) the group
+#: re-formations (0 without elastic jobs) and the lowest ``relative_throughput`` of any job (work per
+#: second against the rate before its first failure; null when no job could measure it).
+JOB_KEYS: Tuple[str, ...] = (
+    "lost_gpu_seconds",
+    "useful_iterations",
+    "lost_iterations",
+    "job_failures",
+    "job_reformations",
+    "relative_throughput",
+)
 
 
 def job_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -174,11 +183,14 @@ def job_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     jobs = run_info.get("jobs")
     if not jobs:
         return None
+    relative = [float(j["relative_throughput"]) for j in jobs if j.get("relative_throughput") is not None]
     return {
         "lost_gpu_seconds": float(sum(float(j.get("lost_gpu_seconds", 0.0)) for j in jobs)),
         "useful_iterations": int(sum(int(j.get("useful_iterations", 0)) for j in jobs)),
         "lost_iterations": int(sum(int(j.get("lost_iterations", 0)) for j in jobs)),
         "job_failures": int(sum(int(j.get("failures", 0)) for j in jobs)),
+        "job_reformations": int(sum(int(j.get("reformations", 0)) for j in jobs)),
+        "relative_throughput": min(relative) if relative else None,
     }
 
 
@@ -231,6 +243,8 @@ METRICS_SCHEMA = pa.schema(
         ("useful_iterations", pa.int64()),
         ("lost_iterations", pa.int64()),
         ("job_failures", pa.int64()),
+        ("job_reformations", pa.int64()),
+        ("relative_throughput", pa.float64()),
         # Ultra Ethernet packet trimming (null without it): data packets whose payload a switch cut.
         ("trimmed_packets", pa.int64()),
     ]
