@@ -72,10 +72,12 @@ def test_every_docs_page_has_code():
 
 
 def test_worked_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The whole page, once (its sweeps are the suite's longest docs run): the incast sweep from
+    Python and from the command line, then ECMP against spraying."""
     pytest.importorskip("matplotlib")
     pytest.importorskip("polars")
     monkeypatch.chdir(tmp_path)
-    ns = run_blocks(DOCS / "worked-example.md", tmp_path, with_required=False)
+    ns = run_blocks(DOCS / "worked-example.md", tmp_path, with_required=True)
     sweep_dir = tmp_path / "sweeps" / "incast-pfc"
     table = ns["table"]
     assert table.num_rows == 16 and table.column("error").null_count == 16
@@ -88,31 +90,7 @@ def test_worked_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     keep = deterministic_columns(table)
     assert from_cli.select(keep).equals(table.select(keep))
     assert (cli_dir / "report.html").is_file()
-
-
-def spray_and_poisson_supported() -> str:
-    """ "" when the engine accepts the features the last section needs, else why not."""
-    try:
-        fabricemu.Scenario.from_dict(
-            {
-                "topology": {"kind": "fat_tree", "k": 4},
-                "routing": {"load_balancing": "spray"},
-                "workload": [{"kind": "poisson", "cdf": "websearch", "load": 0.3}],
-                "stop": "2ms",
-            }
-        )
-    except fabricemu.ScenarioError as e:
-        return str(e)
-    return ""
-
-
-def test_worked_example_ecmp_against_spraying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    pytest.importorskip("matplotlib")
-    missing = spray_and_poisson_supported()
-    if missing:
-        pytest.skip(f"needs packet spraying and Poisson workloads in the engine: {missing}")
-    monkeypatch.chdir(tmp_path)
-    ns = run_blocks(DOCS / "worked-example.md", tmp_path, with_required=True)
+    # The last section: ECMP against spraying.
     lb = ns["lb"]
     assert lb.num_rows == 12 and lb.column("error").null_count == 12
     assert is_png(tmp_path / "sweeps" / "ecmp-vs-spray" / "p99.png")

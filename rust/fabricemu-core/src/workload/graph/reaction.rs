@@ -413,55 +413,144 @@ impl Parts {
     }
 }
 
-/// Which of `endpoints` are cut off when the directed links (egress ports) marked in `down` are
-/// down: a cable carries traffic while both its directions are up; switches forward, endpoints
-/// do not. The endpoints that touch the live part of the fabric most of them touch are
-/// connected (ties: the part with the lowest node); the others are cut off.
-pub fn cut_off(fabric: &Fabric, down: &[bool], endpoints: &[u32]) -> Vec<u32> {
-    let n = fabric.num_nodes as usize;
-    let mut parts = Parts::new(n);
-    let up = |p: PortId| !down[p.index()] && !down[fabric.peer_port[p].index()];
-    for p in fabric.ports() {
-        let (a, b) = (fabric.port_node[p], fabric.peer_node[p]);
-        if !fabric.is_host(a) && !fabric.is_host(b) && up(p) {
-            parts.union(a.get(), b.get());
+/// Which of a job's endpoints are cut off, kept up to date as links go down and come back (the
+/// build phase walks every fault's start and end, tens of thousands of them under an aggressive
+/// failure process, so nothing is recomputed that a change did not touch).
+///
+/// A cable carries traffic while both its directions are up; switches forward, endpoints do not.
+/// The endpoints that touch the live part of the fabric most of them touch are connected (ties:
+/// the part with the lowest node); the others are cut off.
+struct Reachability<'a> {
+    fabric: &'a Fabric,
+    endpoints: &'a [u32],
+    /// Per node: its index in `endpoints`, or `u32::MAX`.
+    endpoint_of: Vec<u32>,
+    /// Faults holding each directed link (egress port) down.
+    down: Vec<u32>,
+    /// The switches' live parts; recomputed when a switch-to-switch cable changes.
+    parts: Parts,
+    /// Per endpoint: the parts its live cables reach, sorted.
+    touched: Vec<Vec<u32>>,
+    /// Per part: how many endpoints touch it.
+    count: std::collections::BTreeMap<u32, u32>,
+    /// What changed since the last `cut`: a switch-to-switch cable, and which endpoints.
+    fabric_changed: bool,
+    changed: Vec<u32>,
+}
+
+impl<'a> Reachability<'a> {
+    fn new(fabric: &'a Fabric, endpoints: &'a [u32]) -> Self {
+        let mut endpoint_of = vec![u32::MAX; fabric.num_nodes as usize];
+        for (i, &e) in endpoints.iter().enumerate() {
+            endpoint_of[e as usize] = i as u32;
+        }
+        Self {
+            fabric,
+            endpoints,
+            endpoint_of,
+            down: vec![0; fabric.num_ports() as usize],
+            parts: Parts::new(fabric.num_nodes as usize),
+            touched: vec![Vec::new(); endpoints.len()],
+            count: Default::default(),
+            fabric_changed: true,
+            changed: Vec::new(),
         }
     }
-    let touched: Vec<Vec<u32>> = endpoints
-        .iter()
-        .map(|&e| {
-            let mut t: Vec<u32> = fabric
-                .ports_of(NodeId::new(e))
-                .filter(|&p| up(p))
-                .map(|p| fabric.peer_node[p])
-                .filter(|&b| !fabric.is_host(b))
-                .map(|b| parts.find(b.get()))
-                .collect();
-            t.sort_unstable();
-            t.dedup();
-            t
-        })
-        .collect();
-    let mut count: std::collections::BTreeMap<u32, u32> = Default::default();
-    for t in &touched {
-        for &c in t {
-            *count.entry(c).or_default() += 1;
+
+    fn up(&self, p: PortId) -> bool {
+        self.down[p.index()] == 0 && self.down[self.fabric.peer_port[p].index()] == 0
+    }
+
+    /// One more (`add`) or one fewer fault holds egress port `p` down.
+    fn hold(&mut self, p: PortId, add: bool) {
+        let d = &mut self.down[p.index()];
+        let was = *d > 0;
+        if add {
+            *d += 1;
+        } else {
+            *d -= 1;
+        }
+        if was == (*d > 0) {
+            return;
+        }
+        let f = self.fabric;
+        let (a, b) = (f.port_node[p], f.peer_node[p]);
+        if !f.is_host(a) && !f.is_host(b) {
+            self.fabric_changed = true;
+        }
+        for n in [a, b] {
+            let e = self.endpoint_of[n.index()];
+            if e != u32::MAX {
+                self.changed.push(e);
+            }
         }
     }
-    let Some(best) = count.values().copied().max() else {
-        return endpoints.to_vec(); // nothing is connected to anything
-    };
-    let main = count
-        .iter()
-        .find(|&(_, &v)| v == best)
-        .map(|(&c, _)| c)
-        .expect("a maximum");
-    endpoints
-        .iter()
-        .zip(&touched)
-        .filter(|(_, t)| !t.contains(&main))
-        .map(|(&e, _)| e)
-        .collect()
+
+    /// Endpoint `e`'s touched parts recomputed, and the parts' counts with them.
+    fn retouch(&mut self, e: usize) {
+        let f = self.fabric;
+        let mut t = std::mem::take(&mut self.touched[e]);
+        for c in &t {
+            let v = self.count.get_mut(c).expect("counted");
+            *v -= 1;
+            if *v == 0 {
+                self.count.remove(c);
+            }
+        }
+        t.clear();
+        for p in f.ports_of(NodeId::new(self.endpoints[e])) {
+            let b = f.peer_node[p];
+            if self.up(p) && !f.is_host(b) {
+                t.push(self.parts.find(b.get()));
+            }
+        }
+        t.sort_unstable();
+        t.dedup();
+        for &c in &t {
+            *self.count.entry(c).or_default() += 1;
+        }
+        self.touched[e] = t;
+    }
+
+    /// The endpoints cut off now, in `endpoints` order.
+    fn cut(&mut self) -> Vec<u32> {
+        if self.fabric_changed {
+            let f = self.fabric;
+            self.parts = Parts::new(f.num_nodes as usize);
+            for p in f.ports() {
+                let (a, b) = (f.port_node[p], f.peer_node[p]);
+                if !f.is_host(a) && !f.is_host(b) && self.up(p) {
+                    self.parts.union(a.get(), b.get());
+                }
+            }
+            self.changed.clear();
+            self.changed.extend(0..self.endpoints.len() as u32);
+            self.fabric_changed = false;
+        }
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.sort_unstable();
+        changed.dedup();
+        for &e in &changed {
+            self.retouch(e as usize);
+        }
+        changed.clear();
+        self.changed = changed;
+        let Some(best) = self.count.values().copied().max() else {
+            return self.endpoints.to_vec(); // nothing is connected to anything
+        };
+        let main = self
+            .count
+            .iter()
+            .find(|&(_, &v)| v == best)
+            .map(|(&c, _)| c)
+            .expect("a maximum");
+        self.endpoints
+            .iter()
+            .zip(&self.touched)
+            .filter(|(_, t)| !t.contains(&main))
+            .map(|(&e, _)| e)
+            .collect()
+    }
 }
 
 /// The episodes of a job on `endpoints`: the times some are cut off by the `down` faults
@@ -486,7 +575,7 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
         .collect();
     times.sort_unstable();
     times.dedup();
-    let mut count = vec![0u32; fabric.num_ports() as usize];
+    let mut reach = Reachability::new(fabric, endpoints);
     // Faults sorted by start and by end, walked alongside the times.
     let mut by_start = downs.clone();
     by_start.sort_by_key(|&i| (faults[i].at_ps, i));
@@ -499,13 +588,15 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
     let (mut si, mut ei) = (0, 0);
     let mut out: Vec<Episode> = Vec::new();
     let mut open: Option<Episode> = None;
+    // The endpoints of the open episode, marked (its list is sorted when it closes).
+    let mut in_open = vec![false; fabric.num_nodes as usize];
     for &t in &times {
         let mut first_start = None;
         while ei < by_end.len() && back(by_end[ei]) == Some(t) {
             let f = &faults[by_end[ei]];
             if f.at_ps < t {
                 for l in f.links.iter() {
-                    count[l.egress().index()] -= 1;
+                    reach.hold(l.egress(), false);
                 }
             }
             ei += 1;
@@ -515,38 +606,44 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
             let f = &faults[i];
             if back(i).is_none_or(|u| u > t) {
                 for l in f.links.iter() {
-                    count[l.egress().index()] += 1;
+                    reach.hold(l.egress(), true);
                 }
                 first_start.get_or_insert(i as u32);
             }
             si += 1;
         }
-        let down: Vec<bool> = count.iter().map(|&c| c > 0).collect();
-        let cut = cut_off(fabric, &down, endpoints);
-        match (&mut open, cut.is_empty()) {
-            (None, false) => {
-                open = Some(Episode {
-                    fail_ps: t,
-                    repair_ps: None,
-                    endpoints: cut,
-                    fault: first_start.unwrap_or(0),
-                })
+        let cut = reach.cut();
+        if !cut.is_empty() {
+            let e = open.get_or_insert_with(|| Episode {
+                fail_ps: t,
+                repair_ps: None,
+                endpoints: Vec::new(),
+                fault: first_start.unwrap_or(0),
+            });
+            for c in cut {
+                if !std::mem::replace(&mut in_open[c as usize], true) {
+                    e.endpoints.push(c);
+                }
             }
-            (Some(e), false) => {
-                e.endpoints.extend(cut);
-                e.endpoints.sort_unstable();
-                e.endpoints.dedup();
-            }
-            (Some(_), true) => {
-                let mut e = open.take().expect("open");
-                e.repair_ps = Some(t);
-                out.push(e);
-            }
-            (None, true) => {}
+        } else if let Some(mut e) = open.take() {
+            e.repair_ps = Some(t);
+            close(&mut e, &mut in_open);
+            out.push(e);
         }
     }
-    out.extend(open);
+    if let Some(mut e) = open {
+        close(&mut e, &mut in_open);
+        out.push(e);
+    }
     out
+}
+
+/// An episode's endpoints sorted, and their marks cleared for the next.
+fn close(e: &mut Episode, marks: &mut [bool]) {
+    e.endpoints.sort_unstable();
+    for &c in &e.endpoints {
+        marks[c as usize] = false;
+    }
 }
 
 impl ReactionKeys {
@@ -665,3 +762,148 @@ reaction_fields!(
     crate::workload::inference::InferenceFile,
     crate::workload::graph::GraphFile
 );
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ids::LinkId;
+    use crate::topology::faults::FaultSource;
+
+    /// Which endpoints are cut off under `active` faults, recomputed from nothing (the
+    /// definition `Reachability` keeps up to date).
+    fn cut_from_scratch(fabric: &Fabric, active: &[&LinkFault], endpoints: &[u32]) -> Vec<u32> {
+        let mut down = vec![false; fabric.num_ports() as usize];
+        for f in active {
+            for l in f.links.iter() {
+                down[l.egress().index()] = true;
+            }
+        }
+        let up = |p: PortId| !down[p.index()] && !down[fabric.peer_port[p].index()];
+        let mut parts = Parts::new(fabric.num_nodes as usize);
+        for p in fabric.ports() {
+            let (a, b) = (fabric.port_node[p], fabric.peer_node[p]);
+            if !fabric.is_host(a) && !fabric.is_host(b) && up(p) {
+                parts.union(a.get(), b.get());
+            }
+        }
+        let touched: Vec<Vec<u32>> = endpoints
+            .iter()
+            .map(|&e| {
+                let mut t: Vec<u32> = fabric
+                    .ports_of(NodeId::new(e))
+                    .filter(|&p| up(p) && !fabric.is_host(fabric.peer_node[p]))
+                    .map(|p| parts.find(fabric.peer_node[p].get()))
+                    .collect();
+                t.sort_unstable();
+                t.dedup();
+                t
+            })
+            .collect();
+        let mut count = std::collections::BTreeMap::<u32, u32>::new();
+        for c in touched.iter().flatten() {
+            *count.entry(*c).or_default() += 1;
+        }
+        let Some(&best) = count.values().max() else {
+            return endpoints.to_vec();
+        };
+        let main = *count.iter().find(|(_, &v)| v == best).expect("max").0;
+        endpoints
+            .iter()
+            .zip(&touched)
+            .filter(|(_, t)| !t.contains(&main))
+            .map(|(&e, _)| e)
+            .collect()
+    }
+
+    /// The episodes, with every instant's cut-off set recomputed from the faults active then.
+    fn episodes_from_scratch(
+        fabric: &Fabric,
+        faults: &[LinkFault],
+        endpoints: &[u32],
+    ) -> Vec<Episode> {
+        let back = |f: &LinkFault| f.until_ps.map(|u| u + f.detection_ps);
+        let mut times: Vec<Time> = faults
+            .iter()
+            .flat_map(|f| std::iter::once(f.at_ps).chain(back(f)))
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        let (mut out, mut open) = (Vec::new(), None::<Episode>);
+        for t in times {
+            let live = |f: &&LinkFault| f.at_ps <= t && back(f).is_none_or(|b| b > t);
+            let active: Vec<&LinkFault> = faults.iter().filter(live).collect();
+            let cut = cut_from_scratch(fabric, &active, endpoints);
+            if cut.is_empty() {
+                if let Some(mut e) = open.take() {
+                    e.repair_ps = Some(t);
+                    out.push(e);
+                }
+                continue;
+            }
+            let first = faults
+                .iter()
+                .position(|f| f.at_ps == t && live(&f))
+                .unwrap_or(0) as u32;
+            let e = open.get_or_insert_with(|| Episode {
+                fail_ps: t,
+                repair_ps: None,
+                endpoints: Vec::new(),
+                fault: first,
+            });
+            e.endpoints.extend(cut);
+            e.endpoints.sort_unstable();
+            e.endpoints.dedup();
+        }
+        out.extend(open);
+        out
+    }
+
+    #[test]
+    fn episodes_kept_up_to_date_equal_episodes_recomputed_at_every_instant() {
+        let (_, s) = crate::scenario::parse_toml(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 4\nhosts_per_leaf = 4\nspines = 2\n\
+             [[workload]]\nkind = \"permutation\"\nsize = \"1MB\"",
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let fabric = crate::topology::build(&s.topology, &s.switch);
+        let endpoints: Vec<u32> = (0..fabric.num_hosts).filter(|h| h % 3 != 1).collect();
+        let ports: Vec<PortId> = fabric.ports().collect();
+        let mut r = crate::rng::stream(7, crate::rng::Purpose::Workload, 0);
+        for round in 0..200 {
+            let faults: Vec<LinkFault> = (0..1 + r.below(12))
+                .map(|_| {
+                    // A cable, one direction, or every cable of a node.
+                    let p = ports[r.below(ports.len() as u64) as usize];
+                    let mut links = match r.below(3) {
+                        0 => vec![p, fabric.peer_port[p]],
+                        1 => vec![p],
+                        _ => fabric
+                            .ports_of(fabric.port_node[p])
+                            .flat_map(|q| [q, fabric.peer_port[q]])
+                            .collect(),
+                    };
+                    links.sort_unstable();
+                    let at_ps = r.below(20) * 100;
+                    LinkFault {
+                        source: FaultSource::Process(0),
+                        kind_name: "down",
+                        kind: FaultKind::Down,
+                        target: Arc::from("t"),
+                        links: links.into_iter().map(LinkId::of_egress).collect(),
+                        at_ps,
+                        until_ps: (r.below(5) > 0).then(|| at_ps + r.below(10) * 100),
+                        detection_ps: r.below(3) * 50,
+                    }
+                })
+                .collect();
+            assert_eq!(
+                episodes(&fabric, &faults, &endpoints),
+                episodes_from_scratch(&fabric, &faults, &endpoints),
+                "round {round}: {faults:?}"
+            );
+        }
+    }
+}
