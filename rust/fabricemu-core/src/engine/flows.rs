@@ -22,6 +22,8 @@ use crate::transport::Flow;
 const UNBORN: u32 = u32::MAX;
 /// `FlowTable::at` of a retired flow: the rest is the index of its row in `rows`.
 const RETIRED: u32 = 1 << 31;
+/// A retired row's ideal FCT, until the outputs fill it in ([`super::World::retired_row`]).
+const IDEAL_LATER: u64 = u64::MAX;
 /// Rows are kept in chunks of this many: the row store grows without copying what it holds and
 /// never has more than one chunk unused (a doubling array would hold up to twice its rows).
 const ROW_CHUNK: usize = 1024;
@@ -315,7 +317,12 @@ impl super::World {
         if !f.finished() || !f.sender_stopped() || f.in_nic_ring || f.packets_alive != 0 {
             return;
         }
-        let row = self.flow_row(fid, f);
+        // The row's ideal FCT waits for the outputs (`Simulation::flow_rows`): walking the path
+        // here would put a route walk, a path allocation and its misses on every retirement.
+        let row = FlowRow {
+            ideal_fct_ps: IDEAL_LATER,
+            ..self.flow_row_now(fid, f)
+        };
         self.flows.retire(fid, row);
     }
 
@@ -330,6 +337,25 @@ impl super::World {
     /// Flow `fid`'s row in flows.arrow from its record `f`.
     pub fn flow_row(&self, fid: FlowId, f: &Flow) -> FlowRow {
         FlowRow {
+            ideal_fct_ps: self.ideal_fct_of(fid, f),
+            ..self.flow_row_now(fid, f)
+        }
+    }
+
+    /// A retired flow's row as the outputs give it: its ideal FCT filled in (retirement leaves
+    /// it for now; the route table of a run that retires flows does not change, so the path is
+    /// the one the flow had).
+    pub fn retired_row(&self, fid: FlowId, r: &FlowRow) -> FlowRow {
+        let mut r = r.clone();
+        if r.ideal_fct_ps == IDEAL_LATER {
+            r.ideal_fct_ps = self.ideal_fct(fid);
+        }
+        r
+    }
+
+    /// [`World::flow_row`] but for the ideal FCT ([`IDEAL_LATER`]).
+    fn flow_row_now(&self, fid: FlowId, f: &Flow) -> FlowRow {
+        FlowRow {
             flow_id: fid.get() as u64,
             src: f.src.get(),
             dst: f.dst.get(),
@@ -342,7 +368,7 @@ impl super::World {
             },
             started: f.started,
             finish_ps: f.finished().then_some(f.finish),
-            ideal_fct_ps: self.ideal_fct_of(fid, f),
+            ideal_fct_ps: IDEAL_LATER,
             workload: f.workload,
             packets_sent: f.packets_sent,
             retransmits: f.retransmits,

@@ -445,7 +445,7 @@ impl Simulation {
             .filter(|&id| !w.is_cancelled(id))
             .filter_map(|id| match w.flows.state(id) {
                 FlowState::Live(f) => self.keeps_row(f).then(|| w.flow_row(id, f)),
-                FlowState::Retired(r) => Some(r.clone()),
+                FlowState::Retired(r) => Some(w.retired_row(id, r)),
                 FlowState::Unborn => self
                     .scenario
                     .trace

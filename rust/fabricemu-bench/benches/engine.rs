@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the engine: the event queue alone, and a whole small fabric run.
-//! `cargo bench -p fabricemu-core` (the packet-hops/s figures of the README come from
+//! `cargo bench -p fabricemu-bench` (the packet-hops/s figures of the README come from
 //! `fabricemu bench`, which runs larger scenarios end to end).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
