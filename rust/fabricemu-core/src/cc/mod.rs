@@ -160,10 +160,8 @@ impl SignalStats {
     pub fn take_delay(&mut self, r: &mut RateSample) {
         let n = self.delay_samples;
         r.delay_samples = Some(n);
-        if n > 0 {
-            r.delay_mean_ps = Some(self.delay_sum / n);
-            r.delay_max_ps = Some(self.delay_max);
-        }
+        r.delay_mean_ps = self.delay_sum.checked_div(n);
+        r.delay_max_ps = (n > 0).then_some(self.delay_max);
         self.delay_samples = 0;
         self.delay_sum = 0;
         self.delay_max = 0;
