@@ -14,7 +14,7 @@
 //!
 //! The window is bytes of payload; the NIC counts packets in flight x MTU against it.
 
-use super::{Ack, Controller, FlowPath, RateSample, Reaction};
+use super::{Ack, Controller, FlowPath, RateSample, Reaction, SignalStats};
 use crate::cc::dctcp_config::DctcpSpec;
 use crate::units::Time;
 
@@ -37,6 +37,8 @@ pub struct Dctcp {
     cut_end: u32,
     /// Latest RTT sample (or the base RTT), for the rates trace.
     rtt: Time,
+    /// The marks since the flow's previous rates row.
+    stats: SignalStats,
 }
 
 impl DctcpCc {
@@ -88,6 +90,7 @@ impl Controller for DctcpCc {
         }
         let spec = &self.0;
         let bytes = ack.newly_acked as u64 * spec.mss_bytes;
+        s.stats.acked(ack.newly_acked, ack.ecn_echo);
         s.acked_bytes += bytes;
         if ack.ecn_echo {
             s.marked_bytes += bytes;
@@ -130,12 +133,14 @@ impl Controller for DctcpCc {
     }
 
     fn rate_sample(&self, s: &mut Dctcp, _now: Time) -> Option<RateSample> {
-        Some(RateSample {
+        let mut r = RateSample {
             rate_bps: window_rate(s.cwnd, s.rtt, s.line),
             alpha: Some(s.alpha),
             window_bytes: Some(s.cwnd as u64),
             ..RateSample::default()
-        })
+        };
+        s.stats.take_ecn(&mut r);
+        Some(r)
     }
 }
 

@@ -43,6 +43,8 @@ pub struct Hpcc {
     prev: [IntRecord; MAX_INT_HOPS],
     prev_len: u8,
     rate: u64,
+    /// The largest utilisation sample u since the flow's previous rates row (negative: none).
+    u_max: f64,
 }
 
 impl HpccCc {
@@ -102,6 +104,7 @@ impl Controller for HpccCc {
         Hpcc {
             line: line_bps,
             rate: line_bps,
+            u_max: -1.0,
             ..Hpcc::default()
         }
     }
@@ -136,6 +139,7 @@ impl Controller for HpccCc {
             return Reaction::default();
         };
         let spec = &self.0;
+        s.u_max = s.u_max.max(u);
         let tau = tau.min(s.t);
         let k = tau as f64 / s.t as f64;
         s.u = (1.0 - k) * s.u + k * u;
@@ -161,12 +165,15 @@ impl Controller for HpccCc {
     }
 
     fn rate_sample(&self, s: &mut Hpcc, _now: Time) -> Option<RateSample> {
-        Some(RateSample {
+        let r = RateSample {
             rate_bps: window_rate(s.w, s.t, s.line).min(s.rate),
             window_bytes: Some(s.w as u64),
             utilisation: Some(s.u),
+            utilisation_max: (s.u_max >= 0.0).then_some(s.u_max),
             ..RateSample::default()
-        })
+        };
+        s.u_max = -1.0;
+        Some(r)
     }
 }
 

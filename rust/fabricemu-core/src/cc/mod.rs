@@ -109,6 +109,73 @@ pub struct RateSample {
     pub target_delay_ps: Option<u64>,
     /// HPCC: the (EWMA) utilisation U of the most loaded hop.
     pub utilisation: Option<f64>,
+    /// Swift and NSCC: the delay samples since the flow's previous row (each one the delay
+    /// `delay_ps` holds when it is the latest): their mean (rounded down to the ps) and largest
+    /// (None when there was none), and how many there were.
+    pub delay_mean_ps: Option<u64>,
+    pub delay_max_ps: Option<u64>,
+    pub delay_samples: Option<u64>,
+    /// DCTCP and NSCC: the fraction of the packets acknowledged since the flow's previous row
+    /// whose ACK echoed a congestion mark (None when none was acknowledged).
+    pub ecn_fraction: Option<f64>,
+    /// DCTCP and NSCC: the packets acknowledged since the flow's previous row (the fraction's
+    /// denominator, so fractions add up across rows).
+    pub acked_packets: Option<u64>,
+    /// HPCC: the largest per-ACK utilisation sample u (the most loaded hop's, before the EWMA)
+    /// since the flow's previous row (None when there was none).
+    pub utilisation_max: Option<f64>,
+}
+
+/// A controller's signal between two rates.arrow rows of a flow: its delay samples and the
+/// acknowledged packets that came back marked. Updated per ACK (a few adds), read and restarted
+/// when the flow's row is written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SignalStats {
+    delay_samples: u64,
+    delay_sum: u64,
+    delay_max: u64,
+    acked: u64,
+    marked: u64,
+}
+
+impl SignalStats {
+    /// One delay sample.
+    #[inline(always)]
+    pub fn delay(&mut self, d: Time) {
+        self.delay_samples += 1;
+        self.delay_sum = self.delay_sum.saturating_add(d);
+        self.delay_max = self.delay_max.max(d);
+    }
+
+    /// `n` packets acknowledged by an ACK that did (`marked`) or did not echo a mark.
+    #[inline(always)]
+    pub fn acked(&mut self, n: u32, marked: bool) {
+        self.acked += n as u64;
+        if marked {
+            self.marked += n as u64;
+        }
+    }
+
+    /// The delay columns of `r`, from the samples since the previous row; restarts them.
+    pub fn take_delay(&mut self, r: &mut RateSample) {
+        let n = self.delay_samples;
+        r.delay_samples = Some(n);
+        r.delay_mean_ps = self.delay_sum.checked_div(n);
+        r.delay_max_ps = (n > 0).then_some(self.delay_max);
+        self.delay_samples = 0;
+        self.delay_sum = 0;
+        self.delay_max = 0;
+    }
+
+    /// The `ecn_fraction` and `acked_packets` columns of `r`, from the ACKs since the previous row; restarts it.
+    pub fn take_ecn(&mut self, r: &mut RateSample) {
+        r.acked_packets = Some(self.acked);
+        if self.acked > 0 {
+            r.ecn_fraction = Some(self.marked as f64 / self.acked as f64);
+        }
+        self.acked = 0;
+        self.marked = 0;
+    }
 }
 
 /// What the fabric says of a flow's path when it starts (for schemes with

@@ -23,7 +23,7 @@
 //! the receiver's `rcv_cwnd_pend` pushback, and batching of the adjustments.
 
 use super::dctcp::window_rate;
-use super::{Ack, Controller, FlowPath, RateSample, Reaction};
+use super::{Ack, Controller, FlowPath, RateSample, Reaction, SignalStats};
 use crate::cc::nscc_config::NsccSpec;
 use crate::units::Time;
 
@@ -46,6 +46,8 @@ pub struct Nscc {
     /// Latest RTT (the base RTT before the first sample).
     rtt: Time,
     last_decrease: Time,
+    /// The delay samples and marks since the flow's previous rates row.
+    stats: SignalStats,
 }
 
 impl NsccCc {
@@ -99,11 +101,14 @@ impl Controller for NsccCc {
     fn on_ack(&self, s: &mut Nscc, ack: &Ack<'_>) -> Reaction {
         if let Some(rtt) = ack.rtt {
             s.rtt = rtt.max(1);
-            s.delay = Some(rtt.saturating_sub(s.base_rtt));
+            let d = rtt.saturating_sub(s.base_rtt);
+            s.delay = Some(d);
+            s.stats.delay(d);
         }
         if ack.newly_acked == 0 {
             return Reaction::default();
         }
+        s.stats.acked(ack.newly_acked, ack.ecn_echo);
         let spec = &self.0;
         let acked = (ack.newly_acked as u64 * spec.mss_bytes) as f64;
         let delay = s.delay.unwrap_or(0);
@@ -140,13 +145,16 @@ impl Controller for NsccCc {
     }
 
     fn rate_sample(&self, s: &mut Nscc, _now: Time) -> Option<RateSample> {
-        Some(RateSample {
+        let mut r = RateSample {
             rate_bps: window_rate(s.cwnd, s.rtt, s.line),
             window_bytes: Some(s.cwnd as u64),
             delay_ps: s.delay,
             target_delay_ps: Some(s.target),
             ..RateSample::default()
-        })
+        };
+        s.stats.take_delay(&mut r);
+        s.stats.take_ecn(&mut r);
+        Some(r)
     }
 }
 

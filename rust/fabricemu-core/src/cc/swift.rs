@@ -18,7 +18,7 @@
 //! host or NIC processing delay).
 
 use super::dctcp::window_rate;
-use super::{Ack, Controller, FlowPath, RateSample, Reaction};
+use super::{Ack, Controller, FlowPath, RateSample, Reaction, SignalStats};
 use crate::cc::swift_config::SwiftSpec;
 use crate::units::Time;
 
@@ -45,6 +45,8 @@ pub struct Swift {
     retransmits: u32,
     /// The pacing rate last given to the NIC.
     rate: u64,
+    /// The delay samples since the flow's previous rates row.
+    stats: SignalStats,
 }
 
 impl SwiftCc {
@@ -109,6 +111,7 @@ impl Controller for SwiftCc {
         if let Some(rtt) = ack.rtt {
             s.delay = Some(rtt);
             s.rtt = rtt.max(1);
+            s.stats.delay(rtt);
         }
         if ack.newly_acked == 0 {
             return Reaction::default();
@@ -155,13 +158,15 @@ impl Controller for SwiftCc {
 
     fn rate_sample(&self, s: &mut Swift, _now: Time) -> Option<RateSample> {
         let w = s.cwnd * self.0.mss_bytes as f64;
-        Some(RateSample {
+        let mut r = RateSample {
             rate_bps: window_rate(w, s.rtt, s.line).min(s.rate),
             window_bytes: Some(w as u64),
             delay_ps: s.delay,
             target_delay_ps: Some(self.target(s.cwnd, s.hops)),
             ..RateSample::default()
-        })
+        };
+        s.stats.take_delay(&mut r);
+        Some(r)
     }
 }
 

@@ -327,8 +327,10 @@ impl Columns for PfcRows {
 }
 
 /// rates.arrow: congestion-control state changes of a flow (sampled). Each scheme fills the
-/// columns it has; the others are null (DCQCN: rate, target, alpha; DCTCP: rate, alpha, window;
-/// Swift: rate, window, delay and target delay; HPCC: rate, window, utilisation).
+/// columns it has; the others are null (DCQCN: rate, target, alpha; DCTCP: rate, alpha, window,
+/// ECN fraction and acked packets; Swift: rate, window, delay and target delay, the delay samples' mean, max and
+/// count; HPCC: rate, window, utilisation and its largest sample; NSCC: as Swift, plus the ECN
+/// fraction and acked packets). The signal columns cover the flow's samples since its previous row.
 #[derive(Default)]
 pub struct RateRows {
     pub time_ps: Int64Builder,
@@ -340,6 +342,12 @@ pub struct RateRows {
     pub delay_ps: Int64Builder,
     pub target_delay_ps: Int64Builder,
     pub utilisation: Float64Builder,
+    pub delay_mean_ps: Int64Builder,
+    pub delay_max_ps: Int64Builder,
+    pub delay_samples: Int64Builder,
+    pub ecn_fraction: Float64Builder,
+    pub acked_packets: Int64Builder,
+    pub utilisation_max: Float64Builder,
 }
 
 impl RateRows {
@@ -354,6 +362,12 @@ impl RateRows {
         self.target_delay_ps
             .append_option(r.target_delay_ps.map(int64));
         self.utilisation.append_option(r.utilisation);
+        self.delay_mean_ps.append_option(r.delay_mean_ps.map(int64));
+        self.delay_max_ps.append_option(r.delay_max_ps.map(int64));
+        self.delay_samples.append_option(r.delay_samples.map(int64));
+        self.ecn_fraction.append_option(r.ecn_fraction);
+        self.acked_packets.append_option(r.acked_packets.map(int64));
+        self.utilisation_max.append_option(r.utilisation_max);
     }
 }
 
@@ -370,6 +384,12 @@ impl Columns for RateRows {
             Field::new("delay_ps", DataType::Int64, true),
             Field::new("target_delay_ps", DataType::Int64, true),
             Field::new("utilisation", DataType::Float64, true),
+            Field::new("delay_mean_ps", DataType::Int64, true),
+            Field::new("delay_max_ps", DataType::Int64, true),
+            Field::new("delay_samples", DataType::Int64, true),
+            Field::new("ecn_fraction", DataType::Float64, true),
+            Field::new("acked_packets", DataType::Int64, true),
+            Field::new("utilisation_max", DataType::Float64, true),
         ]
     }
     fn rows(&self) -> usize {
@@ -386,6 +406,12 @@ impl Columns for RateRows {
             done(&mut self.delay_ps),
             done(&mut self.target_delay_ps),
             done(&mut self.utilisation),
+            done(&mut self.delay_mean_ps),
+            done(&mut self.delay_max_ps),
+            done(&mut self.delay_samples),
+            done(&mut self.ecn_fraction),
+            done(&mut self.acked_packets),
+            done(&mut self.utilisation_max),
         ]
     }
 }

@@ -8,6 +8,8 @@
 mod common;
 
 mod budget;
+mod cc_reference;
+mod cc_signals;
 mod cc_validation;
 mod cluster_fabric;
 mod cluster_paths;
