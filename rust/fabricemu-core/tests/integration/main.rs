@@ -22,6 +22,7 @@ mod fabric_tables;
 mod failures;
 mod hierarchical;
 mod in_network;
+mod in_network_scatter;
 mod inference;
 mod job_failures;
 mod load_balancing;
