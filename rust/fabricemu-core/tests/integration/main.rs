@@ -13,6 +13,7 @@ mod cluster_fabric;
 mod cluster_paths;
 mod control;
 mod control_amend;
+mod control_cc;
 mod dcqcn_validation;
 mod dragonfly;
 mod dragonfly_saturation;
