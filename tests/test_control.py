@@ -322,7 +322,7 @@ def test_set_cc_hpcc_and_nscc_bad_names_and_values_are_control_errors(
 def test_set_cc_hpcc_and_nscc_are_recorded(tmp_path: Path) -> None:
     for cc, param, value, old in [("hpcc", "eta", 0.8, "0.95"), ("nscc", "max_md", 0.25, "0.5")]:
 
-        def once(t: Telemetry) -> List[Any]:
+        def once(t: Telemetry, param: str = param, value: float = value) -> List[Any]:
             return [SetCc(param, value)] if t.time_ps == 20_000_000 else []
 
         r = fabricemu.run(small().with_({"transport.cc": cc}), out=tmp_path / cc, controller=once)
