@@ -7,6 +7,11 @@ use fabricemu_core::ids::NodeId;
 
 /// A 4-to-1 incast of long flows at 100G (1 us links) under `cc`, with a 20 us control loop.
 fn incast(cc: &str) -> String {
+    // NSCC reacts to ECN marks: the switches mark (RED at 20 % and 80 % of the ~50 KB BDP).
+    let ecn = match cc {
+        "nscc" => "[switch]\n        ecn = { kmin = \"10KB\", kmax = \"40KB\", pmax = 0.2 }",
+        _ => "",
+    };
     format!(
         r#"
         stop = "1ms"
@@ -19,6 +24,7 @@ fn incast(cc: &str) -> String {
         link_delay = "1us"
         [transport]
         cc = "{cc}"
+        {ecn}
         [[workload]]
         kind = "incast"
         receiver = 0
@@ -34,7 +40,7 @@ fn hpcc_utilisation(change: Option<(&str, f64)>) -> f64 {
     let mut sim = common::build(&incast("hpcc"));
     sim.enable_control(Some(20_000_000));
     let w = sim.world();
-    let bottleneck = w.fabric.peer_port[w.fabric.host_port(NodeId::new(0))].index();
+    let bottleneck = w.fabric.peer_port[w.fabric.host_port(NodeId::new(0))];
     let mut samples = Vec::new();
     loop {
         match sim.step_control(1 << 20) {
@@ -55,8 +61,7 @@ fn hpcc_utilisation(change: Option<(&str, f64)>) -> f64 {
                     assert_eq!(row.target, format!("hpcc.{param}"));
                 }
                 if t == 500_000_000 || t == 1_000_000_000 {
-                    let p = sim.telemetry().unwrap().ports[bottleneck];
-                    samples.push((t, p.tx_bytes));
+                    samples.push((t, sim.world().port_tx_bytes(bottleneck)));
                 }
             }
         }
