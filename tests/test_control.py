@@ -293,3 +293,39 @@ def test_cli_controller(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2
     assert "--controller" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "cc, param, value, message",
+    [
+        ("hpcc", "g", 0.5, 'hpcc has no parameter "g"'),
+        ("hpcc", "eta", 2.0, "eta must be in [0.01, 1]"),
+        ("hpcc", "max_stage", 1.5, "whole number"),
+        ("nscc", "eta", 0.9, 'nscc has no parameter "eta"'),
+        ("nscc", "md", 0.0, "md must be in (0, 1]"),
+    ],
+)
+def test_set_cc_hpcc_and_nscc_bad_names_and_values_are_control_errors(
+    tmp_path: Path, cc: str, param: str, value: float, message: str
+) -> None:
+    s = small().with_({"transport.cc": cc})
+
+    def bad(t: Telemetry) -> List[Any]:
+        return [SetCc(param, value)] if t.time_ps == 20_000_000 else []
+
+    with pytest.raises(ControlError) as e:
+        fabricemu.run(s, out=tmp_path / "out", controller=bad)
+    assert (e.value.action, e.value.field) == ("set_cc", "param")
+    assert message in str(e.value)
+
+
+def test_set_cc_hpcc_and_nscc_are_recorded(tmp_path: Path) -> None:
+    for cc, param, value, old in [("hpcc", "eta", 0.8, "0.95"), ("nscc", "max_md", 0.25, "0.5")]:
+
+        def once(t: Telemetry, param: str = param, value: float = value) -> List[Any]:
+            return [SetCc(param, value)] if t.time_ps == 20_000_000 else []
+
+        r = fabricemu.run(small().with_({"transport.cc": cc}), out=tmp_path / cc, controller=once)
+        rows = r.actions.to_pylist()
+        assert [(a["action"], a["target"]) for a in rows] == [("set_cc", f"{cc}.{param}")]
+        assert f"was {old}" in rows[0]["detail"]

@@ -331,7 +331,18 @@ GRAPH_OP = st.fixed_dictionaries(
         "size": st.one_of(st.sampled_from(["1B", "4KiB", "1MiB", "0B"]), SCALARS),
         "op": st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "x"]),
         "algorithm": st.sampled_from(
-            ["ring", "tree", "halving_doubling", "direct", "pairwise", "pxn", "hierarchical_ring", "x"]
+            [
+                "ring",
+                "tree",
+                "halving_doubling",
+                "direct",
+                "pairwise",
+                "pxn",
+                "hierarchical_ring",
+                "in_network",
+                "nvls",
+                "x",
+            ]
         ),
         "group": SMALL_INTS,
         "ranks": st.lists(SMALL_INTS, max_size=5),

@@ -182,7 +182,10 @@ class Reroute(Action):
 class SetCc(Action):
     """Set congestion-control parameter ``param`` of every flow (DCQCN: ``g``, ``rate_ai``,
     ``rate_hai``, ``min_rate`` in bit/s, ``rate_timer`` in ps, ``byte_counter`` in bytes; DCTCP:
-    ``g``; Swift: ``ai``, ``beta``, ``max_mdf``, ``base_target`` in ps)."""
+    ``g``; Swift: ``ai``, ``beta``, ``max_mdf``, ``base_target`` in ps; HPCC: ``eta``,
+    ``max_stage``, ``rate_ai``, ``min_rate`` in bit/s; NSCC: ``fair_increase``,
+    ``proportional_increase``, ``md``, ``max_md``, ``target_qdelay`` in ps, ``min_window``,
+    ``max_window``, ``initial_window`` in bytes; see docs/control.md)."""
 
     param: str
     value: float

@@ -218,6 +218,22 @@ impl IntStore {
         self.lens[idx] = n as u8;
     }
 
+    /// Slot `to` gets slot `from`'s records (a packet replicated by a switch: the copy carries
+    /// the records of its original).
+    pub fn copy_slot(&mut self, from: usize, to: usize) {
+        if from == to {
+            return;
+        }
+        if from.max(to) >= self.lens.len() {
+            self.grow(from.max(to));
+        }
+        self.settle(to);
+        let n = self.lens[from] as usize;
+        let hops = self.hops[from];
+        self.hops[to].0[..n].copy_from_slice(&hops.0[..n]);
+        self.lens[to] = n as u8;
+    }
+
     /// The records of packet slot `idx`, first hop first (none if that slot never carried INT).
     #[inline]
     pub fn records(&self, idx: usize) -> &[IntRecord] {

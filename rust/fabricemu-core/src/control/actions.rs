@@ -323,8 +323,8 @@ impl Simulation {
         );
         let old = call.algorithm;
         let report = if algorithm.is_in_network() {
-            let (workload, hosts) = (inst.workload, inst.hosts.clone());
-            self.amend_in_network(&amendment, workload, &hosts, algorithm)
+            let (workload, hosts, op) = (inst.workload, inst.hosts.clone(), spec.op);
+            self.amend_in_network(&amendment, workload, &hosts, algorithm, op)
                 .map_err(|m| err("algorithm", m))?
         } else {
             self.amend(&amendment)

@@ -146,7 +146,7 @@ impl World {
     pub(crate) fn amend_with(
         &mut self,
         a: &Amendment,
-        in_network: Option<(&InNetworkPlan, u32)>,
+        in_network: Option<(&InNetworkPlan, u32, crate::config::CollectiveOp)>,
     ) -> Result<AmendReport, AmendError> {
         let nb_old = self.barriers.len();
         let nb = nb_old + a.barriers.len();
@@ -260,11 +260,11 @@ impl World {
                 }
             }
         }
-        if let Some((plan, tree)) = in_network {
+        if let Some((plan, tree, op)) = in_network {
             let new: Vec<FlowId> = (nf_old..self.flows.len())
                 .map(|i| FlowId::new(i as u32))
                 .collect();
-            self.inr_add_live_call(plan, tree, &new);
+            self.inr_add_live_call(plan, tree, &new, op);
         } else if let Some(inr) = &mut self.in_network {
             inr.grow_flows(self.flows.len());
         }

@@ -18,9 +18,19 @@
 //! root, where it is combined too, answers it with the result for that rank alone (a repair). A
 //! duplicate of an operand already counted is dropped. Packets of an earlier call (wrong epoch)
 //! are dropped.
+//!
+//! Reduce-scatter and all-gather (see `workload::collective::in_network`) run the same way with
+//! other packet sizes: packet k belongs to rank `k * n / P`; a reduce-scatter result goes down
+//! in full only along its owner's path (a header elsewhere), an all-gather operand goes up in
+//! full only from its owner (a header from the others) and in full from every switch above it.
+//!
+//! INT (HPCC): the result turns around at the root with a fresh record (the up path's records
+//! and their bytes dropped), and every copy carries the records of the packet it copies, so a
+//! rank's result packet reports the down path it took.
 
 use super::queue::Event;
 use super::world::World;
+use crate::config::CollectiveOp;
 use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::packet::{flags, PacketId, PacketKind, PacketList};
 use crate::units::{serialisation_ps, Time};
@@ -33,8 +43,8 @@ const NO_CALL: u32 = u32::MAX;
 struct RtNode {
     switch: NodeId,
     parent: Option<PortId>,
-    /// (down port, rank) per child.
-    children: Vec<(PortId, Option<u32>)>,
+    /// (down port, rank, the child's node index or NONE16 for a rank) per child.
+    children: Vec<(PortId, Option<u32>, u16)>,
     full: u64,
     throughput_bps: u64,
     /// Lowest sequence not yet combined here.
@@ -51,6 +61,8 @@ struct RtTree {
     child_index: Vec<u16>,
     /// Per rank: its host's port up to its leaf.
     up_ports: Vec<PortId>,
+    /// Per rank: the nodes from its leaf up to the root (indices in `nodes`).
+    paths: Vec<Vec<u16>>,
     window: u32,
     epoch: u8,
     /// The call running on it, and the calls waiting (in order).
@@ -64,6 +76,7 @@ struct RtTree {
 
 struct RtCall {
     tree: u32,
+    op: CollectiveOp,
     flows: Vec<FlowId>,
     left: u32,
     started: bool,
@@ -89,6 +102,8 @@ pub struct InNetwork {
     trees: Vec<RtTree>,
     calls: Vec<RtCall>,
     flow_call: IdVec<FlowId, u32>,
+    /// Per flow of a call: its rank.
+    flow_rank: IdVec<FlowId, u32>,
     slots: Vec<u64>,
     /// Per node: when its engine is free, its combined packets waiting for their time, bytes of
     /// partial aggregates held.
@@ -117,7 +132,7 @@ impl InNetwork {
         }
         for c in &plan.calls {
             let flows: Vec<FlowId> = c.flows.iter().map(|&f| FlowId::new(f)).collect();
-            inr.add_call(c.tree, &flows);
+            inr.add_call(c.tree, &flows, c.op);
         }
         inr.counters.contexts = plan.contexts_used;
         inr
@@ -136,6 +151,7 @@ impl InNetwork {
             trees: Vec::new(),
             calls: Vec::new(),
             flow_call: IdVec::from_elem(NO_CALL, flows),
+            flow_rank: IdVec::from_elem(0, flows),
             slots: Vec::new(),
             engine_free: IdVec::from_elem(0, nn),
             engine_out: IdVec::from_elem(PacketList::EMPTY, nn),
@@ -167,6 +183,32 @@ impl InNetwork {
         let mut slots = self.slots.len();
         let mut node_index = vec![NONE16; nn];
         let mut child_index = vec![NONE16; self.num_ports];
+        // A switch child's node: the one whose port to its parent is the child's up port.
+        let node_of_up = |up: PortId| {
+            t.nodes
+                .iter()
+                .position(|m| m.parent == Some(up))
+                .map_or(NONE16, |j| j as u16)
+        };
+        let mut paths = vec![Vec::new(); t.up_ports.len()];
+        for (i, n) in t.nodes.iter().enumerate() {
+            for c in &n.children {
+                if let Some(r) = c.rank {
+                    // The rank's leaf, then each parent up to the root.
+                    let path = &mut paths[r as usize];
+                    let mut j = i;
+                    path.push(j as u16);
+                    while let Some(up) = t.nodes[j].parent {
+                        let parent = t.nodes.iter().position(|m| {
+                            m.children.iter().any(|ch| ch.up == up && ch.rank.is_none())
+                        });
+                        let Some(pj) = parent else { break };
+                        j = pj;
+                        path.push(j as u16);
+                    }
+                }
+            }
+        }
         let nodes = t
             .nodes
             .iter()
@@ -179,7 +221,17 @@ impl InNetwork {
                 let node = RtNode {
                     switch: n.switch,
                     parent: n.parent,
-                    children: n.children.iter().map(|c| (c.down, c.rank)).collect(),
+                    children: n
+                        .children
+                        .iter()
+                        .map(|c| {
+                            let child = match c.rank {
+                                Some(_) => NONE16,
+                                None => node_of_up(c.up),
+                            };
+                            (c.down, c.rank, child)
+                        })
+                        .collect(),
                     full: (1u64 << n.children.len()) - 1,
                     throughput_bps: n.throughput_bps,
                     base: 0,
@@ -195,6 +247,7 @@ impl InNetwork {
             node_index,
             child_index,
             up_ports: t.up_ports.clone(),
+            paths,
             window: t.window_packets,
             epoch: 0,
             active: NO_CALL,
@@ -204,16 +257,18 @@ impl InNetwork {
         });
     }
 
-    /// Add a call on tree `tree` whose flows (one per rank, in the tree's rank order) are
-    /// `flows`; the flows must exist (`grow_flows`).
-    pub fn add_call(&mut self, tree: u32, flows: &[FlowId]) {
+    /// Add a call of `op` on tree `tree` whose flows (one per rank, in the tree's rank order)
+    /// are `flows`; the flows must exist (`grow_flows`).
+    pub fn add_call(&mut self, tree: u32, flows: &[FlowId], op: CollectiveOp) {
         let i = self.calls.len() as u32;
-        for &f in flows {
+        for (r, &f) in flows.iter().enumerate() {
             self.flow_call[f] = i;
+            self.flow_rank[f] = r as u32;
         }
         self.trees[tree as usize].calls_left += 1;
         self.calls.push(RtCall {
             tree,
+            op,
             flows: flows.to_vec(),
             left: flows.len() as u32,
             started: false,
@@ -226,6 +281,25 @@ impl InNetwork {
         if n > self.flow_call.len() {
             let extra = n - self.flow_call.len();
             self.flow_call.extend(std::iter::repeat_n(NO_CALL, extra));
+            self.flow_rank.extend(std::iter::repeat_n(0, extra));
+        }
+    }
+
+    /// The payload a rank's operand packet `seq` of flow `fid` (of `packets` packets, `payload`
+    /// bytes in full) carries up: an all-gather rank sends only its own shard in full (the
+    /// other packets as headers).
+    #[inline]
+    pub fn operand_payload(&self, fid: FlowId, seq: u32, packets: u32, payload: u32) -> u32 {
+        let Some(&c) = self.flow_call.get(fid).filter(|&&c| c != NO_CALL) else {
+            return payload;
+        };
+        let call = &self.calls[c as usize];
+        if call.op == CollectiveOp::AllGather
+            && owner(seq, packets, call.flows.len()) != self.flow_rank[fid]
+        {
+            0
+        } else {
+            payload
         }
     }
 
@@ -251,6 +325,13 @@ impl InNetwork {
     pub fn queued(&self, arena: &crate::packet::PacketArena) -> u64 {
         self.engine_out.iter().map(|l| l.len(arena) as u64).sum()
     }
+}
+
+/// The rank that owns packet `seq` of a call's `packets` among its `n` ranks (reduce-scatter:
+/// the rank that keeps its result; all-gather: the rank whose shard it is).
+#[inline]
+fn owner(seq: u32, packets: u32, n: usize) -> u32 {
+    (seq as u64 * n as u64 / packets.max(1) as u64) as u32
 }
 
 impl World {
@@ -423,7 +504,13 @@ impl World {
     /// placed with) a call on tree `tree` of `plan`, whose trees the engines learn first if they
     /// are new (their contexts counted): each flow leaves by its rank's up port, with the
     /// tree's window.
-    pub(super) fn inr_add_live_call(&mut self, plan: &InNetworkPlan, tree: u32, flows: &[FlowId]) {
+    pub(super) fn inr_add_live_call(
+        &mut self,
+        plan: &InNetworkPlan,
+        tree: u32,
+        flows: &[FlowId],
+        op: CollectiveOp,
+    ) {
         let mtu = self.transport.mtu as u64;
         let n = self.flows.len();
         let inr = self
@@ -443,7 +530,7 @@ impl World {
             .iter()
             .map(|h| flows[hosts.iter().position(|x| x == h).expect("the tree's hosts")])
             .collect();
-        inr.add_call(tree, &ordered);
+        inr.add_call(tree, &ordered, op);
         for &f in flows {
             if let Some((up, window)) = inr.flow_setup(f) {
                 let fl = &mut self.flows[f];
@@ -543,6 +630,18 @@ impl World {
             inr.slots[nm.slots + (nm.base % window) as usize] = 0;
             nm.base += 1;
         }
+        if inr.calls[c as usize].op == CollectiveOp::AllGather {
+            // All-gather: in full from a switch above the packet's owner, else a header.
+            let tree = &inr.trees[t];
+            let o = owner(
+                seq,
+                self.flows[packet.flow].num_packets,
+                tree.up_ports.len(),
+            );
+            let full = tree.paths[o as usize].contains(&(ni as u16));
+            self.inr_resize(pkt, full);
+        }
+        let inr = self.in_network.as_mut().expect("in-network packet");
         let pk = self.packets.get_mut(pkt);
         pk.flags &= !(flags::RETX | flags::CE);
         pk.arrive = ready;
@@ -574,8 +673,15 @@ impl World {
             match inr.trees[t].nodes[ni].parent {
                 Some(up) => self.switch_enqueue(node, up, head),
                 None => {
-                    // The root: the result goes down.
+                    // The root: the result goes down, its INT record fresh.
                     self.packets.get_mut(head).flags |= flags::INR_DOWN;
+                    let op = inr.calls[c as usize].op;
+                    if let Some(int) = &mut self.int {
+                        int.slot_mut(head.index()).clear();
+                    }
+                    if op != CollectiveOp::AllReduce || self.int.is_some() {
+                        self.inr_resize(head, true);
+                    }
                     self.inr_multicast(t, ni, head);
                 }
             }
@@ -589,15 +695,31 @@ impl World {
         let n = &inr.trees[t].nodes[ni];
         let node = n.switch;
         let k = n.children.len();
-        let call = inr.flow_call[self.packets.get(pkt).flow];
+        let packet = *self.packets.get(pkt);
+        let call = inr.flow_call[packet.flow];
+        // Reduce-scatter: the result goes down in full only toward its owner.
+        let scatter = inr.calls[call as usize].op == CollectiveOp::ReduceScatter;
+        let o = owner(
+            packet.seq,
+            self.flows[packet.flow].num_packets,
+            inr.trees[t].up_ports.len(),
+        );
         for i in 0..k {
             let inr = self.in_network.as_ref().expect("engine");
-            let (down, rank) = inr.trees[t].nodes[ni].children[i];
+            let (down, rank, child) = inr.trees[t].nodes[ni].children[i];
+            let full = match rank {
+                Some(r) => r == o,
+                None => inr.trees[t].paths[o as usize].contains(&child),
+            };
             let copy = if i + 1 == k {
                 pkt
             } else {
                 let p = *self.packets.get(pkt);
-                self.packets.alloc(p)
+                let copy = self.packets.alloc(p);
+                if let Some(int) = &mut self.int {
+                    int.copy_slot(pkt.index(), copy.index());
+                }
+                copy
             };
             if let Some(r) = rank {
                 let fid = inr.calls[call as usize].flows[r as usize];
@@ -611,6 +733,9 @@ impl World {
                 pk.flags = (pk.flags & (flags::HEADROOM | flags::CE)) | flags::ECT;
                 pk.pfc_class = 0;
             }
+            if scatter {
+                self.inr_resize(copy, full);
+            }
             self.switch_enqueue(node, down, copy);
         }
     }
@@ -620,6 +745,22 @@ impl World {
     fn inr_repair(&mut self, node: NodeId, pkt: PacketId) {
         let inr = self.in_network.as_mut().expect("engine");
         inr.counters.repairs += 1;
+        let packet = *self.packets.get(pkt);
+        let c = inr.flow_call[packet.flow];
+        let call = &inr.calls[c as usize];
+        match call.op {
+            CollectiveOp::ReduceScatter => {
+                let o = owner(
+                    packet.seq,
+                    self.flows[packet.flow].num_packets,
+                    call.flows.len(),
+                );
+                let full = o == inr.flow_rank[packet.flow];
+                self.inr_resize(pkt, full);
+            }
+            CollectiveOp::AllGather => self.inr_resize(pkt, true),
+            _ => {}
+        }
         let pk = self.packets.get_mut(pkt);
         pk.flags = (pk.flags & flags::HEADROOM) | flags::ECT | flags::RETX;
         pk.pfc_class = 0;
@@ -633,5 +774,23 @@ impl World {
             Some(out) => self.switch_enqueue(node, out, pkt),
             None => self.unreachable_drop(pkt),
         }
+    }
+
+    /// Packet `pkt` carries its sequence's payload in full, or its header alone (plus its INT
+    /// records' bytes).
+    fn inr_resize(&mut self, pkt: PacketId, full: bool) {
+        let int_bytes = self
+            .int
+            .as_ref()
+            .map_or(0, |i| i.records(pkt.index()).len() as u32 * i.bytes_per_hop);
+        let (fid, seq) = {
+            let p = self.packets.get(pkt);
+            (p.flow, p.seq)
+        };
+        let payload = match full {
+            true => self.flows[fid].payload_of(seq, self.transport.mtu),
+            false => 0,
+        };
+        self.packets.get_mut(pkt).wire_bytes = self.transport.header + payload + int_bytes;
     }
 }

@@ -70,6 +70,20 @@ pub const CC_PARAMS: &[(&str, &[&str])] = &[
     ),
     ("dctcp", &["g"]),
     ("swift", &["ai", "beta", "max_mdf", "base_target"]),
+    ("hpcc", &["eta", "max_stage", "rate_ai", "min_rate"]),
+    (
+        "nscc",
+        &[
+            "fair_increase",
+            "proportional_increase",
+            "md",
+            "max_md",
+            "target_qdelay",
+            "min_window",
+            "max_window",
+            "initial_window",
+        ],
+    ),
 ];
 
 impl World {
@@ -162,10 +176,77 @@ impl World {
                 "ai" | "beta" | "max_mdf" | "base_target" => return bad("in range"),
                 _ => return Err(unknown_param("swift", name)),
             },
+            // HPCC: eta and max_stage act on every flow's next ACK; rate_ai and min_rate
+            // (turned into windows from a flow's base RTT when it starts) on flows starting
+            // from then on.
+            CongestionControl::Hpcc(d) => match name {
+                "eta" if (0.01..=1.0).contains(&value) => std::mem::replace(&mut d.eta, value),
+                "eta" => return bad("in [0.01, 1]"),
+                "max_stage" if (0.0..=1000.0).contains(&value) && value.fract() == 0.0 => {
+                    let old = d.max_stage as f64;
+                    d.max_stage = value as u32;
+                    old
+                }
+                "max_stage" => return bad("a whole number in 0..=1000"),
+                "rate_ai" | "min_rate" if !(1.0..1e18).contains(&value) => {
+                    return bad("a positive rate in bits per second")
+                }
+                "rate_ai" => std::mem::replace(&mut d.rate_ai_bps, value as u64) as f64,
+                "min_rate" => std::mem::replace(&mut d.min_rate_bps, value as u64) as f64,
+                _ => return Err(unknown_param("hpcc", name)),
+            },
+            // NSCC: the increases and decreases act on every flow's next ACK; the target delay
+            // and the windows (a flow's, set when it starts) on flows starting from then on.
+            // A previous value of 0: derived from each flow's path.
+            CongestionControl::Nscc(d) => match name {
+                "fair_increase" if value > 0.0 && value <= 1e6 => {
+                    std::mem::replace(&mut d.fair_increase, value)
+                }
+                "proportional_increase" if value > 0.0 && value <= 16.0 => {
+                    std::mem::replace(&mut d.proportional_increase, value)
+                }
+                "md" if value > 0.0 && value <= 1.0 => std::mem::replace(&mut d.md, value),
+                "max_md" if value > 0.0 && value <= 1.0 => std::mem::replace(&mut d.max_md, value),
+                "fair_increase" => return bad("in (0, 1e6]"),
+                "proportional_increase" => return bad("in (0, 16]"),
+                "md" | "max_md" => return bad("in (0, 1]"),
+                "target_qdelay" if (1.0..1e15).contains(&value) => d
+                    .target_qdelay_ps
+                    .replace(value as u64)
+                    .map_or(0.0, |v| v as f64),
+                "target_qdelay" => return bad("a positive time in picoseconds"),
+                "min_window" | "max_window" | "initial_window" if !(1.0..1e15).contains(&value) => {
+                    return bad("a positive size in bytes")
+                }
+                "min_window"
+                    if d.max_window_bytes
+                        .into_iter()
+                        .chain(d.initial_window_bytes)
+                        .any(|w| w < value as u64) =>
+                {
+                    return bad("at most max_window and initial_window")
+                }
+                "max_window" | "initial_window" if (value as u64) < d.min_window_bytes => {
+                    return bad(&format!(
+                        "at least min_window ({} bytes)",
+                        d.min_window_bytes
+                    ))
+                }
+                "min_window" => std::mem::replace(&mut d.min_window_bytes, value as u64) as f64,
+                "max_window" => d
+                    .max_window_bytes
+                    .replace(value as u64)
+                    .map_or(0.0, |v| v as f64),
+                "initial_window" => d
+                    .initial_window_bytes
+                    .replace(value as u64)
+                    .map_or(0.0, |v| v as f64),
+                _ => return Err(unknown_param("nscc", name)),
+            },
             other => {
                 return Err(format!(
                     "transport.cc = {:?} has no parameters a controller can change (dcqcn, \
-                     dctcp and swift have)",
+                     dctcp, swift, hpcc and nscc have)",
                     cc_name(other)
                 ))
             }

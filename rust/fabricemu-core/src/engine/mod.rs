@@ -278,6 +278,7 @@ impl Simulation {
         workload: u32,
         hosts: &[u32],
         algorithm: crate::config::CollectiveAlgorithm,
+        op: crate::config::CollectiveOp,
     ) -> Result<amend::AmendReport, String> {
         let Some(inr) = self.plan.in_network.as_deref_mut() else {
             return Err(format!(
@@ -295,13 +296,13 @@ impl Simulation {
         let inr = self.plan.in_network.as_deref().expect("checked above");
         let report = self
             .world
-            .amend_with(a, Some((inr, tree)))
+            .amend_with(a, Some((inr, tree, op)))
             .map_err(|e| e.to_string())?;
         self.plan.flows.extend_from_slice(&a.flows);
         self.plan.barrier_sizes.extend_from_slice(&a.barriers);
         self.plan.barrier_edges.extend_from_slice(&a.edges);
         let first = report.first_flow;
-        collective::in_network::add_call(&mut self.plan, tree, first, hosts);
+        collective::in_network::add_call(&mut self.plan, tree, first, hosts, op);
         Ok(report)
     }
 

@@ -86,7 +86,12 @@ impl World {
             f.packets_sent += 1;
             f.packets_alive += 1;
             self.nics.rotate[p] = !self.nics.fifo;
-            let wire = f.payload_of(seq, self.transport.mtu) + self.transport.header;
+            let mut payload = f.payload_of(seq, self.transport.mtu);
+            if let Some(inr) = &self.in_network {
+                // An all-gather rank sends the other ranks' shards as headers.
+                payload = inr.operand_payload(fid, seq, f.num_packets, payload);
+            }
+            let wire = payload + self.transport.header;
             // Pacing at the flow's rate (at line rate this is when the port is free anyway).
             let per_byte = self.ports[p].ps_per_byte;
             f.next_send = now

@@ -589,3 +589,27 @@ fn a_call_planned_in_network_can_be_replanned_to_the_ring() {
     assert!(rows.iter().all(|r| r.flows_finished == r.flows));
     assert_eq!(sim.stats().in_network_calls, Some(1));
 }
+
+/// Reduce-scatter and all-gather under the same losses (their results and operands sized per
+/// shard, docs/in-network.md): every rank's flow completes under both recoveries, packets are
+/// conserved (`run` checks it), and the repairs keep the op's sizes.
+#[test]
+fn reduce_scatter_and_all_gather_recover_losses() {
+    for op in ["reduce_scatter", "all_gather"] {
+        for recovery in ["selective", "go_back_n"] {
+            let text =
+                lossy(recovery, 0.01).replace("op = \"all_reduce\"", &format!("op = \"{op}\""));
+            let sim = run(&text);
+            let stats = sim.stats();
+            assert!(
+                stats.corrupted_drops > 0,
+                "{op} {recovery}: no loss happened"
+            );
+            assert_eq!(sim.collective_rows()[0].algorithm, "in_network");
+            for f in &sim.flow_rows() {
+                assert!(f.finish_ps.is_some(), "{op} {recovery}: {f:?}");
+            }
+            assert!(stats.retransmitted_packets > 0, "{op} {recovery}");
+        }
+    }
+}

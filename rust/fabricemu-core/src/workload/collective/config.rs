@@ -143,9 +143,13 @@ pub fn algorithms(op: CollectiveOp) -> &'static [CollectiveAlgorithm] {
             A::InNetwork,
             A::Nvls,
         ],
-        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => {
-            &[A::Ring, A::HalvingDoubling, A::HierarchicalRing]
-        }
+        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => &[
+            A::Ring,
+            A::HalvingDoubling,
+            A::HierarchicalRing,
+            A::InNetwork,
+            A::Nvls,
+        ],
         CollectiveOp::AllToAll => &[A::Direct, A::Pairwise, A::Pxn],
     }
 }

@@ -1,4 +1,5 @@
-//! In-network all-reduce (`algorithm = "in_network"`, SHARP style; `"nvls"`, NVLink SHARP): the
+//! In-network all-reduce, reduce-scatter and all-gather (`algorithm = "in_network"`, SHARP
+//! style; `"nvls"`, NVLink SHARP): the
 //! reduction trees over the fabric's switches, the allocation of the switches' reduction contexts
 //! to communicators, the flows of a call, and the predicted (idle-fabric) time of a call.
 //!
@@ -6,6 +7,14 @@
 //! up the rank's tree (the switches combine them, `engine::in_network`) and the result comes back
 //! down to the rank as that flow's packets, which the rank acknowledges to itself like any flow's
 //! (so the existing loss recovery repairs a lost operand or result).
+//!
+//! Reduce-scatter and all-gather use the same flows and trees; only packet sizes differ (the
+//! engine, `engine::in_network`). Packet k of S's P packets belongs to rank `k * n / P` (its
+//! shard, about S/n). Reduce-scatter: every rank sends S up; the result of packet k goes down
+//! in full only toward its owner, and to every other rank as its header alone (the notice that
+//! completes the rank's flow). All-gather: a rank sends its own shard's packets in full and the
+//! others as headers (the per-sequence barrier of the tree); a switch forwards packet k up in
+//! full when its owner is below it, and the root multicasts S down to every rank.
 //!
 //! The tree (documented in docs/in-network.md): the ranks' first switches are its leaves (for
 //! `nvls`, the domain's NVSwitch is the whole tree); the root is a switch of the lowest tier that
@@ -26,7 +35,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::Transfer;
-use crate::config::{CollectiveAlgorithm, ScenarioError};
+use crate::config::{CollectiveAlgorithm, CollectiveOp, ScenarioError};
 use crate::ids::{NodeId, PortId};
 use crate::switch::reduction::{OnExhausted, ReductionSpec, MAX_CHILDREN};
 use crate::topology::{Fabric, Role};
@@ -91,6 +100,8 @@ impl Tree {
 pub struct Call {
     pub tree: u32,
     pub flows: Vec<u32>,
+    /// All-reduce, reduce-scatter or all-gather.
+    pub op: CollectiveOp,
 }
 
 /// The build's view of the reduction engines: free contexts, communicators, trees and calls.
@@ -321,9 +332,9 @@ impl InNetworkPlan {
         Ok(Some(t))
     }
 
-    /// Record a call on `tree` whose flows (one per rank, rank order) are `flows`.
-    pub fn add_call(&mut self, tree: u32, flows: Vec<u32>) {
-        self.calls.push(Call { tree, flows });
+    /// Record a call of `op` on `tree` whose flows (one per rank, rank order) are `flows`.
+    pub fn add_call(&mut self, tree: u32, flows: Vec<u32>, op: CollectiveOp) {
+        self.calls.push(Call { tree, flows, op });
     }
 
     fn engine_bps(&self, n: NodeId) -> Option<u64> {
@@ -587,10 +598,16 @@ pub fn place(
     inr.place(workload, hosts, algorithm)
 }
 
-/// Record a call on `tree` whose flows (one per rank of `hosts`, in that order) start at
-/// `first_flow`; the call's flows are kept in the tree's rank order (a communicator's calls may
-/// list its hosts in another order).
-pub fn add_call(plan: &mut crate::workload::FlowPlan, tree: u32, first_flow: u32, hosts: &[u32]) {
+/// Record a call of `op` on `tree` whose flows (one per rank of `hosts`, in that order) start
+/// at `first_flow`; the call's flows are kept in the tree's rank order (a communicator's calls
+/// may list its hosts in another order).
+pub fn add_call(
+    plan: &mut crate::workload::FlowPlan,
+    tree: u32,
+    first_flow: u32,
+    hosts: &[u32],
+    op: CollectiveOp,
+) {
     let inr = plan.in_network.as_deref_mut().expect("placed");
     let flows = inr.trees[tree as usize]
         .hosts
@@ -600,7 +617,7 @@ pub fn add_call(plan: &mut crate::workload::FlowPlan, tree: u32, first_flow: u32
             first_flow + k as u32
         })
         .collect();
-    inr.add_call(tree, flows);
+    inr.add_call(tree, flows, op);
 }
 
 #[cfg(test)]

@@ -387,7 +387,7 @@ pub fn expand(
                 });
             }
             if let Some(tree) = tree {
-                in_network::add_call(plan, tree, first_flow, hosts);
+                in_network::add_call(plan, tree, first_flow, hosts, spec.op);
             }
             previous_end = end;
         }

@@ -285,7 +285,7 @@ fn plan_exact(
                     });
                 }
                 if let Some(tree) = tree {
-                    collective::in_network::add_call(plan, tree, first_flow, &hosts);
+                    collective::in_network::add_call(plan, tree, first_flow, &hosts, cop);
                 }
                 (
                     PlannedKind::Collective { op: cop, algorithm },
