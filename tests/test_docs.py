@@ -319,6 +319,9 @@ def test_failures_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert c["elastic"]["end_ps"] < min(c["stall"]["end_ps"], c["restart"]["end_ps"])
     assert c["elastic"]["lost_gpu_seconds"] < c["stall"]["lost_gpu_seconds"]
     assert "reformations" not in c["stall"]
+    # The failure hits the first iteration: the relative throughput (over the network-free rate)
+    # is there all the same.
+    assert 0 < c["elastic"]["relative_throughput_shrunk"] < 1
 
 
 def test_training_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -233,8 +233,8 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
         if s.get("job_reformations"):
             relative = s.get("relative_throughput")
             click.echo(
-                f"  elastic: {s['job_reformations']} group re-formations, relative throughput "
-                + (_fmt.number(relative) if relative is not None else "n/a (no failure-free rate)")
+                f"  elastic: {s['job_reformations']} group re-formations, throughput over network-free "
+                + (_fmt.number(relative) if relative is not None else "n/a (no ideal schedule)")
             )
     if result is not None:
         _print_fabric(result)

@@ -166,7 +166,8 @@ def step_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 #: because of failures, iterations whose work counts, iterations a restart threw away, and the
 #: failure episodes that hit the jobs; for elastic jobs (``on_failure = "elastic"``) the group
 #: re-formations (0 without elastic jobs) and the lowest ``relative_throughput`` of any job (work per
-#: second against the rate before its first failure; null when no job could measure it).
+#: second against its network-free rate, ``ideal_iterations_per_second``; null without elastic
+#: jobs).
 JOB_KEYS: Tuple[str, ...] = (
     "lost_gpu_seconds",
     "useful_iterations",

@@ -80,6 +80,8 @@ pub struct Job {
     /// Restart: the checkpoints taken, and the time their saving paused the job.
     pub checkpoints: u32,
     pub checkpoint_pause_ps: Time,
+    /// Restart: the checkpoint saves' pauses [start, end).
+    checkpoint_pauses: Vec<(Time, Time)>,
     /// Elastic: what it needs to re-plan its ops (empty for the other reactions).
     elastic: Elastic,
 }
@@ -133,6 +135,15 @@ struct Elastic {
     rejoining: Option<Time>,
     /// Per iteration: the ranks that took part when it ended.
     group: Vec<u32>,
+    /// Per op: a compute op its rank skipped (it was excluded when the op became ready: it
+    /// took no time and has no row in ops.arrow).
+    skipped: Vec<bool>,
+    /// Compute ops of excluded ranks that became ready for a later iteration than the one under
+    /// way (op index, duration): they wait for that iteration's start, to be skipped, or run
+    /// after a rejoin that takes their rank back.
+    held: Vec<(usize, Time)>,
+    /// Held compute ops that ran after their rank rejoined: when they started.
+    started_late: HashMap<usize, Time>,
 }
 
 impl Elastic {
@@ -178,6 +189,7 @@ impl Elastic {
             .map(|i| find(&replica, i))
             .collect();
         Self {
+            skipped: vec![false; ops.len()],
             ops,
             replica,
             group: vec![0; plan.iterations as usize],
@@ -217,6 +229,7 @@ impl Job {
             outcomes: Vec::new(),
             checkpoints: 0,
             checkpoint_pause_ps: 0,
+            checkpoint_pauses: Vec::new(),
             elastic: match plan.reaction.on_failure {
                 OnFailure::Elastic { .. } => Elastic::new(&plan, flow_plan),
                 _ => Elastic::default(),
@@ -267,6 +280,27 @@ impl Job {
             .filter(|&(i, _)| roots.contains(&self.elastic.replica[i]))
             .map(|(_, &e)| e)
             .collect()
+    }
+
+    /// The nodes of op `k` (index within the job) that took part in it, for ops.arrow (None: all
+    /// of them, the job is not elastic). An elastic job's compute op its excluded rank skipped
+    /// has none; a collective or send has the members it ran with (none: dropped).
+    pub fn op_row_nodes(&self, k: usize) -> Option<&[u32]> {
+        if !self.is_elastic() {
+            return None;
+        }
+        let op = self.elastic.ops.get(k)?;
+        Some(match op.kind {
+            PlannedKind::Compute if self.elastic.skipped[k] => &[],
+            PlannedKind::Compute => &op.nodes,
+            _ => &op.members,
+        })
+    }
+
+    /// When op `k` (index within the job) started, if not when it became ready: a compute op of
+    /// an excluded rank held until the rank rejoined.
+    pub fn op_row_start(&self, k: usize) -> Option<Time> {
+        self.elastic.started_late.get(&k).copied()
     }
 
     fn is_elastic(&self) -> bool {
@@ -359,6 +393,7 @@ impl Job {
                         let end = now.saturating_add(checkpoint_save_ps);
                         self.freeze(now, end);
                         self.checkpoint_pause_ps += checkpoint_save_ps;
+                        self.checkpoint_pauses.push((now, end));
                         return Some((end, false));
                     }
                 }
@@ -415,6 +450,9 @@ pub struct Jobs {
     due: HashMap<u32, Time>,
     /// Flows of a job whose start is pending after a gap: when it is due on the job's clock.
     flow_due: HashMap<FlowId, Time>,
+    /// Compute ops' done barriers whose pending timed arrival no longer counts (an elastic job
+    /// ended the compute early: its rank was excluded).
+    stale: std::collections::HashSet<u32>,
 }
 
 impl Jobs {
@@ -475,6 +513,7 @@ impl World {
                     self.events.push(end, Event::JobRejoin(j as u32));
                 }
             }
+            self.elastic_release_held(j);
         }
         true
     }
@@ -486,6 +525,7 @@ impl World {
         // A pause begun at this release (a checkpoint's saving, a rejoin) defers even what
         // would start now.
         let paused = self.jobs.list[j].frozen_until(now).is_some();
+        let skip = self.elastic_skip(j, b);
         let barrier = &mut self.barriers[b as usize];
         barrier.released_at = now;
         let waiting = std::mem::take(&mut barrier.waiting);
@@ -498,6 +538,11 @@ impl World {
             }
         }
         for &(next, delay) in &then {
+            let delay = match skip {
+                Some((done, true)) if done == next => continue, // held
+                Some((done, false)) if done == next => 0,
+                _ => delay,
+            };
             if delay == 0 && !paused {
                 self.pending_arrivals += 1;
                 self.events.push(now, Event::BarrierArrive(next));
@@ -508,6 +553,78 @@ impl World {
         let barrier = &mut self.barriers[b as usize];
         barrier.waiting = waiting;
         barrier.then = then;
+    }
+
+    /// Elastic job `j`: if `b` is the ready barrier of a compute op whose rank is excluded now,
+    /// the op is skipped (its rank does not compute while excluded): its done barrier, returned,
+    /// follows with no delay. One of a later iteration than the first not ended is held instead
+    /// (its done barrier is returned with nothing to follow now): the rank may rejoin before it.
+    fn elastic_skip(&mut self, j: usize, b: u32) -> Option<(u32, bool)> {
+        let job = &mut self.jobs.list[j];
+        if !job.is_elastic() || job.elastic.exclusions.iter().all(|x| x.until_ps.is_some()) {
+            return None;
+        }
+        let rel = b.checked_sub(job.plan.barriers.start)?;
+        let k = (rel / 2) as usize;
+        let op = job.elastic.ops.get(k)?;
+        if rel % 2 != 0 || op.ready != b || !matches!(op.kind, PlannedKind::Compute) {
+            return None;
+        }
+        let excluded = job.excluded();
+        if !op.nodes.iter().all(|n| excluded.binary_search(n).is_ok()) {
+            return None;
+        }
+        let done = op.done;
+        let current = job
+            .iteration_end
+            .iter()
+            .position(|&t| t == NEVER)
+            .unwrap_or(job.iteration_end.len()) as u32;
+        if job.op_iteration[k] > current {
+            let duration = self.barriers[b as usize]
+                .then
+                .iter()
+                .find(|&&(n, _)| n == done)
+                .map_or(0, |&(_, d)| d);
+            self.jobs.list[j].elastic.held.push((k, duration));
+            return Some((done, true));
+        }
+        job.elastic.skipped[k] = true;
+        Some((done, false))
+    }
+
+    /// Elastic job `j`'s held compute ops (see `elastic_skip`), at an iteration's end or a
+    /// rejoin's: those whose rank is back run (their full duration, from now); those of the
+    /// iteration now under way whose rank is still excluded are skipped; the others wait on.
+    fn elastic_release_held(&mut self, j: usize) {
+        let job = &mut self.jobs.list[j];
+        if job.elastic.held.is_empty() || job.elastic.rejoining.is_some() {
+            return;
+        }
+        let current = job
+            .iteration_end
+            .iter()
+            .position(|&t| t == NEVER)
+            .unwrap_or(job.iteration_end.len()) as u32;
+        let excluded = job.excluded();
+        let mut run: Vec<(u32, Time)> = Vec::new();
+        let held = std::mem::take(&mut job.elastic.held);
+        let now = self.now;
+        for (k, duration) in held {
+            let op = &job.elastic.ops[k];
+            if !op.nodes.iter().all(|n| excluded.binary_search(n).is_ok()) {
+                run.push((op.done, duration));
+                job.elastic.started_late.insert(k, now);
+            } else if job.op_iteration[k] <= current {
+                job.elastic.skipped[k] = true;
+                run.push((op.done, 0));
+            } else {
+                job.elastic.held.push((k, duration));
+            }
+        }
+        for (done, duration) in run {
+            self.job_defer_arrival(j, done, duration);
+        }
     }
 
     /// When a delayed event of job `j` (due `delay` after now on its clock) happens; remembers
@@ -534,6 +651,10 @@ impl World {
     /// A `BarrierArrive(b)` popped: false if it is not due yet on its job's clock (it was pushed
     /// again for when it is, or dropped if its job never resumes).
     pub(super) fn job_arrival_due(&mut self, b: u32) -> bool {
+        if self.jobs.stale.remove(&b) {
+            self.pending_arrivals -= 1;
+            return false;
+        }
         let Some(&due) = self.jobs.due.get(&b) else {
             return true;
         };
@@ -782,6 +903,7 @@ impl World {
         if job.frozen_until(now).is_none() {
             self.elastic_replan(j as usize);
         }
+        self.elastic_release_held(j as usize);
     }
 
     /// Re-plan elastic job `j`'s ops not ended yet whose taking part changed: the flows of the
@@ -789,6 +911,28 @@ impl World {
     /// appended (starting when the op's `ready` released, or now if it has) and completing the
     /// op's `done` (one amendment).
     fn elastic_replan(&mut self, j: usize) {
+        // Compute under way on a rank now excluded ends now (its rank does not compute while
+        // excluded); its timed arrival, still pending, no longer counts.
+        let job = &self.jobs.list[j];
+        let excluded = job.excluded();
+        let cut: Vec<u32> = job
+            .elastic
+            .ops
+            .iter()
+            .filter(|op| {
+                matches!(op.kind, PlannedKind::Compute)
+                    && op.nodes.iter().all(|n| excluded.binary_search(n).is_ok())
+                    && self.barriers[op.ready as usize].released_at != NEVER
+                    && self.barriers[op.done as usize].released_at == NEVER
+                    && self.jobs.due.contains_key(&op.done)
+            })
+            .map(|op| op.done)
+            .collect();
+        for d in cut {
+            self.jobs.due.remove(&d);
+            self.jobs.stale.insert(d);
+            self.barrier_arrive(d);
+        }
         let job = &self.jobs.list[j];
         let excluded = job.excluded();
         let active = |e: &u32| excluded.binary_search(e).is_err();
@@ -976,9 +1120,10 @@ pub struct JobSummary {
     pub failures: u32,
     /// Time the job was frozen by failures (up to the stop).
     pub stalled_ps: u64,
-    /// GPU-seconds not doing useful work because of failures, and by cause: waiting for the
-    /// repair (stall), detection + repair + restart (restart), work since the checkpoint
-    /// thrown away (rework).
+    /// GPU-seconds not doing useful work because of failures, each counted once (per GPU the
+    /// union of its lost intervals: docs/failures.md, "Lost GPU-time"), and by cause: waiting
+    /// for the repair (stall), detection + repair + restart (restart), work since the
+    /// checkpoint thrown away and not already lost otherwise (rework).
     pub lost_gpu_seconds: f64,
     pub lost_gpu_seconds_stall: f64,
     pub lost_gpu_seconds_restart: f64,
@@ -1020,9 +1165,10 @@ pub struct JobSummary {
     /// iteration of g of n ranks counts g / n: samples per second / samples per full step).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work_per_second: Option<f64>,
-    /// Elastic: `work_per_second` over the failure-free rate (`iterations_per_second_before`),
-    /// and the same for the iterations run with a smaller group only (their mean rate x their
-    /// mean group fraction).
+    /// Elastic: `work_per_second` over the network-free rate (`ideal_iterations_per_second`:
+    /// always there, even when the first failure hits the first iteration, and the same for
+    /// every run of the job), and the same for the iterations run with a smaller group only
+    /// (their mean rate x their mean group fraction). None without an ideal (inference).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relative_throughput: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1053,6 +1199,27 @@ pub struct EpisodeSummary {
 
 const PS: f64 = 1e12;
 
+/// The length of the union of intervals [a, b) cut at `cap`.
+fn union_len(mut v: Vec<(Time, Time)>, cap: Time) -> u64 {
+    for x in v.iter_mut() {
+        x.1 = x.1.min(cap);
+    }
+    v.retain(|x| x.0 < x.1);
+    v.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(Time, Time)> = None;
+    for (a, b) in v {
+        match &mut cur {
+            Some(c) if a <= c.1 => c.1 = c.1.max(b),
+            _ => {
+                total += cur.map_or(0, |c| c.1 - c.0);
+                cur = Some((a, b));
+            }
+        }
+    }
+    total + cur.map_or(0, |c| c.1 - c.0)
+}
+
 impl Job {
     /// The job's outcome at `now` (the stop) from its steps (`steps`: its rows of steps.arrow).
     pub fn summary(
@@ -1063,40 +1230,79 @@ impl Job {
         fault: impl Fn(u32) -> (&'static str, u32, String),
     ) -> JobSummary {
         let gpus = self.plan.endpoints.len() as u32;
-        let (mut stall, mut restart, mut rework) = (0u64, 0u64, 0u64);
-        for o in &self.outcomes {
-            let until = |t: Option<Time>| t.unwrap_or(now).min(now).saturating_sub(o.fail_ps);
-            match self.plan.reaction.on_failure {
-                OnFailure::Stall => stall += until(o.freeze_end_ps),
-                OnFailure::Restart { .. } => {
-                    restart += until(o.resume_ps);
-                    rework += o.rework_ps;
-                }
-                OnFailure::Elastic { .. } => {}
+        // Lost time is a union of intervals: a GPU-second two failures' losses overlap on counts
+        // once (docs/failures.md, "Lost GPU-time"). Stall: the freezes; restart: from the
+        // failure to the resume (R), the checkpoint saves' pauses not in R (C), and the work
+        // since the last checkpoint thrown away not in R or C (W).
+        let on = self.plan.reaction.on_failure;
+        let (stall, restart, rework, checkpoint_lost) = match on {
+            OnFailure::Stall => {
+                let s = self
+                    .outcomes
+                    .iter()
+                    .map(|o| (o.fail_ps, o.freeze_end_ps.unwrap_or(NEVER)));
+                (union_len(s.collect(), now), 0, 0, 0)
             }
-        }
+            OnFailure::Restart { .. } => {
+                let r: Vec<(Time, Time)> = self
+                    .outcomes
+                    .iter()
+                    .map(|o| (o.fail_ps, o.resume_ps.unwrap_or(NEVER)))
+                    .collect();
+                let w: Vec<(Time, Time)> = self
+                    .outcomes
+                    .iter()
+                    .map(|o| (o.fail_ps - o.rework_ps.min(o.fail_ps), o.fail_ps))
+                    .collect();
+                let c = &self.checkpoint_pauses;
+                let rc: Vec<(Time, Time)> = r.iter().chain(c).copied().collect();
+                let (r_len, rc_len) = (union_len(r.clone(), now), union_len(rc.clone(), now));
+                let all = union_len(rc.into_iter().chain(w).collect(), now);
+                (0, r_len, all - rc_len, rc_len - r_len)
+            }
+            OnFailure::Elastic { .. } => (0, 0, 0, 0),
+        };
         let gpu_s = |ps: u64| ps as f64 / PS * gpus as f64;
         let stalled_ps = self.frozen_within(0, now);
         let end = (!self.iteration_end.is_empty()
             && self.iteration_end.iter().all(|&t| t != NEVER))
         .then(|| self.iteration_end.iter().copied().max().unwrap_or(0));
-        // Elastic: GPU-time of the excluded ranks and of the re-formations (GPU-picoseconds).
+        // Elastic: GPU-time of the excluded ranks and of the re-formations (GPU-picoseconds),
+        // per rank a union: its exclusions (X), and the job's re-formation freezes (F) not in X.
         let stop = end.unwrap_or(now).min(now);
-        let excluded_gpu_ps: u128 = self
-            .elastic
-            .exclusions
-            .iter()
-            .map(|x| {
-                let until = x.until_ps.unwrap_or(stop).min(now);
-                x.endpoints.len() as u128 * u128::from(until.saturating_sub(x.from_ps))
-            })
-            .sum();
-        let reform_gpu_ps: u128 = self
+        let f: Vec<(Time, Time)> = self
             .elastic
             .reformations
             .iter()
-            .map(|r| r.idle as u128 * u128::from(r.end_ps.min(now).saturating_sub(r.start_ps)))
-            .sum();
+            .map(|r| (r.start_ps, r.end_ps))
+            .collect();
+        let f_len = union_len(f.clone(), now);
+        let mut touched: Vec<u32> = self
+            .elastic
+            .exclusions
+            .iter()
+            .flat_map(|x| x.endpoints.iter().copied())
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        let (mut excluded_gpu_ps, mut reform_gpu_ps) = (
+            0u128,
+            gpus.saturating_sub(touched.len() as u32) as u128 * u128::from(f_len),
+        );
+        for e in &touched {
+            let x: Vec<(Time, Time)> = self
+                .elastic
+                .exclusions
+                .iter()
+                .filter(|x| x.endpoints.binary_search(e).is_ok())
+                .map(|x| (x.from_ps, x.until_ps.unwrap_or(stop)))
+                .collect();
+            let x_len = union_len(x.clone(), now);
+            excluded_gpu_ps += u128::from(x_len);
+            reform_gpu_ps += u128::from(
+                union_len(x.into_iter().chain(f.iter().copied()).collect(), now) - x_len,
+            );
+        }
         let gpu_ps_s = |v: u128| v as f64 / PS;
         let (checkpoint_save_ps, elastic) = match self.plan.reaction.on_failure {
             OnFailure::Restart {
@@ -1105,7 +1311,6 @@ impl Job {
             OnFailure::Elastic { .. } => (0, true),
             OnFailure::Stall => (0, false),
         };
-        let checkpoint_pause = self.checkpoint_pause_ps;
         let span = end.unwrap_or(now).saturating_sub(self.plan.start_ps);
         let rate = |n: f64, ps: u64| (ps > 0).then(|| n * PS / ps as f64);
         let mean_rate = |rows: Vec<u64>| {
@@ -1178,12 +1383,18 @@ impl Job {
             let g: f64 = shrunk.iter().map(|&(_, g)| g as f64 / n).sum::<f64>();
             g * PS / t as f64
         });
-        let relative = |w: Option<f64>| match (w, before) {
+        let ideal = self
+            .plan
+            .ideal_iteration_ps
+            .filter(|&t| t > 0)
+            .map(|t| PS / t as f64);
+        // Against the network-free rate: always there (but for inference), the same for every
+        // run of the job, and 1 only if the network and failures cost nothing.
+        let relative = |w: Option<f64>| match (w, ideal) {
             (Some(w), Some(b)) if b > 0.0 => Some(w / b),
             _ => None,
         };
-        let lost_extra =
-            gpu_ps_s(excluded_gpu_ps + reform_gpu_ps) + gpu_s(checkpoint_pause.min(stalled_ps));
+        let lost_extra = gpu_ps_s(excluded_gpu_ps + reform_gpu_ps) + gpu_s(checkpoint_lost);
         JobSummary {
             workload: self.plan.workload,
             name,
@@ -1204,14 +1415,9 @@ impl Job {
             iterations_per_second_before: before,
             iterations_per_second_after: after,
             iterations_per_second_during: during,
-            ideal_iterations_per_second: self
-                .plan
-                .ideal_iteration_ps
-                .filter(|&t| t > 0)
-                .map(|t| PS / t as f64),
+            ideal_iterations_per_second: ideal,
             checkpoints: (checkpoint_save_ps > 0).then_some(self.checkpoints),
-            lost_gpu_seconds_checkpoint: (checkpoint_save_ps > 0)
-                .then(|| gpu_s(checkpoint_pause.min(stalled_ps))),
+            lost_gpu_seconds_checkpoint: (checkpoint_save_ps > 0).then(|| gpu_s(checkpoint_lost)),
             reformations: elastic.then_some(self.elastic.reformations.len() as u32),
             lost_gpu_seconds_excluded: elastic.then(|| gpu_ps_s(excluded_gpu_ps)),
             lost_gpu_seconds_reformation: elastic.then(|| gpu_ps_s(reform_gpu_ps)),

@@ -669,16 +669,23 @@ impl Simulation {
     pub fn op_rows_of(&self, plan: &FlowPlan) -> Vec<OpRow> {
         let w = &self.world;
         let mut rows = Vec::new();
-        for op in &plan.ops {
+        for (i, op) in plan.ops.iter().enumerate() {
+            // An elastic job's excluded ranks have no rows for the ops they sat out.
+            let job = w.jobs.list.iter().find(|j| j.plan.ops.contains(&i));
+            let part = job.and_then(|j| j.op_row_nodes(i - j.plan.ops.start));
+            let late = job.and_then(|j| j.op_row_start(i - j.plan.ops.start));
             let (collective_op, algorithm) = match op.kind {
                 PlannedKind::Collective { op, algorithm } => {
                     (Some(op.name()), Some(algorithm.name()))
                 }
                 _ => (None, None),
             };
-            let start_ps = w.barrier_released(op.ready);
+            let start_ps = late.or(w.barrier_released(op.ready));
             let end_ps = w.barrier_released(op.done);
             for (&rank, &node) in op.ranks.iter().zip(&op.nodes) {
+                if part.is_some_and(|p| !p.contains(&node)) {
+                    continue;
+                }
                 rows.push(OpRow {
                     workload: op.workload,
                     op: op.op,
