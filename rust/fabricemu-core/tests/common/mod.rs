@@ -218,3 +218,33 @@ pub fn run_and_hash(
     }
     hashes
 }
+
+/// N senders (hosts 1..=N) to host 0 through one switch: host 0's link is the bottleneck.
+pub fn one_switch(
+    n: usize,
+    rate: &str,
+    delay: &str,
+    stop: &str,
+    extra: &str,
+    size: &str,
+) -> String {
+    format!(
+        r#"
+        stop = "{stop}"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 1
+        spines = 1
+        hosts_per_leaf = {hosts}
+        link_rate = "{rate}"
+        link_delay = "{delay}"
+        {extra}
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = {n}
+        size = "{size}"
+        "#,
+        hosts = n + 1
+    )
+}

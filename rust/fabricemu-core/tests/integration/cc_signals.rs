@@ -18,27 +18,8 @@ use crate::common;
 const US: f64 = 1e6;
 
 fn scenario(senders: usize, stop: &str, extra: &str) -> String {
-    format!(
-        r#"
-        stop = "{stop}"
-        [topology]
-        kind = "leaf_spine"
-        leaves = 1
-        spines = 1
-        hosts_per_leaf = {hosts}
-        link_rate = "100Gbps"
-        link_delay = "1us"
-        [trace]
-        rates = {{ interval = "2us" }}
-        {extra}
-        [[workload]]
-        kind = "incast"
-        receiver = 0
-        senders = {senders}
-        size = "1GB"
-        "#,
-        hosts = senders + 1
-    )
+    let extra = format!("[trace]\nrates = {{ interval = \"2us\" }}\n{extra}");
+    common::one_switch(senders, "100Gbps", "1us", stop, &extra, "1GB")
 }
 
 /// rates.arrow's batches of a finished run of `text`.

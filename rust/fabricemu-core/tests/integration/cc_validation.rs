@@ -52,29 +52,6 @@ fn sampled(sim: &mut Simulation, every_ps: u64) -> Vec<Sample> {
     out
 }
 
-/// N senders (hosts 1..=N) to host 0 through one switch: host 0's link is the bottleneck.
-fn one_switch(n: usize, rate: &str, delay: &str, stop: &str, extra: &str, size: &str) -> String {
-    format!(
-        r#"
-        stop = "{stop}"
-        [topology]
-        kind = "leaf_spine"
-        leaves = 1
-        spines = 1
-        hosts_per_leaf = {hosts}
-        link_rate = "{rate}"
-        link_delay = "{delay}"
-        {extra}
-        [[workload]]
-        kind = "incast"
-        receiver = 0
-        senders = {n}
-        size = "{size}"
-        "#,
-        hosts = n + 1
-    )
-}
-
 /// Jain's index of the flows' deliveries between samples `a` and `b`.
 fn jain(a: &Sample, b: &Sample) -> f64 {
     let x: Vec<f64> = a
@@ -112,7 +89,9 @@ fn dctcp_holds_the_queue_near_k_with_the_papers_amplitude_and_shares_fairly() {
         mtu = "1460B"
         header = "40B"
     "#;
-    let mut sim = build(&one_switch(n, "10Gbps", "10us", "40ms", extra, "1GB"));
+    let mut sim = build(&common::one_switch(
+        n, "10Gbps", "10us", "40ms", extra, "1GB",
+    ));
     let s = sampled(&mut sim, PS_PER_US);
     // Base RTT: 4 x 10us propagation + a 1500 B packet and a 66 B ACK serialised on 2 links each.
     let rtt_s = 40e-6 + 2.0 * (1500.0 + 66.0) * 8.0 / 10e9;
@@ -166,7 +145,9 @@ fn swift_settles_the_fabric_delay_at_its_target_and_shares_fairly() {
         [trace]
         rates = {}
     "#;
-    let mut sim = build(&one_switch(n, "100Gbps", "1us", "4ms", extra, "1GB"));
+    let mut sim = build(&common::one_switch(
+        n, "100Gbps", "1us", "4ms", extra, "1GB",
+    ));
     let s = sampled(&mut sim, PS_PER_US);
     let half_t = s.last().unwrap().t / 2;
     let half = s.len() / 2;
@@ -234,7 +215,9 @@ struct Incast {
 /// wire utilisation and Jain's index over the last 2 ms.
 fn hpcc_incast(params: &str) -> Incast {
     let extra = format!("[transport]\ncc = \"hpcc\"\nhpcc = {{ {params} }}\n");
-    let mut sim = build(&one_switch(16, "100Gbps", "1us", "5ms", &extra, "1GB"));
+    let mut sim = build(&common::one_switch(
+        16, "100Gbps", "1us", "5ms", &extra, "1GB",
+    ));
     let s = sampled(&mut sim, PS_PER_US);
     let wire = 4096.0 + 62.0 + 8.0; // payload, header, one INT record
     let base_rtt_us = 4.8; // 4 x 1us + serialisation, rounded up

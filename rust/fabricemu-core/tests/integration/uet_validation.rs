@@ -16,29 +16,6 @@ use common::{build, run, scratch, write_run};
 
 const PS_PER_US: u64 = 1_000_000;
 
-/// N senders (hosts 1..=N) to host 0 through one switch: host 0's link is the bottleneck.
-fn one_switch(n: usize, rate: &str, delay: &str, stop: &str, extra: &str, size: &str) -> String {
-    format!(
-        r#"
-        stop = "{stop}"
-        [topology]
-        kind = "leaf_spine"
-        leaves = 1
-        spines = 1
-        hosts_per_leaf = {hosts}
-        link_rate = "{rate}"
-        link_delay = "{delay}"
-        {extra}
-        [[workload]]
-        kind = "incast"
-        receiver = 0
-        senders = {n}
-        size = "{size}"
-        "#,
-        hosts = n + 1
-    )
-}
-
 /// Goodput of the incast (all payload over the time from the first start to the last finish) as
 /// a fraction of the receiver's line rate.
 fn goodput_fraction(sim: &Simulation, rate_bps: f64) -> f64 {
@@ -56,7 +33,7 @@ fn trimming_turns_drops_into_selective_resends_without_a_timeout() {
         [switch]
         trimming = { threshold = "32KB" }
     "#;
-    let sim = run(&one_switch(
+    let sim = run(&common::one_switch(
         8,
         "100Gbps",
         "1us",
@@ -135,7 +112,7 @@ fn a_64_to_1_incast_with_trimming_and_credits_runs_at_line_rate_with_a_short_que
         [transport.credits]
         mode = "receiver"
     "#;
-    let mut sim = build(&one_switch(
+    let mut sim = build(&common::one_switch(
         64,
         "100Gbps",
         "1us",
@@ -181,7 +158,7 @@ fn receiver_credits_alone_hold_the_queue_to_a_few_packets_once_the_first_window_
         [transport.credits]
         unsolicited = "4KiB"
     "#;
-    let mut sim = build(&one_switch(
+    let mut sim = build(&common::one_switch(
         64,
         "100Gbps",
         "1us",
@@ -221,7 +198,9 @@ fn nscc_shares_a_bottleneck_fairly_and_holds_the_queue_near_its_target() {
         [transport]
         cc = "nscc"
     "#;
-    let mut sim = build(&one_switch(n, "100Gbps", "1us", "3ms", extra, "1GB"));
+    let mut sim = build(&common::one_switch(
+        n, "100Gbps", "1us", "3ms", extra, "1GB",
+    ));
     let samples = sampled(&mut sim, 10 * PS_PER_US);
     let (a, b) = (&samples[samples.len() / 2], samples.last().unwrap());
     let x: Vec<f64> = a
@@ -256,7 +235,7 @@ fn run_json_says_where_packets_were_trimmed() {
     "#;
     let dir = scratch("uet_validation", "trimmed_by_port");
     let sim = write_run(
-        &one_switch(8, "100Gbps", "1us", "all_flows_done", extra, "256KB"),
+        &common::one_switch(8, "100Gbps", "1us", "all_flows_done", extra, "256KB"),
         &dir,
     );
     let run: serde_json::Value =
@@ -273,7 +252,7 @@ fn run_json_says_where_packets_were_trimmed() {
     // Without trimming neither key is there.
     let dir = scratch("uet_validation", "no_trimming");
     write_run(
-        &one_switch(2, "100Gbps", "1us", "all_flows_done", "", "16KB"),
+        &common::one_switch(2, "100Gbps", "1us", "all_flows_done", "", "16KB"),
         &dir,
     );
     let run: serde_json::Value =
