@@ -122,6 +122,42 @@ fn endpoint_ports(fabric: &Fabric, src: NodeId, dst: NodeId, fwd: u64, rev: u64)
     }
 }
 
+/// The ECMP hash keys of a flow's two directions (data, then control), from its header entropy.
+fn header_keys(
+    routing: &crate::scenario::RoutingSpec,
+    f: &crate::workload::FlowInit,
+    sport: u16,
+    flow_label: u32,
+) -> (u64, u64) {
+    let header = Header {
+        src: f.src,
+        dst: f.dst,
+        sport,
+        dport: ROCE_UDP_PORT,
+        flow_label,
+    };
+    (
+        header_key(routing, header),
+        header_key(routing, header.reversed()),
+    )
+}
+
+/// The line rate `new_flow` gives the flow, without making its record (a run that retires flows
+/// makes records only when flows start; the controllers need every flow's rate at the build).
+fn line_rate(
+    fabric: &Fabric,
+    routing: &crate::scenario::RoutingSpec,
+    f: &crate::workload::FlowInit,
+    sport: u16,
+    flow_label: u32,
+) -> u64 {
+    if fabric.cluster.is_none() {
+        return fabric.rate_bps[fabric.host_port(f.src)];
+    }
+    let (fwd, rev) = header_keys(routing, f, sport, flow_label);
+    endpoint_ports(fabric, f.src, f.dst, fwd, rev).rate_bps
+}
+
 /// The state of a new flow from its plan entry, with the header entropy drawn for it (UDP source
 /// port, flow label), and its PXN hops. A flow waiting on a barrier starts at NEVER.
 pub(super) fn new_flow(
@@ -132,22 +168,12 @@ pub(super) fn new_flow(
     sport: u16,
     flow_label: u32,
 ) -> (Flow, FlowPxn) {
-    let header = Header {
-        src: f.src,
-        dst: f.dst,
-        sport,
-        dport: ROCE_UDP_PORT,
-        flow_label,
-    };
     let (num_packets, last_payload) = segment(f.size_bytes, t.mtu_bytes);
     let start = match f.start {
         Start::At(t) => t,
         Start::After { .. } => NEVER,
     };
-    let (header_fwd, header_rev) = (
-        header_key(routing, header),
-        header_key(routing, header.reversed()),
-    );
+    let (header_fwd, header_rev) = header_keys(routing, f, sport, flow_label);
     let ends = endpoint_ports(fabric, f.src, f.dst, header_fwd, header_rev);
     let flow = Flow {
         src: f.src,
@@ -478,21 +504,22 @@ impl World {
             // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
             let sport = 49152 + sport_rng.below(16384) as u16;
             let label = label_rng.below(1 << 20) as u32;
-            let (flow, ends) = new_flow(&fabric, &s.routing, t, f, sport, label);
             match f.start {
                 Start::At(_) => static_order.push(id),
                 Start::After { barrier, gap } => barriers[barrier as usize].waiting.push((id, gap)),
             }
-            if pxn_cluster {
-                pxn.push(ends);
-            }
             match &mut maker {
                 Some(m) => {
+                    // The record is made when the flow starts (`World::materialise`).
                     m.entropy.push((sport, label));
-                    line_rates.push(flow.rate_bps);
+                    line_rates.push(line_rate(&fabric, &s.routing, f, sport, label));
                     flows.push_unborn();
                 }
                 None => {
+                    let (flow, ends) = new_flow(&fabric, &s.routing, t, f, sport, label);
+                    if pxn_cluster {
+                        pxn.push(ends);
+                    }
                     flows.push(flow);
                 }
             }
