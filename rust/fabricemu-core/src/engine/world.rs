@@ -241,8 +241,8 @@ pub(super) struct Barrier {
 
 /// What makes a flow's record when it starts, in runs that retire flows (see `engine::flows`).
 pub(super) struct FlowMaker {
-    /// The plan's flows, by flow id.
-    pub inits: Vec<crate::workload::FlowInit>,
+    /// The plan's flows, by flow id (shared with the Simulation's plan, not a copy).
+    pub inits: crate::workload::PlanFlows,
     /// Per flow: the UDP source port and flow label drawn for it at the build (in flow-id
     /// order, as for every flow of a run that keeps them all).
     pub entropy: Vec<(u16, u32)>,
@@ -476,7 +476,7 @@ impl World {
             && plan.ops.is_empty()
             && plan.jobs.is_empty();
         let mut maker = retires.then(|| FlowMaker {
-            inits: plan.flows.clone(),
+            inits: plan.flows.share(),
             entropy: Vec::with_capacity(plan.flows.len()),
         });
         let mut flows = FlowTable::default();
@@ -1166,7 +1166,7 @@ impl World {
             + size_of::<u32>() // the flow table's index
             + size_of::<FlowId>() // the start order of flows with a fixed start
             + if self.maker.is_some() {
-                size_of::<crate::workload::FlowInit>() + size_of::<(u16, u32)>()
+                size_of::<(u16, u32)>() // header entropy (the plan's flows are shared)
             } else {
                 0
             };

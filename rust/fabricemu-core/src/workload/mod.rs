@@ -158,12 +158,56 @@ pub struct BarrierEdge {
     pub delay: Time,
 }
 
+/// The flows of a plan, in flow-id order: shared, not copied, between the Simulation (its outputs)
+/// and an engine that makes flow records as flows start (`engine::flows`), since at a million
+/// messages a second copy is tens of MiB. It reads as a `Vec`; a write (planning, amendments)
+/// copies the vector only if another owner still shares it, which no run that amends its plan does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanFlows(std::sync::Arc<Vec<FlowInit>>);
+
+impl PlanFlows {
+    /// Another owner of the same flows.
+    pub fn share(&self) -> Self {
+        PlanFlows(std::sync::Arc::clone(&self.0))
+    }
+}
+
+impl std::ops::Deref for PlanFlows {
+    type Target = Vec<FlowInit>;
+
+    #[inline]
+    fn deref(&self) -> &Vec<FlowInit> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for PlanFlows {
+    fn deref_mut(&mut self) -> &mut Vec<FlowInit> {
+        std::sync::Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<Vec<FlowInit>> for PlanFlows {
+    fn from(v: Vec<FlowInit>) -> Self {
+        PlanFlows(std::sync::Arc::new(v))
+    }
+}
+
+impl<'a> IntoIterator for &'a PlanFlows {
+    type Item = &'a FlowInit;
+    type IntoIter = std::slice::Iter<'a, FlowInit>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
 /// All flows of a scenario, in flow-id order, and the number of arrivals each barrier waits for.
 /// An arrival is a flow that finished (its `completes`), an edge from a released barrier
 /// ([`BarrierEdge`]) or a timed arrival (`barrier_timers`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowPlan {
-    pub flows: Vec<FlowInit>,
+    pub flows: PlanFlows,
     pub barrier_sizes: Vec<u32>,
     /// Barrier-to-barrier arrivals (step graphs; empty otherwise).
     pub barrier_edges: Vec<BarrierEdge>,
