@@ -15,8 +15,10 @@
 //! plan of its ops not yet ended is amended (`engine::amend`): the flows of the excluded ranks
 //! are cancelled (not started) or withdrawn (started: the sender stops, its arrival is taken
 //! back), and each collective is re-planned over the ranks that remain (the interrupted one
-//! starts over, now). A rejoin (at the first iteration end after the repair) freezes the job
-//! again for a re-formation and re-plans the collectives over the full groups.
+//! starts over, now). Ranks cut off later in an episode leave then (one failure event per
+//! time ranks are newly cut off; none for ranks out already). A rejoin (at the first iteration
+//! end at which excluded ranks are reachable again, every failure cutting them off repaired)
+//! freezes the job again for a re-formation and re-plans the collectives over the full groups.
 //!
 //! A restarting job with `checkpoint_time` pauses that long after each checkpoint it takes.
 //!

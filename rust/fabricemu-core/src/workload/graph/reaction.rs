@@ -15,9 +15,11 @@
 //!   their groups without the failed ranks (and the ranks of their model replicas: those sharing
 //!   a tensor-, pipeline- or expert-parallel op with one), which takes `reformation_time`; the
 //!   job then goes on with the smaller group, losing no work: the collectives not yet ended are
-//!   re-planned over the surviving ranks (the interrupted one starts over). The failed ranks
-//!   rejoin (`rejoin = "next_step"`, the default) at the first iteration end after their repair,
-//!   with another re-formation, or never (`"never"`).
+//!   re-planned over the surviving ranks (the interrupted one starts over). A rank leaves when
+//!   it is itself cut off (a rank cut off later in an episode, later: another re-formation).
+//!   The failed ranks rejoin (`rejoin = "next_step"`, the default) at the first iteration end
+//!   at which they are reachable again (every failure cutting them off repaired), with another
+//!   re-formation, or never (`"never"`).
 //!
 //! Which ranks a failure cuts off follows from the fabric, computed here from the resolved
 //! faults: a rank is cut off while its endpoint shares no live part of the fabric with most of
