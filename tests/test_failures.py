@@ -79,7 +79,7 @@ def test_cli_prints_the_faults(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "faults.arrow").is_file()
 
 
-def _job(reaction: dict) -> fabricemu.Scenario:
+def _job(reaction: dict, faults: bool = True) -> fabricemu.Scenario:
     return fabricemu.Scenario.from_dict(
         {
             "name": "job",
@@ -96,7 +96,7 @@ def _job(reaction: dict) -> fabricemu.Scenario:
                     **reaction,
                 }
             ],
-            "fault": [{"link": ["host:1", "leaf:0"], "at": "100us", "until": "300us"}],
+            "fault": [{"link": ["host:1", "leaf:0"], "at": "100us", "until": "300us"}] if faults else [],
         }
     )
 
@@ -125,10 +125,17 @@ def test_an_elastic_job_reports_its_reformations_in_the_summary_and_sweep_rows(t
     # The figures are run.json's, summed (re-formations) or the worst job (relative throughput).
     assert s["job_reformations"] == sum(j["reformations"] for j in jobs) >= 1
     relative = [j["relative_throughput"] for j in jobs if j.get("relative_throughput") is not None]
-    # Against the network-free rate: there even when the failure hits the first iteration.
+    # Against the failure-free rate (measured, or from a shadow run when every iteration was
+    # touched); the network-free comparison is network_efficiency.
     assert relative and s["relative_throughput"] == min(relative)
     for j in jobs:
-        assert 0 < j["relative_throughput"] == j["work_per_second"] / j["ideal_iterations_per_second"]
+        assert j["relative_throughput_baseline"] in ("measured", "shadow")
+        assert 0 < j["relative_throughput"] == j["work_per_second"] / j["baseline_iterations_per_second"] < 1
+        assert j["network_efficiency"] == j["work_per_second"] / j["ideal_iterations_per_second"]
     assert r.metrics()["job_reformations"] == s["job_reformations"]
     stall = fabricemu.run(_job({"on_failure": "stall"}), out=tmp_path / "stall").summary()
-    assert stall["job_reformations"] == 0 and stall["relative_throughput"] is None
+    assert stall["job_reformations"] == 0 and 0 < stall["relative_throughput"] < 1
+    # Without a failure: 1 exactly.
+    clean = fabricemu.run(_job({"on_failure": "stall"}, faults=False), out=tmp_path / "clean")
+    assert clean.summary()["relative_throughput"] == 1.0
+    assert clean.run_info["jobs"][0]["relative_throughput_baseline"] == "measured"

@@ -230,11 +230,12 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
             f"  jobs: {s['job_failures']} failure episodes, lost {_fmt.number(s['lost_gpu_seconds'])} GPU-s,"
             f" {s['useful_iterations']} useful and {s['lost_iterations']} lost iterations (run.json jobs)"
         )
-        if s.get("job_reformations"):
-            relative = s.get("relative_throughput")
+        relative = s.get("relative_throughput")
+        if s.get("job_reformations") or relative is not None:
             click.echo(
-                f"  elastic: {s['job_reformations']} group re-formations, throughput over network-free "
-                + (_fmt.number(relative) if relative is not None else "n/a (no ideal schedule)")
+                f"  throughput over failure-free "
+                + (_fmt.number(relative) if relative is not None else "n/a (no failure-free iteration)")
+                + (f", {s['job_reformations']} elastic group re-formations" if s.get("job_reformations") else "")
             )
     if result is not None:
         _print_fabric(result)

@@ -165,9 +165,9 @@ def step_metrics(run_info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 #: (run.json's ``jobs``, docs/failures.md "Jobs that react"): GPU-seconds not doing useful work
 #: because of failures, iterations whose work counts, iterations a restart threw away, and the
 #: failure episodes that hit the jobs; for elastic jobs (``on_failure = "elastic"``) the group
-#: re-formations (0 without elastic jobs) and the lowest ``relative_throughput`` of any job (work per
-#: second against its network-free rate, ``ideal_iterations_per_second``; null without elastic
-#: jobs).
+#: re-formations (0 without elastic jobs); and the lowest ``relative_throughput`` of any job (its
+#: achieved rate against its failure-free rate on the same fabric, 1 for a run without failures:
+#: ``baseline_iterations_per_second``, measured or from a shadow run; null if none has one).
 JOB_KEYS: Tuple[str, ...] = (
     "lost_gpu_seconds",
     "useful_iterations",

@@ -15,8 +15,10 @@
 //! plan of its ops not yet ended is amended (`engine::amend`): the flows of the excluded ranks
 //! are cancelled (not started) or withdrawn (started: the sender stops, its arrival is taken
 //! back), and each collective is re-planned over the ranks that remain (the interrupted one
-//! starts over, now). A rejoin (at the first iteration end after the repair) freezes the job
-//! again for a re-formation and re-plans the collectives over the full groups.
+//! starts over, now). Ranks cut off later in an episode leave then (one failure event per
+//! time ranks are newly cut off; none for ranks out already). A rejoin (at the first iteration
+//! end at which excluded ranks are reachable again, every failure cutting them off repaired)
+//! freezes the job again for a re-formation and re-plans the collectives over the full groups.
 //!
 //! A restarting job with `checkpoint_time` pauses that long after each checkpoint it takes.
 //!
@@ -144,6 +146,12 @@ struct Elastic {
     held: Vec<(usize, Time)>,
     /// Held compute ops that ran after their rank rejoined: when they started.
     started_late: HashMap<usize, Time>,
+    /// Ranks cut off, not yet excluded: the job detects it and re-forms its groups. Per
+    /// failure event: its index, its outcome (index into `outcomes`) and the ranks it excludes.
+    pending: Vec<(u32, usize, Vec<u32>)>,
+    /// Every time one of the job's endpoints is cut off (all episodes): (endpoint, from,
+    /// until; NEVER: for ever), sorted by endpoint.
+    cuts: Vec<(u32, Time, Time)>,
 }
 
 impl Elastic {
@@ -188,11 +196,19 @@ impl Elastic {
         let replica: Vec<u32> = (0..replica.len() as u32)
             .map(|i| find(&replica, i))
             .collect();
+        let mut cuts: Vec<(u32, Time, Time)> = plan
+            .episodes
+            .iter()
+            .flat_map(|ep| &ep.cuts)
+            .map(|c| (c.endpoint, c.from_ps, c.until_ps.unwrap_or(NEVER)))
+            .collect();
+        cuts.sort_unstable();
         Self {
             skipped: vec![false; ops.len()],
             ops,
             replica,
             group: vec![0; plan.iterations as usize],
+            cuts,
             ..Self::default()
         }
     }
@@ -250,6 +266,35 @@ impl Job {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// Elastic: the endpoints cut off and not yet excluded (the job is detecting it and
+    /// re-forming its groups), sorted.
+    fn pending(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .elastic
+            .pending
+            .iter()
+            .flat_map(|p| p.2.iter().copied())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Elastic: endpoint `e` is reachable (cut off by no failure) throughout [a, b].
+    fn reachable_over(&self, e: u32, a: Time, b: Time) -> bool {
+        let cuts = &self.elastic.cuts;
+        let lo = cuts.partition_point(|c| c.0 < e);
+        cuts[lo..]
+            .iter()
+            .take_while(|c| c.0 == e)
+            .all(|&(_, from, until)| from > b || until <= a)
+    }
+
+    /// Elastic: exclusion `x` can end over [a, b]: all its ranks are reachable throughout.
+    fn repaired_over(&self, x: &Exclusion, a: Time, b: Time) -> bool {
+        x.endpoints.iter().all(|&e| self.reachable_over(e, a, b))
     }
 
     /// Elastic: the exclusions so far.
@@ -405,12 +450,13 @@ impl Job {
             } => {
                 let n = self.plan.endpoints.len() as u32;
                 self.elastic.group[it] = n - self.excluded().len() as u32;
-                let repaired = self.elastic.exclusions.iter().any(|x| {
-                    x.until_ps.is_none()
-                        && self.plan.episodes[x.episode as usize]
-                            .repair_ps
-                            .is_some_and(|r| r <= now)
-                });
+                // A rank rejoins when it is reachable again: every failure that cut it off (or a
+                // rank of its replica) repaired, not just one of them.
+                let repaired = self
+                    .elastic
+                    .exclusions
+                    .iter()
+                    .any(|x| x.until_ps.is_none() && self.repaired_over(x, now, now));
                 if rejoin
                     && repaired
                     && self.elastic.rejoining.is_none()
@@ -438,8 +484,10 @@ impl Job {
 #[derive(Default)]
 pub struct Jobs {
     pub list: Vec<Job>,
-    /// `JobFailure` / `JobResume` event payloads: (job, episode).
-    episodes: Vec<(u32, u32)>,
+    /// `JobFailure` / `JobResume` event payloads: (job, episode, time). An elastic job has one
+    /// per time ranks are newly cut off within the episode (they leave the groups then); the
+    /// others one per episode, at its start.
+    episodes: Vec<(u32, u32, Time)>,
     /// Barriers appended by an elastic job's re-planning: their job.
     extra_barriers: HashMap<u32, usize>,
     /// Barriers and flows appended by elastic re-planning since the plan was last synced
@@ -459,8 +507,15 @@ impl Jobs {
     pub fn new(plan: &FlowPlan) -> Self {
         let mut jobs = Jobs::default();
         for (j, p) in plan.jobs.iter().enumerate() {
-            for k in 0..p.episodes.len() {
-                jobs.episodes.push((j as u32, k as u32));
+            let elastic = matches!(p.reaction.on_failure, OnFailure::Elastic { .. });
+            for (k, ep) in p.episodes.iter().enumerate() {
+                if elastic {
+                    for t in ep.waves() {
+                        jobs.episodes.push((j as u32, k as u32, t));
+                    }
+                } else {
+                    jobs.episodes.push((j as u32, k as u32, ep.fail_ps));
+                }
             }
             jobs.list.push(Job::new(p.clone(), plan));
         }
@@ -481,10 +536,7 @@ impl Jobs {
         self.episodes
             .iter()
             .enumerate()
-            .map(|(e, &(j, k))| {
-                let ep = &self.list[j as usize].plan.episodes[k as usize];
-                (ep.fail_ps, e as u32)
-            })
+            .map(|(e, &(_, _, t))| (t, e as u32))
             .collect()
     }
 }
@@ -698,12 +750,21 @@ impl World {
     /// Episode event `e` begins: its job freezes.
     pub(super) fn job_failure(&mut self, e: u32) {
         let now = self.now;
-        let (j, k) = self.jobs.episodes[e as usize];
+        let (j, k, _) = self.jobs.episodes[e as usize];
         let job = &mut self.jobs.list[j as usize];
         if job.finished() {
             return; // the failure came after the job ended
         }
+        // Elastic: the ranks cut off now (and their replicas) that are not out already.
+        let mut leaving = None;
         let ep = &job.plan.episodes[k as usize];
+        let repair_ps = ep.repair_ps;
+        let newly: Vec<u32> = ep
+            .cuts
+            .iter()
+            .filter(|c| c.from_ps == now)
+            .map(|c| c.endpoint)
+            .collect();
         let r = job.plan.reaction;
         // Frozen by an earlier failure (not by a checkpoint's saving or a rejoin).
         let frozen = job
@@ -713,29 +774,51 @@ impl World {
         let progress_at_fail = job.progress;
         let started = now > job.plan.start_ps;
         let (resume, lost, rework, redo) = match r.on_failure {
-            OnFailure::Stall => (
-                ep.repair_ps.map(|t| t.saturating_add(r.detection_ps)),
-                0,
-                0,
-                0,
-            ),
+            OnFailure::Stall => (repair_ps.map(|t| t.saturating_add(r.detection_ps)), 0, 0, 0),
             OnFailure::Elastic { reformation_ps, .. } => {
-                // The survivors re-form after detection; with none left, after the repair.
-                let cut = job.replicas_of(&ep.endpoints);
+                // The ranks newly cut off now leave (those cut off later in the episode leave
+                // when they are: another failure event); ranks out already change nothing.
                 let mut all = job.excluded();
-                all.extend(cut);
+                all.extend(job.pending());
                 all.sort_unstable();
                 all.dedup();
+                let cut: Vec<u32> = job
+                    .replicas_of(&newly)
+                    .into_iter()
+                    .filter(|x| all.binary_search(x).is_err())
+                    .collect();
+                if cut.is_empty() {
+                    // The episode hit the job, but its group does not change: no freeze.
+                    if !job.outcomes.iter().any(|o| o.episode == k) {
+                        let progress = job.progress;
+                        job.outcomes.push(EpisodeOutcome {
+                            episode: k,
+                            fail_ps: now,
+                            resume_ps: Some(now),
+                            freeze_end_ps: Some(now),
+                            lost_iterations: 0,
+                            rework_ps: 0,
+                            redo_ps: 0,
+                            progress_at_fail: progress,
+                            progress_at_resume: Some(progress),
+                        });
+                    }
+                    return;
+                }
+                all.extend(cut.iter().copied());
+                all.sort_unstable();
+                all.dedup();
+                leaving = Some(cut);
+                // The survivors re-form after detection; with none left, after the repair.
                 let resume = if all.len() < job.plan.endpoints.len() {
                     Some(now.saturating_add(r.detection_ps))
                 } else {
-                    ep.repair_ps
-                        .map(|rep| rep.max(now.saturating_add(r.detection_ps)))
+                    repair_ps.map(|rep| rep.max(now.saturating_add(r.detection_ps)))
                 };
                 (resume.map(|t| t.saturating_add(reformation_ps)), 0, 0, 0)
             }
             OnFailure::Restart { restart_ps, .. } => {
-                let resume = ep.repair_ps.map(|rep| {
+                let resume = repair_ps.map(|rep| {
                     rep.max(now.saturating_add(r.detection_ps))
                         .saturating_add(restart_ps)
                 });
@@ -775,6 +858,10 @@ impl World {
         };
         let end = resume.map_or(NEVER, |t| t.saturating_add(redo).saturating_add(carried));
         job.freeze(now, end);
+        if let Some(cut) = leaving {
+            let o = job.outcomes.len();
+            job.elastic.pending.push((e, o, cut));
+        }
         job.outcomes.push(EpisodeOutcome {
             episode: k,
             fail_ps: now,
@@ -796,9 +883,9 @@ impl World {
     /// instead goes on without them: its groups are re-formed.
     pub(super) fn job_resume(&mut self, e: u32) {
         let now = self.now;
-        let (j, k) = self.jobs.episodes[e as usize];
+        let (j, k, _) = self.jobs.episodes[e as usize];
         if self.jobs.list[j as usize].is_elastic() {
-            return self.elastic_resume(j as usize, k);
+            return self.elastic_resume(j as usize, k, e);
         }
         let job = &mut self.jobs.list[j as usize];
         if job.frozen_until(now).is_some() {
@@ -833,16 +920,16 @@ impl World {
 }
 
 impl World {
-    /// Elastic job `j`'s re-formation after episode `k` ended: its groups go on without the
-    /// episode's cut-off ranks and their replicas (all of them back already: none excluded).
-    fn elastic_resume(&mut self, j: usize, k: u32) {
+    /// Elastic job `j`'s re-formation after failure event `e` (of episode `k`) ended: its
+    /// groups go on without the ranks it cut off and their replicas (all of them back already:
+    /// none excluded).
+    fn elastic_resume(&mut self, j: usize, k: u32, e: u32) {
         let now = self.now;
         let job = &mut self.jobs.list[j];
-        let Some(o) = job.outcomes.iter().rposition(|o| o.episode == k) else {
+        let Some(p) = job.elastic.pending.iter().position(|p| p.0 == e) else {
             return;
         };
-        let ep = &job.plan.episodes[k as usize];
-        let cut = job.replicas_of(&ep.endpoints);
+        let (_, o, cut) = job.elastic.pending.remove(p);
         let before = job.excluded();
         let mut all = before.clone();
         all.extend(cut.iter().copied());
@@ -886,11 +973,16 @@ impl World {
         };
         let n = job.plan.endpoints.len() as u32;
         let idle = n - job.excluded().len() as u32;
-        for x in job.elastic.exclusions.iter_mut() {
-            let repaired = job.plan.episodes[x.episode as usize]
-                .repair_ps
-                .is_some_and(|r| r <= start);
-            if x.until_ps.is_none() && repaired {
+        // The excluded ranks reachable over the whole re-formation take part again; one cut off
+        // by another failure still (or again) stays out.
+        let back: Vec<bool> = job
+            .elastic
+            .exclusions
+            .iter()
+            .map(|x| x.until_ps.is_none() && job.repaired_over(x, start, now))
+            .collect();
+        for (x, back) in job.elastic.exclusions.iter_mut().zip(back) {
+            if back {
                 x.until_ps = Some(now);
             }
         }
@@ -1165,14 +1257,30 @@ pub struct JobSummary {
     /// iteration of g of n ranks counts g / n: samples per second / samples per full step).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work_per_second: Option<f64>,
-    /// Elastic: `work_per_second` over the network-free rate (`ideal_iterations_per_second`:
-    /// always there, even when the first failure hits the first iteration, and the same for
-    /// every run of the job), and the same for the iterations run with a smaller group only
-    /// (their mean rate x their mean group fraction). None without an ideal (inference).
+    /// Degraded throughput: the job's achieved rate (elastic: `work_per_second`; else
+    /// `iterations_per_second`) over its failure-free rate on the same fabric
+    /// (`baseline_iterations_per_second`), so 1 exactly for a run without failures; elastic:
+    /// the same for the iterations run with a smaller group only (their mean rate x their mean
+    /// group fraction). None without a failure-free rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relative_throughput: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relative_throughput_shrunk: Option<f64>,
+    /// The failure-free rate: 1 / the mean period (from the previous iteration's end, or the
+    /// job's start, to the iteration's end) of the iterations no failure touched ("measured"),
+    /// or, when every iteration was touched, of the first two iterations of a failure-free
+    /// shadow run of the same scenario without its faults and failure processes ("shadow").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_iterations_per_second: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relative_throughput_baseline: Option<&'static str>,
+    /// The achieved rate over the network-free rate (`ideal_iterations_per_second`: the same
+    /// for every run of the job; 1 only if the network and failures cost nothing), and the same
+    /// for the shrunk iterations (elastic). None without an ideal (inference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_efficiency: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_efficiency_shrunk: Option<f64>,
     pub episodes: Vec<EpisodeSummary>,
 }
 
@@ -1221,13 +1329,64 @@ fn union_len(mut v: Vec<(Time, Time)>, cap: Time) -> u64 {
 }
 
 impl Job {
+    /// The iterations no failure touched: how many, and the sum of their periods (from the
+    /// previous iteration's end, or the job's start, to their own end). A failure touches the
+    /// periods that overlap its effect: from the failure to the end of the freeze it caused,
+    /// and (elastic) while its ranks were excluded. None if there are none.
+    pub fn untouched_periods(&self) -> Option<(u32, u64)> {
+        let mut ends: Vec<Time> = self
+            .iteration_end
+            .iter()
+            .copied()
+            .filter(|&t| t != NEVER)
+            .collect();
+        ends.sort_unstable();
+        let hit: Vec<(Time, Time)> = self
+            .outcomes
+            .iter()
+            .map(|o| (o.fail_ps, o.freeze_end_ps.unwrap_or(NEVER)))
+            .chain(
+                self.elastic
+                    .exclusions
+                    .iter()
+                    .map(|x| (x.from_ps, x.until_ps.unwrap_or(NEVER))),
+            )
+            .map(|(a, b)| (a, b.max(a.saturating_add(1))))
+            .collect();
+        let (mut k, mut sum, mut prev) = (0u32, 0u64, self.plan.start_ps);
+        for e in ends {
+            if !hit.iter().any(|&(a, b)| a < e && b > prev) {
+                k += 1;
+                sum += e.saturating_sub(prev);
+            }
+            prev = e;
+        }
+        (k > 0 && sum > 0).then_some((k, sum))
+    }
+
+    /// The first (up to) two iterations' count and period once they have ended: the
+    /// failure-free baseline a shadow run gives.
+    pub fn first_periods(&self) -> Option<(u32, u64)> {
+        let k = self.iteration_end.len().min(2);
+        let ends = &self.iteration_end[..k];
+        if k == 0 || ends.contains(&NEVER) {
+            return None;
+        }
+        let last = ends.iter().copied().max()?;
+        let sum = last.saturating_sub(self.plan.start_ps);
+        (sum > 0).then_some((k as u32, sum))
+    }
+
     /// The job's outcome at `now` (the stop) from its steps (`steps`: its rows of steps.arrow).
+    /// `shadow`: the failure-free baseline of a shadow run (`first_periods`), used when no
+    /// iteration of this run was untouched by failures.
     pub fn summary(
         &self,
         name: String,
         now: Time,
         steps: &[&crate::trace::ops::StepRow],
         fault: impl Fn(u32) -> (&'static str, u32, String),
+        shadow: Option<(u32, u64)>,
     ) -> JobSummary {
         let gpus = self.plan.endpoints.len() as u32;
         // Lost time is a union of intervals: a GPU-second two failures' losses overlap on counts
@@ -1388,11 +1547,22 @@ impl Job {
             .ideal_iteration_ps
             .filter(|&t| t > 0)
             .map(|t| PS / t as f64);
-        // Against the network-free rate: always there (but for inference), the same for every
-        // run of the job, and 1 only if the network and failures cost nothing.
-        let relative = |w: Option<f64>| match (w, ideal) {
+        // Against the failure-free rate of the same job on the same fabric: measured on the
+        // iterations no failure touched, else from a failure-free shadow run. The same formula
+        // as the achieved rate, so a run without failures scores 1 exactly.
+        let (base, base_source) = match self.untouched_periods() {
+            Some(b) => (Some(b), Some("measured")),
+            None => (shadow, shadow.map(|_| "shadow")),
+        };
+        let base_rate = base.and_then(|(k, sum)| rate(k as f64, sum));
+        let over = |w: Option<f64>, b: Option<f64>| match (w, b) {
             (Some(w), Some(b)) if b > 0.0 => Some(w / b),
             _ => None,
+        };
+        let achieved = if elastic {
+            work_per_second
+        } else {
+            rate(self.progress as f64, span)
         };
         let lost_extra = gpu_ps_s(excluded_gpu_ps + reform_gpu_ps) + gpu_s(checkpoint_lost);
         JobSummary {
@@ -1403,7 +1573,12 @@ impl Job {
             iterations: self.plan.iterations,
             useful_iterations: self.progress,
             lost_iterations: self.outcomes.iter().map(|o| o.lost_iterations).sum(),
-            failures: self.outcomes.len() as u32,
+            failures: {
+                let mut k: Vec<u32> = self.outcomes.iter().map(|o| o.episode).collect();
+                k.sort_unstable();
+                k.dedup();
+                k.len() as u32
+            },
             stalled_ps,
             lost_gpu_seconds: gpu_s(stall + restart + rework) + lost_extra,
             lost_gpu_seconds_stall: gpu_s(stall),
@@ -1427,8 +1602,12 @@ impl Job {
                 None
             },
             work_per_second,
-            relative_throughput: relative(work_per_second),
-            relative_throughput_shrunk: relative(shrunk_rate),
+            relative_throughput: over(achieved, base_rate),
+            relative_throughput_shrunk: over(shrunk_rate, base_rate),
+            baseline_iterations_per_second: base_rate,
+            relative_throughput_baseline: base_rate.and(base_source),
+            network_efficiency: over(achieved, ideal),
+            network_efficiency_shrunk: over(shrunk_rate, ideal),
             episodes,
         }
     }

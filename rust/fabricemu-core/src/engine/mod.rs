@@ -786,9 +786,21 @@ impl Simulation {
     /// run.json's `jobs`: one summary per reacting workload, from the steps of the run.
     pub fn job_summaries(&self, steps: &[crate::trace::ops::StepRow]) -> Vec<JobSummary> {
         let names = self.workload_names();
+        // Jobs every iteration of which a failure touched take their failure-free rate from a
+        // shadow run (docs/failures.md, "Relative throughput").
+        let need: Vec<usize> = (0..self.jobs().len())
+            .filter(|&j| self.jobs()[j].untouched_periods().is_none())
+            .collect();
+        let mut shadow = vec![None; self.jobs().len()];
+        if !need.is_empty() {
+            for (j, b) in need.iter().zip(self.shadow_periods(&need)) {
+                shadow[*j] = b;
+            }
+        }
         self.jobs()
             .iter()
-            .map(|j| {
+            .zip(shadow)
+            .map(|(j, shadow)| {
                 let rows: Vec<&crate::trace::ops::StepRow> = steps
                     .iter()
                     .filter(|s| s.workload == j.plan.workload)
@@ -801,9 +813,30 @@ impl Simulation {
                         Some(f) => (f.source.name(), f.source.index(), f.target.to_string()),
                         None => ("fault", i, String::new()),
                     },
+                    shadow,
                 )
             })
             .collect()
+    }
+
+    /// A failure-free shadow of this run: the same scenario without its faults and failure
+    /// processes, run only until each of `jobs` (indices into `jobs()`) has ended its first
+    /// (up to) two iterations; their count and period (`Job::first_periods`) each, None if the
+    /// shadow cannot tell (it stops first). Deterministic: the same scenario and seed.
+    fn shadow_periods(&self, jobs: &[usize]) -> Vec<Option<(u32, u64)>> {
+        let mut s = self.scenario.clone();
+        s.faults.clear();
+        s.failure_processes.clear();
+        let Ok(mut sim) = Simulation::build(&s) else {
+            return vec![None; jobs.len()];
+        };
+        let get = |sim: &Simulation, j: usize| sim.jobs().get(j).and_then(|x| x.first_periods());
+        while !jobs.iter().all(|&j| get(&sim, j).is_some()) {
+            if matches!(sim.step(100_000), StepOutcome::Finished) {
+                break;
+            }
+        }
+        jobs.iter().map(|&j| get(&sim, j)).collect()
     }
 
     /// The engine state, for tests and tools that inspect it.

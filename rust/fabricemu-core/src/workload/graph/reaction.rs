@@ -15,9 +15,11 @@
 //!   their groups without the failed ranks (and the ranks of their model replicas: those sharing
 //!   a tensor-, pipeline- or expert-parallel op with one), which takes `reformation_time`; the
 //!   job then goes on with the smaller group, losing no work: the collectives not yet ended are
-//!   re-planned over the surviving ranks (the interrupted one starts over). The failed ranks
-//!   rejoin (`rejoin = "next_step"`, the default) at the first iteration end after their repair,
-//!   with another re-formation, or never (`"never"`).
+//!   re-planned over the surviving ranks (the interrupted one starts over). A rank leaves when
+//!   it is itself cut off (a rank cut off later in an episode, later: another re-formation).
+//!   The failed ranks rejoin (`rejoin = "next_step"`, the default) at the first iteration end
+//!   at which they are reachable again (every failure cutting them off repaired), with another
+//!   re-formation, or never (`"never"`).
 //!
 //! Which ranks a failure cuts off follows from the fabric, computed here from the resolved
 //! faults: a rank is cut off while its endpoint shares no live part of the fabric with most of
@@ -338,6 +340,31 @@ pub struct Episode {
     pub endpoints: Vec<u32>,
     /// The fault (index into the resolved faults) that started it.
     pub fault: u32,
+    /// When each endpoint was cut off within the episode: one entry per interval (an endpoint
+    /// may be cut off, reachable again and cut off again within one episode), sorted by start
+    /// then endpoint. An elastic job excludes a rank when it is itself cut off, and takes it
+    /// back only when it is reachable again.
+    pub cuts: Vec<Cut>,
+}
+
+/// An endpoint cut off from `from_ps` to `until_ps` (reachable again then, routing knowing
+/// it; None: not before the episode's end, which is never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    pub endpoint: u32,
+    pub from_ps: Time,
+    pub until_ps: Option<Time>,
+}
+
+impl Episode {
+    /// The times at which endpoints are newly cut off within the episode (the first is
+    /// `fail_ps`), sorted.
+    pub fn waves(&self) -> Vec<Time> {
+        let mut w: Vec<Time> = self.cuts.iter().map(|c| c.from_ps).collect();
+        w.sort_unstable();
+        w.dedup();
+        w
+    }
 }
 
 /// A step workload that reacts to failures, as planned.
@@ -590,6 +617,8 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
     let mut open: Option<Episode> = None;
     // The endpoints of the open episode, marked (its list is sorted when it closes).
     let mut in_open = vec![false; fabric.num_nodes as usize];
+    // The endpoints cut off now, in `endpoints` order, with their interval (index in `cuts`).
+    let mut now_cut: Vec<(u32, usize)> = Vec::new();
     for &t in &times {
         let mut first_start = None;
         while ei < by_end.len() && back(by_end[ei]) == Some(t) {
@@ -619,14 +648,49 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
                 repair_ps: None,
                 endpoints: Vec::new(),
                 fault: first_start.unwrap_or(0),
+                cuts: Vec::new(),
             });
+            // The cut-off intervals: those of endpoints no longer cut off end now (`cut` is in
+            // `endpoints` order, like `now_cut`), those of newly cut-off ones begin.
+            let mut still = Vec::with_capacity(now_cut.len());
+            for &(c, i) in &now_cut {
+                if cut
+                    .binary_search_by_key(&reach.endpoint_of[c as usize], |&x| {
+                        reach.endpoint_of[x as usize]
+                    })
+                    .is_ok()
+                {
+                    still.push((c, i));
+                } else {
+                    e.cuts[i].until_ps = Some(t);
+                }
+            }
             for c in cut {
                 if !std::mem::replace(&mut in_open[c as usize], true) {
                     e.endpoints.push(c);
                 }
+                if still
+                    .binary_search_by_key(&reach.endpoint_of[c as usize], |&(x, _)| {
+                        reach.endpoint_of[x as usize]
+                    })
+                    .is_err()
+                {
+                    e.cuts.push(Cut {
+                        endpoint: c,
+                        from_ps: t,
+                        until_ps: None,
+                    });
+                    still.push((c, e.cuts.len() - 1));
+                }
             }
+            still.sort_unstable_by_key(|&(x, _)| reach.endpoint_of[x as usize]);
+            now_cut = still;
         } else if let Some(mut e) = open.take() {
             e.repair_ps = Some(t);
+            for &(_, i) in &now_cut {
+                e.cuts[i].until_ps = Some(t);
+            }
+            now_cut.clear();
             close(&mut e, &mut in_open);
             out.push(e);
         }
@@ -638,9 +702,10 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
     out
 }
 
-/// An episode's endpoints sorted, and their marks cleared for the next.
+/// An episode's endpoints and cut-off intervals sorted, and their marks cleared for the next.
 fn close(e: &mut Episode, marks: &mut [bool]) {
     e.endpoints.sort_unstable();
+    e.cuts.sort_unstable_by_key(|c| (c.from_ps, c.endpoint));
     for &c in &e.endpoints {
         marks[c as usize] = false;
     }
@@ -835,9 +900,18 @@ mod tests {
             let live = |f: &&LinkFault| f.at_ps <= t && back(f).is_none_or(|b| b > t);
             let active: Vec<&LinkFault> = faults.iter().filter(live).collect();
             let cut = cut_from_scratch(fabric, &active, endpoints);
+            // Close the intervals of the endpoints no longer cut off.
+            if let Some(e) = &mut open {
+                for c in e.cuts.iter_mut() {
+                    if c.until_ps.is_none() && !cut.contains(&c.endpoint) {
+                        c.until_ps = Some(t);
+                    }
+                }
+            }
             if cut.is_empty() {
                 if let Some(mut e) = open.take() {
                     e.repair_ps = Some(t);
+                    e.cuts.sort_by_key(|c| (c.from_ps, c.endpoint));
                     out.push(e);
                 }
                 continue;
@@ -851,12 +925,29 @@ mod tests {
                 repair_ps: None,
                 endpoints: Vec::new(),
                 fault: first,
+                cuts: Vec::new(),
             });
+            for &c in &cut {
+                if !e
+                    .cuts
+                    .iter()
+                    .any(|x| x.endpoint == c && x.until_ps.is_none())
+                {
+                    e.cuts.push(Cut {
+                        endpoint: c,
+                        from_ps: t,
+                        until_ps: None,
+                    });
+                }
+            }
             e.endpoints.extend(cut);
             e.endpoints.sort_unstable();
             e.endpoints.dedup();
         }
-        out.extend(open);
+        if let Some(mut e) = open {
+            e.cuts.sort_by_key(|c| (c.from_ps, c.endpoint));
+            out.push(e);
+        }
         out
     }
 
