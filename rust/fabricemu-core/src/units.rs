@@ -19,8 +19,12 @@ pub type Rate = u64;
 /// Exact time to serialise `bytes` onto a link of `rate` bits per second, rounded up to a whole ps.
 #[inline]
 pub fn serialisation_ps(bytes: u64, rate_bps: Rate) -> Time {
-    let num = bytes as u128 * 8 * PS_PER_SEC as u128;
-    num.div_ceil(rate_bps as u128) as Time
+    // In u64 whenever the product fits (every packet size): the same quotient without a 128-bit
+    // division.
+    match bytes.checked_mul(8 * PS_PER_SEC) {
+        Some(num) => num.div_ceil(rate_bps),
+        None => (bytes as u128 * 8 * PS_PER_SEC as u128).div_ceil(rate_bps as u128) as Time,
+    }
 }
 
 /// Why a unit string could not be parsed (the caller adds the key path and position).

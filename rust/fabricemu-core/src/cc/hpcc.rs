@@ -49,7 +49,7 @@ pub struct Hpcc {
 
 impl HpccCc {
     fn react(&self, s: &mut Hpcc) -> Reaction {
-        let rate = ((s.w * 8.0 * 1e12 / s.t as f64) as u64).clamp(1, s.line);
+        let rate = ((s.w * 8.0 * 1e12 / exact_f64(s.t)) as u64).clamp(1, s.line);
         let rate_bps = (rate != s.rate).then_some(rate);
         s.rate = rate;
         Reaction {
@@ -61,31 +61,41 @@ impl HpccCc {
 
     /// U's sample from one ACK's records: (max u_i, its tau); None if no hop is newer.
     fn measure(&self, s: &mut Hpcc, int: &[IntRecord]) -> Option<(f64, Time)> {
-        let t_s = s.t as f64 * 1e-12;
+        let t_s = exact_f64(s.t) * 1e-12;
+        let int = &int[..int.len().min(MAX_INT_HOPS)];
+        let known = s.prev_len as usize;
         let mut best: Option<(f64, Time)> = None;
-        let n = int.len().min(MAX_INT_HOPS);
-        for (i, r) in int.iter().take(n).enumerate() {
-            let p = s.prev[i];
-            if i < s.prev_len as usize
+        for (i, (r, p)) in int.iter().zip(s.prev.iter_mut()).enumerate() {
+            if i < known
                 && p.node == r.node
                 && p.port == r.port
                 && r.time_ps > p.time_ps
                 && r.rate_bps > 0
             {
                 let tau = r.time_ps - p.time_ps;
-                let b = r.rate_bps as f64;
-                let tx_rate =
-                    r.tx_bytes.saturating_sub(p.tx_bytes) as f64 * 8.0 / (tau as f64 * 1e-12);
-                let q = r.queue_bytes.min(p.queue_bytes) as f64 * 8.0;
+                let b = exact_f64(r.rate_bps);
+                let tx_rate = exact_f64(r.tx_bytes.saturating_sub(p.tx_bytes)) * 8.0
+                    / (exact_f64(tau) * 1e-12);
+                let q = exact_f64(r.queue_bytes.min(p.queue_bytes)) * 8.0;
                 let u = q / (b * t_s) + tx_rate / b;
                 if best.is_none_or(|(bu, _)| u > bu) {
                     best = Some((u, tau));
                 }
             }
-            s.prev[i] = *r;
+            *p = *r;
         }
-        s.prev_len = n as u8;
+        s.prev_len = int.len() as u8;
         best
+    }
+}
+
+/// `x as f64` (the nearest double), by the one-instruction signed conversion where it gives the
+/// same value (below 2^63: every count and time here).
+#[inline(always)]
+fn exact_f64(x: u64) -> f64 {
+    match i64::try_from(x) {
+        Ok(v) => v as f64,
+        Err(_) => x as f64,
     }
 }
 
@@ -141,7 +151,7 @@ impl Controller for HpccCc {
         let spec = &self.0;
         s.u_max = s.u_max.max(u);
         let tau = tau.min(s.t);
-        let k = tau as f64 / s.t as f64;
+        let k = exact_f64(tau) / exact_f64(s.t);
         s.u = (1.0 - k) * s.u + k * u;
         let update = ack.acked > s.last_update_seq;
         let w = if s.u >= spec.eta || s.inc_stage >= spec.max_stage {

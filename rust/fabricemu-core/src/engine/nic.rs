@@ -12,6 +12,14 @@ use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::transport::{window, NEVER};
 use crate::units::{serialisation_ps, Time};
 
+/// Move the ring's front flow to its back (a ring of one stays as it is, without the call).
+#[inline(always)]
+fn rotate_one(ring: &mut std::collections::VecDeque<FlowId>) {
+    if ring.len() > 1 {
+        ring.rotate_left(1);
+    }
+}
+
 impl World {
     /// The next data packet of host `h`'s port `p`, round robin over the flows it sends on `p`
     /// that have data and whose pacing allows a packet now. The flow served last stays at the front until the next
@@ -42,7 +50,7 @@ impl World {
                 if self.nics.fifo {
                     break; // FIFO: the oldest flow waits for its pacing; no one overtakes it
                 }
-                ring.rotate_left(1);
+                rotate_one(ring);
                 continue;
             }
             if f.window_full(self.transport.mtu) {
@@ -50,7 +58,7 @@ impl World {
                 if self.nics.fifo {
                     break;
                 }
-                ring.rotate_left(1);
+                rotate_one(ring);
                 continue;
             }
             if let Some(c) = &mut self.credits {
@@ -60,7 +68,7 @@ impl World {
                     if self.nics.fifo {
                         break;
                     }
-                    ring.rotate_left(1);
+                    rotate_one(ring);
                     continue;
                 }
                 *credit -= 1;
@@ -180,7 +188,7 @@ impl World {
         f.rto_armed = true;
         self.stats.flows_started += 1;
         self.events
-            .push_after(self.transport.rto, Event::Retransmit(fid));
+            .push_after_recurring(self.transport.rto, Event::Retransmit(fid));
         let line = f.rate_bps;
         let path = if self.cc.needs_path() {
             self.flow_base_path(fid)
@@ -267,7 +275,7 @@ impl World {
         f.resend.clear();
         f.rto_deadline = now.saturating_add(self.transport.rto);
         self.events
-            .push_after(self.transport.rto, Event::Retransmit(fid));
+            .push_after_recurring(self.transport.rto, Event::Retransmit(fid));
         let r = self.cc.on_loss(fid, true, now);
         self.react(fid, r);
         self.resume(fid);
@@ -781,7 +789,12 @@ impl World {
         if rc > old && f.next_send > self.now {
             // Faster now: the wait computed at the old rate shrinks in proportion.
             let left = f.next_send - self.now;
-            f.next_send = self.now + (left as u128 * old as u128 / rc as u128) as Time;
+            // (In u64 when the product fits, as it does for any wait of a packet's time.)
+            f.next_send = self.now
+                + match left.checked_mul(old) {
+                    Some(x) => x / rc,
+                    None => (left as u128 * old as u128 / rc as u128) as Time,
+                };
             if f.in_nic_ring {
                 let p = f.src_port;
                 let at = f.next_send.max(self.ports[p].busy_until);

@@ -85,9 +85,24 @@ impl World {
             && !self.queues[p].has_sendable(port.paused)
     }
 
-    /// Wake port `p` at `t` (moving an existing wake-up earlier, never later).
+    /// Wake port `p` at `t` (moving an existing wake-up earlier, never later). For wake-ups at
+    /// arbitrary times (the end of a transmission under way when a packet arrives, a flow's
+    /// pacing): straight into the event queue's general heap, since their delays do not recur.
     #[inline]
     pub(super) fn wake_port(&mut self, p: PortId, t: Time) {
+        let port = &mut self.ports[p];
+        if t < port.wake_at {
+            port.wake_at = t;
+            if t >= self.now && t - self.now < Time::MAX / 2 {
+                self.events.push(t, Event::PortFree(p));
+            }
+        }
+    }
+
+    /// Wake port `p` when the packet it just started sending is out (`t`, a serialisation time
+    /// from now: a recurring delay, which has a lane in the event queue).
+    #[inline]
+    fn wake_port_after_send(&mut self, p: PortId, t: Time) {
         let port = &mut self.ports[p];
         if t < port.wake_at {
             port.wake_at = t;
@@ -148,7 +163,7 @@ impl World {
         self.transmit(p, pkt);
         if self.port_has_work(p) {
             let t = self.ports[p].busy_until;
-            self.wake_port(p, t);
+            self.wake_port_after_send(p, t);
         }
     }
 

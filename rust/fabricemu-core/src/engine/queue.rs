@@ -4,7 +4,8 @@
 //! Most events are scheduled a fixed delay ahead of the current time (a serialisation time, a
 //! serialisation plus a link delay, a timeout). Events pushed with the same delay come out of a
 //! FIFO already sorted by (time, sequence), since time only advances. So `push_after` appends to
-//! one FIFO ("lane") per frequent delay; events at arbitrary times or with rare delays go to a
+//! one FIFO ("lane") per frequent span of delays (delays within a few ns share one, kept sorted by
+//! a short insertion from the back); events at arbitrary times or with rare delays go to a
 //! general heap. A small tournament tree over the sources' heads (the general heap's minimum and
 //! each lane's front) finds the earliest. Profiling showed a single binary heap's sift loops were
 //! the engine's largest cost.
@@ -202,9 +203,13 @@ impl Tournament {
     fn update(&mut self, leaf: u32, key: u128) {
         let mut n = self.cap + leaf as usize;
         self.w[n].key = key;
+        // The match winner at the current node, carried up in registers.
+        let mut win = self.w[n];
         while n > 1 {
-            let (a, b) = (self.w[n], self.w[n ^ 1]);
-            let win = if a.key < b.key { a } else { b };
+            let b = self.w[n ^ 1];
+            if b.key <= win.key {
+                win = b;
+            }
             n >>= 1;
             if self.w[n].key == win.key && self.w[n].item == win.item {
                 break; // unchanged from here up
@@ -220,19 +225,26 @@ impl Tournament {
         let leaf = self.w[1].item;
         let mut n = self.cap + leaf as usize;
         self.w[n].key = key;
+        let mut win = Entry { key, item: leaf };
         while n > 1 {
-            let (a, b) = (self.w[n], self.w[n ^ 1]);
+            let b = self.w[n ^ 1];
+            if b.key <= win.key {
+                win = b;
+            }
             n >>= 1;
-            self.w[n] = if a.key < b.key { a } else { b };
+            self.w[n] = win;
         }
     }
 
-    /// Room for `leaves` sources (doubling, keeping every leaf's key).
+    /// Room for `leaves` sources, keeping every leaf's key. The tree has exactly one leaf per
+    /// source (not a power of two): node `n` is the smaller of `2n` and `2n + 1` for every inner
+    /// node, so node 1 is the earliest of all leaves for any count, and a leaf's path to it is
+    /// log2 of the sources long, not of the next power of two.
     fn reserve(&mut self, leaves: usize) {
         if leaves <= self.cap {
             return;
         }
-        let mut t = Tournament::new(leaves.next_power_of_two());
+        let mut t = Tournament::new(leaves);
         t.w[t.cap..t.cap + self.cap].copy_from_slice(&self.w[self.cap..]);
         for n in (1..t.cap).rev() {
             let (a, b) = (t.w[2 * n], t.w[2 * n + 1]);
@@ -250,6 +262,16 @@ const HOT_AFTER: u32 = 1024;
 /// ... and once it accounts for at least 1 / HOT_SHARE of all pushes so far: in a long run many
 /// moderately rare delays reach `HOT_AFTER`, and every lane is a leaf of the tournament.
 const HOT_SHARE: u64 = 64;
+/// Delays in one aligned span of `LANE_WIDTH` ps share a lane (the table counts and maps the span,
+/// `delay >> LANE_SHIFT`). HPCC's INT records make packet sizes, and so delays, differ by a few
+/// bytes' time per hop: one lane for each would deepen the tournament every pop replays, while in
+/// a shared lane a push is out of order only against the few pushed less than `LANE_WIDTH` ago.
+const LANE_SHIFT: u32 = 12;
+#[cfg_attr(not(test), allow(dead_code))]
+const LANE_WIDTH: Time = 1 << LANE_SHIFT;
+/// A push passes at most this many entries of its lane; one that would pass more goes to the
+/// general heap.
+const MAX_PASS: usize = 8;
 /// Bits of the delay table's index (open addressing, kept at most half full).
 const TABLE_BITS: u32 = 12;
 const TABLE_SLOTS: usize = 1 << TABLE_BITS;
@@ -290,16 +312,54 @@ impl Lane {
         (self.len != 0).then(|| self.buf[self.head].key)
     }
 
-    /// Append; returns whether the lane was empty.
-    #[inline]
-    fn push_back(&mut self, e: Entry<Event>) -> bool {
+    /// Insert in key order: `Some(true)` if `e` is now the front (the lane's head changed),
+    /// `Some(false)` if not, None if it would pass more than `MAX_PASS` entries (nothing stored:
+    /// the caller puts it in the general heap, so a burst of pushes out of order never costs more
+    /// than a few moves each). The delays of one lane differ by less than [`LANE_WIDTH`], so `e`
+    /// is nearly always the last, and otherwise passes only entries pushed less than that long
+    /// ago.
+    #[inline(always)]
+    fn push(&mut self, e: Entry<Event>) -> Option<bool> {
         if self.len == self.buf.len() {
             self.grow();
         }
         let mask = self.buf.len() - 1;
-        self.buf[(self.head + self.len) & mask] = e;
+        if self.len == 0 {
+            self.buf[self.head] = e;
+            self.len = 1;
+            return Some(true);
+        }
+        let tail = (self.head + self.len - 1) & mask;
+        if self.buf[tail].key < e.key {
+            self.buf[(tail + 1) & mask] = e;
+            self.len += 1;
+            return Some(false);
+        }
+        self.insert(e)
+    }
+
+    /// `e` goes before the lane's last entry: move the later ones up by one (at most
+    /// `MAX_PASS` of them).
+    #[inline(never)]
+    fn insert(&mut self, e: Entry<Event>) -> Option<bool> {
+        let mask = self.buf.len() - 1;
+        let mut i = self.len;
+        let stop = self.len.saturating_sub(MAX_PASS);
+        while i > 0 {
+            if self.buf[(self.head + i - 1) & mask].key < e.key {
+                break;
+            }
+            if i == stop {
+                return None;
+            }
+            i -= 1;
+        }
+        for j in (i..self.len).rev() {
+            self.buf[(self.head + j + 1) & mask] = self.buf[(self.head + j) & mask];
+        }
+        self.buf[(self.head + i) & mask] = e;
         self.len += 1;
-        self.len == 1
+        Some(i == 0)
     }
 
     /// Remove the front (the lane is not empty) and return it with the new front's key.
@@ -363,7 +423,7 @@ impl EventQueue {
             ],
             tracked: 0,
             general: Heap::new(),
-            heads: Tournament::new(8),
+            heads: Tournament::new(1),
         }
     }
 
@@ -403,16 +463,18 @@ impl EventQueue {
     #[inline(always)]
     pub fn push_after(&mut self, delay: Time, event: Event) {
         let key = self.next_key(self.now + delay);
-        let Some(lane) = self.lane_for(delay) else {
+        let Some(lane) = self.lane_for(delay >> LANE_SHIFT) else {
             self.push_general(key, event);
             return;
         };
-        if self.lanes[lane as usize].push_back(Entry { key, item: event }) {
-            self.heads.update(lane + 1, key);
+        match self.lanes[lane as usize].push(Entry { key, item: event }) {
+            Some(true) => self.heads.update(lane + 1, key),
+            Some(false) => {}
+            None => self.push_general(key, event),
         }
     }
 
-    /// The lane of `delay`, if it has one. Multiplicative hashing: the first probe nearly always
+    /// The lane of delays in `span` (`delay >> LANE_SHIFT`; called `delay` below), if it has one. Multiplicative hashing: the first probe nearly always
     /// finds the slot.
     #[inline(always)]
     fn lane_for(&mut self, delay: Time) -> Option<u32> {
@@ -448,6 +510,52 @@ impl EventQueue {
                 if s.state < HOT_AFTER || (s.state as u64) * HOT_SHARE < self.seq {
                     return None;
                 }
+                let lane = self.lanes.len() as u32;
+                s.state = LANE | lane;
+                self.lanes.push(Lane::new());
+                self.heads.reserve(self.lanes.len() + 1);
+                return Some(lane);
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Schedule `event` `delay` after the current time, in a lane of its own from the first push:
+    /// for a delay known to recur but pushed in bursts too small to make it hot (the
+    /// retransmission timeout, one per flow), which would otherwise sit far in the future in the
+    /// general heap and deepen every push and pop of the near events there.
+    #[inline]
+    pub fn push_after_recurring(&mut self, delay: Time, event: Event) {
+        let key = self.next_key(self.now + delay);
+        let span = delay >> LANE_SHIFT;
+        let lane = match self.lane_for(span) {
+            Some(lane) => lane,
+            None => match self.make_lane(span) {
+                Some(lane) => lane,
+                None => {
+                    self.push_general(key, event);
+                    return;
+                }
+            },
+        };
+        match self.lanes[lane as usize].push(Entry { key, item: event }) {
+            Some(true) => self.heads.update(lane + 1, key),
+            Some(false) => {}
+            None => self.push_general(key, event),
+        }
+    }
+
+    /// Give span `delay` a lane now (it was just counted by `lane_for`); None if the table is full.
+    #[cold]
+    fn make_lane(&mut self, delay: Time) -> Option<u32> {
+        let mask = TABLE_SLOTS - 1;
+        let mut slot = (delay.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_BITS)) as usize;
+        loop {
+            let s = &mut self.table[slot];
+            if s.state == EMPTY {
+                return None; // not tracked (the table is full)
+            }
+            if s.delay == delay {
                 let lane = self.lanes.len() as u32;
                 s.state = LANE | lane;
                 self.lanes.push(Lane::new());
@@ -558,14 +666,24 @@ mod tests {
 
     #[test]
     fn many_lanes_match_a_reference_ordering() {
-        // Forty recurring delays: lanes are created one by one (the tournament grows past its
-        // initial size) while events are pending in the older ones.
+        many_delays(LANE_WIDTH + 904, |q| assert!(q.lanes.len() > 8));
+    }
+
+    #[test]
+    fn delays_within_a_lane_width_share_it_in_order() {
+        // Forty delays 100 ps apart: one lane, whose pushes often pass earlier ones.
+        many_delays(100, |q| assert_eq!(q.lanes.len(), 1));
+    }
+
+    /// Forty recurring delays `step` apart: lanes are created one by one (the tournament grows
+    /// past its initial size) while events are pending in the older ones.
+    fn many_delays(step: Time, check: impl Fn(&EventQueue)) {
         let mut r = crate::rng::stream(11, crate::rng::Purpose::Workload, 0);
         let mut q = EventQueue::new();
         let mut reference = std::collections::BTreeSet::new();
         let mut now = 0;
         for i in 0..400_000u32 {
-            let d = 100 * (1 + r.below(40));
+            let d = step * (1 + r.below(40));
             q.push_after(d, Event::PortFree(PortId::new(i)));
             reference.insert((now + d, i));
             if r.below(3) != 0 {
@@ -575,7 +693,7 @@ mod tests {
                 now = t;
             }
         }
-        assert!(q.lanes.len() > 8);
+        check(&q);
         while let Some((t, i)) = reference.pop_first() {
             assert_eq!(q.pop(), Some((t, Event::PortFree(PortId::new(i)))));
         }
