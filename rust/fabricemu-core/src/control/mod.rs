@@ -37,6 +37,9 @@ pub struct Control {
     pub(crate) last_ps: Time,
     /// The snapshot of the latest boundary.
     pub(crate) telemetry: Option<Telemetry>,
+    /// Per port: the last boundary whose interval saw it mark packets (ECN), if any (the
+    /// telemetry-aware policy's memory, `policy::LinkModel::marked_within`).
+    pub last_marked_ps: Vec<Option<Time>>,
     /// Every collective call's flows (re-planned calls included).
     pub calls: calls::Calls,
     /// Actions applied so far (actions.arrow).
@@ -51,6 +54,7 @@ impl Control {
             last_ports: Vec::new(),
             last_ps: 0,
             telemetry: None,
+            last_marked_ps: Vec::new(),
             calls,
             log: Vec::new(),
         }

@@ -360,6 +360,12 @@ impl World {
         Vec::new()
     }
 
+    /// The transport settings flows starting now get: the scenario's, with the congestion-control
+    /// parameters a controller changed (`set_cc`).
+    pub fn live_transport(&self) -> &crate::config::TransportSpec {
+        self.amends.transport()
+    }
+
     /// Propagation (plus the far switch's latency) of the link leaving `p`.
     pub fn port_delay(&self, p: PortId) -> crate::units::Time {
         self.ports[p].arrival_delay

@@ -337,6 +337,12 @@ impl Simulation {
         let c = self.control.as_mut().expect("checked above");
         c.last_ports = last;
         c.last_ps = now;
+        c.last_marked_ps.resize(telemetry.ports.len(), None);
+        for (m, p) in c.last_marked_ps.iter_mut().zip(&telemetry.ports) {
+            if p.ecn_marks > 0 {
+                *m = Some(now);
+            }
+        }
         c.next_ps = now.saturating_add(c.spec.interval_ps);
         let (policy, interval) = (c.spec.policy, c.spec.interval_ps);
         if policy == PolicyName::TelemetryAware {

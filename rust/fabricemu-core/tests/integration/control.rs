@@ -527,16 +527,15 @@ fn telemetry_differences_the_counters() {
 }
 
 /// Issue 16, item 5 with in-network among the fixed choices: the congested scenario with
-/// reduction engines on every switch (`[switch.reduction]` appended), fixed ring, tree,
-/// halving-doubling and in_network against the telemetry-aware policy (which now also weighs
-/// in_network). The same bounds: within 5 % of the best fixed algorithm, faster than the worst.
-/// KNOWN GAP (session 7): the policy predicts in_network fastest for every call and the run takes
-/// 2.1x fixed ring's time (12.39 ms against 5.92 ms); ignored until the in-network model accounts
-/// for congestion on the tree's links (docs/control.md, "In-network candidates").
+/// reduction engines on every switch (scenarios/allreduce_congested_in_network.toml), fixed ring, tree,
+/// halving-doubling and in_network against the telemetry-aware policy (which also weighs
+/// in_network). Source: issue 16's validation bound: the adaptive run within 5 % of the best
+/// fixed algorithm and faster than the worst (the margin is printed and reported in
+/// docs/control.md). The policy's in-network model charges a rank whose tree links mark (or
+/// marked within the cost of a cut) DCQCN's cut and slow recovery (docs/control.md).
 #[test]
-#[ignore = "known gap: the policy's in-network prediction under incast congestion (see the doc comment)"]
 fn adaptive_policy_with_in_network_candidates_on_the_congested_fabric() {
-    let text = scenario_text() + "\n[switch.reduction]\n";
+    let text = repo_file("scenarios/allreduce_congested_in_network.toml");
     let mut times = Vec::new();
     for alg in ["ring", "tree", "halving_doubling", "in_network"] {
         let sim = common::run(&fixed(&text, alg));
@@ -567,9 +566,24 @@ fn adaptive_policy_with_in_network_candidates_on_the_congested_fabric() {
             .map(|r| (r.finish_ps.unwrap() - r.start_ps.unwrap()) / 1_000_000)
             .collect()
     };
-    println!(
-        "in_network calls (us): {:?}",
-        calls(&common::run(&fixed(&text, "in_network")))
+    let inr_calls = calls(&common::run(&fixed(&text, "in_network")));
+    println!("in_network calls (us): {inr_calls:?}");
+    // The prediction follows the network: the in-network time the policy predicted for the
+    // first call (under the incasts: DCQCN's cut and recovery) within 10 % of what a fixed
+    // in-network run measures for it (measured: 9556 us against 10293 us, -7 %; before the
+    // cut term: 2748 us).
+    let first = &adaptive.action_rows()[0];
+    let predicted: f64 = first
+        .detail
+        .split("in_network ")
+        .nth(1)
+        .and_then(|x| x.split("us").next())
+        .and_then(|x| x.parse().ok())
+        .expect("an in_network prediction in the first action's detail");
+    let measured = inr_calls[0] as f64;
+    assert!(
+        (predicted / measured - 1.0).abs() <= 0.10,
+        "predicted {predicted} us, measured {measured} us"
     );
     assert!(
         t as f64 <= best as f64 * 1.05,
