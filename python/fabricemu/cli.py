@@ -231,11 +231,12 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
             f" {s['useful_iterations']} useful and {s['lost_iterations']} lost iterations (run.json jobs)"
         )
         relative = s.get("relative_throughput")
-        if s.get("job_reformations") or relative is not None:
+        reformations = s.get("job_reformations")
+        if reformations or relative is not None:
             click.echo(
-                f"  throughput over failure-free "
+                "  throughput over failure-free "
                 + (_fmt.number(relative) if relative is not None else "n/a (no failure-free iteration)")
-                + (f", {s['job_reformations']} elastic group re-formations" if s.get("job_reformations") else "")
+                + (f", {reformations} elastic group re-formations" if reformations else "")
             )
     if result is not None:
         _print_fabric(result)

@@ -665,6 +665,7 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
                     e.cuts[i].until_ps = Some(t);
                 }
             }
+            let mut began = Vec::new();
             for c in cut {
                 if !std::mem::replace(&mut in_open[c as usize], true) {
                     e.endpoints.push(c);
@@ -680,9 +681,10 @@ pub fn episodes(fabric: &Fabric, faults: &[LinkFault], endpoints: &[u32]) -> Vec
                         from_ps: t,
                         until_ps: None,
                     });
-                    still.push((c, e.cuts.len() - 1));
+                    began.push((c, e.cuts.len() - 1));
                 }
             }
+            still.extend(began);
             still.sort_unstable_by_key(|&(x, _)| reach.endpoint_of[x as usize]);
             now_cut = still;
         } else if let Some(mut e) = open.take() {
