@@ -16,6 +16,7 @@ import fabricemu
 from conftest import ERROR_CASES, LONG, ROOT, SCENARIOS, broken, read_arrow, wait_for_run_start
 
 QUICKSTART = str(SCENARIOS / "quickstart.toml")
+ELASTIC = str(SCENARIOS / "training_elastic.toml")
 
 # Runs for tens of seconds (128 hosts each sending 1GB, stopped at 50ms of simulated time).
 
@@ -164,6 +165,18 @@ def test_bad_scenario_is_one_line(cli, tmp_path, command, case, old, new, path, 
     proc = cli(command, str(bad))
     assert_one_line_error(proc, f"{bad}:{line}:", path)
     assert not (tmp_path / "runs").exists()
+
+
+def test_set_null_removes_a_key(cli):
+    # The elastic scenario's keys of the elastic reaction are errors for a stalling job: null
+    # removes them (the command in scenarios/training_elastic.toml's header).
+    stall = ("--set", "workload.0.on_failure=stall")
+    proc = cli("validate", ELASTIC, *stall)
+    assert proc.returncode != 0
+    assert "reformation_time" in proc.stderr
+    nulls = ("--set", "workload.0.reformation_time=null", "--set", "workload.0.rejoin=null")
+    proc = cli("validate", ELASTIC, *stall, *nulls)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_bad_set_is_one_line(cli):

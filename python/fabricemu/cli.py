@@ -41,7 +41,8 @@ def _interrupt_code(e: BaseException) -> int:
 
 SET_HELP = (
     "Change one scenario value before running: KEY is a dotted path (topology.k, workload.0.size), "
-    'VALUE a TOML value (8, "2MB", true, [1, 2]; bare words like 2MB are strings). Repeatable.'
+    'VALUE a TOML value (8, "2MB", true, [1, 2]; bare words like 2MB are strings); VALUE null '
+    "removes the key (back to its default). Repeatable."
 )
 
 
@@ -103,7 +104,9 @@ def _load(
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             _die(f"--set {item!r}: expected KEY=VALUE, e.g. --set topology.k=8", EXIT_USAGE)
-        changes[key.strip()] = parse_value(value.strip())
+        # TOML has no null: the word removes the key, as None does in Scenario.with_.
+        value = value.strip()
+        changes[key.strip()] = None if value == "null" else parse_value(value)
     if seed is not None:
         changes["seed"] = seed
     changes.update(_trace_changes(traces))
