@@ -467,6 +467,12 @@ impl EventQueue {
             self.push_general(key, event);
             return;
         };
+        self.push_lane(lane, key, event);
+    }
+
+    /// Append to `lane` (or, if its order would need a long insertion, to the general heap).
+    #[inline(always)]
+    fn push_lane(&mut self, lane: u32, key: u128, event: Event) {
         match self.lanes[lane as usize].push(Entry { key, item: event }) {
             Some(true) => self.heads.update(lane + 1, key),
             Some(false) => {}
@@ -474,8 +480,8 @@ impl EventQueue {
         }
     }
 
-    /// The lane of delays in `span` (`delay >> LANE_SHIFT`; called `delay` below), if it has one. Multiplicative hashing: the first probe nearly always
-    /// finds the slot.
+    /// The lane of delays in `span` (`delay >> LANE_SHIFT`; called `delay` below), if it has
+    /// one. Multiplicative hashing: the first probe nearly always finds the slot.
     #[inline(always)]
     fn lane_for(&mut self, delay: Time) -> Option<u32> {
         let slot = (delay.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TABLE_BITS)) as usize;
@@ -538,11 +544,7 @@ impl EventQueue {
                 }
             },
         };
-        match self.lanes[lane as usize].push(Entry { key, item: event }) {
-            Some(true) => self.heads.update(lane + 1, key),
-            Some(false) => {}
-            None => self.push_general(key, event),
-        }
+        self.push_lane(lane, key, event);
     }
 
     /// Give span `delay` a lane now (it was just counted by `lane_for`); None if the table is full.
