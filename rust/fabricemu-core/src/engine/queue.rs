@@ -516,14 +516,19 @@ impl EventQueue {
                 if s.state < HOT_AFTER || (s.state as u64) * HOT_SHARE < self.seq {
                     return None;
                 }
-                let lane = self.lanes.len() as u32;
-                s.state = LANE | lane;
-                self.lanes.push(Lane::new());
-                self.heads.reserve(self.lanes.len() + 1);
-                return Some(lane);
+                return Some(self.open_lane(slot));
             }
             slot = (slot + 1) & mask;
         }
+    }
+
+    /// Give the delay of table slot `slot` a new lane.
+    fn open_lane(&mut self, slot: usize) -> u32 {
+        let lane = self.lanes.len() as u32;
+        self.table[slot].state = LANE | lane;
+        self.lanes.push(Lane::new());
+        self.heads.reserve(self.lanes.len() + 1);
+        lane
     }
 
     /// Schedule `event` `delay` after the current time, in a lane of its own from the first push:
@@ -558,11 +563,7 @@ impl EventQueue {
                 return None; // not tracked (the table is full)
             }
             if s.delay == delay {
-                let lane = self.lanes.len() as u32;
-                s.state = LANE | lane;
-                self.lanes.push(Lane::new());
-                self.heads.reserve(self.lanes.len() + 1);
-                return Some(lane);
+                return Some(self.open_lane(slot));
             }
             slot = (slot + 1) & mask;
         }
