@@ -69,7 +69,7 @@ impl World {
         if self.tracer.packets_on {
             self.record_packet(PacketEvent::Enqueue, p, pkt);
             if self.ports[p].paused & (1 << class) != 0
-                && self.queues[p].class_packets[class as usize] == 1
+                && self.queues[p].class_packets(class as usize) == 1
             {
                 self.record_packet(PacketEvent::PauseBlocked, p, pkt);
             }
@@ -200,7 +200,7 @@ impl World {
             {
                 // The queue the packet leaves, itself included.
                 let depth =
-                    self.queues[p].class_bytes[priority as usize] as u64 + wire_bytes as u64;
+                    self.queues[p].class_bytes(priority as usize) as u64 + wire_bytes as u64;
                 self.maybe_mark(p, pkt, depth);
             }
         }
@@ -461,7 +461,7 @@ impl World {
                 pfc.headroom_of(ingress),
             )
         } else {
-            let class_bytes = q.class_bytes[priority as usize] as u64;
+            let class_bytes = q.class_bytes(priority as usize) as u64;
             let admitted = self
                 .switches
                 .buffer
@@ -509,7 +509,7 @@ impl World {
                 && ecn.priorities & (1 << priority) != 0
                 && f & flags::ECT != 0
             {
-                let depth = self.queues[p].class_bytes[priority as usize] as u64 + w;
+                let depth = self.queues[p].class_bytes(priority as usize) as u64 + w;
                 self.maybe_mark(p, pkt, depth);
             }
         }
@@ -532,7 +532,7 @@ impl World {
         packet.flags = (packet.flags | flags::TRIMMED) & !(flags::CLASS_UP | flags::ECT);
         let w = trim.trimmed_bytes as u64;
         let q = &self.queues[p];
-        let class_bytes = q.class_bytes[trim.priority as usize] as u64;
+        let class_bytes = q.class_bytes(trim.priority as usize) as u64;
         if !self
             .switches
             .buffer

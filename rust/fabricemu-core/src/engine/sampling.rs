@@ -69,7 +69,7 @@ impl World {
                 continue;
             }
             for c in 0..NUM_PRIORITIES {
-                if port.paused & (1 << c) == 0 || self.queues[q].class_packets[c] == 0 {
+                if port.paused & (1 << c) == 0 || self.queues[q].class_packets(c) == 0 {
                     continue;
                 }
                 let to = channel(q, c);

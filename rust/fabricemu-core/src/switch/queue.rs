@@ -11,20 +11,63 @@ pub const NUM_CLASSES: usize = NUM_PRIORITIES + 1;
 /// Class index of PFC frames.
 pub const MAC_CONTROL_CLASS: u8 = NUM_PRIORITIES as u8;
 
-#[derive(Debug, Default)]
+/// One class's FIFO and what it holds (16 bytes: four to a cache line).
+#[derive(Debug, Default, Clone, Copy)]
+struct ClassQueue {
+    list: PacketList,
+    bytes: u32,
+    packets: u32,
+}
+
+/// Where class c's record sits in [`PortQueue`]'s `slots`: the default data (3) and control (7)
+/// classes and MAC control (8) share the first cache line with the header, so a push or pop of
+/// the usual traffic touches one line of the queue instead of the three or four that per-field
+/// arrays spread a class over.
+const SLOT: [usize; NUM_CLASSES] = [3, 4, 5, 0, 6, 7, 8, 1, 2];
+const _: () = assert!(
+    SLOT[super::DATA_PRIORITY as usize] == 0
+        && SLOT[super::CONTROL_PRIORITY as usize] == 1
+        && SLOT[MAC_CONTROL_CLASS as usize] == 2
+);
+
+#[derive(Debug)]
+#[repr(C, align(64))]
 pub struct PortQueue {
     /// Bit c set when class c is non-empty.
     nonempty: u16,
+    /// Keep `class_max` (only queues.arrow reads it, and it is a line the push would not
+    /// otherwise touch).
+    track_max: bool,
     /// Bytes waiting (all classes).
     pub bytes: u64,
-    /// Bytes and packets waiting per class, and the most bytes seen since `take_max`.
-    pub class_bytes: [u32; NUM_CLASSES],
-    pub class_packets: [u32; NUM_CLASSES],
+    /// Per class (at `SLOT[c]`): its FIFO, bytes and packets waiting.
+    slots: [ClassQueue; NUM_CLASSES],
+    /// Per class: the most bytes seen since `take_max`.
     class_max: [u32; NUM_CLASSES],
-    classes: [PacketList; NUM_CLASSES],
+}
+
+impl Default for PortQueue {
+    fn default() -> Self {
+        Self {
+            nonempty: 0,
+            track_max: true,
+            bytes: 0,
+            slots: [ClassQueue::default(); NUM_CLASSES],
+            class_max: [0; NUM_CLASSES],
+        }
+    }
 }
 
 impl PortQueue {
+    /// A queue that does not keep its classes' high-water marks (`take_max` then returns the
+    /// current depth): for runs that do not sample queues.
+    pub fn without_max() -> Self {
+        Self {
+            track_max: false,
+            ..Self::default()
+        }
+    }
+
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.nonempty == 0
@@ -36,15 +79,31 @@ impl PortQueue {
         self.nonempty & !(paused as u16) != 0
     }
 
+    /// Bytes waiting in class `c`.
+    #[inline]
+    pub fn class_bytes(&self, c: usize) -> u32 {
+        self.slots[SLOT[c]].bytes
+    }
+
+    /// Packets waiting in class `c`.
+    #[inline]
+    pub fn class_packets(&self, c: usize) -> u32 {
+        self.slots[SLOT[c]].packets
+    }
+
     #[inline]
     pub fn push(&mut self, arena: &mut PacketArena, pkt: PacketId, class: u8, wire_bytes: u32) {
         let c = class as usize;
-        self.classes[c].push_back(arena, pkt);
+        let q = &mut self.slots[SLOT[c]];
+        q.list.push_back(arena, pkt);
+        q.bytes += wire_bytes;
+        q.packets += 1;
+        let class_bytes = q.bytes;
         self.nonempty |= 1 << c;
         self.bytes += wire_bytes as u64;
-        self.class_bytes[c] += wire_bytes;
-        self.class_packets[c] += 1;
-        self.class_max[c] = self.class_max[c].max(self.class_bytes[c]);
+        if self.track_max {
+            self.class_max[c] = self.class_max[c].max(class_bytes);
+        }
     }
 
     /// Strict priority: the head of the highest non-empty class not paused.
@@ -77,12 +136,12 @@ impl PortQueue {
         loop {
             let c = dwrr.cursor as usize;
             if eligible & (1 << c) != 0 {
-                let head = self.classes[c].front().expect("non-empty class");
+                let head = self.slots[SLOT[c]].list.front().expect("non-empty class");
                 let size = arena.get(head).wire_bytes as i64;
                 if dwrr.deficit[c] >= size {
                     dwrr.deficit[c] -= size;
                     let pkt = self.pop_class(arena, c);
-                    if self.classes[c].is_empty() {
+                    if self.slots[SLOT[c]].list.is_empty() {
                         dwrr.deficit[c] = 0;
                         dwrr.cursor = (dwrr.cursor + 1) % NUM_PRIORITIES as u8;
                         dwrr.fresh = true;
@@ -104,31 +163,35 @@ impl PortQueue {
 
     #[inline]
     fn pop_class(&mut self, arena: &PacketArena, c: usize) -> Option<PacketId> {
-        let q = &mut self.classes[c];
-        let pkt = q.pop_front(arena)?;
-        if q.is_empty() {
+        let q = &mut self.slots[SLOT[c]];
+        let pkt = q.list.pop_front(arena)?;
+        let w = arena.get(pkt).wire_bytes;
+        q.bytes -= w;
+        q.packets -= 1;
+        if q.list.is_empty() {
             self.nonempty &= !(1 << c);
         }
-        let w = arena.get(pkt).wire_bytes;
         self.bytes -= w as u64;
-        self.class_bytes[c] -= w;
-        self.class_packets[c] -= 1;
         Some(pkt)
     }
 
     /// The most bytes class `c` held since the last call (then restarts from the current depth).
     pub fn take_max(&mut self, c: usize) -> u32 {
-        std::mem::replace(&mut self.class_max[c], self.class_bytes[c])
+        let now = self.class_bytes(c);
+        if !self.track_max {
+            return now;
+        }
+        std::mem::replace(&mut self.class_max[c], now)
     }
 
     /// Packets waiting in all classes (walks the lists).
     pub fn len(&self, arena: &PacketArena) -> usize {
-        self.classes.iter().map(|c| c.len(arena)).sum()
+        self.slots.iter().map(|c| c.list.len(arena)).sum()
     }
 
     /// Packets of class `c`, oldest first (walks the list).
     pub fn class_list(&self, c: usize) -> PacketList {
-        self.classes[c]
+        self.slots[SLOT[c]].list
     }
 }
 
@@ -179,7 +242,7 @@ mod tests {
         q.push(&mut arena, ids[3], 0, 10);
         q.push(&mut arena, ids[4], MAC_CONTROL_CLASS, 10);
         assert_eq!(q.bytes, 50);
-        assert_eq!(q.class_bytes[3], 20);
+        assert_eq!(q.class_bytes(3), 20);
         // Priority 7 paused: MAC control first, then 3, 3, 0; 7 stays.
         let order: Vec<_> = std::iter::from_fn(|| q.pop_strict(&arena, 1 << 7)).collect();
         assert_eq!(order, vec![ids[4], ids[0], ids[1], ids[3]]);

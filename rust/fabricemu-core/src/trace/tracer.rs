@@ -188,7 +188,7 @@ impl Tracer {
                 continue;
             }
             for c in 0..NUM_PRIORITIES {
-                let bytes = q.class_bytes[c];
+                let bytes = q.class_bytes(c);
                 let max = q.take_max(c);
                 if bytes == 0 && max == 0 && !spec.empty {
                     continue;
@@ -199,7 +199,7 @@ impl Tracer {
                     p,
                     c as u8,
                     bytes as u64,
-                    q.class_packets[c],
+                    q.class_packets(c),
                     max as u64,
                 );
                 if let Err(e) = table.row_done() {
