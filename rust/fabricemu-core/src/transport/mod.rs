@@ -59,47 +59,73 @@ impl Nics {
 }
 
 /// Sender and receiver state of one flow.
+///
+/// Laid out by use, in cache lines (`repr(C)` keeps the order): the first holds what every data
+/// packet sent or received and every ACK reads or writes, the second the sender's recovery,
+/// window and RTT sample, the third the pacing rate, timers and flags; the counters and what
+/// only the flow's start and end read come last. Left to the compiler, which orders fields by
+/// alignment, a packet's fields were spread over most of the record's lines.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub struct Flow {
-    pub src: NodeId,
+    // Line 0: per packet.
+    pub next_seq: u32,
+    pub num_packets: u32,
+    pub acked: u32,
+    /// Highest sequence ever sent + 1 (anything below it sent again is a retransmission).
+    pub high_seq: u32,
+    pub expected: u32,
+    /// Its packets (data and control) in the fabric now: created and not yet delivered or
+    /// dropped. A run that retires flows retires one only when none is left.
+    pub packets_alive: u32,
     pub dst: NodeId,
+    /// Payload of the last packet (the others carry a full MTU).
+    pub last_payload: u32,
+    pub next_send: Time,
+    pub header_fwd: u64,
+    pub header_rev: u64,
+    pub packets_sent: u64,
+
+    // Line 1: the sender's recovery, window and RTT sample.
+    /// Selective recovery, sender: packets to resend before new data (lost holes).
+    pub resend: Vec<u32>,
+    /// Congestion control's window: at most this many bytes of new data unacknowledged (None:
+    /// no window, the rate alone paces).
+    pub window_bytes: Option<u64>,
+    /// The packet timed for an RTT sample: (sequence, when it was sent). Retransmissions are never
+    /// timed (Karn), and a retransmission cancels the sample.
+    pub rtt_probe: Option<(u32, Time)>,
+
+    // Line 2: pacing, timers, flags.
+    /// Pacing: the current sending rate and when the next packet may start.
+    pub rate_bps: u64,
+    pub rto_deadline: Time,
+    pub finish: Time,
+    /// `expected` value a NACK was last sent for (one NACK per gap; None: none yet).
+    pub nacked_at: Option<u32>,
     /// The port the source sends data on, and the one the receiver sends its ACKs, NACKs and
     /// CNPs on (a host's only port; a GPU's NIC or scale-up port, see `topology::cluster`).
     pub src_port: PortId,
     pub dst_port: PortId,
+    pub src: NodeId,
+    pub in_nic_ring: bool,
+    pub rto_armed: bool,
+    pub started: bool,
+    /// Receiver: a congestion-experienced packet arrived since the last ACK (its ECN echo).
+    pub ce_unechoed: bool,
+    /// Given up on: its destination was cut off for good (or it waited on a flow that was).
+    pub abandoned: bool,
+    /// Withdrawn by an elastic job's re-formation (it was also `abandoned`: the sender stopped):
+    /// its arrival at its barrier was taken back, and its finishing later counts for nothing.
+    pub withdrawn: bool,
+
+    // Cold: set up and finish, selective-recovery receiver, counters.
     pub size_bytes: u64,
     /// When the flow starts (NEVER until a dependency releases it).
     pub start: Time,
-    pub num_packets: u32,
-    /// Payload of the last packet (the others carry a full MTU).
-    pub last_payload: u32,
-    pub header_fwd: u64,
-    pub header_rev: u64,
     pub workload: u32,
     /// Barrier this flow counts toward when it finishes, if any.
     pub completes: Option<u32>,
-
-    // Sender.
-    pub next_seq: u32,
-    /// Highest sequence ever sent + 1 (anything below it sent again is a retransmission).
-    pub high_seq: u32,
-    pub acked: u32,
-    pub in_nic_ring: bool,
-    pub rto_deadline: Time,
-    pub rto_armed: bool,
-    pub started: bool,
-
-    // Receiver.
-    pub expected: u32,
-    /// `expected` value a NACK was last sent for (one NACK per gap; None: none yet).
-    pub nacked_at: Option<u32>,
-    pub finish: Time,
-
-    /// Pacing: the current sending rate and when the next packet may start.
-    pub rate_bps: u64,
-    pub next_send: Time,
-    /// Selective recovery, sender: packets to resend before new data (lost holes).
-    pub resend: Vec<u32>,
     /// Selective recovery, receiver: packets received beyond `expected` (bit i: `expected + i`).
     pub received_ahead: Vec<u64>,
     /// Selective recovery, receiver: packets beyond a hole before it is reported (adapts upward
@@ -111,18 +137,6 @@ pub struct Flow {
     /// Selective recovery, receiver: since when the current hole at `expected` has been the
     /// front one (NEVER: no packet waits beyond `expected`).
     pub hole_since: Time,
-
-    /// Congestion control's window: at most this many bytes of new data unacknowledged (None:
-    /// no window, the rate alone paces).
-    pub window_bytes: Option<u64>,
-    /// The packet timed for an RTT sample: (sequence, when it was sent). Retransmissions are never
-    /// timed (Karn), and a retransmission cancels the sample.
-    pub rtt_probe: Option<(u32, Time)>,
-    /// Receiver: a congestion-experienced packet arrived since the last ACK (its ECN echo).
-    pub ce_unechoed: bool,
-
-    // Counters.
-    pub packets_sent: u64,
     pub retransmits: u64,
     pub drops: u64,
     pub ecn_marks: u64,
@@ -133,15 +147,12 @@ pub struct Flow {
     pub trim_nacks: u64,
     /// Its packets (data or control) dropped because no live path led to their destination.
     pub unreachable_drops: u64,
-    /// Given up on: its destination was cut off for good (or it waited on a flow that was).
-    pub abandoned: bool,
-    /// Its packets (data and control) in the fabric now: created and not yet delivered or
-    /// dropped. A run that retires flows retires one only when none is left.
-    pub packets_alive: u32,
-    /// Withdrawn by an elastic job's re-formation (it was also `abandoned`: the sender stopped):
-    /// its arrival at its barrier was taken back, and its finishing later counts for nothing.
-    pub withdrawn: bool,
 }
+
+// The per-packet fields fill the first line, the sender's second-tier state the second.
+const _: () = assert!(std::mem::offset_of!(Flow, packets_sent) == 56);
+const _: () = assert!(std::mem::offset_of!(Flow, rtt_probe) + 24 <= 128);
+const _: () = assert!(std::mem::offset_of!(Flow, withdrawn) < 192);
 
 impl Flow {
     #[inline]
