@@ -10,6 +10,7 @@ mod jobs;
 pub mod live;
 mod nic;
 mod ports;
+mod prefetch;
 mod queue;
 mod relay;
 mod sampling;

@@ -399,6 +399,8 @@ pub struct EventQueue {
     general: Heap<Event>,
     /// The earliest head among the general heap and the lanes.
     heads: Tournament,
+    /// The lane the last pop came from, + 1 (0: the general heap), for [`EventQueue::upcoming`].
+    last_source: u32,
 }
 
 impl Default for EventQueue {
@@ -424,6 +426,7 @@ impl EventQueue {
             tracked: 0,
             general: Heap::new(),
             heads: Tournament::new(1),
+            last_source: GENERAL,
         }
     }
 
@@ -576,6 +579,22 @@ impl EventQueue {
         (top.key != NO_KEY).then(|| time_of(top.key))
     }
 
+    /// The events `near` and `far` places behind the front of the lane the last pop came from
+    /// (None if the pop came from the general heap or the lane is shorter): events that run soon,
+    /// whose state the engine can ask the memory system for in advance. Only a hint: it says
+    /// nothing of the order.
+    #[inline(always)]
+    pub fn upcoming(&self, near: usize, far: usize) -> (Option<Event>, Option<Event>) {
+        if self.last_source == GENERAL {
+            return (None, None);
+        }
+        let lane = &self.lanes[self.last_source as usize - 1];
+        let mask = lane.buf.len() - 1;
+        let at =
+            |ahead: usize| (ahead < lane.len).then(|| lane.buf[(lane.head + ahead) & mask].item);
+        (at(near), at(far))
+    }
+
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         let top = self.heads.top();
@@ -593,6 +612,7 @@ impl EventQueue {
             (e, self.general.peek_key())
         };
         debug_assert_eq!(e.key, top.key);
+        self.last_source = top.item;
         self.heads.replace_winner(next.unwrap_or(NO_KEY));
         self.len -= 1;
         self.now = time_of(e.key);
@@ -665,6 +685,32 @@ mod tests {
         }
         assert!(q.is_empty());
         assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn upcoming_names_the_events_behind_the_popped_lane_front() {
+        let mut q = EventQueue::new();
+        for i in 0..HOT_AFTER + 4 {
+            q.push_after(100, Event::PortFree(PortId::new(i)));
+        }
+        // The first HOT_AFTER - 1 pushes went to the general heap; the rest share a lane.
+        assert_eq!(q.lanes.len(), 1);
+        assert_eq!(q.pop(), Some((100, Event::PortFree(PortId::new(0)))));
+        assert_eq!(
+            q.upcoming(0, 1),
+            (None, None),
+            "popped from the general heap"
+        );
+        for _ in 1..HOT_AFTER - 1 {
+            q.pop();
+        }
+        assert_eq!(
+            q.pop(),
+            Some((100, Event::PortFree(PortId::new(HOT_AFTER - 1))))
+        );
+        let free = |i| Some(Event::PortFree(PortId::new(i)));
+        assert_eq!(q.upcoming(0, 3), (free(HOT_AFTER), free(HOT_AFTER + 3)));
+        assert_eq!(q.upcoming(3, 4), (free(HOT_AFTER + 3), None));
     }
 
     #[test]

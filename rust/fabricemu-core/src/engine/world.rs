@@ -766,6 +766,7 @@ impl World {
             };
             self.now = t;
             self.stats.events += 1;
+            self.prefetch_upcoming();
             match ev {
                 Event::LinkArrival(p) => self.link_arrival(p),
                 Event::PortFree(p) => {
