@@ -30,21 +30,26 @@ const _: () = assert!(
         && SLOT[MAC_CONTROL_CLASS as usize] == 2
 );
 
+/// Three cache lines: the header (12 bytes), then the classes from offset 12 (slots 0-2 in the
+/// first line), the high-water marks in the last 36 bytes.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct PortQueue {
+    /// Bytes waiting (all classes).
+    pub bytes: u64,
     /// Bit c set when class c is non-empty.
     nonempty: u16,
     /// Keep `class_max` (only queues.arrow reads it, and it is a line the push would not
     /// otherwise touch).
     track_max: bool,
-    /// Bytes waiting (all classes).
-    pub bytes: u64,
     /// Per class (at `SLOT[c]`): its FIFO, bytes and packets waiting.
     slots: [ClassQueue; NUM_CLASSES],
     /// Per class: the most bytes seen since `take_max`.
     class_max: [u32; NUM_CLASSES],
 }
+
+const _: () = assert!(std::mem::size_of::<PortQueue>() == 192);
+const _: () = assert!(std::mem::offset_of!(PortQueue, slots) + 3 * 16 <= 64);
 
 impl Default for PortQueue {
     fn default() -> Self {
