@@ -24,34 +24,19 @@ fn u64s(a: &dyn Array) -> Vec<u64> {
 
 /// N senders and one receiver on one 40G switch: the receiver's link is the bottleneck.
 fn fairness_scenario(n: usize, stop: &str) -> String {
-    format!(
-        r#"
-        stop = "{stop}"
-        [topology]
-        kind = "leaf_spine"
-        leaves = 1
-        spines = 1
-        hosts_per_leaf = {hosts}
-        link_rate = "40Gbps"
-        link_delay = "1us"
+    let extra = r#"
         [switch]
-        ecn = {{ kmin = "5KB", kmax = "200KB", pmax = 0.01 }}
-        pfc = {{ enabled = true }}
+        ecn = { kmin = "5KB", kmax = "200KB", pmax = 0.01 }
+        pfc = { enabled = true }
         [transport]
         cc = "dcqcn"
         mtu = "952B"
         header = "48B"
         [trace]
-        queues = {{ interval = "1us" }}
-        rates = {{ interval = "10us" }}
-        [[workload]]
-        kind = "incast"
-        receiver = 0
-        senders = {n}
-        size = "1GB"
-        "#,
-        hosts = n + 1
-    )
+        queues = { interval = "1us" }
+        rates = { interval = "10us" }
+    "#;
+    common::one_switch(n, "40Gbps", "1us", stop, extra, "1GB")
 }
 
 struct Fairness {
