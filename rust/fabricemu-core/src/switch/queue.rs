@@ -259,6 +259,32 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_without_max_reports_its_depth_and_counts_the_same() {
+        let mut arena = PacketArena::default();
+        let mut tracked = PortQueue::default();
+        let mut plain = PortQueue::without_max();
+        for (seq, class) in [(0, 3), (1, 3), (2, 0), (3, 7)] {
+            for q in [&mut tracked, &mut plain] {
+                let id = alloc(&mut arena, seq, 100);
+                q.push(&mut arena, id, class, 100);
+            }
+        }
+        for q in [&mut tracked, &mut plain] {
+            assert_eq!(q.pop_strict(&arena, 0).map(|p| arena.get(p).seq), Some(3));
+            assert_eq!(q.pop_strict(&arena, 0).map(|p| arena.get(p).seq), Some(0));
+            assert_eq!(
+                (q.bytes, q.class_bytes(3), q.class_packets(3)),
+                (200, 100, 1)
+            );
+            assert_eq!((q.class_bytes(0), q.class_packets(0)), (100, 1));
+        }
+        // Class 3 held 200 bytes at most: only the tracking queue remembers it.
+        assert_eq!(tracked.take_max(3), 200);
+        assert_eq!(plain.take_max(3), 100);
+        assert_eq!(tracked.take_max(3), 100);
+    }
+
+    #[test]
     fn dwrr_shares_bytes_by_weight() {
         let mut arena = PacketArena::default();
         let mut q = PortQueue::default();
