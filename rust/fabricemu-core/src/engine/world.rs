@@ -619,15 +619,7 @@ impl World {
             now: 0,
             stop: s.stop,
             ports,
-            queues: (0..np)
-                .map(|_| {
-                    if queues_sampled {
-                        PortQueue::default()
-                    } else {
-                        PortQueue::without_max()
-                    }
-                })
-                .collect(),
+            queues: (0..np).map(|_| PortQueue::new(queues_sampled)).collect(),
             pause_since: IdVec::from_elem(NEVER, np),
             paused_ps: IdVec::from_elem(0, np),
             port_rate: fabric.rate_bps.clone(),

@@ -53,23 +53,20 @@ const _: () = assert!(std::mem::offset_of!(PortQueue, slots) + 3 * 16 <= 64);
 
 impl Default for PortQueue {
     fn default() -> Self {
-        Self {
-            nonempty: 0,
-            track_max: true,
-            bytes: 0,
-            slots: [ClassQueue::default(); NUM_CLASSES],
-            class_max: [0; NUM_CLASSES],
-        }
+        Self::new(true)
     }
 }
 
 impl PortQueue {
-    /// A queue that does not keep its classes' high-water marks (`take_max` then returns the
-    /// current depth): for runs that do not sample queues.
-    pub fn without_max() -> Self {
+    /// An empty queue; `keep_max`: keep its classes' high-water marks (without them `take_max`
+    /// returns the current depth: for runs that do not sample queues).
+    pub fn new(keep_max: bool) -> Self {
         Self {
-            track_max: false,
-            ..Self::default()
+            nonempty: 0,
+            track_max: keep_max,
+            bytes: 0,
+            slots: [ClassQueue::default(); NUM_CLASSES],
+            class_max: [0; NUM_CLASSES],
         }
     }
 
@@ -141,12 +138,12 @@ impl PortQueue {
         loop {
             let c = dwrr.cursor as usize;
             if eligible & (1 << c) != 0 {
-                let head = self.slots[SLOT[c]].list.front().expect("non-empty class");
+                let head = self.class_list(c).front().expect("non-empty class");
                 let size = arena.get(head).wire_bytes as i64;
                 if dwrr.deficit[c] >= size {
                     dwrr.deficit[c] -= size;
                     let pkt = self.pop_class(arena, c);
-                    if self.slots[SLOT[c]].list.is_empty() {
+                    if self.class_list(c).is_empty() {
                         dwrr.deficit[c] = 0;
                         dwrr.cursor = (dwrr.cursor + 1) % NUM_PRIORITIES as u8;
                         dwrr.fresh = true;
@@ -262,7 +259,7 @@ mod tests {
     fn a_queue_without_max_reports_its_depth_and_counts_the_same() {
         let mut arena = PacketArena::default();
         let mut tracked = PortQueue::default();
-        let mut plain = PortQueue::without_max();
+        let mut plain = PortQueue::new(false);
         for (seq, class) in [(0, 3), (1, 3), (2, 0), (3, 7)] {
             for q in [&mut tracked, &mut plain] {
                 let id = alloc(&mut arena, seq, 100);

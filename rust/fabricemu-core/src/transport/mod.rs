@@ -81,6 +81,7 @@ pub struct Flow {
     pub dst: NodeId,
     /// Payload of the last packet (the others carry a full MTU).
     pub last_payload: u32,
+    /// Pacing: when the next packet may start.
     pub next_send: Time,
     pub header_fwd: u64,
     pub header_rev: u64,
@@ -97,7 +98,7 @@ pub struct Flow {
     pub rtt_probe: Option<(u32, Time)>,
 
     // Line 2: pacing, timers, flags.
-    /// Pacing: the current sending rate and when the next packet may start.
+    /// Pacing: the current sending rate.
     pub rate_bps: u64,
     pub rto_deadline: Time,
     pub finish: Time,
