@@ -57,8 +57,8 @@ pub enum RngStream {
     SourcePorts,
     /// Per flow: the IPv6 flow label.
     FlowLabels,
-    /// RED/ECN marking decisions.
-    EcnMarking,
+    /// RED/ECN marking decisions of switch `n` (one stream per switch).
+    EcnMarking(u32),
     /// Loss draws of the link leaving this port (one stream per link, so a loss fault on one
     /// link never shifts another's draws).
     LinkLoss(u32),
@@ -84,7 +84,7 @@ impl RngStream {
             RngStream::GraphNoise(i) => (Purpose::Workload, 3_000_000 + i as u64),
             RngStream::SourcePorts => (Purpose::SourcePort, 0),
             RngStream::FlowLabels => (Purpose::FlowLabel, 0),
-            RngStream::EcnMarking => (Purpose::Ecn, 0),
+            RngStream::EcnMarking(n) => (Purpose::Ecn, n as u64),
             RngStream::LinkLoss(p) => (Purpose::LinkLoss, p as u64),
             RngStream::Flap(i) => (Purpose::Flap, i as u64),
             RngStream::FailureProcess(i, c) => {

@@ -246,7 +246,7 @@ impl World {
         if self.packets.get(pkt).flags & flags::CE != 0 {
             return; // already marked upstream
         }
-        if self.switches.ecn_marks(depth) {
+        if self.switches.ecn_marks(self.ports[p].node, depth) {
             self.packets.get_mut(pkt).flags |= flags::CE;
             self.stats.ecn_marks += 1;
             self.live.ecn_marks[p] += 1;

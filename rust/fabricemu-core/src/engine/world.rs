@@ -326,6 +326,14 @@ pub struct World {
     pub stats: RunStats,
     /// Flows finished or given up on (`all_flows_done` stops when all are).
     pub(super) flows_settled: u64,
+    /// The lookahead grid: the shortest delay of any link (serialisation end to arrival), at
+    /// least 1 ps. No event can affect another node sooner, so the fabric's partitions can run
+    /// a window of this length each on its own (the parallel engine). A run that waits for every
+    /// flow looks whether all are done only where a window ends, so that it stops at the same
+    /// event however the fabric is partitioned: all events before the window end run.
+    pub(super) window_ps: Time,
+    /// The end of the current window (a multiple of `window_ps`).
+    pub(super) window_end: Time,
     pub(super) finished: bool,
     /// The last `run_events_until` stopped at its time limit.
     pub(super) reached_limit: bool,
@@ -451,6 +459,14 @@ impl World {
                 }
             })
             .collect();
+        // A link's propagation delay never shrinks during a run (delay faults add to it and give
+        // back what they added; a circuit's far switch may change, its cable does not).
+        let window_ps = fabric
+            .ports()
+            .map(|p| fabric.delay_ps[p])
+            .min()
+            .unwrap_or(0)
+            .max(1);
         let t = &s.transport;
         let mut buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, reserved_headroom);
         if fabric.cluster.is_some() {
@@ -634,7 +650,10 @@ impl World {
                 buffer,
                 pfc,
                 ecn: s.switch.ecn,
-                ecn_rng: RngStream::EcnMarking.rng(s.seed),
+                ecn_rng: fabric
+                    .nodes()
+                    .map(|n| RngStream::EcnMarking(n.get()).rng(s.seed))
+                    .collect(),
                 trimming: s.switch.trimming,
                 trimmed: match s.switch.trimming {
                     Some(_) => IdVec::from_elem(0, np),
@@ -682,6 +701,8 @@ impl World {
             tracer,
             stats,
             flows_settled: 0,
+            window_ps,
+            window_end: window_ps,
             finished: false,
             reached_limit: false,
             live: super::live::LiveCounters::new(np),
@@ -718,12 +739,14 @@ impl World {
         }
         let stop_at = self.stop;
         for _ in 0..max_events {
-            if stop_at == StopAt::AllFlowsDone
-                && self.flows_settled == self.stats.flows_total
-                && self.pending_arrivals == 0
-            {
-                self.finish_run();
-                break;
+            if stop_at == StopAt::AllFlowsDone {
+                if let Some(t) = self.events.peek_time().filter(|&t| t >= self.window_end) {
+                    if self.flows_settled == self.stats.flows_total && self.pending_arrivals == 0 {
+                        self.finish_run();
+                        break;
+                    }
+                    self.window_end = (t / self.window_ps + 1).saturating_mul(self.window_ps);
+                }
             }
             if limit != NEVER {
                 // With no event left the run ends as it would without a limit (its clock stays

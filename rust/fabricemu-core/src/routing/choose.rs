@@ -84,7 +84,7 @@ impl Router {
             LoadBalancing::Ecmp | LoadBalancing::NonMinimal(_) => {
                 self.scratch[self.ecmp_index(node, key, n)]
             }
-            LoadBalancing::Spray(pick) => self.pick(pick, gid, loads),
+            LoadBalancing::Spray(pick) => self.pick(node, pick, gid, loads),
             LoadBalancing::Flowlet { gap_ps, pick } => {
                 let slot = self.flowlet_slot(node, fabric.num_hosts, key);
                 let entry = *self.flowlet(slot);
@@ -93,7 +93,7 @@ impl Router {
                     .filter(|p| now - entry.last <= gap_ps && self.scratch.contains(p));
                 let port = match kept {
                     Some(p) => p,
-                    None => self.pick(pick, gid, loads),
+                    None => self.pick(node, pick, gid, loads),
                 };
                 *self.flowlet(slot) = Flowlet {
                     last: now,
@@ -112,7 +112,7 @@ impl Router {
                 let port = match prev {
                     Some(prev) if !per_packet && now - entry.last <= gap_ps => prev,
                     _ => {
-                        let best = self.pick(Pick::LeastLoaded, gid, loads);
+                        let best = self.pick(node, Pick::LeastLoaded, gid, loads);
                         match prev {
                             Some(prev) if loads.load(prev) <= loads.load(best) + bias_bytes => prev,
                             _ => best,
@@ -167,7 +167,9 @@ impl Router {
                 });
                 via = match (kept, nm.mode) {
                     (Some(v), _) => v,
-                    (None, NonMinimalMode::Valiant) => Some(self.random_group(here, dst_group)),
+                    (None, NonMinimalMode::Valiant) => {
+                        Some(self.random_group(node, here, dst_group))
+                    }
                     (None, _) if decides => self.ugal(node, p, nm, here, dst_group, fabric, loads),
                     _ => None,
                 };
@@ -209,10 +211,10 @@ impl Router {
         })
     }
 
-    /// A uniformly random dragonfly group other than `a` and `b`.
-    fn random_group(&mut self, a: u32, b: u32) -> u16 {
+    /// A uniformly random dragonfly group other than `a` and `b`, drawn by switch `node`.
+    fn random_group(&mut self, node: NodeId, a: u32, b: u32) -> u16 {
         let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-        let mut g = self.rng.below(self.table.num_df_groups() as u64 - 2) as u32;
+        let mut g = self.rng[node].below(self.table.num_df_groups() as u64 - 2) as u32;
         if g >= lo {
             g += 1;
         }
@@ -247,7 +249,7 @@ impl Router {
         let min_cost = cost(self, None);
         let mut best = (u64::MAX, None);
         for _ in 0..nm.candidates {
-            let g = Some(self.random_group(here, dst_g));
+            let g = Some(self.random_group(node, here, dst_g));
             let c = cost(self, g);
             if c < best.0 {
                 best = (c, g);
@@ -306,11 +308,17 @@ impl Router {
         (!ports.is_empty()).then(|| ports[self.ecmp_index(node, key, ports.len())])
     }
 
-    /// Pick among the candidates in `self.scratch` (non-empty).
-    fn pick<L: PortLoad + ?Sized>(&mut self, pick: Pick, group: Option<u32>, loads: &L) -> PortId {
+    /// Pick among the candidates in `self.scratch` (non-empty), at switch `node`.
+    fn pick<L: PortLoad + ?Sized>(
+        &mut self,
+        node: NodeId,
+        pick: Pick,
+        group: Option<u32>,
+        loads: &L,
+    ) -> PortId {
         let n = self.scratch.len();
         match pick {
-            Pick::Random => self.scratch[self.rng.below(n as u64) as usize],
+            Pick::Random => self.scratch[self.rng[node].below(n as u64) as usize],
             Pick::RoundRobin => {
                 let g = group.expect("round robin over a group") as usize;
                 let i = self.rr[g] as usize % n;
@@ -319,7 +327,7 @@ impl Router {
             }
             Pick::LeastLoaded => {
                 // Start at a random member so ties (often all empty) spread evenly.
-                let start = self.rng.below(n as u64) as usize;
+                let start = self.rng[node].below(n as u64) as usize;
                 let mut best = self.scratch[start];
                 let mut best_load = loads.load(best);
                 for k in 1..n {

@@ -140,8 +140,10 @@ pub struct Router {
     hash: HashFunction,
     /// Per-switch hash seed (indexed by node id; hosts unused; all equal without per-switch seeds).
     seeds: IdVec<NodeId, u64>,
-    /// Spray and tie-breaking draws.
-    pub rng: Rng,
+    /// Spray, least-loaded start and Valiant draws, one stream per switch (indexed by node id):
+    /// a switch's draws never depend on when another switch drew, so they are the same however
+    /// the fabric is partitioned among threads.
+    pub rng: IdVec<NodeId, Rng>,
     /// Round-robin position per group.
     pub rr: Vec<u32>,
     /// Flowlet / adaptive state: per switch, `table_size` entries of (last packet time, port).
@@ -185,7 +187,9 @@ impl Router {
             mode: spec.load_balancing,
             hash: spec.hash,
             seeds,
-            rng: rng::stream(seed, Purpose::Spray, 0),
+            rng: (0..fabric.num_nodes as u64)
+                .map(|n| rng::stream(seed, Purpose::Spray, n))
+                .collect(),
             flowlets: if uses_flowlets {
                 vec![Flowlet::UNUSED; switches * spec.flowlet_table as usize]
             } else {

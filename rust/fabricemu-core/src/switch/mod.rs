@@ -13,7 +13,7 @@ pub mod trim;
 pub use buffer::SharedBuffer;
 
 use crate::config::{EcnSpec, Scheduler};
-use crate::ids::{IdVec, PortId};
+use crate::ids::{IdVec, NodeId, PortId};
 use crate::rng::Rng;
 
 /// The switches' part of the World: every switch's shared buffer, PFC state, ECN marking and the
@@ -22,7 +22,8 @@ pub struct Switches {
     pub buffer: SharedBuffer,
     pub pfc: Option<pfc::Pfc>,
     pub ecn: Option<EcnSpec>,
-    pub ecn_rng: Rng,
+    /// RED draws, one stream per switch (indexed by node id; see `Router::rng`).
+    pub ecn_rng: IdVec<NodeId, Rng>,
     /// Packet trimming, if on.
     pub trimming: Option<trim::TrimmingSpec>,
     /// Per port: data packets trimmed there (empty without trimming).
@@ -33,12 +34,13 @@ pub struct Switches {
 }
 
 impl Switches {
-    /// RED: whether a packet seen at queue depth `depth` gets a congestion mark.
+    /// RED: whether a packet seen at queue depth `depth` at switch `node` gets a congestion
+    /// mark.
     #[inline]
-    pub fn ecn_marks(&mut self, depth: u64) -> bool {
+    pub fn ecn_marks(&mut self, node: NodeId, depth: u64) -> bool {
         let ecn = self.ecn.as_ref().expect("ECN configured");
         let prob = ecn::mark_probability(ecn, depth);
-        prob > 0.0 && (prob >= 1.0 || self.ecn_rng.unit() < prob)
+        prob > 0.0 && (prob >= 1.0 || self.ecn_rng[node].unit() < prob)
     }
 }
 pub use queue::{PortQueue, MAC_CONTROL_CLASS, NUM_CLASSES};

@@ -72,15 +72,37 @@ fn a_graph_of_one_collective_takes_what_the_collective_workload_takes() {
         ));
         let ops = graph.op_rows();
         assert_eq!(ops.len(), 8);
-        assert_eq!(span(&ops, 0, 0), (2_000_000, expect), "{op} {algorithm}");
-        // The same flows: count and bytes.
-        let (a, b) = (coll.flow_rows(), graph.flow_rows());
-        assert_eq!(a.len(), b.len());
-        assert_eq!(
-            a.iter().map(|f| f.size_bytes).sum::<u64>(),
-            b.iter().map(|f| f.size_bytes).sum::<u64>()
+        // The same flows.
+        let key = |r: &fabricemu_core::trace::flows::FlowRow| (r.src, r.dst, r.size_bytes);
+        let (mut a, mut b): (Vec<_>, Vec<_>) = (
+            coll.flow_rows().iter().map(key).collect(),
+            graph.flow_rows().iter().map(key).collect(),
         );
-        // With negligible compute around it (1 ps each side), it ends 2 ps later.
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "{op} {algorithm}");
+        let (start, end) = span(&ops, 0, 0);
+        assert_eq!(start, 2_000_000);
+        if algorithm == "hierarchical_ring" {
+            // Simultaneous events are ordered by kind, then entity (`engine::queue::tie_break`),
+            // and the two forms start the phases' flows by other kinds of events (fixed starts
+            // in one, barrier releases in the other): the overlapping phases resolve their ties
+            // at shared ports apart. Measured 2.2 % apart; tolerance 4 %.
+            let (d, e) = ((end - start) as f64, (expect - start) as f64);
+            assert!((d / e - 1.0).abs() < 0.04, "{op} {algorithm}: {d} vs {e}");
+            continue;
+        }
+        assert_eq!(end, expect, "{op} {algorithm}");
+        // With negligible compute around it (1 ps each side), it takes what the collective
+        // workload takes when started 1 ps later, and ends 1 ps after that. (Not simply 1 ps
+        // later than `expect`: simultaneous events are ordered by a tie-break that changes with
+        // the time, see `engine::queue`, so a run shifted in time may resolve its ties apart.)
+        let shifted = run(&format!(
+            "{}[[workload]]\nkind = \"collective\"\nop = \"{op}\"\nalgorithm = \"{algorithm}\"\n\
+             hosts = {hosts}\nsize = \"1MiB\"\nstart = \"2000001ps\"\n{extra}",
+            fabric(2)
+        ));
+        let expect = shifted.collective_rows()[0].finish_ps.unwrap() - 1;
         let graph = run(&format!(
             "{}[[workload]]\nkind = \"graph\"\nstart = \"2us\"\n{extra}ops = [\
              {{ kind = \"compute\", rank = 0, duration = \"1ps\" }},\

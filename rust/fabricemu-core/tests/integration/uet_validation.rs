@@ -54,8 +54,13 @@ fn trimming_turns_drops_into_selective_resends_without_a_timeout() {
         "each trimmed packet is resent once"
     );
     assert!(s.max_queue_bytes < 48_000, "queue {} B", s.max_queue_bytes);
+    // Goodput: 0.93 under the old first-scheduled-first order of simultaneous events, 0.885
+    // since ties between the 8 synchronised senders' arrivals are broken afresh at each instant
+    // (`engine::queue::tie_break`): no sender keeps priority at the bottleneck, so the trims
+    // spread over all of them (3,224 against 1,932) and every flow ends in the last round
+    // trips. Tolerance: above 0.85 (with 1 MB per sender, where the tail weighs less, 0.93).
     let g = goodput_fraction(&sim, 100e9);
-    assert!(g > 0.9, "goodput {g:.3} of line rate");
+    assert!(g > 0.85, "goodput {g:.3} of line rate");
 }
 
 /// Samples of a run: time, bytes of the data class queued at the bottleneck (host 0's downlink),
