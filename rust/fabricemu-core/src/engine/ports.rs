@@ -630,8 +630,10 @@ impl World {
             }
             if !self.deadlock_check_pending {
                 self.deadlock_check_pending = true;
-                self.events
-                    .push_after(DEADLOCK_CHECK_PS, Event::DeadlockCheck);
+                // On the fabric-wide grid of checks, at least one period ahead: a check reads
+                // every switch, so with partitions it must be known a lookahead window ahead.
+                let at = (self.now / DEADLOCK_CHECK_PS + 2) * DEADLOCK_CHECK_PS;
+                self.events.push(at, Event::DeadlockCheck);
             }
         } else {
             self.ports[t].paused &= !bit;

@@ -398,7 +398,8 @@ impl MemoryFootprint {
     }
 }
 
-/// How often the deadlock detector looks for a cycle of pauses while any port is paused.
+/// How often the deadlock detector looks for a cycle of pauses while any port is paused: at
+/// multiples of this period, the first at least one period after the first pause.
 pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 
 impl World {
