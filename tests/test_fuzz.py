@@ -415,6 +415,7 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
                     "packets",
                     "graph",
                     "ocs",
+                    "threads",
                 ]
             )
         )
@@ -436,6 +437,9 @@ def mutated(draw: Any) -> Tuple[str, Dict[str, Any]]:
             data["workload"] = [draw(GRAPH)]
         elif op == "ocs":
             data["ocs"] = draw(OCS)
+        elif op == "threads":
+            # The parallel engine: runs, or refuses (naming `threads`) what it cannot run yet.
+            data["threads"] = draw(st.one_of(st.sampled_from([2, 3, 0, 257, -1, 2.5]), SCALARS))
         elif op == "remove":
             if isinstance(parent, dict):
                 del parent[key]

@@ -507,6 +507,13 @@ Examples:
     metavar="DURATION",
     help="Simulated time between controller calls, e.g. 20us (default: [control] interval, or 20us).",
 )
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Threads for this one run: the fabric is split into that many partitions run in "
+    "parallel, with byte-identical outputs (the same as --set threads=N; docs/parallel.md).",
+)
 def run(
     scenario: str,
     out: Optional[str],
@@ -522,6 +529,7 @@ def run(
     compression: Optional[str],
     controller: Optional[str],
     control_interval: Optional[str],
+    threads: Optional[int],
 ) -> None:
     """Run SCENARIO (a TOML file, or an earlier run's run.json to run it again) and print a summary.
 
@@ -559,6 +567,8 @@ def run(
         **({"output.compression": compression} if compression else {}),
     }
     storage_sets = [f"{k}={json.dumps(v)}" for k, v in storage.items()]
+    if threads is not None:
+        storage_sets.append(f"threads={threads}")
     s, explicit = _load(scenario, [*sets, *storage_sets], seed, traces)
     out_dir = Path(out) if out else _default_out(scenario, explicit)
     progress = _Progress(enabled=not quiet)

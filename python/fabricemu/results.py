@@ -77,8 +77,13 @@ def run(
     max_trace_size: Optional[Union[int, str]] = None,
     controller: Optional[Callable[..., Any]] = None,
     control_interval: Optional[Union[int, str]] = None,
+    threads: Optional[int] = None,
 ) -> Result:
     """Run a scenario (a :class:`Scenario`, a TOML file path or a dictionary) to its stop condition.
+
+    ``threads`` (the scenario's ``threads`` key) splits the fabric into that many partitions run on
+    as many threads, with byte-identical outputs; what the parallel engine cannot run yet raises
+    :class:`ScenarioError` naming ``threads`` (docs/parallel.md).
 
     With ``controller`` (a callable: :class:`fabricemu.control.Telemetry` in, a list of actions or
     None out; see :mod:`fabricemu.control`), the engine stops at every control boundary (every
@@ -110,6 +115,8 @@ def run(
     >>> result.summary()["slowdown_p99"]  # doctest: +SKIP
     """
     s = as_scenario(scenario)
+    if threads is not None:
+        s = s.with_({"threads": threads})
     limits = (
         byte_limit(max_memory, "max_memory"),
         byte_limit(max_trace_size, "max_trace_size"),

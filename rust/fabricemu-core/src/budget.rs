@@ -442,6 +442,13 @@ pub fn estimate(s: &Scenario) -> Estimate {
         _ => 0,
     };
     e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET + int);
+    // The parallel engine: every partition and the view hold the whole fabric and every flow's
+    // record (`engine::parallel`); packets are where they are.
+    if s.threads > 1 {
+        let copies = s.threads as u64 + 1;
+        e.fabric_memory = e.fabric_memory.saturating_mul(copies);
+        e.flow_memory = e.flow_memory.saturating_mul(copies);
+    }
     e.memory = BASE_BYTES
         .saturating_add(e.flow_memory)
         .saturating_add(e.fabric_memory)

@@ -265,6 +265,14 @@ impl PacketArena {
     }
 
     #[inline]
+    /// A packet another arena created (another partition's, see `engine::parallel`): alive
+    /// here from now on, counted as created there.
+    pub fn adopt(&mut self, p: Packet) -> PacketId {
+        let id = self.alloc(p);
+        self.created -= 1;
+        id
+    }
+
     pub fn release(&mut self, id: PacketId) {
         self.live -= 1;
         self.free.push(id);

@@ -1021,6 +1021,9 @@ pub enum NicArbitration {
 pub struct Scenario {
     pub name: String,
     pub seed: u64,
+    /// Threads of one run: 1 runs one world; more split the fabric into that many partitions
+    /// (`engine::parallel`), with the same outputs.
+    pub threads: u32,
     pub stop: StopAt,
     pub topology: TopologySpec,
     pub switch: SwitchSpec,

@@ -9,6 +9,7 @@ mod in_network;
 mod jobs;
 pub mod live;
 mod nic;
+pub mod parallel;
 mod ports;
 mod prefetch;
 mod queue;
@@ -166,6 +167,8 @@ pub struct Simulation {
     world: World,
     /// The live control loop (`[control]`, or a controller attached from Python).
     control: Option<crate::control::Control>,
+    /// `threads > 1`: the partitions that run (`world` is then their view, see `parallel`).
+    parallel: Option<parallel::Parallel>,
 }
 
 impl Simulation {
@@ -185,7 +188,27 @@ impl Simulation {
         let mut plan = plan;
         // The plan is kept for the whole run: no slack left from growing it.
         plan.flows.shrink_to_fit();
+        // A parallel run's partitions are worlds of the same build (which refused what they
+        // cannot run: no faults, PFC or packet traces here).
+        let parallel = (scenario.threads > 1).then(|| {
+            let make = || {
+                World::new(
+                    &scenario,
+                    fabric.clone(),
+                    &plan,
+                    &[],
+                    None,
+                    &reserved_headroom,
+                )
+            };
+            let view = make();
+            let threads = scenario.threads as usize;
+            parallel::Parallel::new(&view, threads as u16, threads, make)
+        });
         let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
+        if parallel.is_some() {
+            world.keep_all_flows();
+        }
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }
@@ -201,6 +224,7 @@ impl Simulation {
             warnings,
             world,
             control,
+            parallel,
         }
     }
 
@@ -314,6 +338,14 @@ impl Simulation {
     /// [`Simulation::step`].
     pub fn step_control(&mut self, max_events: u64) -> crate::control::ControlStep {
         use crate::control::{ControlStep, PolicyName, Telemetry};
+        if self.parallel.is_some() {
+            // (A parallel run has no control loop: the build refuses `[control]`, and Python
+            // refuses a controller.)
+            return match self.step(max_events) {
+                StepOutcome::Finished => ControlStep::Finished,
+                StepOutcome::Running => ControlStep::Running,
+            };
+        }
         let Some(limit) = self.control.as_ref().map(|c| c.next_ps) else {
             let finished = self.world.run_events(max_events);
             self.sync_job_plan();
@@ -412,6 +444,15 @@ impl Simulation {
                 }
             }
         }
+        if let Some(par) = &mut self.parallel {
+            let finished = par.run(self.scenario.stop, max_events);
+            par.fold_into(&mut self.world);
+            return if finished {
+                StepOutcome::Finished
+            } else {
+                StepOutcome::Running
+            };
+        }
         let finished = self.world.run_events(max_events);
         self.sync_job_plan();
         if finished {
@@ -433,7 +474,11 @@ impl Simulation {
     }
 
     pub fn stats(&self) -> RunStats {
-        self.world.stats()
+        let mut s = self.world.stats();
+        if let Some(par) = &self.parallel {
+            (s.packets_created, s.packets_in_flight) = par.packet_counts();
+        }
+        s
     }
 
     /// The stop time, if the scenario stops at a time rather than when all flows are done.
@@ -731,6 +776,9 @@ impl Simulation {
 
     /// Check that every packet created was delivered, dropped, or is still in a queue or on a link.
     pub fn check_conservation(&self) -> Result<(), String> {
+        if let Some(par) = &self.parallel {
+            return par.check_conservation();
+        }
         self.world.check_conservation()
     }
 
@@ -849,6 +897,11 @@ impl Simulation {
     /// The engine state, for tests and tools that inspect it.
     pub fn world(&self) -> &World {
         &self.world
+    }
+
+    /// Threads the run uses (`threads`; 1: one world).
+    pub fn threads(&self) -> u32 {
+        self.scenario.threads
     }
 
     /// The validated scenario this simulation runs.

@@ -294,6 +294,10 @@ impl World {
             .saturating_add(ser)
             .saturating_add(port.arrival_delay);
         packet.arrive = arrive;
+        if port.remote {
+            self.send_remote(p, pkt); // to another partition (the parallel engine)
+            return;
+        }
         // One arrival event per packet on the wire. Its delay (serialisation + propagation) takes
         // only a few distinct values, so it lands in an O(1) FIFO lane of the event queue;
         // scheduling only the link's head instead would need the gap to the next packet, an

@@ -65,6 +65,9 @@ pub(super) struct PortHot {
     pub down: bool,
     /// A loss fault covers the link now: each packet that crosses it may be corrupted.
     pub lossy: bool,
+    /// The far end belongs to another partition (the parallel engine): packets leave this
+    /// world through its outbox.
+    pub remote: bool,
 }
 
 /// GPU clusters, PXN: where one direction of a flow (its data, or its control packets back) leaves
@@ -334,6 +337,8 @@ pub struct World {
     pub(super) window_ps: Time,
     /// The end of the current window (a multiple of `window_ps`).
     pub(super) window_end: Time,
+    /// The parallel engine: this world's partition (None: the world is the whole fabric).
+    pub(super) partition: Option<super::parallel::Part>,
     pub(super) finished: bool,
     /// The last `run_events_until` stopped at its time limit.
     pub(super) reached_limit: bool,
@@ -457,6 +462,7 @@ impl World {
                         && cluster.is_some_and(|c| c.is_scaleup_switch(fabric.port_node[p])),
                     down: false,
                     lossy: false,
+                    remote: false,
                 }
             })
             .collect();
@@ -704,6 +710,7 @@ impl World {
             flows_settled: 0,
             window_ps,
             window_end: window_ps,
+            partition: None,
             finished: false,
             reached_limit: false,
             live: super::live::LiveCounters::new(np),
@@ -781,53 +788,60 @@ impl World {
                 break;
             };
             self.now = t;
-            self.stats.events += 1;
-            self.prefetch_upcoming();
-            match ev {
-                Event::LinkArrival(p) => self.link_arrival(p),
-                Event::PortFree(p) => {
-                    let port = &mut self.ports[p];
-                    if port.wake_at == t {
-                        port.wake_at = NEVER;
-                        self.start_next(p);
-                    }
-                }
-                Event::NextFlowStarts => self.start_static_flows(),
-                Event::FlowStart(f) => {
-                    if self.jobs.list.is_empty() || self.job_flow_due(f) {
-                        self.start_flow(f)
-                    }
-                }
-                Event::BarrierArrive(b) => {
-                    if self.jobs.list.is_empty() || self.job_arrival_due(b) {
-                        self.pending_arrivals -= 1;
-                        self.barrier_arrive(b);
-                    }
-                }
-                Event::Retransmit(f) => self.retransmit_timer(f),
-                Event::CcTimer(f, k) => self.cc_timer(f, k),
-                Event::PullPacer(p) => self.pull_pacer(p),
-                Event::SampleQueues => self.sample_queues(),
-                Event::SampleLinks => self.sample_links(),
-                Event::DeadlockCheck => {
-                    self.deadlock_check();
-                    if self.finished {
-                        break; // a deadlock ended a run that waits for every flow
-                    }
-                }
-                Event::FaultStart(i) => self.fault_start(i),
-                Event::FaultEnd(i) => self.fault_end(i),
-                Event::FaultDetected(i) => self.fault_detected(i),
-                Event::CircuitsChange(i) => self.scheduled_change(i),
-                Event::CircuitsUp(i) => self.circuits_up(i),
-                Event::CircuitsRoute => self.circuits_route_event(),
-                Event::JobFailure(e) => self.job_failure(e),
-                Event::JobResume(e) => self.job_resume(e),
-                Event::JobRejoin(j) => self.job_rejoin(j),
-                Event::ReductionDone(n) => self.reduction_done(n),
+            self.handle(ev);
+            if ev == Event::DeadlockCheck && self.finished {
+                break; // a deadlock ended a run that waits for every flow
             }
         }
         self.finished
+    }
+
+    /// Run one event (popped at `self.now`).
+    #[inline(always)]
+    pub(super) fn handle(&mut self, ev: Event) {
+        let t = self.now;
+        // Static flow starts are one event per start time per partition: not counted, so that
+        // the count is the same however the fabric is partitioned.
+        self.stats.events += (ev != Event::NextFlowStarts) as u64;
+        self.prefetch_upcoming();
+        match ev {
+            Event::LinkArrival(p) => self.link_arrival(p),
+            Event::PortFree(p) => {
+                let port = &mut self.ports[p];
+                if port.wake_at == t {
+                    port.wake_at = NEVER;
+                    self.start_next(p);
+                }
+            }
+            Event::NextFlowStarts => self.start_static_flows(),
+            Event::FlowStart(f) => {
+                if self.jobs.list.is_empty() || self.job_flow_due(f) {
+                    self.start_flow(f)
+                }
+            }
+            Event::BarrierArrive(b) => {
+                if self.jobs.list.is_empty() || self.job_arrival_due(b) {
+                    self.pending_arrivals -= 1;
+                    self.barrier_arrive(b);
+                }
+            }
+            Event::Retransmit(f) => self.retransmit_timer(f),
+            Event::CcTimer(f, k) => self.cc_timer(f, k),
+            Event::PullPacer(p) => self.pull_pacer(p),
+            Event::SampleQueues => self.sample_queues(),
+            Event::SampleLinks => self.sample_links(),
+            Event::DeadlockCheck => self.deadlock_check(),
+            Event::FaultStart(i) => self.fault_start(i),
+            Event::FaultEnd(i) => self.fault_end(i),
+            Event::FaultDetected(i) => self.fault_detected(i),
+            Event::CircuitsChange(i) => self.scheduled_change(i),
+            Event::CircuitsUp(i) => self.circuits_up(i),
+            Event::CircuitsRoute => self.circuits_route_event(),
+            Event::JobFailure(e) => self.job_failure(e),
+            Event::JobResume(e) => self.job_resume(e),
+            Event::JobRejoin(j) => self.job_rejoin(j),
+            Event::ReductionDone(n) => self.reduction_done(n),
+        }
     }
 
     pub(super) fn finish_run(&mut self) {

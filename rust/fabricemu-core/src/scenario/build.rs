@@ -88,6 +88,18 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
     for job in &mut plan.jobs {
         job.episodes = workload::graph::reaction::episodes(&fabric, &faults, &job.endpoints);
     }
+    if s.threads > 1 {
+        if let Some(why) = crate::engine::parallel::unsupported(s, &plan) {
+            return Err(crate::config::ScenarioError::at(
+                "threads",
+                format!(
+                    "{} threads: the parallel engine does not run this scenario's {why} yet; \
+                     use threads = 1",
+                    s.threads
+                ),
+            ));
+        }
+    }
     Ok(Built {
         scenario: scenario.clone(),
         fabric,

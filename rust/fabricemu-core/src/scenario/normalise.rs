@@ -53,6 +53,7 @@ pub fn normalise(file: &ScenarioFile, spec: &Scenario) -> ScenarioFile {
     ScenarioFile {
         name: Some(spec.name.clone()),
         seed: spec.seed,
+        threads: Some(spec.threads as i64),
         stop: Some(Stop {
             text: stop,
             at: spec.stop,

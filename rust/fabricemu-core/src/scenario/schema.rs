@@ -70,6 +70,10 @@ pub struct ScenarioFile {
     pub name: Option<String>,
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Threads of one run (the parallel engine, one fabric partition each; default 1). Outputs
+    /// are byte-identical for any number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<i64>,
     /// `"all_flows_done"` (default) or a duration such as `"5ms"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,

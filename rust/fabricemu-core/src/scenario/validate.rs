@@ -126,6 +126,7 @@ pub fn validate(file: &ScenarioFile) -> Res<Scenario> {
     Ok(Scenario {
         name: file.name.clone().unwrap_or_else(|| "scenario".into()),
         seed: file.seed,
+        threads: threads(file.threads)?,
         stop,
         topology,
         switch,
@@ -158,6 +159,21 @@ fn per_packet(routing: &RoutingSpec) -> bool {
                 ..
             }
     )
+}
+
+/// The most threads one run may ask for.
+pub const MAX_THREADS: i64 = 256;
+
+/// `threads`: 1 (the default) to `MAX_THREADS`.
+fn threads(threads: Option<i64>) -> Res<u32> {
+    match threads {
+        None => Ok(1),
+        Some(n) if (1..=MAX_THREADS).contains(&n) => Ok(n as u32),
+        Some(n) => Err(ScenarioError::at(
+            "threads",
+            format!("must be a whole number from 1 to {MAX_THREADS}, found {n}"),
+        )),
+    }
 }
 
 /// `warmup`: the start of the measurement window, before a time `stop`.

@@ -32,6 +32,7 @@ mod load_balancing;
 mod normalise;
 mod ocs;
 mod packet_trace;
+mod parallel;
 mod pfc_accounting;
 mod scenario_errors;
 mod step_graph;

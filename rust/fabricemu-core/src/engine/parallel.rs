@@ -1,0 +1,548 @@
+//! The parallel engine (`threads = N`): the fabric split into partitions, one thread each,
+//! running conservative windows of the lookahead (the shortest link delay) in lockstep.
+//!
+//! Each partition is a whole [`World`] built from the same scenario that runs only the events of
+//! the nodes it owns: a packet sent on a link to another partition's node leaves through the
+//! outbox (`World::send_remote`) and is delivered, between two windows, into the far partition's
+//! copy of that link, arriving at the very time it would have in one world. No event can reach
+//! another partition sooner than one link delay, so a window of that length needs nothing from
+//! the others. The order of events depends only on the events (`engine::queue`), the random
+//! draws are per switch (`Router::rng`, `Switches::ecn_rng`), flows start at their sender's
+//! partition and are received at the receiver's, and a run that waits for every flow looks only
+//! at window ends: so the outputs are byte-identical to one world's, for any number of threads.
+//!
+//! Between windows the partitions' results are folded into the view world (the Simulation's
+//! `world`, which never runs): every flow's record from its sender's and receiver's copies, the
+//! counters summed, each port's record from its owner. The outputs are written from the view.
+//!
+//! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
+//! state across the fabric within a window (PFC and its deadlock detector, faults, optical
+//! circuit switching, dependencies between flows, step and job workloads, in-network reduction,
+//! live control, UGAL-G, HPCC's in-band telemetry, PXN relays, receiver credits, synthetic
+//! workloads) and the streamed traces sampled during the run.
+
+use std::sync::Arc;
+
+use super::world::World;
+use super::RunStats;
+use crate::ids::{FlowId, IdVec, NodeId, PortId};
+use crate::packet::{Packet, PacketId};
+use crate::scenario::{Scenario, StopAt};
+use crate::topology::Fabric;
+use crate::units::Time;
+
+/// A packet on its way to another partition: the link it is on (its egress port) and the packet
+/// (whose `arrive` says when it reaches the far end).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Transfer {
+    pub port: PortId,
+    pub packet: Packet,
+}
+
+/// A world's partition: which it is, and the packets it sent to others during this window.
+#[derive(Debug, Default)]
+pub(super) struct Part {
+    pub outbox: Vec<Transfer>,
+    /// Packets sent to and received from other partitions so far (conservation).
+    pub moved_out: u64,
+    pub moved_in: u64,
+}
+
+/// The partitions of a parallel run.
+pub(super) struct Parallel {
+    pub parts: Vec<World>,
+    /// The partition of each node.
+    pub owner: Arc<IdVec<NodeId, u16>>,
+    /// Threads to run the partitions on (one partition per thread).
+    pub threads: usize,
+    /// The end of the last window run (the lookahead grid's).
+    pub window_end: Time,
+    pub finished: bool,
+    /// Flows of the plan (the view's flow table has one record per flow).
+    pub flows: u32,
+}
+
+/// Why a scenario cannot run partitioned yet (None: it can). Each reason names the feature.
+pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<String> {
+    use crate::scenario::{CongestionControl, LoadBalancing, NonMinimalMode, WorkloadSpec};
+    let mut why: Vec<&str> = Vec::new();
+    if s.switch.pfc.is_some() {
+        why.push("[switch.pfc] (pause frames are partitioned, the deadlock detector is not yet)");
+    }
+    if !s.faults.is_empty() || !s.failure_processes.is_empty() {
+        why.push("[[fault]] / [[failure_process]]");
+    }
+    if s.ocs.is_some() {
+        why.push("[ocs]");
+    }
+    if s.control.is_some() {
+        why.push("[control]");
+    }
+    if s.transport.credits.is_some() {
+        why.push("[transport.credits]");
+    }
+    if matches!(s.transport.cc, CongestionControl::Hpcc(_)) {
+        why.push("transport.cc = \"hpcc\" (INT records travel with packets: not yet)");
+    }
+    if let LoadBalancing::NonMinimal(nm) = s.routing.load_balancing {
+        if nm.mode == NonMinimalMode::UgalG {
+            why.push("routing ugal_g (reads queues of other switches)");
+        }
+    }
+    if s.cluster.is_some() {
+        why.push("[cluster]");
+    }
+    if !plan.barrier_sizes.is_empty() || !plan.barrier_timers.is_empty() {
+        why.push("flows that wait for other flows (collectives, graphs, start = { after = ... })");
+    }
+    if !plan.jobs.is_empty() || !plan.ops.is_empty() || plan.in_network.is_some() {
+        why.push("step, job and in-network workloads");
+    }
+    if s.workloads
+        .iter()
+        .any(|w| matches!(w.spec, WorkloadSpec::Synthetic(_)))
+    {
+        why.push("synthetic workloads");
+    }
+    let t = &s.trace;
+    if t.queues.is_some()
+        || t.links_interval_ps.is_some()
+        || t.rates.is_some()
+        || t.packets.is_some()
+        || t.pfc
+        || t.latency
+    {
+        why.push("[trace] queues, links, rates, packets, pfc or latency");
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// The partition of every node: hosts in `parts` contiguous blocks (a pod, a leaf's hosts and a
+/// dragonfly group are contiguous), then each switch with the partition most of its already
+/// placed neighbours are in (edge switches follow their hosts, aggregation their edges, ...),
+/// ties to the partition with the fewest switches so far. Any map gives the same outputs; this
+/// one cuts few links.
+pub fn partition_nodes(fabric: &Fabric, parts: u16) -> IdVec<NodeId, u16> {
+    const NONE: u16 = u16::MAX;
+    let mut owner: IdVec<NodeId, u16> = IdVec::from_elem(NONE, fabric.num_nodes as usize);
+    let hosts = fabric.num_hosts.max(1) as u64;
+    for n in fabric.nodes().filter(|&n| fabric.is_host(n)) {
+        owner[n] = (n.index() as u64 * parts as u64 / hosts) as u16;
+    }
+    let mut load = vec![0u32; parts as usize];
+    loop {
+        let mut placed = 0;
+        let mut votes = vec![0u32; parts as usize];
+        for n in fabric.nodes() {
+            if owner[n] != NONE {
+                continue;
+            }
+            votes.iter_mut().for_each(|v| *v = 0);
+            for p in fabric.ports_of(n) {
+                let o = owner[fabric.peer_node[p]];
+                if o != NONE {
+                    votes[o as usize] += 1;
+                }
+            }
+            let best = (0..parts as usize)
+                .filter(|&i| votes[i] > 0)
+                .max_by_key(|&i| (votes[i], std::cmp::Reverse(load[i])));
+            if let Some(i) = best {
+                owner[n] = i as u16;
+                load[i] += 1;
+                placed += 1;
+            }
+        }
+        if placed == 0 {
+            break;
+        }
+    }
+    // Nodes with no placed neighbour at all (none in a connected fabric): round robin.
+    let mut next = 0;
+    for n in fabric.nodes() {
+        if owner[n] == NONE {
+            owner[n] = next;
+            next = (next + 1) % parts;
+        }
+    }
+    owner
+}
+
+impl World {
+    /// Make this world partition `me` of `owner`'s map: links to other partitions' nodes send
+    /// through the outbox, and only the flows this partition's hosts send start here.
+    pub(super) fn make_partition(&mut self, me: u16, owner: &IdVec<NodeId, u16>) {
+        self.keep_all_flows();
+        for p in self.fabric.ports() {
+            self.ports[p].remote = owner[self.fabric.peer_node[p]] != me;
+        }
+        let flows = &self.flows;
+        self.static_order.retain(|&f| owner[flows[f].src] == me);
+        self.partition = Some(Part::default());
+    }
+
+    /// `pkt` left on link `p` toward another partition: it goes there whole, and is gone here.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn send_remote(&mut self, p: PortId, pkt: PacketId) {
+        let packet = *self.packets.get(pkt);
+        self.packets.release(pkt);
+        let part = self
+            .partition
+            .as_mut()
+            .expect("remote links only in partitions");
+        part.outbox.push(Transfer { port: p, packet });
+        part.moved_out += 1;
+    }
+
+    /// A packet another partition sent on link `t.port` toward a node of this one: it reaches the
+    /// far end at its `arrive` time, behind the link's earlier packets.
+    fn receive_remote(&mut self, t: Transfer) {
+        let id = self.packets.adopt(t.packet);
+        self.ports[t.port].pipe.push_back(&mut self.packets, id);
+        self.events
+            .push(t.packet.arrive, super::queue::Event::LinkArrival(t.port));
+        self.partition.as_mut().expect("a partition").moved_in += 1;
+    }
+
+    /// Run every event before `end`; the clock stays at the last one run.
+    pub(super) fn run_window(&mut self, end: Time) {
+        while let Some(t) = self.events.peek_time() {
+            if t >= end {
+                break;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            self.now = t;
+            self.handle(ev);
+        }
+    }
+
+    /// Packets created here, delivered or dropped here, or moved in or out, against those alive.
+    pub(super) fn check_partition_conservation(&self) -> Result<(), String> {
+        let part = self.partition.as_ref().expect("a partition");
+        let s = &self.stats;
+        let created = self.packets.created() + part.moved_in;
+        let gone = s.packets_delivered + s.packets_dropped + part.moved_out;
+        if created != gone + self.packets.live() {
+            return Err(format!(
+                "partition: created {} + moved in {} != delivered {} + dropped {} + moved out {} \
+                 + alive {}",
+                self.packets.created(),
+                part.moved_in,
+                s.packets_delivered,
+                s.packets_dropped,
+                part.moved_out,
+                self.packets.live()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Parallel {
+    /// `parts` worlds, each made from the same build by `make`, split by [`partition_nodes`].
+    pub fn new(view: &World, parts: u16, threads: usize, make: impl Fn() -> World) -> Self {
+        let owner = Arc::new(partition_nodes(&view.fabric, parts));
+        let parts: Vec<World> = (0..parts)
+            .map(|i| {
+                let mut w = make();
+                w.make_partition(i, &owner);
+                w
+            })
+            .collect();
+        Self {
+            window_end: view.window_ps,
+            parts,
+            owner,
+            threads: threads.max(1),
+            finished: false,
+            flows: view.flows.ids().count() as u32,
+        }
+    }
+
+    fn window_ps(&self) -> Time {
+        self.parts[0].window_ps
+    }
+
+    fn all_flows_done(&self) -> bool {
+        let settled: u64 = self.parts.iter().map(|w| w.flows_settled).sum();
+        settled == self.parts[0].stats.flows_total
+            && self.parts.iter().all(|w| w.pending_arrivals == 0)
+    }
+
+    fn events(&self) -> u64 {
+        self.parts.iter().map(|w| w.stats.events).sum()
+    }
+
+    /// Run windows until at least `max_events` more events ran or the run ended; true when it
+    /// ended. The stop rules are one world's (`World::run_events_until`), taken at window ends.
+    pub fn run(&mut self, stop: StopAt, max_events: u64) -> bool {
+        let target = self.events().saturating_add(max_events);
+        while !self.finished && self.events() < target {
+            let next = self
+                .parts
+                .iter_mut()
+                .filter_map(|w| w.events.peek_time())
+                .min();
+            let end = match stop {
+                StopAt::AllFlowsDone => {
+                    let Some(t) = next else {
+                        self.finished = true;
+                        break;
+                    };
+                    if t >= self.window_end {
+                        if self.all_flows_done() {
+                            self.finished = true;
+                            break;
+                        }
+                        let w = self.window_ps();
+                        self.window_end = (t / w + 1).saturating_mul(w);
+                    }
+                    self.window_end
+                }
+                StopAt::Time(stop) => {
+                    let Some(t) = next.filter(|&t| t <= stop) else {
+                        for w in &mut self.parts {
+                            w.now = stop;
+                        }
+                        self.finished = true;
+                        break;
+                    };
+                    let w = self.window_ps();
+                    (t / w + 1).saturating_mul(w).min(stop.saturating_add(1))
+                }
+            };
+            self.run_window(end);
+            self.exchange();
+        }
+        self.finished
+    }
+
+    /// Every partition runs its events before `end`, `threads` at a time.
+    fn run_window(&mut self, end: Time) {
+        if self.threads <= 1 {
+            for w in &mut self.parts {
+                w.run_window(end);
+            }
+            return;
+        }
+        let per = self.parts.len().div_ceil(self.threads);
+        std::thread::scope(|s| {
+            let mut chunks = self.parts.chunks_mut(per);
+            let first = chunks.next().expect("at least one partition");
+            for chunk in chunks {
+                s.spawn(move || chunk.iter_mut().for_each(|w| w.run_window(end)));
+            }
+            first.iter_mut().for_each(|w| w.run_window(end));
+        });
+    }
+
+    /// Deliver the packets each partition sent to the others, in partition order and each
+    /// partition's sending order (a link's packets keep their order).
+    fn exchange(&mut self) {
+        for from in 0..self.parts.len() {
+            let part = self.parts[from].partition.as_mut().expect("a partition");
+            let outbox = std::mem::take(&mut part.outbox);
+            for t in &outbox {
+                let to = self.owner[self.parts[from].fabric.peer_node[t.port]] as usize;
+                self.parts[to].receive_remote(*t);
+            }
+            // Keep the buffer (no allocation per window once it has grown).
+            let mut outbox = outbox;
+            outbox.clear();
+            self.parts[from]
+                .partition
+                .as_mut()
+                .expect("a partition")
+                .outbox = outbox;
+        }
+    }
+
+    /// Fold the partitions into `view`: its clock, counters, ports and flow records become the
+    /// whole fabric's. Idempotent: everything is taken afresh from the partitions.
+    pub fn fold_into(&self, view: &mut World) {
+        let parts = &self.parts;
+        view.now = parts.iter().map(|w| w.now).max().unwrap_or(0);
+        let mut stats = RunStats::default();
+        for w in parts {
+            absorb(&mut stats, &w.stats);
+        }
+        stats.flows_total = parts[0].stats.flows_total;
+        if self.finished {
+            stats.simulated_ps = view.now;
+        }
+        view.stats = stats;
+        view.finished = self.finished;
+        view.flows_settled = parts.iter().map(|w| w.flows_settled).sum();
+        let mut route = crate::routing::RouteStats::default();
+        for w in parts {
+            let r = &w.router.stats;
+            route.packets_nonminimal += r.packets_nonminimal;
+            route.data_packets_nonminimal += r.data_packets_nonminimal;
+            route.control_packets_nonminimal += r.control_packets_nonminimal;
+            route.max_global_hops = route.max_global_hops.max(r.max_global_hops);
+        }
+        view.router.stats = route;
+        for p in view.fabric.ports() {
+            let o = self.owner[view.fabric.port_node[p]] as usize;
+            view.ports[p] = parts[o].ports[p];
+            view.port_rate[p] = parts[o].port_rate[p];
+            if !view.switches.trimmed.is_empty() {
+                view.switches.trimmed[p] = parts[o].switches.trimmed[p];
+            }
+        }
+        for i in 0..self.flows {
+            let fid = FlowId::new(i);
+            view.flows[fid] = self.merged_flow(fid);
+        }
+    }
+
+    /// Flow `fid`'s record: the sender's state from its sender's partition, the receiver's
+    /// (finish) from its receiver's, the counters summed over all (a switch's drops count where
+    /// the switch is).
+    fn merged_flow(&self, fid: FlowId) -> crate::transport::Flow {
+        let parts = &self.parts;
+        let first = &parts[0].flows[fid];
+        let (src, dst) = (
+            self.owner[first.src] as usize,
+            self.owner[first.dst] as usize,
+        );
+        let mut f = parts[src].flows[fid].clone();
+        let r = &parts[dst].flows[fid];
+        f.finish = r.finish;
+        f.expected = r.expected;
+        f.max_reorder = parts
+            .iter()
+            .map(|w| w.flows[fid].max_reorder)
+            .max()
+            .unwrap_or(0);
+        let sum = |get: fn(&crate::transport::Flow) -> u64| -> u64 {
+            parts.iter().map(|w| get(&w.flows[fid])).sum()
+        };
+        f.packets_sent = sum(|f| f.packets_sent);
+        f.retransmits = sum(|f| f.retransmits);
+        f.drops = sum(|f| f.drops);
+        f.ecn_marks = sum(|f| f.ecn_marks);
+        f.cnps = sum(|f| f.cnps);
+        f.out_of_order = sum(|f| f.out_of_order);
+        f.trim_nacks = sum(|f| f.trim_nacks);
+        f.unreachable_drops = sum(|f| f.unreachable_drops);
+        f
+    }
+
+    /// Packets created (each once, where it was made) and alive, over the partitions.
+    pub fn packet_counts(&self) -> (u64, u64) {
+        self.parts.iter().fold((0, 0), |(c, l), w| {
+            (c + w.packets.created(), l + w.packets.live())
+        })
+    }
+
+    pub fn check_conservation(&self) -> Result<(), String> {
+        let (mut moved_out, mut moved_in) = (0, 0);
+        for (i, w) in self.parts.iter().enumerate() {
+            w.check_partition_conservation()
+                .map_err(|e| format!("partition {i}: {e}"))?;
+            let p = w.partition.as_ref().expect("a partition");
+            moved_out += p.moved_out;
+            moved_in += p.moved_in;
+        }
+        if moved_out != moved_in {
+            return Err(format!("{moved_out} packets moved out, {moved_in} in"));
+        }
+        Ok(())
+    }
+}
+
+/// Add one partition's counters to the whole run's: counts add up, maxima take the larger, the
+/// first deadlock the earlier. Exhaustive (no `..`): a new counter must say how it merges.
+fn absorb(into: &mut RunStats, s: &RunStats) {
+    let RunStats {
+        simulated_ps: _,
+        events,
+        packet_hops,
+        packets_created: _,
+        packets_delivered,
+        packets_dropped,
+        packets_in_flight: _,
+        data_packets_sent,
+        retransmitted_packets,
+        control_packets_sent,
+        timeouts,
+        flows_total: _,
+        flows_started,
+        flows_finished,
+        max_queue_bytes,
+        lossless_drops,
+        ecn_marks,
+        cnps_sent,
+        pfc_pause_frames,
+        pfc_resume_frames,
+        paused_ps: _,
+        pfc_deadlocks,
+        first_deadlock_ps,
+        out_of_order_packets,
+        link_fault_drops,
+        unreachable_drops,
+        corrupted_drops,
+        faults_applied,
+        link_down_ps: _,
+        ocs_reconfigurations,
+        ocs_circuit_ps_lost: _,
+        flows_unreachable,
+        packets_nonminimal: _,
+        data_packets_nonminimal: _,
+        control_packets_nonminimal: _,
+        max_global_hops: _,
+        uplink_utilisation_min: _,
+        uplink_utilisation_mean: _,
+        uplink_utilisation_max: _,
+        uplink_utilisation_cv: _,
+        trimmed_packets,
+        pulls_sent,
+        flows_cancelled,
+        in_network_calls: _,
+        in_network_fallbacks: _,
+        reduction_contexts: _,
+        reduction_operands: _,
+        reduction_combined: _,
+        reduction_duplicates: _,
+        reduction_repairs: _,
+        reduction_buffer_peak_bytes: _,
+        in_network_waits: _,
+    } = s;
+    into.events += events;
+    into.packet_hops += packet_hops;
+    into.packets_delivered += packets_delivered;
+    into.packets_dropped += packets_dropped;
+    into.data_packets_sent += data_packets_sent;
+    into.retransmitted_packets += retransmitted_packets;
+    into.control_packets_sent += control_packets_sent;
+    into.timeouts += timeouts;
+    into.flows_started += flows_started;
+    into.flows_finished += flows_finished;
+    into.max_queue_bytes = into.max_queue_bytes.max(*max_queue_bytes);
+    into.lossless_drops += lossless_drops;
+    into.ecn_marks += ecn_marks;
+    into.cnps_sent += cnps_sent;
+    into.pfc_pause_frames += pfc_pause_frames;
+    into.pfc_resume_frames += pfc_resume_frames;
+    into.pfc_deadlocks += pfc_deadlocks;
+    into.first_deadlock_ps = match (into.first_deadlock_ps, *first_deadlock_ps) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    into.out_of_order_packets += out_of_order_packets;
+    into.link_fault_drops += link_fault_drops;
+    into.unreachable_drops += unreachable_drops;
+    into.corrupted_drops += corrupted_drops;
+    into.faults_applied += faults_applied;
+    into.ocs_reconfigurations += ocs_reconfigurations;
+    into.flows_unreachable += flows_unreachable;
+    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
+    into.trimmed_packets = add(into.trimmed_packets, *trimmed_packets);
+    into.pulls_sent = add(into.pulls_sent, *pulls_sent);
+    into.flows_cancelled += flows_cancelled;
+}

@@ -1,0 +1,215 @@
+//! The parallel engine (`threads = N`): every output byte-identical to one world's, for any
+//! number of threads, on scenarios that exercise the cross-partition paths (packets, their ACKs,
+//! drops and retransmissions, ECN and CNPs, per-switch random draws, a time stop); and the
+//! scenarios it does not run yet refused naming `threads` and the feature.
+
+use crate::common::{scenario_error, scratch};
+use fabricemu_core::output;
+use fabricemu_core::scenario::{normalised_json, parse_toml};
+use fabricemu_core::Simulation;
+use std::fs;
+use std::path::Path;
+
+/// Run `text` with `threads`, writing the outputs into `dir` with the one-thread scenario's
+/// metadata (the outputs echo the scenario, whose `threads` differs), and return its stats and
+/// flow rows as text.
+fn run_with(text: &str, threads: u32, dir: &Path) -> (String, String, fabricemu_core::RunStats) {
+    let (file, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let json = normalised_json(&file, &s);
+    let with = text.replacen("seed = 1", &format!("seed = 1\nthreads = {threads}"), 1);
+    let (_, s) = parse_toml(&with, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.threads, threads);
+    let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    sim.run_to_end();
+    sim.check_conservation().unwrap();
+    let stats = sim.stats();
+    let rows = format!("{:?}", sim.flow_rows());
+    output::write_outputs(dir, &mut sim, &json, s.seed, false, 0.0).unwrap();
+    (format!("{stats:?}"), rows, stats)
+}
+
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// One world's outputs against 2, 3 and 5 threads': stats, flow rows, every file's bytes. The
+/// one world's stats, for the test to check that the scenario did what it is meant to exercise.
+fn same_for_any_threads(name: &str, text: &str) -> fabricemu_core::RunStats {
+    let one = scratch("parallel", &format!("{name}-1"));
+    let (stats, rows, run) = run_with(text, 1, &one);
+    let reference = files(&one);
+    assert!(reference.iter().any(|(f, _)| f == "flows.arrow"));
+    for threads in [2, 3, 5] {
+        let dir = scratch("parallel", &format!("{name}-{threads}"));
+        let (s, r, _) = run_with(text, threads, &dir);
+        assert_eq!(s, stats, "{name}: stats with {threads} threads");
+        assert_eq!(r, rows, "{name}: flow rows with {threads} threads");
+        let got = files(&dir);
+        assert_eq!(got.len(), reference.len(), "{name}: files");
+        for ((f, a), (g, b)) in reference.iter().zip(&got) {
+            assert_eq!(f, g);
+            assert!(a == b, "{name}: {f} differs with {threads} threads");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+    let _ = fs::remove_dir_all(&one);
+    run
+}
+
+#[test]
+fn a_fat_tree_permutation_is_the_same_on_any_number_of_threads() {
+    let s = same_for_any_threads(
+        "fat_tree",
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [[workload]]
+        kind = "permutation"
+        size = "200KB"
+        "#,
+    );
+    assert_eq!(s.flows_finished, 16);
+}
+
+#[test]
+fn drops_ecn_dcqcn_and_spraying_are_the_same_on_any_number_of_threads() {
+    // A small shared buffer drops (retransmissions cross partitions back and forth), RED marks
+    // with per-switch draws, DCQCN's CNPs and timers, and spraying's per-switch draws.
+    let s = same_for_any_threads(
+        "lossy",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "1us"
+        [switch]
+        buffer = "300KB"
+        ecn = { kmin = "20KB", kmax = "100KB", pmax = 0.2 }
+        [routing]
+        load_balancing = "spray"
+        [transport]
+        cc = "dcqcn"
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 12
+        size = "300KB"
+        [[workload]]
+        kind = "permutation"
+        size = "100KB"
+        "#,
+    );
+    assert!(
+        s.packets_dropped > 0 && s.retransmitted_packets > 0,
+        "{s:?}"
+    );
+    assert!(s.ecn_marks > 0 && s.cnps_sent > 0, "{s:?}");
+}
+
+#[test]
+fn a_dragonfly_with_valiant_routing_stopped_at_a_time_is_the_same_on_any_number_of_threads() {
+    let s = same_for_any_threads(
+        "dragonfly",
+        r#"
+        seed = 1
+        stop = "40us"
+        [topology]
+        kind = "dragonfly"
+        p = 2
+        a = 4
+        h = 2
+        g = 9
+        link_rate = "100Gbps"
+        link_delay = "100ns"
+        global_link_delay = "1us"
+        [routing]
+        load_balancing = "valiant"
+        [[workload]]
+        kind = "poisson"
+        cdf = "google_rpc"
+        load = 0.6
+        duration = "30us"
+        "#,
+    );
+    assert!(s.packets_nonminimal > 0 && s.flows_finished > 0, "{s:?}");
+    assert!(s.flows_finished < s.flows_total, "stopped mid-run: {s:?}");
+}
+
+#[test]
+fn uet_trimming_and_nscc_are_the_same_on_any_number_of_threads() {
+    let s = same_for_any_threads(
+        "uet",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 3
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "1us"
+        [switch]
+        trimming = { threshold = "32KB" }
+        ecn = { kmin = "12KB", kmax = "48KB", pmax = 1.0 }
+        [transport]
+        cc = "nscc"
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 8
+        size = "256KB"
+        [[workload]]
+        kind = "all_to_all"
+        size = "20KB"
+        "#,
+    );
+    assert!(s.trimmed_packets.is_some_and(|n| n > 0), "{s:?}");
+}
+
+#[test]
+fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
+    let base = r#"
+        seed = 1
+        threads = 2
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        [[workload]]
+        kind = "permutation"
+        size = "10KB"
+    "#;
+    for (extra, feature) in [
+        ("[switch]\npfc = { enabled = true }\n", "[switch.pfc]"),
+        ("[transport]\ncc = \"hpcc\"\n", "hpcc"),
+        ("[trace]\nqueues = { interval = \"1us\" }\n", "[trace]"),
+    ] {
+        let text = base.replacen("[topology]", &format!("{extra}[topology]"), 1);
+        let (_, s) = parse_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let e = Simulation::build(&s).err().expect("refused");
+        assert_eq!(e.path, "threads", "{e}");
+        assert!(e.message.contains(feature), "{e}");
+        assert!(e.message.contains("threads = 1"), "{e}");
+    }
+    let e = scenario_error(&base.replace("threads = 2", "threads = 0"));
+    assert_eq!(e.path, "threads");
+    assert!(e.message.contains("1 to 256"), "{e}");
+}
