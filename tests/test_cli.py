@@ -393,7 +393,12 @@ def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
 
     cases = {b.name: b for b in bench.BENCHMARKS}
     scale = [b.name for b in bench.BENCHMARKS if b.scale]
-    assert scale == ["fat_tree_k24_permutation", "fat_tree_k32_permutation", "dragonfly_ugal_1k"]
+    assert scale == [
+        "fat_tree_k24_permutation",
+        "fat_tree_k24_permutation_2threads",
+        "fat_tree_k32_permutation",
+        "dragonfly_ugal_1k",
+    ]
     assert not any(cases[n].quick or cases[n].slow for n in scale)
     base = Scenario.load(cases["fat_tree_k16_permutation"].path).to_dict()
     for k, hosts in [(24, 3456), (32, 8192)]:
@@ -404,8 +409,73 @@ def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
         d["topology"]["k"] = 16
         d["name"] = base["name"]
         assert d == base
+    # The threads cases are their one-thread case on 2 threads, nothing else.
+    for k in (16, 24):
+        one = Scenario.load(cases[f"fat_tree_k{k}_permutation"].path).to_dict()
+        two = Scenario.load(cases[f"fat_tree_k{k}_permutation_2threads"].path).to_dict()
+        assert (one.pop("threads", 1), two.pop("threads")) == (1, 2)
+        two["name"] = one["name"]
+        assert one == two
     packaged = cases["dragonfly_ugal_1k"].path.read_text()
     assert packaged == (ROOT / "scenarios" / "dragonfly_ugal_1k.toml").read_text()
     proc = cli("bench", "--help")
     assert proc.returncode == 0, proc.stderr
     assert "--scale" in proc.stdout and "k=24" in proc.stdout
+
+
+PARALLEL = """
+name = "parallel"
+[topology]
+kind = "fat_tree"
+k = 4
+link_rate = "100Gbps"
+link_delay = "500ns"
+[switch]
+buffer = "200KB"
+ecn = { kmin = "20KB", kmax = "100KB", pmax = 0.2 }
+[transport]
+cc = "dcqcn"
+[[workload]]
+kind = "permutation"
+size = "300KB"
+[[workload]]
+kind = "incast"
+receiver = 3
+senders = 8
+size = "100KB"
+"""
+
+
+def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
+    scenario = tmp_path / "p.toml"
+    scenario.write_text(PARALLEL)
+    runs = {}
+    for threads in (1, 3):
+        out = tmp_path / f"t{threads}"
+        proc = cli("run", str(scenario), "-o", str(out), "--threads", str(threads), "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads((out / "run.json").read_text())
+        assert info["scenario"]["threads"] == threads
+        runs[threads] = (read_arrow(out / "flows.arrow"), info["stats"])
+    (one, s1), (three, s3) = runs[1], runs[3]
+    assert one.num_rows == 24 and s1["flows_finished"] == 24
+    assert s1["packets_dropped"] > 0 and s1["ecn_marks"] > 0, s1
+    assert one.equals(three)
+    assert s1 == s3
+
+
+def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
+    scenario = tmp_path / "p.toml"
+    scenario.write_text(PARALLEL.replace("[switch]\n", "[switch]\npfc = { enabled = true }\n"))
+    proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
+    assert_one_line_error(proc, "threads", "[switch.pfc]", "threads = 1")
+    proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "0")
+    assert proc.returncode == 2 and "--threads" in proc.stderr
+
+
+def test_python_run_threads_matches_one_thread():
+    one = fabricemu.run(fabricemu.Scenario.from_toml(PARALLEL))
+    two = fabricemu.run(fabricemu.Scenario.from_toml(PARALLEL), threads=2)
+    assert one.flows.equals(two.flows)
+    assert two.run_info["scenario"]["threads"] == 2
+    assert one.stats == two.stats

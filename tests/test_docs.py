@@ -192,6 +192,7 @@ def test_step_workloads_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 #: The pages of docs/ and the test that runs every code block of each.
 PAGE_TESTS = {
+    "parallel.md": "test_parallel_page_runs",
     "analysis.md": "test_analysis_page_runs",
     "architecture.md": "test_architecture_page_runs",
     "collectives.md": "test_collectives_page_runs",
@@ -256,6 +257,13 @@ def test_topology_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     run_blocks(DOCS / "topology.md", tmp_path, with_required=True)
     assert (tmp_path / "clos.graphml").is_file()
+
+
+def test_parallel_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    ns = run_blocks(DOCS / "parallel.md", tmp_path, with_required=True)
+    assert ns["one"].stats["flows_finished"] == 24
+    assert ns["one"].stats["packets_dropped"] > 0
 
 
 def test_every_docs_page_is_run_by_a_test():

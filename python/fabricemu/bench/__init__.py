@@ -52,9 +52,22 @@ BENCHMARKS: Tuple[Benchmark, ...] = (
         False,
     ),
     Benchmark(
+        "fat_tree_k16_permutation_2threads",
+        "fat_tree_k16_permutation_2threads.toml",
+        "fat_tree_k16_permutation on 2 threads (the parallel engine; identical outputs)",
+        False,
+    ),
+    Benchmark(
         "fat_tree_k24_permutation",
         "fat_tree_k24_permutation.toml",
         "fat_tree k=24, 3456 hosts, 100Gbps, permutation of 1MB flows (--scale only)",
+        False,
+        scale=True,
+    ),
+    Benchmark(
+        "fat_tree_k24_permutation_2threads",
+        "fat_tree_k24_permutation_2threads.toml",
+        "fat_tree_k24_permutation on 2 threads (--scale only)",
         False,
         scale=True,
     ),
