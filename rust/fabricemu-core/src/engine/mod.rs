@@ -201,9 +201,8 @@ impl Simulation {
                     &reserved_headroom,
                 )
             };
-            let view = make();
             let threads = scenario.threads as usize;
-            parallel::Parallel::new(&view, threads as u16, threads, make)
+            parallel::Parallel::new(&fabric, threads as u16, threads, make)
         });
         let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
         if parallel.is_some() {

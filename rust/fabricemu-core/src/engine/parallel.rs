@@ -240,9 +240,10 @@ impl World {
 }
 
 impl Parallel {
-    /// `parts` worlds, each made from the same build by `make`, split by [`partition_nodes`].
-    pub fn new(view: &World, parts: u16, threads: usize, make: impl Fn() -> World) -> Self {
-        let owner = Arc::new(partition_nodes(&view.fabric, parts));
+    /// `parts` worlds of `fabric`, each made from the same build by `make`, split by
+    /// [`partition_nodes`].
+    pub fn new(fabric: &Fabric, parts: u16, threads: usize, make: impl Fn() -> World) -> Self {
+        let owner = Arc::new(partition_nodes(fabric, parts));
         let parts: Vec<World> = (0..parts)
             .map(|i| {
                 let mut w = make();
@@ -251,12 +252,12 @@ impl Parallel {
             })
             .collect();
         Self {
-            window_end: view.window_ps,
+            window_end: parts[0].window_ps,
+            flows: parts[0].flows.ids().count() as u32,
             parts,
             owner,
             threads: threads.max(1),
             finished: false,
-            flows: view.flows.ids().count() as u32,
         }
     }
 
