@@ -181,7 +181,12 @@ fn build(py: Python<'_>, spec: &Scenario, kept: Option<Built>) -> PyResult<Simul
         let (got, back) = py.detach(move || (waiting.recv_timeout(BUILD_POLL), waiting));
         rx = Some(back);
         match got {
-            Ok(Ok(Ok(sim))) => return Ok(sim),
+            Ok(Ok(Ok(sim))) => {
+                // An interrupt that came while the build finished (or during the validation
+                // before it) stops here, before the run writes anything.
+                py.check_signals()?;
+                return Ok(sim);
+            }
             Ok(Ok(Err(e))) => return Err(scenario_error(py, &e)),
             Ok(Err(p)) => return Err(panic_error("building the fabric", p)),
             Err(mpsc::RecvTimeoutError::Timeout) => {

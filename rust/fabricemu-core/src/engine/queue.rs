@@ -7,12 +7,16 @@
 //!
 //! Most events are scheduled a fixed delay ahead of the current time (a serialisation time, a
 //! serialisation plus a link delay, a timeout). Events pushed with the same delay come out of a
-//! FIFO already nearly sorted by (time, event), since time only advances. So `push_after` appends to
-//! one FIFO ("lane") per frequent span of delays (delays within a few ns share one, kept sorted by
+//! FIFO already sorted by time, since time only advances. So `push_after` appends to one FIFO
+//! ("lane") per frequent span of delays (delays within a few ns share one, kept in time order by
 //! a short insertion from the back); events at arbitrary times or with rare delays go to a
 //! general heap. A small tournament tree over the sources' heads (the general heap's minimum and
-//! each lane's front) finds the earliest. Profiling showed a single binary heap's sift loops were
-//! the engine's largest cost.
+//! each lane's front time) finds the next instant. The lanes order their events by time only:
+//! when an instant comes, its events are gathered from every source into a batch and sorted by
+//! key once (a synchronised fabric's simultaneous events reach the lanes in no key order, and
+//! keeping the lanes in key order cost insertions and heap operations: 1.29x the instructions at
+//! 1,024 hosts). Profiling showed a single binary heap's sift loops were the engine's largest
+//! cost.
 
 use crate::ids::{FlowId, PortId};
 use crate::units::Time;
@@ -73,9 +77,9 @@ const _: () = assert!(std::mem::size_of::<Event>() == 8);
 /// of a symmetric scenario (measured: eight NSCC flows sharing a bottleneck, Jain 0.983).
 /// A bijection fixed over epochs of 2^24 ps instead (so that the events a batch of
 /// simultaneous events schedules would reach their lanes in order) biased fairness for as long:
-/// DCQCN's fair-share queue and the control loop's algorithm choice left their tolerances. The
-/// price of this order is insertions into the lanes where a synchronised fabric's events tie
-/// (1,024-host permutation: 1.39x the CPU time of the insertion order; see the README). Ordering
+/// DCQCN's fair-share queue and the control loop's algorithm choice left their tolerances. Where a
+/// synchronised fabric's events tie, they reach the lanes in no key order: the queue sorts each
+/// instant's events once (`EventQueue::gather`; see the README for the cost). Ordering
 /// kinds by a hash too is not neutral either: a switch then sometimes handles an
 /// arrival before the port that frees at the same instant, and a ring all-reduce on a GPU
 /// cluster took 8 % longer.
@@ -145,6 +149,12 @@ struct Entry<T: Copy> {
 #[inline]
 fn time_of(key: u128) -> Time {
     (key >> 64) as Time
+}
+
+/// The smallest key at `key`'s time.
+#[inline]
+fn time_key(key: u128) -> u128 {
+    key >> 64 << 64
 }
 
 /// A 4-ary min-heap on `key` (four children per node halve a binary heap's depth).
@@ -383,9 +393,11 @@ impl Lane {
         }
     }
 
+    /// The tournament's key of the lane: its front's time (the entries of one time are in any
+    /// order; the queue sorts them when their time comes).
     #[inline]
     fn front_key(&self) -> Option<u128> {
-        (self.len != 0).then(|| self.buf[self.head].key)
+        (self.len != 0).then(|| time_key(self.buf[self.head].key))
     }
 
     /// Insert in key order: `Some(true)` if `e` is now the front (the lane's head changed),
@@ -406,7 +418,7 @@ impl Lane {
             return Some(true);
         }
         let tail = (self.head + self.len - 1) & mask;
-        if self.buf[tail].key <= e.key {
+        if time_of(self.buf[tail].key) <= time_of(e.key) {
             self.buf[(tail + 1) & mask] = e;
             self.len += 1;
             return Some(false);
@@ -422,7 +434,7 @@ impl Lane {
         let mut i = self.len;
         let stop = self.len.saturating_sub(MAX_PASS);
         while i > 0 {
-            if self.buf[(self.head + i - 1) & mask].key <= e.key {
+            if time_of(self.buf[(self.head + i - 1) & mask].key) <= time_of(e.key) {
                 break;
             }
             if i == stop {
@@ -480,6 +492,10 @@ pub struct EventQueue {
     heads: Tournament,
     /// The lane the last pop came from, + 1 (0: the general heap), for [`EventQueue::upcoming`].
     last_source: u32,
+    /// The events of the current instant's current round not yet run, sorted by key, the next
+    /// last. The lanes keep their events in time order only; the events of one instant are
+    /// sorted once, here, when the instant comes.
+    batch: Vec<Entry<Event>>,
 }
 
 impl Default for EventQueue {
@@ -507,6 +523,7 @@ impl EventQueue {
             general: Heap::new(),
             heads: Tournament::new(1),
             last_source: GENERAL,
+            batch: Vec::new(),
         }
     }
 
@@ -565,7 +582,7 @@ impl EventQueue {
     #[inline(always)]
     fn push_lane(&mut self, lane: u32, key: u128, event: Event) {
         match self.lanes[lane as usize].push(Entry { key, item: event }) {
-            Some(true) => self.heads.update(lane + 1, key),
+            Some(true) => self.heads.update(lane + 1, time_key(key)),
             Some(false) => {}
             None => self.push_general(key, event),
         }
@@ -663,49 +680,88 @@ impl EventQueue {
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
+        if let Some(e) = self.batch.last() {
+            return Some(time_of(e.key));
+        }
         let top = self.heads.top();
         (top.key != NO_KEY).then(|| time_of(top.key))
     }
 
-    /// The events `near` and `far` places behind the front of the lane the last pop came from
-    /// (None if the pop came from the general heap or the lane is shorter): events that run soon,
-    /// whose state the engine can ask the memory system for in advance. Only a hint: it says
-    /// nothing of the order.
+    /// The events `near` and `far` places ahead: in the current instant's batch, then in the lane
+    /// the batch was last gathered from (None past them, or after the general heap): events that
+    /// run soon, whose state the engine can ask the memory system for in advance. Only a hint.
     #[inline(always)]
     pub fn upcoming(&self, near: usize, far: usize) -> (Option<Event>, Option<Event>) {
-        if self.last_source == GENERAL {
-            return (None, None);
-        }
-        let lane = &self.lanes[self.last_source as usize - 1];
-        let mask = lane.buf.len() - 1;
-        let at =
-            |ahead: usize| (ahead < lane.len).then(|| lane.buf[(lane.head + ahead) & mask].item);
+        // The rest of this instant's batch, then the lane the batch came from last.
+        let n = self.batch.len();
+        let lane =
+            (self.last_source != GENERAL).then(|| &self.lanes[self.last_source as usize - 1]);
+        let at = |ahead: usize| {
+            if ahead < n {
+                return Some(self.batch[n - 1 - ahead].item);
+            }
+            let lane = lane?;
+            let k = ahead - n;
+            (k < lane.len).then(|| lane.buf[(lane.head + k) & (lane.buf.len() - 1)].item)
+        };
         (at(near), at(far))
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        let top = self.heads.top();
-        if top.key == NO_KEY {
-            return None;
-        }
-        // The source's next head takes its place in the tournament.
-        let (e, next) = if top.item != GENERAL {
-            self.lanes[top.item as usize - 1].pop_front()
-        } else {
-            let e = self
-                .general
-                .pop()
-                .expect("the general heap has the earliest event");
-            (e, self.general.peek_key())
+        let e = match self.batch.pop() {
+            Some(e) => e,
+            None => {
+                self.gather()?;
+                self.batch.pop().expect("gathered")
+            }
         };
-        debug_assert_eq!(e.key, top.key);
-        self.last_source = top.item;
-        self.heads.replace_winner(next.unwrap_or(NO_KEY));
         self.len -= 1;
         self.now = time_of(e.key);
         self.round = e.key as u64 >> ROUND_SHIFT;
         Some((self.now, e.item))
+    }
+
+    /// Move every event of the earliest time (the next instant, or the next round of this one)
+    /// into the batch, sorted: from each source whose head is at that time, all of its events at
+    /// that time. None when the queue is empty.
+    fn gather(&mut self) -> Option<()> {
+        let top = self.heads.top();
+        if top.key == NO_KEY {
+            return None;
+        }
+        let t = time_of(top.key);
+        loop {
+            let top = self.heads.top();
+            if top.key == NO_KEY || time_of(top.key) != t {
+                break;
+            }
+            let next = if top.item == GENERAL {
+                while let Some(k) = self.general.peek_key() {
+                    if time_of(k) != t {
+                        break;
+                    }
+                    let e = self.general.pop().expect("peeked");
+                    self.batch.push(e);
+                }
+                self.general.peek_key()
+            } else {
+                let lane = &mut self.lanes[top.item as usize - 1];
+                while lane.len != 0 && time_of(lane.buf[lane.head].key) == t {
+                    let (e, _) = lane.pop_front();
+                    self.batch.push(e);
+                }
+                lane.front_key()
+            };
+            self.last_source = top.item;
+            self.heads.replace_winner(next.unwrap_or(NO_KEY));
+        }
+        if self.batch.len() > 1 {
+            // Descending: the next event is the last.
+            self.batch
+                .sort_unstable_by_key(|e| std::cmp::Reverse(e.key));
+        }
+        Some(())
     }
 }
 
