@@ -201,8 +201,7 @@ impl Simulation {
                     &reserved_headroom,
                 )
             };
-            let threads = scenario.threads as usize;
-            parallel::Parallel::new(&fabric, threads as u16, threads, make)
+            parallel::Parallel::new(&fabric, scenario.threads as u16, make)
         });
         let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
         if parallel.is_some() {

@@ -53,13 +53,9 @@ pub(super) struct Parallel {
     pub parts: Vec<World>,
     /// The partition of each node.
     pub owner: Arc<IdVec<NodeId, u16>>,
-    /// Threads to run the partitions on (one partition per thread).
-    pub threads: usize,
     /// The end of the last window run (the lookahead grid's).
     pub window_end: Time,
     pub finished: bool,
-    /// Flows of the plan (the view's flow table has one record per flow).
-    pub flows: u32,
 }
 
 /// Why a scenario cannot run partitioned yet (None: it can). Each reason names the feature.
@@ -240,9 +236,9 @@ impl World {
 }
 
 impl Parallel {
-    /// `parts` worlds of `fabric`, each made from the same build by `make`, split by
-    /// [`partition_nodes`].
-    pub fn new(fabric: &Fabric, parts: u16, threads: usize, make: impl Fn() -> World) -> Self {
+    /// `parts` worlds of `fabric` (one thread each), each made from the same build by `make`,
+    /// split by [`partition_nodes`].
+    pub fn new(fabric: &Fabric, parts: u16, make: impl Fn() -> World) -> Self {
         let owner = Arc::new(partition_nodes(fabric, parts));
         let parts: Vec<World> = (0..parts)
             .map(|i| {
@@ -253,10 +249,8 @@ impl Parallel {
             .collect();
         Self {
             window_end: parts[0].window_ps,
-            flows: parts[0].flows.ids().count() as u32,
             parts,
             owner,
-            threads: threads.max(1),
             finished: false,
         }
     }
@@ -319,22 +313,18 @@ impl Parallel {
         self.finished
     }
 
-    /// Every partition runs its events before `end`, `threads` at a time.
+    /// Every partition runs its events before `end`, each on its own thread (the first on this
+    /// one).
     fn run_window(&mut self, end: Time) {
-        if self.threads <= 1 {
-            for w in &mut self.parts {
-                w.run_window(end);
-            }
-            return;
-        }
-        let per = self.parts.len().div_ceil(self.threads);
         std::thread::scope(|s| {
-            let mut chunks = self.parts.chunks_mut(per);
-            let first = chunks.next().expect("at least one partition");
-            for chunk in chunks {
-                s.spawn(move || chunk.iter_mut().for_each(|w| w.run_window(end)));
+            let (first, rest) = self
+                .parts
+                .split_first_mut()
+                .expect("at least one partition");
+            for w in rest {
+                s.spawn(move || w.run_window(end));
             }
-            first.iter_mut().for_each(|w| w.run_window(end));
+            first.run_window(end);
         });
     }
 
@@ -392,8 +382,7 @@ impl Parallel {
                 view.switches.trimmed[p] = parts[o].switches.trimmed[p];
             }
         }
-        for i in 0..self.flows {
-            let fid = FlowId::new(i);
+        for fid in parts[0].flows.ids() {
             view.flows[fid] = self.merged_flow(fid);
         }
     }

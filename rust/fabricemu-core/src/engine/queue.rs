@@ -450,15 +450,15 @@ impl Lane {
         Some(i == 0)
     }
 
-    /// Remove the front (the lane is not empty) and return it with the new front's key.
+    /// Remove the front (the lane is not empty) and return it.
     #[inline]
-    fn pop_front(&mut self) -> (Entry<Event>, Option<u128>) {
+    fn pop_front(&mut self) -> Entry<Event> {
         debug_assert!(self.len > 0);
         let mask = self.buf.len() - 1;
         let e = self.buf[self.head];
         self.head = (self.head + 1) & mask;
         self.len -= 1;
-        (e, self.front_key())
+        e
     }
 
     #[cold]
@@ -748,7 +748,7 @@ impl EventQueue {
             } else {
                 let lane = &mut self.lanes[top.item as usize - 1];
                 while lane.len != 0 && time_of(lane.buf[lane.head].key) == t {
-                    let (e, _) = lane.pop_front();
+                    let e = lane.pop_front();
                     self.batch.push(e);
                 }
                 lane.front_key()
