@@ -21,7 +21,8 @@
 //! live control, UGAL-G, HPCC's in-band telemetry, PXN relays, receiver credits, synthetic
 //! workloads) and the streamed traces sampled during the run.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::world::World;
 use super::RunStats;
@@ -255,98 +256,57 @@ impl Parallel {
         }
     }
 
-    fn window_ps(&self) -> Time {
-        self.parts[0].window_ps
-    }
-
-    fn all_flows_done(&self) -> bool {
-        let settled: u64 = self.parts.iter().map(|w| w.flows_settled).sum();
-        settled == self.parts[0].stats.flows_total
-            && self.parts.iter().all(|w| w.pending_arrivals == 0)
-    }
-
-    fn events(&self) -> u64 {
-        self.parts.iter().map(|w| w.stats.events).sum()
-    }
-
     /// Run windows until at least `max_events` more events ran or the run ended; true when it
     /// ended. The stop rules are one world's (`World::run_events_until`), taken at window ends.
+    ///
+    /// Every partition runs on its own thread for the whole call (the first on this one), and
+    /// the threads meet at a barrier twice a window: once when each has posted its state (its
+    /// next event, its settled flows), from which each decides the same next window, and once
+    /// when each has posted the packets it sent to the others, which each then takes in.
     pub fn run(&mut self, stop: StopAt, max_events: u64) -> bool {
-        let target = self.events().saturating_add(max_events);
-        while !self.finished && self.events() < target {
-            let next = self
-                .parts
-                .iter_mut()
-                .filter_map(|w| w.events.peek_time())
-                .min();
-            let end = match stop {
-                StopAt::AllFlowsDone => {
-                    let Some(t) = next else {
-                        self.finished = true;
-                        break;
-                    };
-                    if t >= self.window_end {
-                        if self.all_flows_done() {
-                            self.finished = true;
-                            break;
-                        }
-                        let w = self.window_ps();
-                        self.window_end = (t / w + 1).saturating_mul(w);
-                    }
-                    self.window_end
-                }
-                StopAt::Time(stop) => {
-                    let Some(t) = next.filter(|&t| t <= stop) else {
-                        for w in &mut self.parts {
-                            w.now = stop;
-                        }
-                        self.finished = true;
-                        break;
-                    };
-                    let w = self.window_ps();
-                    (t / w + 1).saturating_mul(w).min(stop.saturating_add(1))
-                }
-            };
-            self.run_window(end);
-            self.exchange();
+        if self.finished {
+            return true;
         }
-        self.finished
-    }
-
-    /// Every partition runs its events before `end`, each on its own thread (the first on this
-    /// one).
-    fn run_window(&mut self, end: Time) {
-        std::thread::scope(|s| {
+        let n = self.parts.len();
+        let events: u64 = self.parts.iter().map(|w| w.stats.events).sum();
+        let plan = WindowPlan {
+            stop,
+            target: events.saturating_add(max_events),
+            window_ps: self.parts[0].window_ps,
+            flows_total: self.parts[0].stats.flows_total,
+        };
+        let shared = Shared {
+            barrier: SpinBarrier::new(n),
+            status: (0..n).map(|_| Status::default()).collect(),
+            mail: (0..n * n).map(|_| Mutex::new(Vec::new())).collect(),
+        };
+        let owner: &IdVec<NodeId, u16> = &self.owner;
+        let start = self.window_end;
+        let (window_end, finished) = std::thread::scope(|s| {
             let (first, rest) = self
                 .parts
                 .split_first_mut()
                 .expect("at least one partition");
-            for w in rest {
-                s.spawn(move || w.run_window(end));
+            let workers: Vec<_> = rest
+                .iter_mut()
+                .enumerate()
+                .map(|(i, w)| {
+                    let (shared, plan) = (&shared, &plan);
+                    s.spawn(move || shared.guard(|| work(i + 1, w, shared, owner, plan, start)))
+                })
+                .collect();
+            let mine = shared.guard(|| work(0, first, &shared, owner, &plan, start));
+            for h in workers {
+                // A worker's panic was caught and poisoned the barrier; raise it here.
+                if let Err(p) = h.join().expect("caught in the worker") {
+                    std::panic::resume_unwind(p);
+                }
             }
-            first.run_window(end);
+            mine.unwrap_or_else(|p| std::panic::resume_unwind(p))
         });
-    }
-
-    /// Deliver the packets each partition sent to the others, in partition order and each
-    /// partition's sending order (a link's packets keep their order).
-    fn exchange(&mut self) {
-        for from in 0..self.parts.len() {
-            let part = self.parts[from].partition.as_mut().expect("a partition");
-            let outbox = std::mem::take(&mut part.outbox);
-            for t in &outbox {
-                let to = self.owner[self.parts[from].fabric.peer_node[t.port]] as usize;
-                self.parts[to].receive_remote(*t);
-            }
-            // Keep the buffer (no allocation per window once it has grown).
-            let mut outbox = outbox;
-            outbox.clear();
-            self.parts[from]
-                .partition
-                .as_mut()
-                .expect("a partition")
-                .outbox = outbox;
-        }
+        self.window_end = window_end;
+        self.finished = finished;
+        finished
     }
 
     /// Fold the partitions into `view`: its clock, counters, ports and flow records become the
@@ -443,6 +403,190 @@ impl Parallel {
     }
 }
 
+/// What every partition's thread needs to decide the windows of one `Parallel::run` call.
+struct WindowPlan {
+    stop: StopAt,
+    /// Stop (for now) once the partitions ran this many events in all.
+    target: u64,
+    window_ps: Time,
+    flows_total: u64,
+}
+
+/// One partition's state at a window's end, for the others (each on its own cache line).
+#[derive(Default)]
+#[repr(align(128))]
+struct Status {
+    /// The time of its next event (`u64::MAX`: none).
+    next: AtomicU64,
+    events: AtomicU64,
+    flows_settled: AtomicU64,
+    pending_arrivals: AtomicU64,
+}
+
+/// What the threads of one `Parallel::run` call share.
+struct Shared {
+    barrier: SpinBarrier,
+    status: Vec<Status>,
+    /// The packets partition `from` sent to partition `to` in the last window, at
+    /// `from * n + to` (written by `from` before the barrier, taken by `to` after it).
+    mail: Vec<Mutex<Vec<Transfer>>>,
+}
+
+type Caught = Box<dyn std::any::Any + Send>;
+
+impl Shared {
+    /// Run `f`; if it panics, poison the barrier so that the other threads stop waiting.
+    fn guard<T>(&self, f: impl FnOnce() -> T) -> Result<T, Caught> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).inspect_err(|_| {
+            self.barrier.poisoned.store(true, Ordering::Release);
+        })
+    }
+
+    /// The next window's end, or None when the run stops here (`finished`: it ended), decided
+    /// from every partition's status: each thread decides it alike.
+    fn decide(&self, plan: &WindowPlan, window_end: &mut Time) -> Result<Time, bool> {
+        let sum = |get: fn(&Status) -> &AtomicU64| -> u64 {
+            self.status
+                .iter()
+                .map(|s| get(s).load(Ordering::Relaxed))
+                .sum()
+        };
+        if sum(|s| &s.events) >= plan.target {
+            return Err(false);
+        }
+        let next = self
+            .status
+            .iter()
+            .map(|s| s.next.load(Ordering::Relaxed))
+            .min()
+            .filter(|&t| t != u64::MAX);
+        let w = plan.window_ps;
+        match plan.stop {
+            StopAt::AllFlowsDone => {
+                let t = next.ok_or(true)?;
+                if t >= *window_end {
+                    let done = sum(|s| &s.flows_settled) == plan.flows_total
+                        && sum(|s| &s.pending_arrivals) == 0;
+                    if done {
+                        return Err(true);
+                    }
+                    *window_end = (t / w + 1).saturating_mul(w);
+                }
+                Ok(*window_end)
+            }
+            StopAt::Time(stop) => {
+                let t = next.filter(|&t| t <= stop).ok_or(true)?;
+                Ok((t / w + 1).saturating_mul(w).min(stop.saturating_add(1)))
+            }
+        }
+    }
+}
+
+/// Partition `me`'s thread: windows until the run stops (returns the last window's end and
+/// whether the run ended). A poisoned barrier (another thread panicked) stops it at once.
+fn work(
+    me: usize,
+    world: &mut World,
+    shared: &Shared,
+    owner: &IdVec<NodeId, u16>,
+    plan: &WindowPlan,
+    mut window_end: Time,
+) -> (Time, bool) {
+    let n = shared.status.len();
+    loop {
+        let status = &shared.status[me];
+        let next = world.events.peek_time().unwrap_or(u64::MAX);
+        status.next.store(next, Ordering::Relaxed);
+        status.events.store(world.stats.events, Ordering::Relaxed);
+        status
+            .flows_settled
+            .store(world.flows_settled, Ordering::Relaxed);
+        status
+            .pending_arrivals
+            .store(world.pending_arrivals, Ordering::Relaxed);
+        if !shared.barrier.wait() {
+            return (window_end, false);
+        }
+        // Everyone reads the statuses before anyone writes them again: the next write comes
+        // after the second barrier, which each thread reaches only after deciding.
+        let end = match shared.decide(plan, &mut window_end) {
+            Ok(end) => end,
+            Err(finished) => {
+                if let (true, StopAt::Time(stop)) = (finished, plan.stop) {
+                    world.now = stop;
+                }
+                return (window_end, finished);
+            }
+        };
+        world.run_window(end);
+        let part = world.partition.as_mut().expect("a partition");
+        if !part.outbox.is_empty() {
+            let mut boxes: Vec<_> = (0..n)
+                .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
+                .collect();
+            for t in part.outbox.drain(..) {
+                boxes[owner[world.fabric.peer_node[t.port]] as usize].push(t);
+            }
+        }
+        if !shared.barrier.wait() {
+            return (window_end, false);
+        }
+        // In partition order, and each partition's sending order (a link's packets keep
+        // their order).
+        for from in 0..n {
+            let mut mail = shared.mail[from * n + me].lock().expect("not poisoned");
+            for t in mail.drain(..) {
+                world.receive_remote(t);
+            }
+        }
+    }
+}
+
+/// A barrier for the partitions' threads, which meet at it twice a window (thousands of times
+/// a second): it spins briefly, then yields, rather than sleeping in the kernel.
+struct SpinBarrier {
+    n: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+    /// A thread panicked: the others stop waiting.
+    poisoned: AtomicBool,
+}
+
+impl SpinBarrier {
+    fn new(n: usize) -> Self {
+        Self {
+            n,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            poisoned: AtomicBool::new(false),
+        }
+    }
+
+    /// Wait for all `n` threads; false if the barrier was poisoned.
+    fn wait(&self) -> bool {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation
+                .store(generation.wrapping_add(1), Ordering::Release);
+            return !self.poisoned.load(Ordering::Acquire);
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if self.poisoned.load(Ordering::Acquire) {
+                return false;
+            }
+            if spins < 2048 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        !self.poisoned.load(Ordering::Acquire)
+    }
+}
+
 /// Add one partition's counters to the whole run's: counts add up, maxima take the larger, the
 /// first deadlock the earlier. Exhaustive (no `..`): a new counter must say how it merges.
 fn absorb(into: &mut RunStats, s: &RunStats) {
@@ -535,4 +679,57 @@ fn absorb(into: &mut RunStats, s: &RunStats) {
     into.trimmed_packets = add(into.trimmed_packets, *trimmed_packets);
     into.pulls_sent = add(into.pulls_sent, *pulls_sent);
     into.flows_cancelled += flows_cancelled;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The barrier holds every thread until all arrived, round after round: no thread sees a
+    /// round's counter before all wrote it.
+    #[test]
+    fn the_barrier_holds_each_round_until_every_thread_arrived() {
+        let n = 3;
+        let barrier = SpinBarrier::new(n);
+        let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        std::thread::scope(|s| {
+            for me in 0..n {
+                let (barrier, counts) = (&barrier, &counts);
+                s.spawn(move || {
+                    for round in 1..=500u64 {
+                        counts[me].store(round, Ordering::Relaxed);
+                        assert!(barrier.wait());
+                        for c in counts {
+                            let seen = c.load(Ordering::Relaxed);
+                            assert_eq!(seen, round);
+                        }
+                        assert!(barrier.wait());
+                    }
+                });
+            }
+        });
+    }
+
+    /// A thread that panics poisons the barrier: the others stop waiting instead of hanging,
+    /// and the panic is there to raise.
+    #[test]
+    fn a_panicking_thread_releases_the_others() {
+        let shared = Shared {
+            barrier: SpinBarrier::new(2),
+            status: (0..2).map(|_| Status::default()).collect(),
+            mail: Vec::new(),
+        };
+        let (waited, caught) = std::thread::scope(|s| {
+            let sh = &shared;
+            let other = s.spawn(move || sh.barrier.wait());
+            let caught = shared.guard(|| -> () { panic!("a bug in a partition") });
+            (other.join().unwrap(), caught)
+        });
+        assert!(!waited);
+        let payload = caught.unwrap_err();
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"a bug in a partition")
+        );
+    }
 }
