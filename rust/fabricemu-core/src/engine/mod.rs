@@ -189,7 +189,7 @@ impl Simulation {
         // The plan is kept for the whole run: no slack left from growing it.
         plan.flows.shrink_to_fit();
         // A parallel run's partitions are worlds of the same build (which refused what they
-        // cannot run: no faults, PFC or packet traces here).
+        // cannot run: no faults or packet traces here).
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
                 World::new(
@@ -197,7 +197,7 @@ impl Simulation {
                     fabric.clone(),
                     &plan,
                     &[],
-                    None,
+                    pfc.clone(),
                     &reserved_headroom,
                 )
             };

@@ -24,12 +24,16 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::world::World;
+use super::queue::{key_ahead, Event};
+use super::sampling::WaitCandidates;
+use super::world::{World, DEADLOCK_CHECK_PS};
 use super::RunStats;
 use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::packet::{Packet, PacketId};
 use crate::scenario::{Scenario, StopAt};
+use crate::switch::{pfc, NUM_PRIORITIES};
 use crate::topology::Fabric;
+use crate::transport::NEVER;
 use crate::units::Time;
 
 /// A packet on its way to another partition: the link it is on (its egress port) and the packet
@@ -41,12 +45,26 @@ pub(super) struct Transfer {
 }
 
 /// A world's partition: which it is, and the packets it sent to others during this window.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Part {
     pub outbox: Vec<Transfer>,
     /// Packets sent to and received from other partitions so far (conservation).
     pub moved_out: u64,
     pub moved_in: u64,
+    /// The PFC deadlock check this partition asked for in this window (NEVER: none): one world
+    /// would have scheduled it; the engine runs it across all partitions.
+    pub deadlock_check_at: Time,
+}
+
+impl Default for Part {
+    fn default() -> Self {
+        Self {
+            outbox: Vec::new(),
+            moved_out: 0,
+            moved_in: 0,
+            deadlock_check_at: NEVER,
+        }
+    }
 }
 
 /// The partitions of a parallel run.
@@ -56,15 +74,28 @@ pub(super) struct Parallel {
     pub owner: Arc<IdVec<NodeId, u16>>,
     /// The end of the last window run (the lookahead grid's).
     pub window_end: Time,
+    /// When the next PFC deadlock check runs, across all partitions (NEVER: none due).
+    pub deadlock_check_at: Time,
     pub finished: bool,
 }
 
 /// Why a scenario cannot run partitioned yet (None: it can). Each reason names the feature.
-pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<String> {
+pub fn unsupported(
+    s: &Scenario,
+    plan: &crate::workload::FlowPlan,
+    fabric: &Fabric,
+) -> Option<String> {
     use crate::scenario::{CongestionControl, LoadBalancing, NonMinimalMode, WorkloadSpec};
     let mut why: Vec<&str> = Vec::new();
-    if s.switch.pfc.is_some() {
-        why.push("[switch.pfc] (pause frames are partitioned, the deadlock detector is not yet)");
+    let shortest = fabric
+        .ports()
+        .map(|p| fabric.delay_ps[p])
+        .min()
+        .unwrap_or(0);
+    if s.switch.pfc.is_some() && shortest > DEADLOCK_CHECK_PS {
+        // A deadlock check is asked for a period ahead: it must not fall in the window that
+        // asked for it.
+        why.push("[switch.pfc] with every link longer than the 100 us deadlock-check period");
     }
     if !s.faults.is_empty() || !s.failure_processes.is_empty() {
         why.push("[[fault]] / [[failure_process]]");
@@ -202,6 +233,15 @@ impl World {
         self.partition.as_mut().expect("a partition").moved_in += 1;
     }
 
+    /// Run every event that comes before `key` in the order (`queue::key_ahead`).
+    fn run_before_key(&mut self, key: u128) {
+        while self.events.next_runs_before(key) {
+            let (t, ev) = self.events.pop().expect("peeked");
+            self.now = t;
+            self.handle(ev);
+        }
+    }
+
     /// Run every event before `end`; the clock stays at the last one run.
     pub(super) fn run_window(&mut self, end: Time) {
         while let Some(t) = self.events.peek_time() {
@@ -252,6 +292,7 @@ impl Parallel {
             window_end: parts[0].window_ps,
             parts,
             owner,
+            deadlock_check_at: NEVER,
             finished: false,
         }
     }
@@ -275,14 +316,13 @@ impl Parallel {
             window_ps: self.parts[0].window_ps,
             flows_total: self.parts[0].stats.flows_total,
         };
-        let shared = Shared {
-            barrier: SpinBarrier::new(n),
-            status: (0..n).map(|_| Status::default()).collect(),
-            mail: (0..n * n).map(|_| Mutex::new(Vec::new())).collect(),
-        };
+        let shared = Shared::new(n);
         let owner: &IdVec<NodeId, u16> = &self.owner;
-        let start = self.window_end;
-        let (window_end, finished) = std::thread::scope(|s| {
+        let start = Clock {
+            window_end: self.window_end,
+            deadlock_check_at: self.deadlock_check_at,
+        };
+        let (clock, finished) = std::thread::scope(|s| {
             let (first, rest) = self
                 .parts
                 .split_first_mut()
@@ -304,7 +344,8 @@ impl Parallel {
             }
             mine.unwrap_or_else(|p| std::panic::resume_unwind(p))
         });
-        self.window_end = window_end;
+        self.window_end = clock.window_end;
+        self.deadlock_check_at = clock.deadlock_check_at;
         self.finished = finished;
         finished
     }
@@ -338,6 +379,8 @@ impl Parallel {
             let o = self.owner[view.fabric.port_node[p]] as usize;
             view.ports[p] = parts[o].ports[p];
             view.port_rate[p] = parts[o].port_rate[p];
+            view.pause_since[p] = parts[o].pause_since[p];
+            view.paused_ps[p] = parts[o].paused_ps[p];
             if !view.switches.trimmed.is_empty() {
                 view.switches.trimmed[p] = parts[o].switches.trimmed[p];
             }
@@ -421,6 +464,8 @@ struct Status {
     events: AtomicU64,
     flows_settled: AtomicU64,
     pending_arrivals: AtomicU64,
+    /// The deadlock check it asked for in the window (NEVER: none).
+    deadlock_check_at: AtomicU64,
 }
 
 /// What the threads of one `Parallel::run` call share.
@@ -430,11 +475,30 @@ struct Shared {
     /// The packets partition `from` sent to partition `to` in the last window, at
     /// `from * n + to` (written by `from` before the barrier, taken by `to` after it).
     mail: Vec<Mutex<Vec<Transfer>>>,
+    /// What each partition's ports add to the PFC wait-for graph, at a deadlock check.
+    waits: Vec<Mutex<WaitCandidates>>,
+}
+
+/// The windows' schedule, which every thread keeps alike (each decides it from the same
+/// statuses): the current window's end and the next deadlock check.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    window_end: Time,
+    deadlock_check_at: Time,
 }
 
 type Caught = Box<dyn std::any::Any + Send>;
 
 impl Shared {
+    fn new(n: usize) -> Self {
+        Self {
+            barrier: SpinBarrier::new(n),
+            status: (0..n).map(|_| Status::default()).collect(),
+            mail: (0..n * n).map(|_| Mutex::new(Vec::new())).collect(),
+            waits: (0..n).map(|_| Mutex::default()).collect(),
+        }
+    }
+
     /// Run `f`; if it panics, poison the barrier so that the other threads stop waiting.
     fn guard<T>(&self, f: impl FnOnce() -> T) -> Result<T, Caught> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).inspect_err(|_| {
@@ -442,9 +506,19 @@ impl Shared {
         })
     }
 
-    /// The next window's end, or None when the run stops here (`finished`: it ended), decided
-    /// from every partition's status: each thread decides it alike.
-    fn decide(&self, plan: &WindowPlan, window_end: &mut Time) -> Result<Time, bool> {
+    /// The next window's end, or Err when the run stops here (true: it ended), decided from
+    /// every partition's status: each thread decides it alike. A deadlock check asked for in
+    /// the last window is scheduled (the earliest asked: one world's), and is an event like any.
+    fn decide(&self, plan: &WindowPlan, clock: &mut Clock) -> Result<Time, bool> {
+        if clock.deadlock_check_at == NEVER {
+            clock.deadlock_check_at = self
+                .status
+                .iter()
+                .map(|s| s.deadlock_check_at.load(Ordering::Relaxed))
+                .min()
+                .unwrap_or(NEVER);
+        }
+        let window_end = &mut clock.window_end;
         let sum = |get: fn(&Status) -> &AtomicU64| -> u64 {
             self.status
                 .iter()
@@ -458,8 +532,9 @@ impl Shared {
             .status
             .iter()
             .map(|s| s.next.load(Ordering::Relaxed))
+            .chain([clock.deadlock_check_at])
             .min()
-            .filter(|&t| t != u64::MAX);
+            .filter(|&t| t != NEVER);
         let w = plan.window_ps;
         match plan.stop {
             StopAt::AllFlowsDone => {
@@ -482,20 +557,20 @@ impl Shared {
     }
 }
 
-/// Partition `me`'s thread: windows until the run stops (returns the last window's end and
-/// whether the run ended). A poisoned barrier (another thread panicked) stops it at once.
+/// Partition `me`'s thread: windows until the run stops (returns the schedule and whether the
+/// run ended). A poisoned barrier (another thread panicked) stops it at once.
 fn work(
     me: usize,
     world: &mut World,
     shared: &Shared,
     owner: &IdVec<NodeId, u16>,
     plan: &WindowPlan,
-    mut window_end: Time,
-) -> (Time, bool) {
+    mut clock: Clock,
+) -> (Clock, bool) {
     let n = shared.status.len();
     loop {
         let status = &shared.status[me];
-        let next = world.events.peek_time().unwrap_or(u64::MAX);
+        let next = world.events.peek_time().unwrap_or(NEVER);
         status.next.store(next, Ordering::Relaxed);
         status.events.store(world.stats.events, Ordering::Relaxed);
         status
@@ -504,20 +579,30 @@ fn work(
         status
             .pending_arrivals
             .store(world.pending_arrivals, Ordering::Relaxed);
+        let part = world.partition.as_mut().expect("a partition");
+        let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
+        status.deadlock_check_at.store(asked, Ordering::Relaxed);
         if !shared.barrier.wait() {
-            return (window_end, false);
+            return (clock, false);
         }
         // Everyone reads the statuses before anyone writes them again: the next write comes
         // after the second barrier, which each thread reaches only after deciding.
-        let end = match shared.decide(plan, &mut window_end) {
+        let end = match shared.decide(plan, &mut clock) {
             Ok(end) => end,
             Err(finished) => {
                 if let (true, StopAt::Time(stop)) = (finished, plan.stop) {
                     world.now = stop;
                 }
-                return (window_end, finished);
+                return (clock, finished);
             }
         };
+        world.deadlock_check_pending = clock.deadlock_check_at != NEVER;
+        if clock.deadlock_check_at < end {
+            match deadlock_check(me, world, shared, clock.deadlock_check_at) {
+                Some(at) => clock.deadlock_check_at = at,
+                None => return (clock, world.finished),
+            }
+        }
         world.run_window(end);
         let part = world.partition.as_mut().expect("a partition");
         if !part.outbox.is_empty() {
@@ -529,7 +614,7 @@ fn work(
             }
         }
         if !shared.barrier.wait() {
-            return (window_end, false);
+            return (clock, false);
         }
         // In partition order, and each partition's sending order (a link's packets keep
         // their order).
@@ -540,6 +625,47 @@ fn work(
             }
         }
     }
+}
+
+/// The PFC deadlock check due at `at`, in partition `me`'s thread: run what comes before it,
+/// meet the others, and judge the whole fabric's wait-for graph as one world would at that
+/// event (each thread alike; partition 0 counts it). Returns the next check's time (NEVER:
+/// none), or None when the run stops (a deadlock ended it, or a thread panicked).
+fn deadlock_check(me: usize, world: &mut World, shared: &Shared, at: Time) -> Option<Time> {
+    world.run_before_key(key_ahead(at, Event::DeadlockCheck));
+    world.now = at;
+    let mut mine = WaitCandidates::default();
+    world.wait_candidates(&mut mine);
+    *shared.waits[me].lock().expect("not poisoned") = mine;
+    if !shared.barrier.wait() {
+        return None;
+    }
+    // Read before anyone writes again: the next check is a window (two barriers) later.
+    let mut all = WaitCandidates::default();
+    for w in &shared.waits {
+        let w = w.lock().expect("not poisoned");
+        all.any_paused |= w.any_paused;
+        all.paused.extend_from_slice(&w.paused);
+        all.waits.extend_from_slice(&w.waits);
+    }
+    // Each port is paused in one partition only (its own); the others' copies never are.
+    all.paused.sort_unstable();
+    let paused = |p: PortId| {
+        all.paused
+            .binary_search_by_key(&p, |&(q, _)| q)
+            .map_or(0, |i| all.paused[i].1)
+    };
+    let edges = all.edges(paused);
+    let cycle = pfc::find_cycle(world.ports.len() * NUM_PRIORITIES, &edges);
+    if me == 0 {
+        world.stats.events += 1; // the check is one event of the run
+    }
+    let again = world.settle_deadlock_check(cycle, all.any_paused, me == 0);
+    if world.finished {
+        return None;
+    }
+    world.deadlock_check_pending = again;
+    Some(if again { at + DEADLOCK_CHECK_PS } else { NEVER })
 }
 
 /// A barrier for the partitions' threads, which meet at it twice a window (thousands of times
@@ -714,11 +840,7 @@ mod tests {
     /// and the panic is there to raise.
     #[test]
     fn a_panicking_thread_releases_the_others() {
-        let shared = Shared {
-            barrier: SpinBarrier::new(2),
-            status: (0..2).map(|_| Status::default()).collect(),
-            mail: Vec::new(),
-        };
+        let shared = Shared::new(2);
         let (waited, caught) = std::thread::scope(|s| {
             let sh = &shared;
             let other = s.spawn(move || sh.barrier.wait());

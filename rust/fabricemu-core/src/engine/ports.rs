@@ -637,7 +637,11 @@ impl World {
                 // On the fabric-wide grid of checks, at least one period ahead: a check reads
                 // every switch, so with partitions it must be known a lookahead window ahead.
                 let at = (self.now / DEADLOCK_CHECK_PS + 2) * DEADLOCK_CHECK_PS;
-                self.events.push(at, Event::DeadlockCheck);
+                match &mut self.partition {
+                    // A partition asks for it; the parallel engine runs it across all of them.
+                    Some(part) => part.deadlock_check_at = part.deadlock_check_at.min(at),
+                    None => self.events.push(at, Event::DeadlockCheck),
+                }
             }
         } else {
             self.ports[t].paused &= !bit;

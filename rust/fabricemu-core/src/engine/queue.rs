@@ -98,6 +98,12 @@ pub fn tie_break(time: Time, event: Event) -> u64 {
     (code & !ENTITY) | x
 }
 
+/// The key under which `event` runs at `time` when it was scheduled before that instant (round
+/// 0): events with smaller keys run before it.
+pub fn key_ahead(time: Time, event: Event) -> u128 {
+    ((time as u128) << 64) | tie_break(time, event) as u128
+}
+
 /// Where the round starts in a key's low word, and the most rounds told apart (a longer chain
 /// of zero-delay events stays in the last).
 const ROUND_SHIFT: u32 = 48;
@@ -677,6 +683,23 @@ impl EventQueue {
         }
     }
 
+    /// Whether the earliest event comes before `key` in the order (see [`key_ahead`]). It
+    /// gathers an instant's batch only when that instant is `key`'s: a batch gathered ahead of
+    /// the clock would run before events pushed later for earlier times (another partition's).
+    pub fn next_runs_before(&mut self, key: u128) -> bool {
+        if let Some(e) = self.batch.last() {
+            return e.key < key;
+        }
+        let top = self.heads.top();
+        if top.key == NO_KEY {
+            return false;
+        }
+        if time_of(top.key) != time_of(key) {
+            return time_of(top.key) < time_of(key);
+        }
+        self.gather().is_some() && self.batch.last().is_some_and(|e| e.key < key)
+    }
+
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
@@ -768,6 +791,36 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn asking_whether_an_event_runs_before_a_key_keeps_later_pushes_in_order() {
+        // A partition asks, at a deadlock check's key, what runs before it; it must not gather a
+        // later instant ahead of the clock, or an event another partition hands over afterwards
+        // for an earlier time would run after that instant.
+        let mut q = EventQueue::new();
+        q.push(20, Event::PortFree(PortId::new(1)));
+        let check = key_ahead(10, Event::DeadlockCheck);
+        assert!(!q.next_runs_before(check));
+        q.push(15, Event::LinkArrival(PortId::new(2)));
+        q.push(10, Event::PortFree(PortId::new(3)));
+        q.push(10, Event::LinkArrival(PortId::new(4)));
+        assert!(
+            q.next_runs_before(check),
+            "a free port runs before the check"
+        );
+        assert_eq!(q.pop(), Some((10, Event::PortFree(PortId::new(3)))));
+        assert!(q.next_runs_before(check), "an arrival too (kind 1 < 10)");
+        q.pop();
+        // Pushed at the check's instant: the next round, after it.
+        q.push(10, Event::SampleLinks);
+        assert!(
+            !q.next_runs_before(check),
+            "a zero-delay chain runs after it"
+        );
+        assert_eq!(q.pop().map(|e| e.0), Some(10));
+        assert_eq!(q.pop().map(|e| e.0), Some(15));
+        assert_eq!(q.pop().map(|e| e.0), Some(20));
+    }
 
     #[test]
     fn ties_follow_the_event_not_the_push_order() {

@@ -51,20 +51,31 @@ impl World {
     /// Edges u -> v where switch u's port toward switch v is paused while holding packets of a
     /// paused class; a cycle that is still there at the next check is a deadlock.
     pub(super) fn deadlock_check(&mut self) {
-        self.deadlock_check_pending = false;
-        // Channels are (egress port, class). A paused channel P waits on channel Q when Q, itself
-        // paused, holds packets that arrived over P in P's class: they keep P's pause on. A cycle
-        // of such waits never drains (a pause cycle between nodes alone may be transient, as
-        // when the packets a pause holds back are bound elsewhere).
-        let mut edges = Vec::new();
-        let mut any_paused = false;
-        // Channel (port p, class c) is vertex `p * NUM_PRIORITIES + c` of the wait-for graph.
-        let channel = |p: PortId, c: usize| (p.index() * NUM_PRIORITIES + c) as u32;
+        let mut waits = WaitCandidates::default();
+        self.wait_candidates(&mut waits);
+        let edges = waits.edges(|p| self.ports[p].paused);
+        let cycle = pfc::find_cycle(self.ports.len() * NUM_PRIORITIES, &edges);
+        if self.settle_deadlock_check(cycle, waits.any_paused, true) {
+            self.deadlock_check_pending = true;
+            self.events
+                .push_after(DEADLOCK_CHECK_PS, Event::DeadlockCheck);
+        }
+    }
+
+    /// What this world's ports add to the wait-for graph: whether any is paused, the paused ones
+    /// (with their classes) and the waits their queued packets may make. Channels are (egress
+    /// port, class). A paused channel P waits on channel Q when Q, itself paused, holds packets
+    /// that arrived over P in P's class: they keep P's pause on. A cycle of such waits never
+    /// drains (a pause cycle between nodes alone may be transient, as when the packets a pause
+    /// holds back are bound elsewhere). Whether P is paused is the graph's to check
+    /// ([`WaitCandidates::edges`]): with partitions, P's switch may be another's.
+    pub(super) fn wait_candidates(&self, out: &mut WaitCandidates) {
         for (q, port) in self.ports.iter_enumerated() {
             if port.paused == 0 {
                 continue;
             }
-            any_paused = true;
+            out.any_paused = true;
+            out.paused.push((q, port.paused));
             if port.from_host || port.to_host {
                 continue;
             }
@@ -76,43 +87,48 @@ impl World {
                 let mut next = self.queues[q].class_list(c).front();
                 while let Some(id) = next {
                     let pk = self.packets.get(id);
-                    let in_class = pk.ingress_class() as usize;
                     if let Some(from) = pk.ingress_port() {
-                        if self.ports[from].paused & (1 << in_class) != 0 {
-                            edges.push((channel(from, in_class), to));
-                        }
+                        out.waits.push((from, pk.ingress_class(), to));
                     }
                     next = pk.next_in_list();
                 }
             }
         }
-        edges.sort_unstable();
-        edges.dedup();
-        let cycle = pfc::find_cycle(self.ports.len() * NUM_PRIORITIES, &edges);
+    }
+
+    /// The outcome of a deadlock check at `now` that found `cycle` in the wait-for graph (and
+    /// `any_paused` ports): a cycle found twice in a row is a deadlock, counted once while it
+    /// lasts (`count`: in this world's stats) and, in a run that waits for every flow, its end.
+    /// True when another check is due a period later.
+    pub(super) fn settle_deadlock_check(
+        &mut self,
+        cycle: Option<Vec<u32>>,
+        any_paused: bool,
+        count: bool,
+    ) -> bool {
+        self.deadlock_check_pending = false;
         if cycle.is_some() && cycle == self.last_cycle {
-            if self.stats.first_deadlock_ps.is_none() {
+            if count && self.stats.first_deadlock_ps.is_none() {
                 self.stats.first_deadlock_ps = Some(self.now);
             }
             // Count each persisting cycle once.
             if !self.in_deadlock {
-                self.stats.pfc_deadlocks += 1;
+                if count {
+                    self.stats.pfc_deadlocks += 1;
+                }
                 self.in_deadlock = true;
             }
             // Paused packets in a cycle never move again: a run waiting for every flow would
             // never end, so it ends here (the deadlock is in the stats).
             if self.stop == StopAt::AllFlowsDone {
                 self.finish_run();
-                return;
+                return false;
             }
         } else if cycle.is_none() {
             self.in_deadlock = false;
         }
         self.last_cycle = cycle;
-        if any_paused && !self.finished {
-            self.deadlock_check_pending = true;
-            self.events
-                .push_after(DEADLOCK_CHECK_PS, Event::DeadlockCheck);
-        }
+        any_paused && !self.finished
     }
 
     /// Stream the trace tables into `dir` from now on (under temporary names until `finish_traces`).
@@ -123,6 +139,36 @@ impl World {
     /// Write the rest of every trace table and move the files into place.
     pub fn finish_traces(&mut self, dir: &Path, metadata: &[(String, String)]) -> io::Result<()> {
         self.tracer.finish(dir, metadata)
+    }
+}
+
+/// Channel (port p, class c) is vertex `p * NUM_PRIORITIES + c` of the wait-for graph.
+fn channel(p: PortId, c: usize) -> u32 {
+    (p.index() * NUM_PRIORITIES + c) as u32
+}
+
+/// The parts of the PFC wait-for graph that ports contribute (`World::wait_candidates`).
+#[derive(Debug, Default)]
+pub(super) struct WaitCandidates {
+    pub any_paused: bool,
+    /// Every paused port and its paused classes.
+    pub paused: Vec<(PortId, u8)>,
+    /// (P, class, Q's channel): a packet queued on channel Q arrived over link P in that class.
+    pub waits: Vec<(PortId, u8, u32)>,
+}
+
+impl WaitCandidates {
+    /// The wait-for graph's edges, sorted: the waits whose link P is paused in their class.
+    pub fn edges(&self, paused: impl Fn(PortId) -> u8) -> Vec<(u32, u32)> {
+        let mut edges: Vec<(u32, u32)> = self
+            .waits
+            .iter()
+            .filter(|&&(from, class, _)| paused(from) & (1 << class) != 0)
+            .map(|&(from, class, to)| (channel(from, class as usize), to))
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
+        edges
     }
 }
 

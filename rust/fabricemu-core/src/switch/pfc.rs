@@ -14,7 +14,7 @@ use super::NUM_PRIORITIES;
 /// Wire size of a PFC frame (a minimum Ethernet frame).
 pub const PFC_FRAME_BYTES: u32 = 64;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Pfc {
     pub spec: PfcSpec,
     /// Per link `p` and priority: bytes in the downstream switch that arrived over it.
