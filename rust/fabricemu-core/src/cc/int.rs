@@ -234,6 +234,26 @@ impl IntStore {
         self.lens[to] = n as u8;
     }
 
+    /// A copy of packet slot `idx`'s records (a packet leaving for another partition).
+    pub fn stack(&self, idx: usize) -> IntStack {
+        let mut s = IntStack::EMPTY;
+        for &r in self.records(idx) {
+            s.push(r);
+        }
+        s
+    }
+
+    /// Slot `idx` gets `stack`'s records (a packet arriving from another partition).
+    pub fn set_stack(&mut self, idx: usize, stack: &IntStack) {
+        if idx >= self.lens.len() {
+            self.grow(idx);
+        }
+        self.settle(idx);
+        let r = stack.records();
+        self.hops[idx].0[..r.len()].copy_from_slice(r);
+        self.lens[idx] = r.len() as u8;
+    }
+
     /// The records of packet slot `idx`, first hop first (none if that slot never carried INT).
     #[inline]
     pub fn records(&self, idx: usize) -> &[IntRecord] {

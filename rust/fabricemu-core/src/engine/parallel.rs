@@ -15,11 +15,15 @@
 //! `world`, which never runs): every flow's record from its sender's and receiver's copies, the
 //! counters summed, each port's record from its owner. The outputs are written from the view.
 //!
+//! PFC runs partitioned: pause frames are packets, and the deadlock check, which reads every
+//! switch, runs across the partitions at its place in the order (`deadlock_check`). HPCC's INT
+//! records travel with their packets ([`Mail`]).
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (PFC and its deadlock detector, faults, optical
-//! circuit switching, dependencies between flows, step and job workloads, in-network reduction,
-//! live control, UGAL-G, HPCC's in-band telemetry, PXN relays, receiver credits, synthetic
-//! workloads) and the streamed traces sampled during the run.
+//! state across the fabric within a window (faults, optical circuit switching, dependencies
+//! between flows, step and job workloads, in-network reduction, live control, UGAL-G, PXN
+//! relays, receiver credits, synthetic workloads) and the streamed traces sampled during the
+//! run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +32,7 @@ use super::queue::{key_ahead, Event};
 use super::sampling::WaitCandidates;
 use super::world::{World, DEADLOCK_CHECK_PS};
 use super::RunStats;
+use crate::cc::IntStack;
 use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::packet::{Packet, PacketId};
 use crate::scenario::{Scenario, StopAt};
@@ -44,10 +49,18 @@ pub(super) struct Transfer {
     pub packet: Packet,
 }
 
+/// The packets one partition sends another in a window, and, when the run stamps INT (HPCC),
+/// each one's records (in the same order).
+#[derive(Debug, Default)]
+pub(super) struct Mail {
+    pub packets: Vec<Transfer>,
+    pub int: Vec<IntStack>,
+}
+
 /// A world's partition: which it is, and the packets it sent to others during this window.
 #[derive(Debug)]
 pub(super) struct Part {
-    pub outbox: Vec<Transfer>,
+    pub outbox: Mail,
     /// Packets sent to and received from other partitions so far (conservation).
     pub moved_out: u64,
     pub moved_in: u64,
@@ -59,7 +72,7 @@ pub(super) struct Part {
 impl Default for Part {
     fn default() -> Self {
         Self {
-            outbox: Vec::new(),
+            outbox: Mail::default(),
             moved_out: 0,
             moved_in: 0,
             deadlock_check_at: NEVER,
@@ -85,7 +98,7 @@ pub fn unsupported(
     plan: &crate::workload::FlowPlan,
     fabric: &Fabric,
 ) -> Option<String> {
-    use crate::scenario::{CongestionControl, LoadBalancing, NonMinimalMode, WorkloadSpec};
+    use crate::scenario::{LoadBalancing, NonMinimalMode, WorkloadSpec};
     let mut why: Vec<&str> = Vec::new();
     let shortest = fabric
         .ports()
@@ -108,9 +121,6 @@ pub fn unsupported(
     }
     if s.transport.credits.is_some() {
         why.push("[transport.credits]");
-    }
-    if matches!(s.transport.cc, CongestionControl::Hpcc(_)) {
-        why.push("transport.cc = \"hpcc\" (INT records travel with packets: not yet)");
     }
     if let LoadBalancing::NonMinimal(nm) = s.routing.load_balancing {
         if nm.mode == NonMinimalMode::UgalG {
@@ -214,19 +224,25 @@ impl World {
     #[inline(never)]
     pub(super) fn send_remote(&mut self, p: PortId, pkt: PacketId) {
         let packet = *self.packets.get(pkt);
-        self.packets.release(pkt);
         let part = self
             .partition
             .as_mut()
             .expect("remote links only in partitions");
-        part.outbox.push(Transfer { port: p, packet });
+        if let Some(int) = &self.int {
+            part.outbox.int.push(int.stack(pkt.index()));
+        }
+        self.packets.release(pkt);
+        part.outbox.packets.push(Transfer { port: p, packet });
         part.moved_out += 1;
     }
 
     /// A packet another partition sent on link `t.port` toward a node of this one: it reaches the
     /// far end at its `arrive` time, behind the link's earlier packets.
-    fn receive_remote(&mut self, t: Transfer) {
+    fn receive_remote(&mut self, t: Transfer, int: Option<&IntStack>) {
         let id = self.packets.adopt(t.packet);
+        if let (Some(store), Some(stack)) = (&mut self.int, int) {
+            store.set_stack(id.index(), stack);
+        }
         self.ports[t.port].pipe.push_back(&mut self.packets, id);
         self.events
             .push(t.packet.arrive, super::queue::Event::LinkArrival(t.port));
@@ -474,7 +490,7 @@ struct Shared {
     status: Vec<Status>,
     /// The packets partition `from` sent to partition `to` in the last window, at
     /// `from * n + to` (written by `from` before the barrier, taken by `to` after it).
-    mail: Vec<Mutex<Vec<Transfer>>>,
+    mail: Vec<Mutex<Mail>>,
     /// What each partition's ports add to the PFC wait-for graph, at a deadlock check.
     waits: Vec<Mutex<WaitCandidates>>,
 }
@@ -494,7 +510,7 @@ impl Shared {
         Self {
             barrier: SpinBarrier::new(n),
             status: (0..n).map(|_| Status::default()).collect(),
-            mail: (0..n * n).map(|_| Mutex::new(Vec::new())).collect(),
+            mail: (0..n * n).map(|_| Mutex::default()).collect(),
             waits: (0..n).map(|_| Mutex::default()).collect(),
         }
     }
@@ -605,12 +621,19 @@ fn work(
         }
         world.run_window(end);
         let part = world.partition.as_mut().expect("a partition");
-        if !part.outbox.is_empty() {
+        if !part.outbox.packets.is_empty() {
             let mut boxes: Vec<_> = (0..n)
                 .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
                 .collect();
-            for t in part.outbox.drain(..) {
-                boxes[owner[world.fabric.peer_node[t.port]] as usize].push(t);
+            let int = &mut part.outbox.int;
+            let mut int = (!int.is_empty()).then(|| int.drain(..));
+            for t in part.outbox.packets.drain(..) {
+                let to = &mut boxes[owner[world.fabric.peer_node[t.port]] as usize];
+                to.packets.push(t);
+                if let Some(records) = &mut int {
+                    to.int
+                        .push(records.next().expect("one INT stack per packet"));
+                }
             }
         }
         if !shared.barrier.wait() {
@@ -620,9 +643,11 @@ fn work(
         // their order).
         for from in 0..n {
             let mut mail = shared.mail[from * n + me].lock().expect("not poisoned");
-            for t in mail.drain(..) {
-                world.receive_remote(t);
+            let Mail { packets, int } = &mut *mail;
+            for (i, t) in packets.drain(..).enumerate() {
+                world.receive_remote(t, int.get(i));
             }
+            int.clear();
         }
     }
 }
