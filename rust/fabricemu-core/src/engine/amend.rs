@@ -219,6 +219,7 @@ impl World {
             waiting: Vec::new(),
             then: Vec::new(),
             released_at: NEVER,
+            latest: 0,
             dead: false,
         }));
         // Flows: every per-flow array grows once.

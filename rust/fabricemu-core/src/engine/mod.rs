@@ -201,7 +201,7 @@ impl Simulation {
                     &reserved_headroom,
                 )
             };
-            parallel::Parallel::new(&fabric, scenario.threads as u16, make)
+            parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, make)
         });
         let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
         if parallel.is_some() {

@@ -480,6 +480,9 @@ impl World {
         }
         if let Some(barrier) = barrier {
             self.barrier_arrive(barrier);
+            if let Some(part) = &mut self.partition {
+                part.tell_arrival(self.now, barrier); // a barrier other partitions count too
+            }
         }
     }
 
@@ -709,9 +712,18 @@ impl World {
     }
 
     pub(super) fn barrier_arrive(&mut self, b: u32) {
-        let now = self.now;
+        self.barrier_arrive_at(b, self.now);
+    }
+
+    /// One arrival at barrier `b`, which happened at `at` (now, but for an arrival another
+    /// partition tells of). At its last it releases, at its latest arrival's time: its flows
+    /// start and its chained barriers get their arrivals, here or in the partitions that run
+    /// them (`Part::starts_flow`, `Part::runs_barrier`).
+    pub(super) fn barrier_arrive_at(&mut self, b: u32, at: Time) {
         let barrier = &mut self.barriers[b as usize];
         barrier.remaining -= 1;
+        barrier.latest = barrier.latest.max(at);
+        let now = barrier.latest;
         if barrier.remaining == 0 {
             let job = if self.jobs.list.is_empty() {
                 None
@@ -726,14 +738,19 @@ impl World {
             }
             let barrier = &mut self.barriers[b as usize];
             barrier.released_at = now;
+            let part = self.partition.as_ref();
             for &(fid, gap) in &barrier.waiting {
-                self.events
-                    .push(now.saturating_add(gap), Event::FlowStart(fid));
+                if part.is_none_or(|p| p.starts_flow(self.flows[fid].src)) {
+                    self.events
+                        .push(now.saturating_add(gap), Event::FlowStart(fid));
+                }
             }
             for &(next, delay) in &barrier.then {
-                self.pending_arrivals += 1;
-                self.events
-                    .push(now.saturating_add(delay), Event::BarrierArrive(next));
+                if part.is_none_or(|p| p.runs_barrier(next)) {
+                    self.pending_arrivals += 1;
+                    self.events
+                        .push(now.saturating_add(delay), Event::BarrierArrive(next));
+                }
             }
         }
     }

@@ -17,13 +17,16 @@
 //!
 //! PFC runs partitioned: pause frames are packets, and the deadlock check, which reads every
 //! switch, runs across the partitions at its place in the order (`deadlock_check`). HPCC's INT
-//! records travel with their packets ([`Mail`]).
+//! records travel with their packets ([`Mail`]). Flows that wait for flows (collectives, incast
+//! rounds) wait at barriers: one partition runs a barrier whose flows all finish and start in it
+//! (a rank's next step), every partition counts one whose flows are spread ([`barrier_homes`]),
+//! told of the others' arrivals at window ends, which is in time when what it releases starts a
+//! window later at the soonest (else the build refuses it).
 //!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (faults, optical circuit switching, dependencies
-//! between flows, step and job workloads, in-network reduction, live control, UGAL-G, PXN
-//! relays, receiver credits, synthetic workloads) and the streamed traces sampled during the
-//! run.
+//! state across the fabric within a window (faults, optical circuit switching, step and job
+//! workloads, in-network reduction, live control, UGAL-G, PXN relays, receiver credits,
+//! synthetic workloads) and the streamed traces sampled during the run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,16 +53,23 @@ pub(super) struct Transfer {
 }
 
 /// The packets one partition sends another in a window, and, when the run stamps INT (HPCC),
-/// each one's records (in the same order).
+/// each one's records (in the same order); and the arrivals at barriers all partitions count
+/// that flows finishing in the sender made (time, barrier).
 #[derive(Debug, Default)]
 pub(super) struct Mail {
     pub packets: Vec<Transfer>,
     pub int: Vec<IntStack>,
+    pub arrivals: Vec<(Time, u32)>,
 }
 
 /// A world's partition: which it is, and the packets it sent to others during this window.
 #[derive(Debug)]
 pub(super) struct Part {
+    me: u16,
+    /// The partition of each node.
+    owner: Arc<IdVec<NodeId, u16>>,
+    /// The partition that runs each barrier, or [`MIRRORED`] (see [`barrier_homes`]).
+    barrier_home: Arc<Vec<u16>>,
     pub outbox: Mail,
     /// Packets sent to and received from other partitions so far (conservation).
     pub moved_out: u64,
@@ -69,15 +79,105 @@ pub(super) struct Part {
     pub deadlock_check_at: Time,
 }
 
-impl Default for Part {
-    fn default() -> Self {
-        Self {
-            outbox: Mail::default(),
-            moved_out: 0,
-            moved_in: 0,
-            deadlock_check_at: NEVER,
+impl Part {
+    /// Whether a flow sent by `src` starts here (its sender's partition).
+    #[inline]
+    pub fn starts_flow(&self, src: NodeId) -> bool {
+        self.owner[src] == self.me
+    }
+
+    /// Whether barrier `b`'s arrivals happen here: it is this partition's, or every one's.
+    #[inline]
+    pub fn runs_barrier(&self, b: u32) -> bool {
+        let home = self.barrier_home[b as usize];
+        home == self.me || home == MIRRORED
+    }
+
+    /// A flow finishing here arrived at barrier `b` at `now`: if every partition counts `b`,
+    /// tell the others.
+    #[inline]
+    pub fn tell_arrival(&mut self, now: Time, b: u32) {
+        if self.barrier_home[b as usize] == MIRRORED {
+            self.outbox.arrivals.push((now, b));
         }
     }
+}
+
+/// Every partition counts this barrier's arrivals (and releases it alike): see [`barrier_homes`].
+pub const MIRRORED: u16 = u16::MAX;
+
+/// Which partition runs each barrier of `plan`, under the node map `owner`: the one where all
+/// of its flows finish (their receivers') and start (their senders'), and where all the
+/// barriers it chains to run; otherwise ([`MIRRORED`]) every partition counts its arrivals and
+/// releases it (each starting its own flows), told of the arrivals other partitions' flows make
+/// at the ends of windows. A collective's per-rank steps (a rank sends once it has received) are
+/// one partition's; an iteration's end, which every rank's last step reaches, is mirrored.
+pub fn barrier_homes(plan: &crate::workload::FlowPlan, owner: &IdVec<NodeId, u16>) -> Vec<u16> {
+    const UNSET: u16 = u16::MAX - 1;
+    let mut home = vec![UNSET; plan.barrier_sizes.len()];
+    let mut join = |b: u32, p: u16| {
+        let h = &mut home[b as usize];
+        *h = if *h == UNSET || *h == p { p } else { MIRRORED };
+    };
+    for f in plan.flows.iter() {
+        if let Some(b) = f.completes {
+            join(b, owner[f.dst]);
+        }
+        if let crate::workload::Start::After { barrier, .. } = f.start {
+            join(barrier, owner[f.src]);
+        }
+    }
+    for &(_, b) in &plan.barrier_timers {
+        home[b as usize] = MIRRORED; // (every partition has the timer's event)
+    }
+    for h in &mut home {
+        if *h == UNSET {
+            *h = MIRRORED; // only chained: it happens wherever its chain does
+        }
+    }
+    // A barrier one partition runs releases its chained arrivals there only: they must be its.
+    loop {
+        let mut changed = false;
+        for e in &plan.barrier_edges {
+            let (from, to) = (home[e.from as usize], home[e.to as usize]);
+            if from != MIRRORED && to != from {
+                home[e.from as usize] = MIRRORED;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    home
+}
+
+/// A mirrored barrier that flows finishing count toward, and whose release starts something
+/// sooner than `window` after it: the other partitions hear of its last arrival only at the
+/// window's end, too late. Returns the barrier and that shortest delay.
+fn barrier_too_soon(
+    plan: &crate::workload::FlowPlan,
+    home: &[u16],
+    window: Time,
+) -> Option<(u32, Time)> {
+    let mut counted = vec![false; home.len()];
+    let mut soonest = vec![NEVER; home.len()];
+    for f in plan.flows.iter() {
+        if let Some(b) = f.completes {
+            counted[b as usize] = true;
+        }
+        if let crate::workload::Start::After { barrier, gap } = f.start {
+            let s = &mut soonest[barrier as usize];
+            *s = (*s).min(gap);
+        }
+    }
+    for e in &plan.barrier_edges {
+        let s = &mut soonest[e.from as usize];
+        *s = (*s).min(e.delay);
+    }
+    (0..home.len())
+        .find(|&b| home[b] == MIRRORED && counted[b] && soonest[b] < window)
+        .map(|b| (b as u32, soonest[b]))
 }
 
 /// The partitions of a parallel run.
@@ -130,9 +230,16 @@ pub fn unsupported(
     if s.cluster.is_some() {
         why.push("[cluster]");
     }
-    if !plan.barrier_sizes.is_empty() || !plan.barrier_timers.is_empty() {
-        why.push("flows that wait for other flows (collectives, graphs, start = { after = ... })");
-    }
+    let homes = barrier_homes(plan, &partition_nodes(fabric, s.threads as u16));
+    let too_soon = barrier_too_soon(plan, &homes, shortest.max(1)).map(|(b, gap)| {
+        format!(
+            "flows that start {} ps after flows finishing on other partitions' hosts \
+             (barrier {b}): at least the shortest link delay ({} ps) is needed, as a \
+             collective's compute_gap between iterations",
+            gap,
+            shortest.max(1)
+        )
+    });
     if !plan.jobs.is_empty() || !plan.ops.is_empty() || plan.in_network.is_some() {
         why.push("step, job and in-network workloads");
     }
@@ -152,6 +259,8 @@ pub fn unsupported(
     {
         why.push("[trace] queues, links, rates, packets, pfc or latency");
     }
+    let mut why: Vec<String> = why.into_iter().map(String::from).collect();
+    why.extend(too_soon);
     (!why.is_empty()).then(|| why.join("; "))
 }
 
@@ -209,14 +318,27 @@ pub fn partition_nodes(fabric: &Fabric, parts: u16) -> IdVec<NodeId, u16> {
 impl World {
     /// Make this world partition `me` of `owner`'s map: links to other partitions' nodes send
     /// through the outbox, and only the flows this partition's hosts send start here.
-    pub(super) fn make_partition(&mut self, me: u16, owner: &IdVec<NodeId, u16>) {
+    pub(super) fn make_partition(
+        &mut self,
+        me: u16,
+        owner: &Arc<IdVec<NodeId, u16>>,
+        barrier_home: &Arc<Vec<u16>>,
+    ) {
         self.keep_all_flows();
         for p in self.fabric.ports() {
             self.ports[p].remote = owner[self.fabric.peer_node[p]] != me;
         }
         let flows = &self.flows;
         self.static_order.retain(|&f| owner[flows[f].src] == me);
-        self.partition = Some(Part::default());
+        self.partition = Some(Part {
+            me,
+            owner: Arc::clone(owner),
+            barrier_home: Arc::clone(barrier_home),
+            outbox: Mail::default(),
+            moved_out: 0,
+            moved_in: 0,
+            deadlock_check_at: NEVER,
+        });
     }
 
     /// `pkt` left on link `p` toward another partition: it goes there whole, and is gone here.
@@ -295,12 +417,18 @@ impl World {
 impl Parallel {
     /// `parts` worlds of `fabric` (one thread each), each made from the same build by `make`,
     /// split by [`partition_nodes`].
-    pub fn new(fabric: &Fabric, parts: u16, make: impl Fn() -> World) -> Self {
+    pub fn new(
+        fabric: &Fabric,
+        plan: &crate::workload::FlowPlan,
+        parts: u16,
+        make: impl Fn() -> World,
+    ) -> Self {
         let owner = Arc::new(partition_nodes(fabric, parts));
+        let homes = Arc::new(barrier_homes(plan, &owner));
         let parts: Vec<World> = (0..parts)
             .map(|i| {
                 let mut w = make();
-                w.make_partition(i, &owner);
+                w.make_partition(i, &owner, &homes);
                 w
             })
             .collect();
@@ -621,10 +749,16 @@ fn work(
         }
         world.run_window(end);
         let part = world.partition.as_mut().expect("a partition");
-        if !part.outbox.packets.is_empty() {
+        if !part.outbox.packets.is_empty() || !part.outbox.arrivals.is_empty() {
             let mut boxes: Vec<_> = (0..n)
                 .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
                 .collect();
+            for (to, mail) in boxes.iter_mut().enumerate() {
+                if to != me {
+                    mail.arrivals.extend_from_slice(&part.outbox.arrivals);
+                }
+            }
+            part.outbox.arrivals.clear();
             let int = &mut part.outbox.int;
             let mut int = (!int.is_empty()).then(|| int.drain(..));
             for t in part.outbox.packets.drain(..) {
@@ -643,11 +777,20 @@ fn work(
         // their order).
         for from in 0..n {
             let mut mail = shared.mail[from * n + me].lock().expect("not poisoned");
-            let Mail { packets, int } = &mut *mail;
+            let Mail {
+                packets,
+                int,
+                arrivals,
+            } = &mut *mail;
             for (i, t) in packets.drain(..).enumerate() {
                 world.receive_remote(t, int.get(i));
             }
             int.clear();
+            // Late, but what they release comes a window after them at the soonest (checked
+            // at the build, `barrier_too_soon`), so no later than this partition's clock.
+            for (at, b) in arrivals.drain(..) {
+                world.barrier_arrive_at(b, at);
+            }
         }
     }
 }
@@ -835,6 +978,60 @@ fn absorb(into: &mut RunStats, s: &RunStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ring's per-rank steps run where the rank is; an iteration's end, which flows of every
+    /// partition reach, is mirrored, and so is a barrier chained to another partition's.
+    #[test]
+    fn barriers_run_where_their_flows_are_or_everywhere() {
+        use crate::workload::{BarrierEdge, FlowInit, FlowPlan, Start};
+        let n = |i: u32| NodeId::new(i);
+        // Hosts 0, 1 in partition 0; 2, 3 in partition 1.
+        let owner: IdVec<NodeId, u16> = IdVec::from_vec(vec![0, 0, 1, 1]);
+        let mut plan = FlowPlan::default();
+        let step = plan.barrier(1);
+        let end = plan.barrier(2);
+        let chained = plan.barrier(1);
+        let other = plan.barrier(1);
+        let after = |barrier, gap| Start::After { barrier, gap };
+        let flows = vec![
+            // 0 -> 1 finishes at 1, which then sends 1 -> 0: partition 0's barrier.
+            FlowInit {
+                completes: Some(step),
+                ..FlowInit::at(n(0), n(1), 100, 0, 0)
+            },
+            FlowInit {
+                start: after(step, 0),
+                completes: Some(end),
+                ..FlowInit::at(n(1), n(0), 100, 0, 0)
+            },
+            // 2 -> 3 finishes in partition 1 toward the same end: mirrored.
+            FlowInit {
+                completes: Some(end),
+                ..FlowInit::at(n(2), n(3), 100, 0, 0)
+            },
+            // Partition 1's barrier, chained to one partition 0 runs: mirrored too.
+            FlowInit {
+                completes: Some(chained),
+                ..FlowInit::at(n(2), n(3), 100, 0, 0)
+            },
+            FlowInit {
+                start: after(other, 7),
+                ..FlowInit::at(n(0), n(1), 100, 0, 0)
+            },
+        ];
+        plan.flows = flows.into();
+        plan.barrier_edges.push(BarrierEdge {
+            from: chained,
+            to: other,
+            delay: 5,
+        });
+        let home = barrier_homes(&plan, &owner);
+        assert_eq!(home, vec![0, MIRRORED, MIRRORED, 0]);
+        // The mirrored `end` releases nothing; `chained` chains 5 ps later: too soon for a
+        // window of 6 ps, not for one of 5.
+        assert_eq!(barrier_too_soon(&plan, &home, 6), Some((chained, 5)));
+        assert_eq!(barrier_too_soon(&plan, &home, 5), None);
+    }
 
     /// The barrier holds every thread until all arrived, round after round: no thread sees a
     /// round's counter before all wrote it.

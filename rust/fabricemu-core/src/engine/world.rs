@@ -240,6 +240,9 @@ pub(super) struct Barrier {
     pub then: Vec<(u32, Time)>,
     /// When it released (NEVER: not yet).
     pub released_at: Time,
+    /// Its latest arrival so far: it releases at the time of its last (which, in a partition
+    /// told of another partition's arrivals only at a window's end, may come before others).
+    pub latest: Time,
     /// It can never release: a flow it waits for was given up on.
     pub dead: bool,
 }
@@ -516,6 +519,7 @@ impl World {
                 waiting: Vec::new(),
                 then: Vec::new(),
                 released_at: NEVER,
+                latest: 0,
                 dead: false,
             })
             .collect();

@@ -302,6 +302,79 @@ fn hpcc_telemetry_crosses_partitions_and_is_the_same_on_any_number_of_threads() 
 }
 
 #[test]
+fn collectives_and_incast_rounds_are_the_same_on_any_number_of_threads() {
+    // A ring all-reduce over every host (each rank's step waits for the block it receives: one
+    // partition's barrier), a tree all-reduce, and incast rounds whose next round waits for the
+    // last flow of the previous (a barrier every partition counts, told of other partitions'
+    // arrivals at window ends: its gaps are at least a window). Three iterations each.
+    let s = same_for_any_threads(
+        "collectives",
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "1us"
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "ring"
+        hosts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+        size = "1MiB"
+        iterations = 3
+        compute_gap = "5us"
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "tree"
+        hosts = [0, 3, 5, 6, 9, 10, 12, 15]
+        size = "256KiB"
+        iterations = 2
+        compute_gap = "1us"
+        [[workload]]
+        kind = "incast"
+        receiver = 2
+        senders = [7, 11, 13, 14]
+        size = "100KB"
+        rounds = 4
+        round_gap = "2us"
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    assert!(s.flows_total > 3 * 2 * 15 * 16, "{s:?}");
+}
+
+#[test]
+fn a_barrier_of_other_partitions_flows_releasing_within_a_window_is_refused() {
+    // Iterations back to back (no compute gap): the other partitions would hear of the last
+    // arrival only after their flows should have started.
+    let text = r#"
+        seed = 1
+        threads = 2
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_delay = "1us"
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        hosts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+        size = "1MiB"
+        iterations = 2
+    "#;
+    let (_, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let e = Simulation::build(&s).err().expect("refused");
+    assert_eq!(e.path, "threads", "{e}");
+    assert!(e.message.contains("compute_gap"), "{e}");
+    assert!(e.message.contains("1000000 ps"), "{e}");
+    // One iteration has no such barrier: it runs.
+    let (_, s) = parse_toml(&text.replace("iterations = 2", "iterations = 1"), "t.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(Simulation::build(&s).is_ok());
+}
+
+#[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
         seed = 1
