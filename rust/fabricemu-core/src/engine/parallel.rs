@@ -25,7 +25,7 @@
 //!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
 //! state across the fabric within a window (faults, optical circuit switching, step and job
-//! workloads, in-network reduction, live control, UGAL-G, PXN relays, receiver credits,
+//! workloads, in-network reduction, live control, UGAL-G, receiver credits,
 //! synthetic workloads) and the streamed traces sampled during the run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -226,9 +226,6 @@ pub fn unsupported(
         if nm.mode == NonMinimalMode::UgalG {
             why.push("routing ugal_g (reads queues of other switches)");
         }
-    }
-    if s.cluster.is_some() {
-        why.push("[cluster]");
     }
     let homes = barrier_homes(plan, &partition_nodes(fabric, s.threads as u16));
     let too_soon = barrier_too_soon(plan, &homes, shortest.max(1)).map(|(b, gap)| {
@@ -528,6 +525,12 @@ impl Parallel {
             if !view.switches.trimmed.is_empty() {
                 view.switches.trimmed[p] = parts[o].switches.trimmed[p];
             }
+        }
+        if let Some(relays) = &mut view.relays {
+            relays.take_each_gpu(|gpu| {
+                let o = self.owner[gpu] as usize;
+                parts[o].relays.as_ref().expect("the same build")
+            });
         }
         for fid in parts[0].flows.ids() {
             view.flows[fid] = self.merged_flow(fid);

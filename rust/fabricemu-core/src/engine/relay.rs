@@ -50,6 +50,16 @@ impl Relays {
     }
 
     /// The most transit bytes GPU `gpu` held.
+    /// Each GPU's buffer as `from(gpu)` (the copy of the partition that runs it) has it.
+    pub(super) fn take_each_gpu<'a>(&mut self, from: impl Fn(NodeId) -> &'a Relays) {
+        for gpu in self.bytes.ids() {
+            let r = from(gpu);
+            self.bytes[gpu] = r.bytes[gpu];
+            self.peak[gpu] = r.peak[gpu];
+            self.paused[gpu] = r.paused[gpu];
+        }
+    }
+
     pub fn peak(&self, gpu: NodeId) -> u64 {
         self.peak.get(gpu).copied().unwrap_or(0)
     }

@@ -375,6 +375,49 @@ fn a_barrier_of_other_partitions_flows_releasing_within_a_window_is_refused() {
 }
 
 #[test]
+fn gpu_clusters_with_pxn_relays_are_the_same_on_any_number_of_threads() {
+    // Rail-optimised GPU servers (8 GPUs behind an NVSwitch, one NIC each): a cross-rail
+    // all-to-all relays through the GPU on the destination's rail (PXN), whose transit buffer
+    // pauses the NVSwitch; a ring all-reduce over the scale-up domain and the rails. The
+    // scale-up links (100 ns) set the window.
+    let s = same_for_any_threads(
+        "cluster",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 8
+        hosts_per_leaf = 4
+        spines = 2
+        link_rate = "400Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 8
+        cabling = "rail"
+        cross_rail = "pxn"
+        pxn_buffer = "160KiB"
+        [[workload]]
+        kind = "collective"
+        op = "all_to_all"
+        algorithm = "direct"
+        hosts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+        size = "2MiB"
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "ring"
+        hosts = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]
+        size = "1MiB"
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    assert!(
+        s.pfc_pause_frames > 0,
+        "the relays pause the NVSwitch: {s:?}"
+    );
+}
+
+#[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
         seed = 1
