@@ -237,6 +237,35 @@ def test_bench_quick(cli, tmp_path):
         assert r["flows_finished"] == r["flows_total"]
 
 
+def test_bench_threads_sweep_runs_a_case_at_each_thread_count(cli):
+    # `--case` picks one benchmark; `--threads 1,2` runs it on one thread and on two (the
+    # parallel engine): the same work (identical outputs), the speed-up against the first.
+    proc = cli(
+        "bench", "--quick", "--case", "fat_tree_k8_permutation", "--threads", "1,2", "--json", timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert [(r["name"], r["threads"]) for r in rows] == [
+        ("fat_tree_k8_permutation", 1),
+        ("fat_tree_k8_permutation", 2),
+    ]
+    assert rows[0]["packet_hops"] == rows[1]["packet_hops"] > 0
+    assert rows[0]["events"] == rows[1]["events"]
+    assert rows[0]["speedup"] == 1.0
+    assert rows[1]["speedup"] == pytest.approx(rows[0]["wall_seconds"] / rows[1]["wall_seconds"])
+    table = cli("bench", "--quick", "--case", "quickstart", "--threads", "1", timeout=600)
+    assert table.returncode == 0, table.stderr
+    assert "speed-up" in table.stdout and "1.00x" in table.stdout
+    for bad, message in [
+        (["--case", "nope"], "no such benchmark"),
+        (["--threads", "0,2"], "from 1 to 256"),
+        (["--threads", "two"], "from 1 to 256"),
+    ]:
+        err = cli("bench", "--quick", *bad)
+        assert err.returncode == 2, err.stderr
+        assert message in err.stderr
+
+
 def test_bench_quickstart_is_the_repository_quickstart():
     import fabricemu.bench as bench
 

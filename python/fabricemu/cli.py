@@ -1380,6 +1380,7 @@ Examples:
   fabricemu bench
   fabricemu bench --quick --json bench.json
   fabricemu bench --slow
+  fabricemu bench --case fat_tree_k16_permutation --threads 1,2,4
 """
 )
 @click.option(
@@ -1399,6 +1400,21 @@ Examples:
     "each run once: cost per packet-hop as the fabric grows.",
 )
 @click.option(
+    "--case",
+    "cases",
+    multiple=True,
+    metavar="NAME",
+    help="Only this benchmark (repeatable); it runs whatever --quick, --slow and --scale say.",
+)
+@click.option(
+    "--threads",
+    "threads_list",
+    default=None,
+    metavar="N[,N...]",
+    help="A threads sweep: run each case at each of these thread counts (the parallel engine, "
+    "identical outputs), with its speed-up over the first count.",
+)
+@click.option(
     "--min-time",
     type=float,
     default=1.0,
@@ -1414,7 +1430,15 @@ Examples:
     default=None,
     help="Print the figures as JSON (to stdout) instead of the table; --json FILE: also write them to FILE.",
 )
-def bench(quick: bool, slow: bool, scale: bool, min_time: float, json_path: Optional[str]) -> None:
+def bench(
+    quick: bool,
+    slow: bool,
+    scale: bool,
+    cases: Tuple[str, ...],
+    threads_list: Optional[str],
+    min_time: float,
+    json_path: Optional[str],
+) -> None:
     """Run the fixed benchmark scenarios, each in its own process, and print per scenario:
     packet-hops, events, simulated time, wall seconds, packet-hops/s, ns per packet-hop, events/s
     and peak memory.
@@ -1424,31 +1448,47 @@ def bench(quick: bool, slow: bool, scale: bool, min_time: float, json_path: Opti
     measure after imports, before the first run."""
     from .bench import BENCHMARKS
 
+    known = {b.name for b in BENCHMARKS}
+    for c in cases:
+        if c not in known:
+            _die(f"--case {c}: no such benchmark (one of: {', '.join(sorted(known))})", EXIT_USAGE)
+    sweep = _thread_counts(threads_list)
     rows: List[Dict[str, Any]] = []
     for b in BENCHMARKS:
-        if (quick and not b.quick) or (b.slow and not slow) or (b.scale and not scale):
+        if cases and b.name not in cases:
+            continue
+        if not cases and ((quick and not b.quick) or (b.slow and not slow) or (b.scale and not scale)):
             continue
         once = quick or b.slow or b.scale
-        click.echo(f"running {b.name} ({b.description}) ...", err=True)
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "fabricemu.bench",
-                str(b.path),
-                "--min-time",
-                str(0.0 if once else min_time),
-                *(["--no-warmup"] if b.slow or b.scale else []),
-            ],
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            check=False,
-        )
-        if proc.returncode != 0:
-            _die(f"benchmark {b.name} failed with exit code {proc.returncode}", EXIT_FAILED)
-        row = json.loads(proc.stdout.decode().strip().splitlines()[-1])
-        row["name"] = b.name
-        rows.append(row)
+        first: Optional[float] = None
+        counts: List[Optional[int]] = list(sweep) or [None]
+        for threads in counts:
+            label = b.name if threads is None else f"{b.name} ({threads} threads)"
+            click.echo(f"running {label} ({b.description}) ...", err=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "fabricemu.bench",
+                    str(b.path),
+                    "--min-time",
+                    str(0.0 if once else min_time),
+                    *(["--no-warmup"] if b.slow or b.scale else []),
+                    *(["--threads", str(threads)] if threads is not None else []),
+                ],
+                stdout=subprocess.PIPE,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                check=False,
+            )
+            if proc.returncode != 0:
+                _die(f"benchmark {label} failed with exit code {proc.returncode}", EXIT_FAILED)
+            row = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+            row["name"] = b.name
+            if sweep:
+                wall = float(row["wall_seconds"])
+                first = wall if first is None else first
+                row["speedup"] = first / wall if wall > 0 else None
+            rows.append(row)
     if json_path == "-":
         click.echo(json.dumps(rows, indent=2))
         return
@@ -1457,7 +1497,24 @@ def bench(quick: bool, slow: bool, scale: bool, min_time: float, json_path: Opti
         Path(json_path).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 
 
+def _thread_counts(text: Optional[str]) -> List[int]:
+    """``--threads 1,2,4``: the thread counts of a sweep (none without the option)."""
+    if text is None:
+        return []
+    try:
+        counts = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        counts = []
+    if not counts or any(not 1 <= c <= 256 for c in counts):
+        _die(
+            f"--threads {text}: expected thread counts from 1 to 256 separated by commas, like 1,2,4",
+            EXIT_USAGE,
+        )
+    return counts
+
+
 def _print_bench(rows: List[Dict[str, Any]]) -> None:
+    sweep = any("speedup" in r for r in rows)
     header = (
         "scenario",
         "packet-hops",
@@ -1470,7 +1527,7 @@ def _print_bench(rows: List[Dict[str, Any]]) -> None:
         "runs",
         "peak RSS MiB",
         "base MiB",
-    )
+    ) + (("threads", "speed-up") if sweep else ())
     table = [header]
     for r in rows:
         table.append(
@@ -1487,6 +1544,7 @@ def _print_bench(rows: List[Dict[str, Any]]) -> None:
                 f"{r['peak_rss_mib']:.1f}",
                 f"{r['base_rss_mib']:.1f}",
             )
+            + ((str(r.get("threads", 1)), _speedup(r.get("speedup"))) if sweep else ())
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for n, row in enumerate(table):
@@ -1494,6 +1552,10 @@ def _print_bench(rows: List[Dict[str, Any]]) -> None:
         click.echo("  ".join(cells))
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
+
+
+def _speedup(v: Optional[float]) -> str:
+    return "-" if v is None else f"{v:.2f}x"
 
 
 if __name__ == "__main__":  # pragma: no cover

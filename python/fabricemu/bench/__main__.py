@@ -1,4 +1,5 @@
-"""One benchmark in this process: ``python -m fabricemu.bench SCENARIO.toml [--min-time SECONDS]``.
+"""One benchmark in this process: ``python -m fabricemu.bench SCENARIO.toml [--min-time SECONDS]
+[--threads N]``.
 
 Runs the scenario once uncounted (a warm-up, which also uses up the build made when the scenario was
 loaded, so every counted run builds the fabric and flow plan itself), then repeatedly until
@@ -7,7 +8,8 @@ JSON line: the figures of the fastest run plus the peak resident memory of this 
 bench`` starts one such process per scenario, so the peak belongs to that scenario alone;
 ``base_rss_mib`` is the same measure after imports, before the first run. ``--no-warmup`` (the slow
 cases, which take minutes) runs once, counted: the build made when the scenario was loaded may then
-be reused, which is negligible next to such a run."""
+be reused, which is negligible next to such a run. ``--threads N`` runs it on the parallel engine
+with N threads (identical outputs)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("scenario")
     parser.add_argument("--min-time", type=float, default=1.0)
     parser.add_argument("--no-warmup", action="store_true")
+    parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
 
     import fabricemu
@@ -40,12 +43,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     base = _rss_mib()
     if not args.no_warmup:
         with tempfile.TemporaryDirectory(prefix="fabricemu-bench-") as out:
-            fabricemu.run(scenario, out=out)
+            fabricemu.run(scenario, out=out, threads=args.threads)
     runs: List[Dict[str, Any]] = []
     total = 0.0
     while not runs or (total < args.min_time and len(runs) < MAX_RUNS):
         with tempfile.TemporaryDirectory(prefix="fabricemu-bench-") as out:
-            info = fabricemu.run(scenario, out=out).run_info
+            info = fabricemu.run(scenario, out=out, threads=args.threads).run_info
         runs.append(info)
         total += float(info.get("wall_seconds", 0.0))
     best = min(runs, key=lambda i: float(i.get("wall_seconds", 0.0)))
@@ -62,6 +65,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         ),
         "events_per_second": best["events_per_second"],
         "runs": len(runs),
+        "threads": args.threads or int(scenario.to_dict().get("threads", 1)),
         "flows_total": stats.get("flows_total"),
         "flows_finished": stats.get("flows_finished"),
         "peak_rss_mib": _rss_mib(),
