@@ -430,7 +430,7 @@ impl World {
     /// Recompute the route tables around the ports routing knows to be down.
     pub(super) fn reroute(&mut self) {
         let table = RouteTable::build_avoiding(&self.fabric, self.faults.excluded.as_slice());
-        let nominal = std::mem::replace(&mut self.router.table, table);
+        let nominal = std::mem::replace(&mut self.router.table, std::sync::Arc::new(table));
         // The fault-free table stays for flows' nominal paths (ideal FCT).
         self.router.nominal.get_or_insert(nominal);
         self.router.rr.resize(self.router.table.num_groups(), 0);

@@ -190,6 +190,13 @@ impl Simulation {
         plan.flows.shrink_to_fit();
         // A parallel run's partitions are worlds of the same build (which refused what they
         // cannot run: no faults or packet traces here).
+        let mut fabric = fabric;
+        if scenario.threads > 1 {
+            // One route table for the view and every partition (the fabric's clones share it).
+            let table = crate::routing::RouteTable::build(&fabric);
+            fabric.routes =
+                std::sync::Arc::new(std::sync::OnceLock::from(std::sync::Arc::new(table)));
+        }
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
                 World::new(

@@ -133,9 +133,10 @@ impl Flowlet {
 
 /// Per-switch egress choice: the route tables and everything load balancing remembers.
 pub struct Router {
-    pub table: RouteTable,
+    /// Shared, not copied, by the partitions of a parallel run (`Fabric::routes`).
+    pub table: std::sync::Arc<RouteTable>,
     /// The fault-free table, kept once faults changed `table` (flows' nominal paths use it).
-    pub nominal: Option<RouteTable>,
+    pub nominal: Option<std::sync::Arc<RouteTable>>,
     pub mode: LoadBalancing,
     hash: HashFunction,
     /// Per-switch hash seed (indexed by node id; hosts unused; all equal without per-switch seeds).
@@ -168,7 +169,11 @@ impl Router {
             let one = r.next_u64();
             IdVec::from_elem(one, fabric.num_nodes as usize)
         };
-        let table = RouteTable::build(fabric);
+        // The table built once for every partition of a parallel run, else built here.
+        let table = match fabric.routes.get() {
+            Some(t) => std::sync::Arc::clone(t),
+            None => std::sync::Arc::new(RouteTable::build(fabric)),
+        };
         let uses_flowlets = matches!(
             spec.load_balancing,
             LoadBalancing::Flowlet { .. }

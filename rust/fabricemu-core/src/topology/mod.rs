@@ -127,6 +127,10 @@ pub struct Fabric {
     /// data; None without). Its switch ports are the last of each switch's; a dark one (in no
     /// circuit) is its own peer.
     pub ocs: Option<Box<ocs::OcsLayout>>,
+    /// The fault-free route table, when it was built ahead for many worlds of this fabric (the
+    /// partitions of a parallel run share it: at 65,536 hosts it takes seconds to build).
+    /// Empty otherwise: each world's router builds its own.
+    pub routes: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<crate::routing::RouteTable>>>,
 }
 
 impl Fabric {
@@ -151,6 +155,7 @@ impl Fabric {
             role,
             cluster: None,
             ocs: None,
+            routes: Default::default(),
         }
     }
 
