@@ -495,11 +495,26 @@ def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
 
 def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
     scenario = tmp_path / "p.toml"
-    scenario.write_text(PARALLEL.replace("[switch]\n", "[switch]\npfc = { enabled = true }\n"))
+    scenario.write_text(PARALLEL + '\n[trace]\nqueues = { interval = "1us" }\n')
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
-    assert_one_line_error(proc, "threads", "[switch.pfc]", "threads = 1")
+    assert_one_line_error(proc, "threads", "[trace]", "threads = 1")
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "0")
     assert proc.returncode == 2 and "--threads" in proc.stderr
+
+
+def test_run_threads_runs_pfc_with_the_same_outputs(cli, tmp_path):
+    # PFC (pause frames between partitions, the deadlock check across them) on 2 threads.
+    scenario = tmp_path / "p.toml"
+    scenario.write_text(PARALLEL.replace("[switch]\n", "[switch]\npfc = { enabled = true }\n"))
+    runs = []
+    for threads in ["1", "2"]:
+        out = tmp_path / f"out{threads}"
+        proc = cli("run", str(scenario), "-o", str(out), "--threads", threads, "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        runs.append(fabricemu.open(out))
+    assert runs[0].flows.equals(runs[1].flows)
+    assert runs[0].stats == runs[1].stats
+    assert runs[0].stats["pfc_pause_frames"] > 0
 
 
 def test_python_run_threads_matches_one_thread():
