@@ -231,8 +231,8 @@ pub fn unsupported(
     let too_soon = barrier_too_soon(plan, &homes, shortest.max(1)).map(|(b, gap)| {
         format!(
             "flows that start {} ps after flows finishing on other partitions' hosts \
-             (barrier {b}): at least the shortest link delay ({} ps) is needed, as a \
-             collective's compute_gap between iterations",
+             (barrier {b}): at least the shortest link delay ({} ps) is needed (a \
+             collective's compute_gap between iterations, an incast's round_gap)",
             gap,
             shortest.max(1)
         )
