@@ -495,11 +495,32 @@ def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
 
 def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
     scenario = tmp_path / "p.toml"
-    scenario.write_text(PARALLEL + '\n[trace]\nqueues = { interval = "1us" }\n')
+    scenario.write_text(PARALLEL.replace("[transport]\n", "[transport.credits]\n[transport]\n"))
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
-    assert_one_line_error(proc, "threads", "[trace]", "threads = 1")
+    assert_one_line_error(proc, "threads", "[transport.credits]", "threads = 1")
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "0")
     assert proc.returncode == 2 and "--threads" in proc.stderr
+
+
+def test_run_threads_writes_the_same_trace_files(cli, tmp_path):
+    # Every streamed trace table, written by two partitions, is the same bytes as one world's.
+    scenario = tmp_path / "p.toml"
+    traces = (
+        '\n[trace]\nqueues = { interval = "2us" }\nlinks = { interval = "2us" }\n'
+        'rates = { interval = "1us" }\npackets = { max_rows = 20000 }\nlatency = true\n'
+    )
+    scenario.write_text(PARALLEL.replace("[topology]", traces + "[topology]", 1))
+    outs = []
+    for threads in ["1", "2"]:
+        out = tmp_path / f"out{threads}"
+        proc = cli("run", str(scenario), "-o", str(out), "--threads", threads, "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out)
+    for name in ["queues", "links", "rates", "packets", "latency"]:
+        one, two = (read_arrow(o / f"{name}.arrow") for o in outs)
+        assert one.num_rows > 0, name
+        assert one.equals(two), name
+        assert (outs[0] / f"{name}.arrow").read_bytes() == (outs[1] / f"{name}.arrow").read_bytes()
 
 
 def test_run_threads_runs_pfc_with_the_same_outputs(cli, tmp_path):

@@ -189,7 +189,7 @@ impl Simulation {
         // The plan is kept for the whole run: no slack left from growing it.
         plan.flows.shrink_to_fit();
         // A parallel run's partitions are worlds of the same build (which refused what they
-        // cannot run: no faults or packet traces here).
+        // cannot run: no faults here).
         let mut fabric = fabric;
         if scenario.threads > 1 {
             // One route table for the view and every partition (the fabric's clones share it).
@@ -199,14 +199,18 @@ impl Simulation {
         }
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
-                World::new(
+                let mut w = World::new(
                     &scenario,
                     fabric.clone(),
                     &plan,
                     &[],
                     pfc.clone(),
                     &reserved_headroom,
-                )
+                );
+                if let Some(f) = &packet_filter {
+                    w.tracer.trace_packets(f.clone());
+                }
+                w
             };
             parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, make)
         });
@@ -450,7 +454,22 @@ impl Simulation {
             }
         }
         if let Some(par) = &mut self.parallel {
-            let finished = par.run(self.scenario.stop, max_events);
+            // The partitions hold their trace rows until the view takes them: in slices short
+            // enough that they hold few.
+            let slice = if self.world.tracer.any_table() {
+                max_events.min(parallel::TRACED_SLICE_EVENTS)
+            } else {
+                max_events
+            };
+            let mut left = max_events;
+            let finished = loop {
+                let finished = par.run(self.scenario.stop, slice.min(left));
+                par.merge_traces(&mut self.world);
+                left = left.saturating_sub(slice);
+                if finished || left == 0 {
+                    break finished;
+                }
+            };
             par.fold_into(&mut self.world);
             return if finished {
                 StepOutcome::Finished

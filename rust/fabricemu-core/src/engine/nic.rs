@@ -167,6 +167,9 @@ impl World {
                 return;
             }
             self.next_static += 1;
+            // Every partition runs this event: its rows are placed by flow, as one world
+            // starts the flows of one instant in id order.
+            self.tracer.place.within = fid.get();
             self.start_flow(fid);
         }
     }

@@ -41,15 +41,23 @@ use crate::packet::{Packet, PacketId};
 use crate::scenario::{Scenario, StopAt};
 use crate::switch::{pfc, NUM_PRIORITIES};
 use crate::topology::Fabric;
+use crate::trace::stream::Place;
 use crate::transport::NEVER;
 use crate::units::Time;
 
+/// Events per call of [`Parallel::run`] when trace rows are held: a partition holds at most
+/// the rows of that many events (a few per event, and a sample's one per port) between the
+/// view's takings.
+pub const TRACED_SLICE_EVENTS: u64 = 1 << 16;
+
 /// A packet on its way to another partition: the link it is on (its egress port) and the packet
-/// (whose `arrive` says when it reaches the far end).
+/// (whose `arrive` says when it reaches the far end), and, when one-way latency is measured
+/// (`trace.latency`), when it left its source NIC.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Transfer {
     pub port: PortId,
     pub packet: Packet,
+    pub sent: Time,
 }
 
 /// The packets one partition sends another in a window, and, when the run stamps INT (HPCC),
@@ -80,6 +88,12 @@ pub(super) struct Part {
 }
 
 impl Part {
+    /// Whether node `n` is this partition's (its ports' samples are taken here).
+    #[inline]
+    pub fn owns(&self, n: NodeId) -> bool {
+        self.owner[n] == self.me
+    }
+
     /// Whether a flow sent by `src` starts here (its sender's partition).
     #[inline]
     pub fn starts_flow(&self, src: NodeId) -> bool {
@@ -246,16 +260,6 @@ pub fn unsupported(
     {
         why.push("synthetic workloads");
     }
-    let t = &s.trace;
-    if t.queues.is_some()
-        || t.links_interval_ps.is_some()
-        || t.rates.is_some()
-        || t.packets.is_some()
-        || t.pfc
-        || t.latency
-    {
-        why.push("[trace] queues, links, rates, packets, pfc or latency");
-    }
     let mut why: Vec<String> = why.into_iter().map(String::from).collect();
     why.extend(too_soon);
     (!why.is_empty()).then(|| why.join("; "))
@@ -327,6 +331,7 @@ impl World {
         }
         let flows = &self.flows;
         self.static_order.retain(|&f| owner[flows[f].src] == me);
+        self.tracer.hold_rows();
         self.partition = Some(Part {
             me,
             owner: Arc::clone(owner),
@@ -350,8 +355,17 @@ impl World {
         if let Some(int) = &self.int {
             part.outbox.int.push(int.stack(pkt.index()));
         }
+        let sent = self
+            .tracer
+            .latency
+            .as_ref()
+            .map_or(0, |l| l.sent_at(pkt.index()));
         self.packets.release(pkt);
-        part.outbox.packets.push(Transfer { port: p, packet });
+        part.outbox.packets.push(Transfer {
+            port: p,
+            packet,
+            sent,
+        });
         part.moved_out += 1;
     }
 
@@ -361,6 +375,9 @@ impl World {
         let id = self.packets.adopt(t.packet);
         if let (Some(store), Some(stack)) = (&mut self.int, int) {
             store.set_stack(id.index(), stack);
+        }
+        if let Some(l) = &mut self.tracer.latency {
+            l.sent(id.index(), t.sent);
         }
         self.ports[t.port].pipe.push_back(&mut self.packets, id);
         self.events
@@ -373,7 +390,7 @@ impl World {
         while self.events.next_runs_before(key) {
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
-            self.handle(ev);
+            self.handle_in_partition(ev);
         }
     }
 
@@ -385,7 +402,25 @@ impl World {
             }
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
-            self.handle(ev);
+            self.handle_in_partition(ev);
+        }
+    }
+
+    /// Run `ev`, just popped; trace rows it writes are held at its place in the order.
+    #[inline(always)]
+    fn handle_in_partition(&mut self, ev: Event) {
+        if self.tracer.holds {
+            self.tracer.place = Place {
+                event: self.events.key_of_last(ev),
+                within: 0,
+            };
+        }
+        self.handle(ev);
+        if matches!(ev, Event::SampleQueues | Event::SampleLinks)
+            && self.partition.as_ref().is_some_and(|p| p.me != 0)
+        {
+            // Every partition samples its ports at once: one world's one event, counted once.
+            self.stats.events -= 1;
         }
     }
 
@@ -544,6 +579,17 @@ impl Parallel {
         }
         for fid in parts[0].flows.ids() {
             view.flows[fid] = self.merged_flow(fid);
+        }
+    }
+
+    /// Move the trace rows the partitions hold into `view`'s tables, in one world's order. Every
+    /// partition stopped at the same window end, so no row to come can go before them.
+    pub fn merge_traces(&mut self, view: &mut World) {
+        let mut tracers: Vec<&mut crate::trace::Tracer> =
+            self.parts.iter_mut().map(|w| &mut w.tracer).collect();
+        view.tracer.take_rows_of(&mut tracers);
+        if let Some(l) = &mut view.tracer.latency {
+            l.sum_of(self.parts.iter().filter_map(|w| w.tracer.latency.as_ref()));
         }
     }
 

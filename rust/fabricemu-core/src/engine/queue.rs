@@ -730,6 +730,12 @@ impl EventQueue {
         (at(near), at(far))
     }
 
+    /// The key of `ev`, the event last popped (its place in the order: `now`, its round, its
+    /// tie-break).
+    pub fn key_of_last(&self, ev: Event) -> u128 {
+        ((self.now as u128) << 64) | (self.round << ROUND_SHIFT | tie_break(self.now, ev)) as u128
+    }
+
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         let e = match self.batch.pop() {

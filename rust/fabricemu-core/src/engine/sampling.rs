@@ -16,10 +16,13 @@ use crate::units::Time;
 
 impl World {
     pub(super) fn sample_queues(&mut self) {
+        // A partition samples its own ports (the others' rows come from their partitions).
+        let part = self.partition.as_ref();
         let ports = self
             .ports
             .iter_enumerated()
             .zip(self.queues.iter_mut())
+            .filter(|((_, port), _)| part.is_none_or(|o| o.owns(port.node)))
             .map(|((p, port), q)| (p, port.node, port.from_host, q));
         if let Some(interval) = self.tracer.sample_queues(self.now, ports) {
             if !self.finished {
@@ -32,15 +35,20 @@ impl World {
         let now = self.now;
         let (fabric, rates) = (&self.fabric, &self.port_rate);
         let (pause_since, paused_ps) = (&self.pause_since, &self.paused_ps);
-        let ports = self.ports.iter_enumerated().map(|(p, port)| LinkSample {
-            link: LinkId::of_egress(p),
-            node: port.node,
-            peer_node: port.peer_node,
-            tier: fabric.tier[p],
-            rate_bps: fabric.rate_bps[p],
-            tx_bytes: bytes_serialised(port, rates[p], now),
-            paused_ps: paused_time(pause_since[p], paused_ps[p], now),
-        });
+        let part = self.partition.as_ref();
+        let ports = self
+            .ports
+            .iter_enumerated()
+            .filter(|(_, port)| part.is_none_or(|o| o.owns(port.node)))
+            .map(|(p, port)| LinkSample {
+                link: LinkId::of_egress(p),
+                node: port.node,
+                peer_node: port.peer_node,
+                tier: fabric.tier[p],
+                rate_bps: fabric.rate_bps[p],
+                tx_bytes: bytes_serialised(port, rates[p], now),
+                paused_ps: paused_time(pause_since[p], paused_ps[p], now),
+            });
         if let Some(interval) = self.tracer.sample_links(now, ports) {
             if !self.finished {
                 self.events.push_after(interval, Event::SampleLinks);

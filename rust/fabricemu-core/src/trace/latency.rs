@@ -229,6 +229,25 @@ impl Latency {
         self.sent[slot] = now;
     }
 
+    /// When the packet in `slot` started its transmission at its source NIC (a data packet
+    /// moving to another partition takes it along).
+    pub fn sent_at(&self, slot: usize) -> Time {
+        self.sent.get(slot).copied().unwrap_or(0)
+    }
+
+    /// Add the partitions' histograms `parts` (the view's figures: each packet was received in
+    /// one partition).
+    pub fn sum_of<'a>(&mut self, parts: impl Iterator<Item = &'a Latency>) {
+        self.hists
+            .iter_mut()
+            .for_each(|h| *h = Histogram::default());
+        for p in parts {
+            for (h, o) in self.hists.iter_mut().zip(&p.hists) {
+                h.merge(o);
+            }
+        }
+    }
+
     /// The data packet in `slot`, of workload `w` and a flow of `flow_bytes`, reached its
     /// destination at `now`.
     #[inline(always)]

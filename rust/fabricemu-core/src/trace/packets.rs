@@ -312,6 +312,11 @@ impl PacketRows {
 
 impl Columns for PacketRows {
     const FILE: &'static str = "packets.arrow";
+    type Row = PacketRow;
+    #[inline]
+    fn push_row(&mut self, r: &PacketRow) {
+        self.push(r);
+    }
     fn fields() -> Vec<Field> {
         vec![
             Field::new("time_ps", DataType::Int64, false),

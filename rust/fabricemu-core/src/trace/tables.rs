@@ -111,31 +111,31 @@ pub struct QueueRows {
     pub node: UInt32Builder,
 }
 
-impl QueueRows {
-    #[allow(clippy::too_many_arguments)] // one argument per column
-    pub fn push(
-        &mut self,
-        time_ps: u64,
-        switch: NodeId,
-        port: PortId,
-        priority: u8,
-        bytes: u64,
-        packets: u32,
-        max_bytes: u64,
-    ) {
-        self.time_ps.append_value(int64(time_ps));
-        self.switch.append_value(switch.get());
-        self.port.append_value(port.get());
-        self.priority.append_value(priority);
-        self.bytes.append_value(int64(bytes));
-        self.packets.append_value(packets);
-        self.max_bytes.append_value(int64(max_bytes));
-        self.node.append_value(switch.get());
-    }
+/// One queues.arrow row's figures (see [`QueueRows`]).
+#[derive(Debug, Clone, Copy)]
+pub struct QueueRow {
+    pub time_ps: u64,
+    pub node: NodeId,
+    pub port: PortId,
+    pub priority: u8,
+    pub bytes: u64,
+    pub packets: u32,
+    pub max_bytes: u64,
 }
 
 impl Columns for QueueRows {
     const FILE: &'static str = "queues.arrow";
+    type Row = QueueRow;
+    fn push_row(&mut self, r: &QueueRow) {
+        self.time_ps.append_value(int64(r.time_ps));
+        self.switch.append_value(r.node.get());
+        self.port.append_value(r.port.get());
+        self.priority.append_value(r.priority);
+        self.bytes.append_value(int64(r.bytes));
+        self.packets.append_value(r.packets);
+        self.max_bytes.append_value(int64(r.max_bytes));
+        self.node.append_value(r.node.get());
+    }
     fn fields() -> Vec<Field> {
         vec![
             Field::new("time_ps", DataType::Int64, false),
@@ -193,32 +193,32 @@ impl Default for LinkRows {
     }
 }
 
-impl LinkRows {
-    #[allow(clippy::too_many_arguments)] // one argument per column
-    pub fn push(
-        &mut self,
-        time_ps: u64,
-        link: LinkId,
-        src: NodeId,
-        dst: NodeId,
-        tier: crate::topology::Tier,
-        tx_bytes: u64,
-        utilisation: f64,
-        paused_ps: u64,
-    ) {
-        self.time_ps.append_value(int64(time_ps));
-        self.link.append_value(link.get());
-        self.src.append_value(src.get());
-        self.dst.append_value(dst.get());
-        self.tier.append(tier as usize);
-        self.tx_bytes.append_value(int64(tx_bytes));
-        self.utilisation.append_value(utilisation);
-        self.paused_ps.append_value(int64(paused_ps));
-    }
+/// One links.arrow row's figures (see [`LinkRows`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LinkRow {
+    pub time_ps: u64,
+    pub link: LinkId,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub tier: crate::topology::Tier,
+    pub tx_bytes: u64,
+    pub utilisation: f64,
+    pub paused_ps: u64,
 }
 
 impl Columns for LinkRows {
     const FILE: &'static str = "links.arrow";
+    type Row = LinkRow;
+    fn push_row(&mut self, r: &LinkRow) {
+        self.time_ps.append_value(int64(r.time_ps));
+        self.link.append_value(r.link.get());
+        self.src.append_value(r.src.get());
+        self.dst.append_value(r.dst.get());
+        self.tier.append(r.tier as usize);
+        self.tx_bytes.append_value(int64(r.tx_bytes));
+        self.utilisation.append_value(r.utilisation);
+        self.paused_ps.append_value(int64(r.paused_ps));
+    }
     fn fields() -> Vec<Field> {
         vec![
             Field::new("time_ps", DataType::Int64, false),
@@ -275,30 +275,30 @@ impl Default for PfcRows {
     }
 }
 
-impl PfcRows {
-    #[allow(clippy::too_many_arguments)] // one argument per column
-    pub fn push(
-        &mut self,
-        time_ps: u64,
-        switch: NodeId,
-        port: PortId,
-        upstream: NodeId,
-        paused_port: PortId,
-        priority: u8,
-        pause: bool,
-    ) {
-        self.time_ps.append_value(int64(time_ps));
-        self.switch.append_value(switch.get());
-        self.port.append_value(port.get());
-        self.upstream.append_value(upstream.get());
-        self.paused_port.append_value(paused_port.get());
-        self.priority.append_value(priority);
-        self.action.append(if pause { 0 } else { 1 });
-    }
+/// One pfc.arrow row's figures (see [`PfcRows`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PfcRow {
+    pub time_ps: u64,
+    pub switch: NodeId,
+    pub port: PortId,
+    pub upstream: NodeId,
+    pub paused_port: PortId,
+    pub priority: u8,
+    pub pause: bool,
 }
 
 impl Columns for PfcRows {
     const FILE: &'static str = "pfc.arrow";
+    type Row = PfcRow;
+    fn push_row(&mut self, r: &PfcRow) {
+        self.time_ps.append_value(int64(r.time_ps));
+        self.switch.append_value(r.switch.get());
+        self.port.append_value(r.port.get());
+        self.upstream.append_value(r.upstream.get());
+        self.paused_port.append_value(r.paused_port.get());
+        self.priority.append_value(r.priority);
+        self.action.append(if r.pause { 0 } else { 1 });
+    }
     fn fields() -> Vec<Field> {
         vec![
             Field::new("time_ps", DataType::Int64, false),
@@ -350,10 +350,21 @@ pub struct RateRows {
     pub utilisation_max: Float64Builder,
 }
 
-impl RateRows {
-    pub fn push(&mut self, time_ps: u64, flow_id: FlowId, r: &crate::cc::RateSample) {
-        self.time_ps.append_value(int64(time_ps));
-        self.flow_id.append_value(int64(flow_id.get() as u64));
+/// One rates.arrow row's figures: a flow's rate sample (see [`RateRows`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RateRow {
+    pub time_ps: u64,
+    pub flow_id: FlowId,
+    pub sample: crate::cc::RateSample,
+}
+
+impl Columns for RateRows {
+    const FILE: &'static str = "rates.arrow";
+    type Row = RateRow;
+    fn push_row(&mut self, row: &RateRow) {
+        let r = &row.sample;
+        self.time_ps.append_value(int64(row.time_ps));
+        self.flow_id.append_value(int64(row.flow_id.get() as u64));
         self.rate_bps.append_value(int64(r.rate_bps));
         self.target_bps.append_option(r.target_bps.map(int64));
         self.alpha.append_option(r.alpha);
@@ -369,10 +380,6 @@ impl RateRows {
         self.acked_packets.append_option(r.acked_packets.map(int64));
         self.utilisation_max.append_option(r.utilisation_max);
     }
-}
-
-impl Columns for RateRows {
-    const FILE: &'static str = "rates.arrow";
     fn fields() -> Vec<Field> {
         vec![
             Field::new("time_ps", DataType::Int64, false),
@@ -436,16 +443,16 @@ mod tests {
         let n = STREAM_BATCH_ROWS + 10;
         for i in 0..n {
             let id = i as u32;
-            s.cols.push(
-                i as u64,
-                NodeId::new(id),
-                PortId::new(id),
-                NodeId::new(id),
-                PortId::new(id),
-                3,
-                i % 3 == 0,
-            );
-            s.row_done().unwrap();
+            let row = PfcRow {
+                time_ps: i as u64,
+                switch: NodeId::new(id),
+                port: PortId::new(id),
+                upstream: NodeId::new(id),
+                paused_port: PortId::new(id),
+                priority: 3,
+                pause: i % 3 == 0,
+            };
+            s.push(Default::default(), row).unwrap();
         }
         s.finish(&dir, &[]).unwrap();
         let f = std::fs::File::open(dir.join(PfcRows::FILE)).unwrap();
@@ -472,16 +479,16 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         // Tiers: the key is the tier's position in TIER_NAMES.
         let mut links = LinkRows::default();
-        links.push(
-            0,
-            LinkId::new(0),
-            NodeId::new(0),
-            NodeId::new(1),
-            Tier::Global,
-            1,
-            0.5,
-            0,
-        );
+        links.push_row(&LinkRow {
+            time_ps: 0,
+            link: LinkId::new(0),
+            src: NodeId::new(0),
+            dst: NodeId::new(1),
+            tier: Tier::Global,
+            tx_bytes: 1,
+            utilisation: 0.5,
+            paused_ps: 0,
+        });
         let tier = links.tier.finish();
         let d = tier.as_dictionary::<Int32Type>();
         assert_eq!(d.keys().value(0), 3);

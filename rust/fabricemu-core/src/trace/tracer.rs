@@ -11,8 +11,8 @@ use std::path::Path;
 
 use super::latency::Latency;
 use super::packets::{PacketFilter, PacketRow, PacketRows, META_NODE_ROLES};
-use super::stream::Stream;
-use super::tables::{LinkRows, PfcRows, QueueRows, RateRows};
+use super::stream::{Place, Stream};
+use super::tables::{LinkRow, LinkRows, PfcRow, PfcRows, QueueRow, QueueRows, RateRow, RateRows};
 use crate::cc::RateSample;
 use crate::config::TraceSpec;
 use crate::ids::{FlowId, IdVec, LinkId, NodeId, PortId};
@@ -63,6 +63,12 @@ pub struct Tracer {
     pub packets_truncated: bool,
     /// One-way latency histograms (`trace.latency`).
     pub latency: Option<Latency>,
+    /// A partition of the parallel engine: its tables hold their rows, each at its place in one
+    /// world's order, which the engine keeps here (the event running, `place.within` set by
+    /// events every partition runs); the view's tables take them in that order
+    /// ([`Tracer::take_rows_of`]).
+    pub holds: bool,
+    pub place: Place,
 }
 
 impl Tracer {
@@ -93,6 +99,84 @@ impl Tracer {
             packet_rows: 0,
             packets_truncated: false,
             latency: None,
+            holds: false,
+            place: Place::default(),
+        }
+    }
+
+    /// Whether any streamed table is written.
+    pub fn any_table(&self) -> bool {
+        let t = &self.traces;
+        t.queues.is_some()
+            || t.links.is_some()
+            || t.pfc.is_some()
+            || t.rates.is_some()
+            || t.packets.is_some()
+    }
+
+    /// Hold every table's rows with their places (a partition's tracer).
+    pub fn hold_rows(&mut self) {
+        self.holds = true;
+        let t = &mut self.traces;
+        t.queues.as_mut().map(Stream::hold);
+        t.links.as_mut().map(Stream::hold);
+        t.pfc.as_mut().map(Stream::hold);
+        t.rates.as_mut().map(Stream::hold);
+        t.packets.as_mut().map(Stream::hold);
+    }
+
+    /// Take the rows `parts` (the partitions' tracers) hold into this one's tables, in one
+    /// world's order; packets.arrow keeps its first `max_rows` as one world would.
+    pub fn take_rows_of(&mut self, parts: &mut [&mut Tracer]) {
+        fn merged<C: super::stream::Columns>(
+            parts: &mut [&mut Tracer],
+            table: impl Fn(&mut Traces) -> Option<&mut Stream<C>>,
+        ) -> Vec<C::Row> {
+            let held = parts
+                .iter_mut()
+                .filter_map(|t| table(&mut t.traces).map(Stream::take_held))
+                .collect();
+            Stream::<C>::merge(held)
+        }
+        fn put<C: super::stream::Columns>(
+            error: &mut Option<io::Error>,
+            table: &mut Option<Stream<C>>,
+            rows: Vec<C::Row>,
+        ) {
+            let Some(table) = table else { return };
+            for row in rows {
+                if let Err(e) = table.push(Place::default(), row) {
+                    error.get_or_insert(e);
+                    return;
+                }
+            }
+        }
+        let queues = merged(parts, |t| t.queues.as_mut());
+        let links = merged(parts, |t| t.links.as_mut());
+        let pfc = merged(parts, |t| t.pfc.as_mut());
+        let rates = merged(parts, |t| t.rates.as_mut());
+        let mut packets = merged(parts, |t| t.packets.as_mut());
+        let t = &mut self.traces;
+        put(&mut t.error, &mut t.queues, queues);
+        put(&mut t.error, &mut t.links, links);
+        put(&mut t.error, &mut t.pfc, pfc);
+        put(&mut t.error, &mut t.rates, rates);
+        if let Some(filter) = &self.packet_filter {
+            // Each partition kept at most `max_rows` (no more of its rows can be among the
+            // first `max_rows` of all), and stopped when it had more: then so did one world.
+            let room = filter.max_rows.saturating_sub(self.packet_rows);
+            if packets.len() as u64 > room || parts.iter().any(|p| p.packets_truncated) {
+                self.packets_truncated = true;
+                self.packets_on = false;
+            }
+            packets.truncate(room.min(packets.len() as u64) as usize);
+            self.packet_rows += packets.len() as u64;
+            put(&mut t.error, &mut t.packets, packets);
+        }
+        for p in parts.iter_mut() {
+            if let Some(e) = p.traces.error.take() {
+                self.traces.error.get_or_insert(e);
+            }
         }
     }
 
@@ -136,9 +220,8 @@ impl Tracer {
             self.packets_on = false;
             return;
         }
-        table.cols.push(&r);
         self.packet_rows += 1;
-        let res = table.row_done();
+        let res = table.push(self.place, r);
         if !self.keep_error(res) {
             self.packets_on = false;
         }
@@ -193,16 +276,20 @@ impl Tracer {
                 if bytes == 0 && max == 0 && !spec.empty {
                     continue;
                 }
-                table.cols.push(
-                    now,
+                let row = QueueRow {
+                    time_ps: now,
                     node,
-                    p,
-                    c as u8,
-                    bytes as u64,
-                    q.class_packets(c),
-                    max as u64,
-                );
-                if let Err(e) = table.row_done() {
+                    port: p,
+                    priority: c as u8,
+                    bytes: bytes as u64,
+                    packets: q.class_packets(c),
+                    max_bytes: max as u64,
+                };
+                let place = Place {
+                    within: p.get(),
+                    ..self.place
+                };
+                if let Err(e) = table.push(place, row) {
                     self.traces.error.get_or_insert(e);
                     return None;
                 }
@@ -226,17 +313,21 @@ impl Tracer {
             let bytes = s.tx_bytes - last_tx;
             let utilisation = (bytes as f64 * 8.0) / (s.rate_bps as f64 * interval as f64 * 1e-12);
             let table = self.traces.links.as_mut()?;
-            table.cols.push(
-                now,
-                s.link,
-                s.node,
-                s.peer_node,
-                s.tier,
-                bytes,
+            let row = LinkRow {
+                time_ps: now,
+                link: s.link,
+                src: s.node,
+                dst: s.peer_node,
+                tier: s.tier,
+                tx_bytes: bytes,
                 utilisation,
-                s.paused_ps - last_paused,
-            );
-            if let Err(e) = table.row_done() {
+                paused_ps: s.paused_ps - last_paused,
+            };
+            let place = Place {
+                within: s.link.get(),
+                ..self.place
+            };
+            if let Err(e) = table.push(place, row) {
                 self.traces.error.get_or_insert(e);
                 return None;
             }
@@ -257,9 +348,16 @@ impl Tracer {
         pause: bool,
     ) {
         if let Some(t) = &mut self.traces.pfc {
-            t.cols
-                .push(now, switch, port, upstream, paused_port, priority, pause);
-            let r = t.row_done();
+            let row = PfcRow {
+                time_ps: now,
+                switch,
+                port,
+                upstream,
+                paused_port,
+                priority,
+                pause,
+            };
+            let r = t.push(self.place, row);
             self.keep_error(r);
         }
     }
@@ -289,8 +387,12 @@ impl Tracer {
         let Some(r) = sample() else {
             return;
         };
-        rates.cols.push(now, fid, &r);
-        let r = rates.row_done();
+        let row = RateRow {
+            time_ps: now,
+            flow_id: fid,
+            sample: r,
+        };
+        let r = rates.push(self.place, row);
         self.keep_error(r);
     }
 

@@ -418,6 +418,79 @@ fn gpu_clusters_with_pxn_relays_are_the_same_on_any_number_of_threads() {
 }
 
 #[test]
+fn sampled_and_per_packet_traces_are_the_same_on_any_number_of_threads() {
+    // Every streamed table: queues and links sampled by every partition at the same instants
+    // (rows placed by port and link), rates rows of DCQCN senders, packet events (enqueue,
+    // dequeue, drops, ECN marks) at every hop and at flow starts that share an instant across
+    // partitions, and the one-way latency histograms, whose send times travel with the packets.
+    let s = same_for_any_threads(
+        "traces",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "1us"
+        [switch]
+        buffer = "300KB"
+        ecn = { kmin = "20KB", kmax = "100KB", pmax = 0.2 }
+        [transport]
+        cc = "dcqcn"
+        [trace]
+        queues = { interval = "2us", hosts = true }
+        links = { interval = "3us" }
+        rates = { interval = "0ns" }
+        packets = { max_rows = 1000000 }
+        latency = true
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 12
+        size = "300KB"
+        [[workload]]
+        kind = "permutation"
+        size = "100KB"
+        "#,
+    );
+    assert!(s.packets_dropped > 0 && s.ecn_marks > 0, "{s:?}");
+}
+
+#[test]
+fn a_packet_trace_cut_at_max_rows_and_pfc_frames_are_the_same_on_any_number_of_threads() {
+    // packets.arrow keeps one world's first max_rows rows (each partition holds at most that
+    // many), and pfc.arrow the pause and resume frames of switches in every partition.
+    let s = same_for_any_threads(
+        "traces_pfc",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "700ns"
+        [switch]
+        buffer = "400KB"
+        pfc = { enabled = true }
+        [trace]
+        pfc = true
+        queues = { interval = "5us", empty = true }
+        packets = { max_rows = 5000, start = "10us" }
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 12
+        size = "1MB"
+        "#,
+    );
+    assert!(s.pfc_pause_frames > 0, "{s:?}");
+}
+
+#[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
         seed = 1
@@ -435,7 +508,6 @@ fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
             "[switch.pfc] with every link longer",
         ),
         ("[transport.credits]\n", "[transport.credits]"),
-        ("[trace]\nqueues = { interval = \"1us\" }\n", "[trace]"),
     ] {
         let mut text = base.replacen("[topology]", &format!("{extra}[topology]"), 1);
         if extra.contains("pfc") {
