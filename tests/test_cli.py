@@ -503,7 +503,8 @@ def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
 
 
 def test_run_threads_writes_the_same_trace_files(cli, tmp_path):
-    # Every streamed trace table, written by two partitions, is the same bytes as one world's.
+    # Every streamed trace table, written by two partitions, holds the same rows as one world's
+    # (the same bytes: tests/integration/parallel.rs).
     scenario = tmp_path / "p.toml"
     traces = (
         '\n[trace]\nqueues = { interval = "2us" }\nlinks = { interval = "2us" }\n'
@@ -519,8 +520,7 @@ def test_run_threads_writes_the_same_trace_files(cli, tmp_path):
     for name in ["queues", "links", "rates", "packets", "latency"]:
         one, two = (read_arrow(o / f"{name}.arrow") for o in outs)
         assert one.num_rows > 0, name
-        assert one.equals(two), name
-        assert (outs[0] / f"{name}.arrow").read_bytes() == (outs[1] / f"{name}.arrow").read_bytes()
+        assert one.equals(two), name  # (the files' metadata echoes the scenario's threads)
 
 
 def test_run_threads_runs_pfc_with_the_same_outputs(cli, tmp_path):

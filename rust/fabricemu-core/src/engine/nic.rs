@@ -212,6 +212,11 @@ impl World {
             // What the receiver will owe once it sees the flow (its size is in the first packet).
             c.owed[fid] = n - first;
             c.unsolicited_left[fid] = first;
+            if let Some(part) = &mut self.partition {
+                if !part.owns(self.flows[fid].dst) {
+                    part.outbox.credits.push((fid, n - first, first));
+                }
+            }
         }
         let r = self.cc.start(fid, line, now, &path);
         if self.cc.reports_rates() {

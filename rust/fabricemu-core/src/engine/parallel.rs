@@ -25,8 +25,7 @@
 //!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
 //! state across the fabric within a window (faults, optical circuit switching, step and job
-//! workloads, in-network reduction, live control, UGAL-G, receiver credits,
-//! synthetic workloads) and the streamed traces sampled during the run.
+//! workloads, in-network reduction, live control, UGAL-G, synthetic workloads).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -61,13 +60,18 @@ pub(super) struct Transfer {
 }
 
 /// The packets one partition sends another in a window, and, when the run stamps INT (HPCC),
-/// each one's records (in the same order); and the arrivals at barriers all partitions count
-/// that flows finishing in the sender made (time, barrier).
+/// each one's records (in the same order); the arrivals at barriers all partitions count
+/// that flows finishing in the sender made (time, barrier); and the credits of flows started.
 #[derive(Debug, Default)]
 pub(super) struct Mail {
     pub packets: Vec<Transfer>,
     pub int: Vec<IntStack>,
     pub arrivals: Vec<(Time, u32)>,
+    /// Receiver-driven credits: flows that started here toward another partition's host, with
+    /// what their receiver will owe them and their unsolicited packets (`Credits::owed`,
+    /// `unsolicited_left`), which the sender decides at the start. Their first packet reaches
+    /// the receiver a link delay later at the soonest: after this window's mail.
+    pub credits: Vec<(FlowId, u32, u32)>,
 }
 
 /// A world's partition: which it is, and the packets it sent to others during this window.
@@ -232,9 +236,6 @@ pub fn unsupported(
     }
     if s.control.is_some() {
         why.push("[control]");
-    }
-    if s.transport.credits.is_some() {
-        why.push("[transport.credits]");
     }
     if let LoadBalancing::NonMinimal(nm) = s.routing.load_balancing {
         if nm.mode == NonMinimalMode::UgalG {
@@ -808,7 +809,10 @@ fn work(
         }
         world.run_window(end);
         let part = world.partition.as_mut().expect("a partition");
-        if !part.outbox.packets.is_empty() || !part.outbox.arrivals.is_empty() {
+        if !part.outbox.packets.is_empty()
+            || !part.outbox.arrivals.is_empty()
+            || !part.outbox.credits.is_empty()
+        {
             let mut boxes: Vec<_> = (0..n)
                 .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
                 .collect();
@@ -818,6 +822,10 @@ fn work(
                 }
             }
             part.outbox.arrivals.clear();
+            for c in part.outbox.credits.drain(..) {
+                let to = owner[world.flows[c.0].dst] as usize;
+                boxes[to].credits.push(c);
+            }
             let int = &mut part.outbox.int;
             let mut int = (!int.is_empty()).then(|| int.drain(..));
             for t in part.outbox.packets.drain(..) {
@@ -840,7 +848,14 @@ fn work(
                 packets,
                 int,
                 arrivals,
+                credits,
             } = &mut *mail;
+            if let Some(c) = &mut world.credits {
+                for (fid, owed, unsolicited) in credits.drain(..) {
+                    c.owed[fid] = owed;
+                    c.unsolicited_left[fid] = unsolicited;
+                }
+            }
             for (i, t) in packets.drain(..).enumerate() {
                 world.receive_remote(t, int.get(i));
             }

@@ -491,6 +491,45 @@ fn a_packet_trace_cut_at_max_rows_and_pfc_frames_are_the_same_on_any_number_of_t
 }
 
 #[test]
+fn receiver_credits_are_the_same_on_any_number_of_threads() {
+    // EQDS-style receiver credits with trimming and spraying: each sender decides at the start
+    // what its receiver will owe (handed to the receiver's partition with the window's mail,
+    // before the first packet arrives); pulls and trimmed headers cross partitions.
+    let s = same_for_any_threads(
+        "credits",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "1us"
+        [switch]
+        trimming = { threshold = "32KB" }
+        [routing]
+        load_balancing = "spray"
+        [transport]
+        loss_recovery = "selective"
+        [transport.credits]
+        mode = "receiver"
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 12
+        size = "300KB"
+        [[workload]]
+        kind = "permutation"
+        size = "200KB"
+        "#,
+    );
+    assert!(s.pulls_sent.is_some_and(|n| n > 0), "{s:?}");
+    assert!(s.trimmed_packets.is_some_and(|n| n > 0), "{s:?}");
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+}
+
+#[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
         seed = 1
@@ -507,7 +546,10 @@ fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
             "[switch]\npfc = { enabled = true }\n",
             "[switch.pfc] with every link longer",
         ),
-        ("[transport.credits]\n", "[transport.credits]"),
+        (
+            "[[fault]]\nlink = [\"host:0\", \"edge:0\"]\nkind = \"loss\"\nrate = 0.5\n",
+            "[[fault]]",
+        ),
     ] {
         let mut text = base.replacen("[topology]", &format!("{extra}[topology]"), 1);
         if extra.contains("pfc") {
