@@ -495,9 +495,10 @@ def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
 
 def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
     scenario = tmp_path / "p.toml"
-    scenario.write_text(PARALLEL.replace("[transport]\n", "[transport.credits]\n[transport]\n"))
+    fault = '\n[[fault]]\nlink = ["host:0", "edge:0"]\nkind = "loss"\nrate = 0.5\n'
+    scenario.write_text(PARALLEL + fault)
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
-    assert_one_line_error(proc, "threads", "[transport.credits]", "threads = 1")
+    assert_one_line_error(proc, "threads", "[[fault]]", "threads = 1")
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "0")
     assert proc.returncode == 2 and "--threads" in proc.stderr
 

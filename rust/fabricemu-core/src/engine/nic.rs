@@ -273,9 +273,12 @@ impl World {
         // Otherwise go back to the first unacknowledged packet (a selective receiver ignores
         // what it already holds).
         if let Some(c) = &mut self.credits {
-            // A credit may have been lost: the timer grants what it resends.
+            // A credit may have been lost: the timer grants what it resends, and one packet when
+            // nothing is outstanding but packets are left (the pulls that would have let them go
+            // were lost: without it the flow would wait for ever).
             let f = &self.flows[fid];
-            c.credit[fid] = c.credit[fid].max(f.high_seq - f.acked);
+            let left = (f.next_seq < f.num_packets) as u32;
+            c.credit[fid] = c.credit[fid].max((f.high_seq - f.acked).max(left));
         }
         let f = &mut self.flows[fid];
         self.stats.timeouts += 1;

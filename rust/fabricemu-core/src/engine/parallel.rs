@@ -25,7 +25,7 @@
 //!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
 //! state across the fabric within a window (faults, optical circuit switching, step and job
-//! workloads, in-network reduction, live control, UGAL-G, synthetic workloads).
+//! workloads, in-network reduction, live control, UGAL-G).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -254,12 +254,6 @@ pub fn unsupported(
     });
     if !plan.jobs.is_empty() || !plan.ops.is_empty() || plan.in_network.is_some() {
         why.push("step, job and in-network workloads");
-    }
-    if s.workloads
-        .iter()
-        .any(|w| matches!(w.spec, WorkloadSpec::Synthetic(_)))
-    {
-        why.push("synthetic workloads");
     }
     let mut why: Vec<String> = why.into_iter().map(String::from).collect();
     why.extend(too_soon);
@@ -562,6 +556,14 @@ impl Parallel {
             route.max_global_hops = route.max_global_hops.max(r.max_global_hops);
         }
         view.router.stats = route;
+        if let Some(m) = &mut view.synth {
+            // Counted where each packet was delivered.
+            m.accepted_wire_bytes = parts
+                .iter()
+                .filter_map(|w| w.synth.as_ref())
+                .map(|m| m.accepted_wire_bytes)
+                .sum();
+        }
         for p in view.fabric.ports() {
             let o = self.owner[view.fabric.port_node[p]] as usize;
             view.ports[p] = parts[o].ports[p];

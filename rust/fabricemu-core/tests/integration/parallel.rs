@@ -530,6 +530,44 @@ fn receiver_credits_are_the_same_on_any_number_of_threads() {
 }
 
 #[test]
+fn synthetic_traffic_on_a_dragonfly_with_ugal_l_is_the_same_on_any_number_of_threads() {
+    // Open-loop messages (a FIFO NIC, worst-case pattern above what minimal routing carries),
+    // UGAL-L's local queue readings, lossless hop classes (scenarios/dragonfly_ugal_1k.toml,
+    // smaller), and the measurement window's accepted throughput, counted
+    // where each packet is delivered and summed (run.json's `synthetic`).
+    let s = same_for_any_threads(
+        "synthetic",
+        r#"
+        seed = 1
+        stop = "30us"
+        warmup = "10us"
+        [topology]
+        kind = "dragonfly"
+        p = 2
+        a = 4
+        h = 2
+        g = 9
+        link_delay = "100ns"
+        global_link_delay = "1us"
+        [switch]
+        buffer = "300KB"
+        pfc = { enabled = true }
+        [routing]
+        load_balancing = "ugal_l"
+        hop_classes = true
+        [nic]
+        arbitration = "fifo"
+        [[workload]]
+        kind = "synthetic"
+        pattern = "worst_case"
+        load = 0.6
+        size = "4KiB"
+        "#,
+    );
+    assert!(s.packets_nonminimal > 0, "{s:?}");
+}
+
+#[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
         seed = 1

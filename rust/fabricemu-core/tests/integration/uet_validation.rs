@@ -334,3 +334,38 @@ fn the_trimming_bench_case_finishes_without_timeouts() {
     assert_eq!(s.flows_finished, s.flows_total);
     assert_eq!(s.timeouts, 0);
 }
+
+#[test]
+fn credits_lost_with_dropped_pulls_are_granted_again_by_the_timeout() {
+    // Credits without trimming on a small buffer: pulls are dropped like any packet. A sender
+    // whose last pulls were lost has nothing outstanding and packets left; its retransmission
+    // timeout grants one packet, whose arrival is acknowledged, and so on until the flow ends.
+    // (Before, such a flow waited for ever and a run waiting for every flow never ended.) Stopped
+    // at 50 ms, far beyond the ~6 ms this needs.
+    let sim = run(r#"
+        seed = 1
+        stop = "50ms"
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [switch]
+        buffer = "200KB"
+        ecn = { kmin = "20KB", kmax = "100KB", pmax = 0.2 }
+        [transport]
+        cc = "dcqcn"
+        [transport.credits]
+        [[workload]]
+        kind = "permutation"
+        size = "300KB"
+        [[workload]]
+        kind = "incast"
+        receiver = 3
+        senders = 8
+        size = "100KB"
+    "#);
+    let s = sim.stats();
+    assert!(s.packets_dropped > 0 && s.timeouts > 0, "{s:?}");
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+}
