@@ -216,7 +216,7 @@ pub fn unsupported(
     plan: &crate::workload::FlowPlan,
     fabric: &Fabric,
 ) -> Option<String> {
-    use crate::scenario::{LoadBalancing, NonMinimalMode, WorkloadSpec};
+    use crate::scenario::{LoadBalancing, NonMinimalMode};
     let mut why: Vec<&str> = Vec::new();
     let shortest = fabric
         .ports()
