@@ -270,9 +270,11 @@ impl Default for PacketRows {
     }
 }
 
-impl PacketRows {
+impl Columns for PacketRows {
+    const FILE: &'static str = "packets.arrow";
+    type Row = PacketRow;
     #[inline]
-    pub fn push(&mut self, r: &PacketRow) {
+    fn push_row(&mut self, r: &PacketRow) {
         let p = &r.packet;
         self.time_ps.append_value(int64(r.time_ps));
         self.event.append_value(r.event.as_str());
@@ -307,15 +309,6 @@ impl PacketRows {
                     });
             }
         }
-    }
-}
-
-impl Columns for PacketRows {
-    const FILE: &'static str = "packets.arrow";
-    type Row = PacketRow;
-    #[inline]
-    fn push_row(&mut self, r: &PacketRow) {
-        self.push(r);
     }
     fn fields() -> Vec<Field> {
         vec![

@@ -114,9 +114,10 @@ impl Tracer {
             || t.packets.is_some()
     }
 
-    /// Hold every table's rows with their places (a partition's tracer).
+    /// Hold every table's rows with their places (a partition's tracer). Only with a table to
+    /// hold for does the engine keep the place of every event it runs.
     pub fn hold_rows(&mut self) {
-        self.holds = true;
+        self.holds = self.any_table();
         let t = &mut self.traces;
         t.queues.as_mut().map(Stream::hold);
         t.links.as_mut().map(Stream::hold);
