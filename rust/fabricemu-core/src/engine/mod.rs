@@ -194,8 +194,7 @@ impl Simulation {
         if scenario.threads > 1 {
             // One route table for the view and every partition (the fabric's clones share it).
             let table = crate::routing::RouteTable::build(&fabric);
-            fabric.routes =
-                std::sync::Arc::new(std::sync::OnceLock::from(std::sync::Arc::new(table)));
+            fabric.routes = Some(std::sync::Arc::new(table));
         }
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {

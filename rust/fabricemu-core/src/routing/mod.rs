@@ -170,7 +170,7 @@ impl Router {
             IdVec::from_elem(one, fabric.num_nodes as usize)
         };
         // The table built once for every partition of a parallel run, else built here.
-        let table = match fabric.routes.get() {
+        let table = match &fabric.routes {
             Some(t) => std::sync::Arc::clone(t),
             None => std::sync::Arc::new(RouteTable::build(fabric)),
         };

@@ -130,7 +130,7 @@ pub struct Fabric {
     /// The fault-free route table, when it was built ahead for many worlds of this fabric (the
     /// partitions of a parallel run share it: at 65,536 hosts it takes seconds to build).
     /// Empty otherwise: each world's router builds its own.
-    pub routes: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<crate::routing::RouteTable>>>,
+    pub routes: Option<std::sync::Arc<crate::routing::RouteTable>>,
 }
 
 impl Fabric {
@@ -155,7 +155,7 @@ impl Fabric {
             role,
             cluster: None,
             ocs: None,
-            routes: Default::default(),
+            routes: None,
         }
     }
 
