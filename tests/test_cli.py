@@ -495,12 +495,46 @@ def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
 
 def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
     scenario = tmp_path / "p.toml"
-    fault = '\n[[fault]]\nlink = ["host:0", "edge:0"]\nkind = "loss"\nrate = 0.5\n'
+    # A fault, and incast rounds whose senders are on both partitions (a barrier they share).
+    fault = (
+        '\n[[fault]]\nlink = ["host:0", "edge:0"]\nkind = "loss"\nrate = 0.5\n'
+        '[[workload]]\nkind = "incast"\nreceiver = 0\nsenders = [5, 9, 13]\n'
+        'size = "10KB"\nrounds = 2\nround_gap = "5us"\n'
+    )
     scenario.write_text(PARALLEL + fault)
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
     assert_one_line_error(proc, "threads", "[[fault]]", "threads = 1")
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "0")
     assert proc.returncode == 2 and "--threads" in proc.stderr
+
+
+def test_run_threads_applies_faults_as_one_thread_does(cli, tmp_path):
+    # A core switch down for a while and random loss on the core links: the same losses, fault
+    # periods and flows on two threads (every file's bytes: tests/integration/parallel.rs).
+    scenario = tmp_path / "p.toml"
+    faults = (
+        '\n[transport]\nrto = "20us"\n'.join(PARALLEL.split("\n[transport]\n", 1))
+        + '\n[[fault]]\ntarget = "core:1"\nat = "5us"\nuntil = "40us"\n'
+        '[[fault]]\ntier = "core"\nkind = "loss"\nrate = 0.01\n'
+    )
+    scenario.write_text(faults)
+    runs = {}
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}"
+        proc = cli("run", str(scenario), "-o", str(out), "--threads", str(threads), "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads((out / "run.json").read_text())
+        runs[threads] = (
+            read_arrow(out / "flows.arrow"),
+            read_arrow(out / "faults.arrow"),
+            info["stats"],
+        )
+    (flows1, faults1, s1), (flows2, faults2, s2) = runs[1], runs[2]
+    assert s1["faults_applied"] == 2 and s1["link_fault_drops"] > 0, s1
+    assert s1["corrupted_drops"] > 0 and s1["flows_finished"] == 24, s1
+    assert faults1.num_rows == 2 and sum(faults1.column("packets_lost").to_pylist()) > 0
+    assert flows1.equals(flows2) and faults1.equals(faults2)
+    assert s1 == s2
 
 
 def test_run_threads_writes_the_same_trace_files(cli, tmp_path):

@@ -111,6 +111,7 @@ pub fn stream(seed: u64, purpose: Purpose, index: u64) -> Rng {
 }
 
 /// A seeded generator with the few draws the simulator needs.
+#[derive(Clone)]
 pub struct Rng(Pcg64Mcg);
 
 impl Rng {

@@ -54,6 +54,7 @@ pub struct AppliedFault {
 
 /// The random loss of one link while loss faults cover it: a packet of `b` wire bits survives
 /// with probability `exp(keep_ln + b keep_ln_per_bit)`.
+#[derive(Clone)]
 struct LossLink {
     keep_ln: f64,
     keep_ln_per_bit: f64,
@@ -65,6 +66,7 @@ struct LossLink {
 
 /// The faults part of the World: the scenario's faults, what each link suffers now and what
 /// routing knows of it.
+#[derive(Clone)]
 pub(super) struct Faults {
     list: Vec<Fault>,
     /// Ports routing avoids (failed links, once detected).
@@ -224,6 +226,20 @@ impl Faults {
         self.list.get(i).map(|f| &f.spec)
     }
 
+    /// Count in `other`'s packets lost (another partition's copy of the same faults, applied
+    /// at the same instants: each partition lost what it held).
+    pub fn add_losses_of(&mut self, other: &Faults) {
+        for (a, b) in self.applied.iter_mut().zip(&other.applied) {
+            a.packets_lost += b.packets_lost;
+        }
+        for (a, b) in self.loss.iter_mut().zip(&other.loss) {
+            a.drops += b.drops;
+        }
+        for (a, b) in self.list.iter_mut().zip(&other.list) {
+            a.lost_before += b.lost_before;
+        }
+    }
+
     /// Link-ps spent down by time `now` (each direction of a cable counted).
     pub fn link_down_ps(&self, now: Time) -> u64 {
         self.down_ps + self.down_now * now - self.down_since_sum
@@ -273,7 +289,7 @@ impl World {
         let now = self.now;
         let mut lost = 0;
         self.faults.active[i as usize] = true;
-        for &l in links.iter() {
+        for (j, &l) in links.iter().enumerate() {
             let p = l.egress();
             match kind {
                 FaultKind::Down => {
@@ -283,7 +299,7 @@ impl World {
                         f.down_since[p] = now;
                         f.down_now += 1;
                         f.down_since_sum += now;
-                        lost += self.link_down(l);
+                        lost += self.link_down(l, link_rows(j));
                     }
                 }
                 FaultKind::Degrade { .. } => self.degraded_rate(p),
@@ -316,7 +332,7 @@ impl World {
         let (kind, links) = self.faults.event(i);
         let now = self.now;
         self.faults.active[i as usize] = false;
-        for &l in links.iter() {
+        for (j, &l) in links.iter().enumerate() {
             let p = l.egress();
             match kind {
                 FaultKind::Down => {
@@ -327,6 +343,7 @@ impl World {
                         f.down_now -= 1;
                         f.down_since_sum -= f.down_since[p];
                         self.ports[p].down = false;
+                        self.rows_at(link_rows(j));
                         self.kick(p);
                     }
                 }
@@ -346,9 +363,15 @@ impl World {
                     }
                 }
                 FaultKind::Delay { added_ps } => {
+                    // Toward another partition, the packets on the wire are in that one's copy.
+                    let busy = if self.ports[p].remote {
+                        self.remote_link_busy(p)
+                    } else {
+                        !self.ports[p].pipe.is_empty()
+                    };
                     let port = &mut self.ports[p];
                     port.arrival_delay -= added_ps;
-                    if !port.pipe.is_empty() {
+                    if busy {
                         // A link delivers in order: nothing new starts before the packets
                         // still delayed would be overtaken.
                         port.busy_until = port.busy_until.max(now) + added_ps;
@@ -438,18 +461,29 @@ impl World {
 
     /// Link `p` goes down now (an OCS circuit going dark): what is on it and queued is lost.
     pub(super) fn link_down_now(&mut self, p: PortId) -> u64 {
-        self.link_down(LinkId::of_egress(p))
+        self.link_down(LinkId::of_egress(p), 0)
     }
 
     /// Link `l` fails: what is on the wire and queued at its egress port is lost (how many).
-    fn link_down(&mut self, l: LinkId) -> u64 {
+    /// Its trace rows go at `rows` within the event (the parallel engine merges the
+    /// partitions' rows of one event by it). On the parallel engine, the near end's partition
+    /// writes the rows of the whole wire (`World::lose_wire_of`): the far end's drops what
+    /// earlier windows delivered to it without rows.
+    fn link_down(&mut self, l: LinkId, rows: u32) -> u64 {
         let p = l.egress();
         self.ports[p].down = true;
+        self.rows_at(rows);
         let mut lost = 0;
+        let rows_here = (self.partition.as_ref()).is_none_or(|part| part.owns(self.ports[p].node));
         while let Some(pkt) = self.ports[p].pipe.pop_front(&self.packets) {
-            self.trace_packet(crate::trace::packets::PacketEvent::Drop, p, pkt);
+            if rows_here {
+                self.trace_packet(crate::trace::packets::PacketEvent::Drop, p, pkt);
+            }
             self.fault_drop(pkt);
             lost += 1;
+        }
+        if self.ports[p].remote {
+            lost += self.lose_wire_of(p);
         }
         let node = self.ports[p].node;
         let from_host = self.ports[p].from_host;
@@ -541,6 +575,15 @@ impl World {
         }
     }
 
+    /// The trace rows written next go at position `within` of the current event (the parallel
+    /// engine merges the partitions' rows of one event by it).
+    #[inline]
+    fn rows_at(&mut self, within: u32) {
+        if self.tracer.holds {
+            self.tracer.place.within = within;
+        }
+    }
+
     pub(super) fn fault_drop(&mut self, pkt: PacketId) {
         self.stats.link_fault_drops += 1;
         if self.packets.get(pkt).kind.is_pfc() {
@@ -560,4 +603,9 @@ impl World {
             0
         };
     }
+}
+
+/// Where the trace rows of a fault's `j`-th link go within its event: each link's in turn.
+fn link_rows(j: usize) -> u32 {
+    j as u32
 }

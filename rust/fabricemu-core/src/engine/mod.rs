@@ -189,7 +189,7 @@ impl Simulation {
         // The plan is kept for the whole run: no slack left from growing it.
         plan.flows.shrink_to_fit();
         // A parallel run's partitions are worlds of the same build (which refused what they
-        // cannot run: no faults here).
+        // cannot run), each with every fault.
         let mut fabric = fabric;
         if scenario.threads > 1 {
             // One route table for the view and every partition (the fabric's clones share it).
@@ -202,7 +202,7 @@ impl Simulation {
                     &scenario,
                     fabric.clone(),
                     &plan,
-                    &[],
+                    &faults,
                     pfc.clone(),
                     &reserved_headroom,
                 );

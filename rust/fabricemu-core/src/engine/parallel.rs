@@ -23,9 +23,16 @@
 //! told of the others' arrivals at window ends, which is in time when what it releases starts a
 //! window later at the soonest (else the build refuses it).
 //!
+//! Faults run partitioned: every partition applies each fault to its copy of the fabric at its
+//! place in the order (routing's tables, a link's state), and each drops the packets of a
+//! failed link it holds: the near end's partition what is queued and what it sent in this
+//! window (still in its outbox: `World::lose_wire_of`), the far end's what earlier windows
+//! delivered onto the wire; the near end writes all their drop rows.
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (faults, optical circuit switching, step and job
-//! workloads, in-network reduction, live control, UGAL-G).
+//! state across the fabric within a window (optical circuit switching, step and job
+//! workloads, in-network reduction, live control, UGAL-G), and faults with barriers spread
+//! over partitions (abandoning a cut-off flow abandons the flows that wait for it).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,12 +58,14 @@ pub const TRACED_SLICE_EVENTS: u64 = 1 << 16;
 
 /// A packet on its way to another partition: the link it is on (its egress port) and the packet
 /// (whose `arrive` says when it reaches the far end), and, when one-way latency is measured
-/// (`trace.latency`), when it left its source NIC.
+/// (`trace.latency`), when it left its source NIC. A transfer `lost` to a link fault after it
+/// was sent is dropped here; there it is only its (stale) arrival event, which one world pops.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Transfer {
     pub port: PortId,
     pub packet: Packet,
     pub sent: Time,
+    pub lost: bool,
 }
 
 /// The packets one partition sends another in a window, and, when the run stamps INT (HPCC),
@@ -89,6 +98,11 @@ pub(super) struct Part {
     /// The PFC deadlock check this partition asked for in this window (NEVER: none): one world
     /// would have scheduled it; the engine runs it across all partitions.
     pub deadlock_check_at: Time,
+    /// With faults, per port toward another partition: the packets sent on it that are still
+    /// on the wire (a copy; the far end's partition has them). A failing link's near end writes
+    /// their drops in packets.arrow, with its queue as one world saw it, and a delay fault's end
+    /// asks whether the link still carries packets.
+    pub on_wire: Vec<std::collections::VecDeque<Packet>>,
 }
 
 impl Part {
@@ -228,9 +242,6 @@ pub fn unsupported(
         // asked for it.
         why.push("[switch.pfc] with every link longer than the 100 us deadlock-check period");
     }
-    if !s.faults.is_empty() || !s.failure_processes.is_empty() {
-        why.push("[[fault]] / [[failure_process]]");
-    }
     if s.ocs.is_some() {
         why.push("[ocs]");
     }
@@ -243,6 +254,14 @@ pub fn unsupported(
         }
     }
     let homes = barrier_homes(plan, &partition_nodes(fabric, s.threads as u16));
+    if (!s.faults.is_empty() || !s.failure_processes.is_empty()) && homes.contains(&MIRRORED) {
+        // A flow cut off for good is abandoned with the flows waiting for it: on other
+        // partitions too when its barrier is spread.
+        why.push(
+            "[[fault]] / [[failure_process]] with flows that wait for flows on other \
+             partitions' hosts (a collective or incast rounds spanning partitions)",
+        );
+    }
     let too_soon = barrier_too_soon(plan, &homes, shortest.max(1)).map(|(b, gap)| {
         format!(
             "flows that start {} ps after flows finishing on other partitions' hosts \
@@ -335,6 +354,11 @@ impl World {
             moved_out: 0,
             moved_in: 0,
             deadlock_check_at: NEVER,
+            on_wire: if self.faults.len() > 0 {
+                vec![Default::default(); self.ports.len()]
+            } else {
+                Vec::new()
+            },
         });
     }
 
@@ -360,13 +384,73 @@ impl World {
             port: p,
             packet,
             sent,
+            lost: false,
         });
         part.moved_out += 1;
+        if let Some(wire) = part.on_wire.get_mut(p.index()) {
+            let now = self.now;
+            while wire.front().is_some_and(|w| w.arrive <= now) {
+                wire.pop_front();
+            }
+            wire.push_back(packet);
+        }
+    }
+
+    /// Link `p` (toward another partition) still carries packets sent before now.
+    pub(super) fn remote_link_busy(&self, p: PortId) -> bool {
+        let part = self
+            .partition
+            .as_ref()
+            .expect("remote links only in partitions");
+        (part.on_wire.get(p.index()))
+            .and_then(|w| w.back())
+            .is_some_and(|w| w.arrive > self.now)
+    }
+
+    /// Link `p` (toward another partition) went down now: every packet on its wire is lost, as
+    /// one world loses it. Its drop rows are written here, in sending order. Those sent in
+    /// earlier windows are in the far end's partition, which drops them (`link_down`); those
+    /// sent in this one are still in the outbox (they arrive after the window): each is dropped
+    /// here and goes on as its arrival event only (`Transfer::lost`). How many were dropped here.
+    pub(super) fn lose_wire_of(&mut self, p: PortId) -> u64 {
+        let now = self.now;
+        let Some(part) = self.partition.as_mut() else {
+            return 0;
+        };
+        let Some(wire) = part.on_wire.get_mut(p.index()) else {
+            return 0;
+        };
+        let mut wire = std::mem::take(wire);
+        wire.retain(|w| w.arrive > now);
+        let sent: Vec<usize> = (part.outbox.packets.iter().enumerate())
+            .filter(|(_, t)| t.port == p && !t.lost)
+            .map(|(i, _)| i)
+            .collect();
+        // The outbox's are the last on the wire (they arrive after the window, the rest sooner).
+        let earlier = wire.len() - sent.len();
+        for (k, packet) in wire.into_iter().enumerate() {
+            let pkt = self.packets.adopt(packet);
+            self.trace_packet(crate::trace::packets::PacketEvent::Drop, p, pkt);
+            if k < earlier {
+                self.packets.release(pkt); // the far end's partition drops and counts it
+                continue;
+            }
+            let part = self.partition.as_mut().expect("a partition");
+            part.outbox.packets[sent[k - earlier]].lost = true;
+            part.moved_out -= 1;
+            self.fault_drop(pkt);
+        }
+        sent.len() as u64
     }
 
     /// A packet another partition sent on link `t.port` toward a node of this one: it reaches the
     /// far end at its `arrive` time, behind the link's earlier packets.
     fn receive_remote(&mut self, t: Transfer, int: Option<&IntStack>) {
+        if t.lost {
+            self.events
+                .push(t.packet.arrive, super::queue::Event::LinkArrival(t.port));
+            return;
+        }
         let id = self.packets.adopt(t.packet);
         if let (Some(store), Some(stack)) = (&mut self.int, int) {
             store.set_stack(id.index(), stack);
@@ -411,11 +495,21 @@ impl World {
             };
         }
         self.handle(ev);
-        if matches!(ev, Event::SampleQueues | Event::SampleLinks)
-            && self.partition.as_ref().is_some_and(|p| p.me != 0)
+        if matches!(
+            ev,
+            Event::SampleQueues
+                | Event::SampleLinks
+                | Event::FaultStart(_)
+                | Event::FaultEnd(_)
+                | Event::FaultDetected(_)
+        ) && self.partition.as_ref().is_some_and(|p| p.me != 0)
         {
-            // Every partition samples its ports at once: one world's one event, counted once.
+            // Every partition samples its ports at once, and every one applies each fault to
+            // its copy of the fabric: one world's one event, counted once.
             self.stats.events -= 1;
+            if let Event::FaultStart(_) = ev {
+                self.stats.faults_applied -= 1;
+            }
         }
     }
 
@@ -582,6 +676,15 @@ impl Parallel {
         }
         for fid in parts[0].flows.ids() {
             view.flows[fid] = self.merged_flow(fid);
+        }
+        if view.faults.len() > 0 {
+            // Every partition applied every fault; each lost the packets it held.
+            view.faults = parts[0].faults.clone();
+            for w in &parts[1..] {
+                view.faults.add_losses_of(&w.faults);
+            }
+            view.router.table = Arc::clone(&parts[0].router.table);
+            view.router.nominal.clone_from(&parts[0].router.nominal);
         }
     }
 

@@ -568,6 +568,105 @@ fn synthetic_traffic_on_a_dragonfly_with_ugal_l_is_the_same_on_any_number_of_thr
 }
 
 #[test]
+fn faults_of_every_kind_are_the_same_on_any_number_of_threads() {
+    // Faults on links between partitions: a core switch down (what its links carry and queue
+    // is lost at both ends: the far end's wire, the near end's outbox and queues), a flapping
+    // link with routing following it, added delay (whose end holds back a link whose packets
+    // are in another partition), random loss drawn where the packets arrive, and degraded
+    // rates; drops in packets.arrow and faults.arrow's losses summed over the partitions.
+    let s = same_for_any_threads(
+        "faults",
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [transport]
+        rto = "20us"
+        [trace]
+        packets = { max_rows = 1000000 }
+        queues = { interval = "5us" }
+        [[fault]]
+        target = "core:1"
+        at = "5us"
+        until = "40us"
+        detection = "3us"
+        [[fault]]
+        link = ["agg:0", "core:0"]
+        kind = "flap"
+        at = "2us"
+        down = "4us"
+        up = "6us"
+        count = 3
+        detection = "2us"
+        [[fault]]
+        tier = "core"
+        kind = "delay"
+        delay = "2us"
+        at = "10us"
+        until = "30us"
+        [[fault]]
+        tier = "core"
+        kind = "loss"
+        rate = 0.01
+        until = "60us"
+        [[fault]]
+        tier = "fabric"
+        kind = "degrade"
+        rate = "40Gbps"
+        at = "20us"
+        until = "50us"
+        [[workload]]
+        kind = "permutation"
+        size = "200KB"
+        [[workload]]
+        kind = "incast"
+        receiver = 9
+        senders = 6
+        size = "100KB"
+        "#,
+    );
+    assert_eq!(s.faults_applied, 7, "{s:?}");
+    assert!(s.link_fault_drops > 0 && s.corrupted_drops > 0, "{s:?}");
+    assert!(s.timeouts > 0 && s.flows_finished == 22, "{s:?}");
+}
+
+#[test]
+fn failure_processes_and_cut_off_flows_are_the_same_on_any_number_of_threads() {
+    // Links failing and repaired at random (drawn at the build), and a host cut off for good:
+    // its flows are abandoned by their senders' partitions once no fault is left to come.
+    let s = same_for_any_threads(
+        "failure_process",
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [transport]
+        rto = "20us"
+        [[failure_process]]
+        components = "links"
+        tier = "fabric"
+        mtbf = "200us"
+        mttr = "10us"
+        until = "100us"
+        [[fault]]
+        link = ["host:3", "edge:1"]
+        at = "10us"
+        [[workload]]
+        kind = "permutation"
+        size = "500KB"
+        "#,
+    );
+    assert!(s.faults_applied > 5 && s.link_fault_drops > 0, "{s:?}");
+    assert_eq!(s.flows_unreachable, 2, "{s:?}");
+}
+
+#[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
         seed = 1
@@ -585,8 +684,10 @@ fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
             "[switch.pfc] with every link longer",
         ),
         (
-            "[[fault]]\nlink = [\"host:0\", \"edge:0\"]\nkind = \"loss\"\nrate = 0.5\n",
-            "[[fault]]",
+            "[[fault]]\nlink = [\"host:0\", \"edge:0\"]\nkind = \"loss\"\nrate = 0.5\n\
+             [[workload]]\nkind = \"incast\"\nreceiver = 0\nsenders = [5, 9, 13]\n\
+             size = \"10KB\"\nrounds = 2\nround_gap = \"5us\"\n",
+            "[[fault]] / [[failure_process]] with flows that wait for flows on other",
         ),
     ] {
         let mut text = base.replacen("[topology]", &format!("{extra}[topology]"), 1);
