@@ -4,6 +4,7 @@
 //! hop).
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::num::NonZeroU32;
 
 use crate::topology::{Fabric, IdVec, NodeId, PortId, Role, Tier};
@@ -172,10 +173,50 @@ struct Search {
     /// Cost to the nearest target (None: not reached).
     dist: IdVec<NodeId, Option<u32>>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, NodeId)>>,
+    /// Every link costs 1 (no global links): a breadth-first search finds the same costs
+    /// without the heap.
+    unit_costs: bool,
+    fifo: std::collections::VecDeque<NodeId>,
     members: Vec<PortId>,
-    dedup: HashMap<Vec<PortId>, u32>,
+    dedup: HashMap<Vec<PortId>, u32, BuildHasherDefault<GroupHasher>>,
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
+}
+
+/// A multiply-rotate hash for the port lists of next-hop groups: the tables are rebuilt at every
+/// link fault routing notices, and hashing each (switch, destination)'s group with SipHash took
+/// a fifth of a faulty k=16 run; the keys are our own ports, so no flooding to guard against.
+#[derive(Default)]
+struct GroupHasher(u64);
+
+impl std::hash::Hasher for GroupHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Search {
@@ -193,7 +234,25 @@ impl Search {
         let dist = &mut self.dist;
         dist.fill(None);
         self.heap.clear();
-        for &t in targets {
+        if self.unit_costs {
+            // Breadth first from every target at once: the same costs as the search below.
+            self.fifo.clear();
+            for &t in targets {
+                dist[t] = Some(0);
+                self.fifo.push_back(t);
+            }
+            while let Some(u) = self.fifo.pop_front() {
+                let d = dist[u].expect("queued with its cost") + 1;
+                for p in f.ports_of(u) {
+                    let v = f.peer_node[p];
+                    if dist[v].is_none() && !f.is_host(v) && !is_down(f.peer_port[p]) {
+                        dist[v] = Some(d);
+                        self.fifo.push_back(v);
+                    }
+                }
+            }
+        }
+        for &t in targets.iter().filter(|_| !self.unit_costs) {
             dist[t] = Some(0);
             self.heap.push(std::cmp::Reverse((0u32, t)));
         }
@@ -230,12 +289,17 @@ impl Search {
                     self.members.push(p);
                 }
             }
-            let (starts, ports) = (&mut self.group_start, &mut self.group_ports);
-            let id = *self.dedup.entry(self.members.clone()).or_insert_with(|| {
-                ports.extend_from_slice(&self.members);
-                starts.push(ports.len() as u32);
-                (starts.len() - 2) as u32
-            });
+            // Most groups were seen before: look up without copying the list.
+            let id = match self.dedup.get(self.members.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    self.group_ports.extend_from_slice(&self.members);
+                    self.group_start.push(self.group_ports.len() as u32);
+                    let id = (self.group_start.len() - 2) as u32;
+                    self.dedup.insert(self.members.clone(), id);
+                    id
+                }
+            };
             found(s, GroupRef::new(id));
         }
     }
@@ -347,8 +411,10 @@ impl RouteTable {
         let mut search = Search {
             dist: IdVec::from_elem(None, n),
             heap: std::collections::BinaryHeap::new(),
+            unit_costs: f.ports().all(|p| link_cost(f, p) == 1),
+            fifo: std::collections::VecDeque::new(),
             members: Vec::new(),
-            dedup: HashMap::new(),
+            dedup: HashMap::default(),
             group_start: vec![0u32],
             group_ports: Vec::new(),
         };
@@ -547,8 +613,11 @@ mod tests {
         let mut search = Search {
             dist: IdVec::from_elem(None, f.num_nodes as usize),
             heap: std::collections::BinaryHeap::new(),
+            // The reference takes the heap's search also where the tables take breadth first.
+            unit_costs: false,
+            fifo: std::collections::VecDeque::new(),
             members: Vec::new(),
-            dedup: HashMap::new(),
+            dedup: HashMap::default(),
             group_start: vec![0u32],
             group_ports: Vec::new(),
         };
