@@ -495,15 +495,9 @@ def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
 
 def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
     scenario = tmp_path / "p.toml"
-    # A fault, and incast rounds whose senders are on both partitions (a barrier they share).
-    fault = (
-        '\n[[fault]]\nlink = ["host:0", "edge:0"]\nkind = "loss"\nrate = 0.5\n'
-        '[[workload]]\nkind = "incast"\nreceiver = 0\nsenders = [5, 9, 13]\n'
-        'size = "10KB"\nrounds = 2\nround_gap = "5us"\n'
-    )
-    scenario.write_text(PARALLEL + fault)
+    scenario.write_text(PARALLEL + '\n[control]\ninterval = "20us"\n')
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
-    assert_one_line_error(proc, "threads", "[[fault]]", "threads = 1")
+    assert_one_line_error(proc, "threads", "[control]", "threads = 1")
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "0")
     assert proc.returncode == 2 and "--threads" in proc.stderr
 

@@ -547,21 +547,20 @@ impl World {
     /// Give up on flow `fid` (its destination is cut off for good), and on every flow that waits
     /// for it to finish (they can never start).
     pub(super) fn abandon(&mut self, fid: FlowId) {
-        let mut work = vec![fid];
-        let mut dead_barriers: Vec<u32> = Vec::new();
-        while let Some(fid) = work.pop() {
-            let f = &mut self.flows[fid];
-            if f.abandoned || f.finished() {
-                continue;
-            }
-            f.abandoned = true;
-            f.rto_armed = false;
-            // Nothing more to send: the NIC drops it from its round robin.
-            f.next_seq = f.num_packets;
-            f.resend.clear();
-            self.stats.flows_unreachable += 1;
-            self.flows_settled += 1;
-            dead_barriers.extend(f.completes);
+        self.give_up(vec![fid], Vec::new(), true);
+    }
+
+    /// Another partition gave up on a flow barrier `b` waits for: so does this one on the flows
+    /// that wait at `b` (told at the end of the window, before any window's end counts them).
+    pub(super) fn barrier_dead(&mut self, b: u32) {
+        self.give_up(Vec::new(), vec![b], false);
+    }
+
+    /// Give up on the flows of `work` and on those waiting at `dead_barriers`, and so on down
+    /// the chains. A partition counts the flows it starts (their sender's), and tells the others
+    /// of the barriers that died here that they also count (`tell`).
+    fn give_up(&mut self, mut work: Vec<FlowId>, mut dead_barriers: Vec<u32>, tell: bool) {
+        loop {
             // The barrier never releases: neither do the flows waiting on it, nor the barriers
             // chained after it (a step graph's later ops), nor theirs.
             while let Some(b) = dead_barriers.pop() {
@@ -571,7 +570,27 @@ impl World {
                 }
                 work.extend(barrier.waiting.iter().map(|&(w, _)| w));
                 dead_barriers.extend(barrier.then.iter().map(|&(next, _)| next));
+                if let (true, Some(part)) = (tell, &mut self.partition) {
+                    part.tell_dead(b);
+                }
             }
+            let Some(fid) = work.pop() else {
+                return;
+            };
+            let f = &mut self.flows[fid];
+            if f.abandoned || f.finished() {
+                continue;
+            }
+            f.abandoned = true;
+            f.rto_armed = false;
+            // Nothing more to send: the NIC drops it from its round robin.
+            f.next_seq = f.num_packets;
+            f.resend.clear();
+            if self.partition.as_ref().is_none_or(|p| p.starts_flow(f.src)) {
+                self.stats.flows_unreachable += 1;
+                self.flows_settled += 1;
+            }
+            dead_barriers.extend(f.completes);
         }
     }
 

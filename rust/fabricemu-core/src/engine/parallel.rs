@@ -27,12 +27,13 @@
 //! place in the order (routing's tables, a link's state), and each drops the packets of a
 //! failed link it holds: the near end's partition what is queued and what it sent in this
 //! window (still in its outbox: `World::lose_wire_of`), the far end's what earlier windows
-//! delivered onto the wire; the near end writes all their drop rows.
+//! delivered onto the wire; the near end writes all their drop rows. A flow cut off for good
+//! is given up on by its sender's partition, with the flows waiting for it: a barrier that
+//! other partitions count too dies there at the window's end (`Mail::dead`).
 //!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
 //! state across the fabric within a window (optical circuit switching, step and job
-//! workloads, in-network reduction, live control, UGAL-G), and faults with barriers spread
-//! over partitions (abandoning a cut-off flow abandons the flows that wait for it).
+//! workloads, in-network reduction, live control, UGAL-G).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,6 +77,9 @@ pub(super) struct Mail {
     pub packets: Vec<Transfer>,
     pub int: Vec<IntStack>,
     pub arrivals: Vec<(Time, u32)>,
+    /// Barriers that other partitions count too and that died here (a flow they wait for was
+    /// given up on, `World::give_up`).
+    pub dead: Vec<u32>,
     /// Receiver-driven credits: flows that started here toward another partition's host, with
     /// what their receiver will owe them and their unsolicited packets (`Credits::owed`,
     /// `unsolicited_left`), which the sender decides at the start. Their first packet reaches
@@ -123,6 +127,13 @@ impl Part {
     pub fn runs_barrier(&self, b: u32) -> bool {
         let home = self.barrier_home[b as usize];
         home == self.me || home == MIRRORED
+    }
+
+    /// Barrier `b` died here: if another partition counts or runs it, tell the others.
+    pub fn tell_dead(&mut self, b: u32) {
+        if self.barrier_home[b as usize] != self.me {
+            self.outbox.dead.push(b);
+        }
     }
 
     /// A flow finishing here arrived at barrier `b` at `now`: if every partition counts `b`,
@@ -254,14 +265,6 @@ pub fn unsupported(
         }
     }
     let homes = barrier_homes(plan, &partition_nodes(fabric, s.threads as u16));
-    if (!s.faults.is_empty() || !s.failure_processes.is_empty()) && homes.contains(&MIRRORED) {
-        // A flow cut off for good is abandoned with the flows waiting for it: on other
-        // partitions too when its barrier is spread.
-        why.push(
-            "[[fault]] / [[failure_process]] with flows that wait for flows on other \
-             partitions' hosts (a collective or incast rounds spanning partitions)",
-        );
-    }
     let too_soon = barrier_too_soon(plan, &homes, shortest.max(1)).map(|(b, gap)| {
         format!(
             "flows that start {} ps after flows finishing on other partitions' hosts \
@@ -917,6 +920,7 @@ fn work(
         if !part.outbox.packets.is_empty()
             || !part.outbox.arrivals.is_empty()
             || !part.outbox.credits.is_empty()
+            || !part.outbox.dead.is_empty()
         {
             let mut boxes: Vec<_> = (0..n)
                 .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
@@ -924,9 +928,11 @@ fn work(
             for (to, mail) in boxes.iter_mut().enumerate() {
                 if to != me {
                     mail.arrivals.extend_from_slice(&part.outbox.arrivals);
+                    mail.dead.extend_from_slice(&part.outbox.dead);
                 }
             }
             part.outbox.arrivals.clear();
+            part.outbox.dead.clear();
             for c in part.outbox.credits.drain(..) {
                 let to = owner[world.flows[c.0].dst] as usize;
                 boxes[to].credits.push(c);
@@ -954,6 +960,7 @@ fn work(
                 int,
                 arrivals,
                 credits,
+                dead,
             } = &mut *mail;
             if let Some(c) = &mut world.credits {
                 for (fid, owed, unsolicited) in credits.drain(..) {
@@ -969,6 +976,11 @@ fn work(
             // at the build, `barrier_too_soon`), so no later than this partition's clock.
             for (at, b) in arrivals.drain(..) {
                 world.barrier_arrive_at(b, at);
+            }
+            // Only counters change (the barrier never releases anywhere), and those are read at
+            // window ends: in time.
+            for b in dead.drain(..) {
+                world.barrier_dead(b);
             }
         }
     }
