@@ -429,7 +429,7 @@ impl World {
             .filter(|(_, t)| t.port == p && !t.lost)
             .map(|(i, _)| i)
             .collect();
-        // The outbox's are the last on the wire (they arrive after the window, the rest sooner).
+        // The outbox holds what was sent in this window: the wire's last packets.
         let earlier = wire.len() - sent.len();
         for (k, packet) in wire.into_iter().enumerate() {
             let pkt = self.packets.adopt(packet);
