@@ -177,10 +177,26 @@ struct Search {
     /// without the heap.
     unit_costs: bool,
     fifo: std::collections::VecDeque<NodeId>,
+    /// With unit costs: each switch's links to switches (`adj_start` by switch index), in port
+    /// order, with whether each direction is up: read for every target, so hosts' ports and the
+    /// down flags are looked at once per build.
+    adj_start: Vec<u32>,
+    adj: Vec<SwitchLink>,
     members: Vec<PortId>,
     dedup: HashMap<Vec<PortId>, u32, BuildHasherDefault<GroupHasher>>,
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
+}
+
+/// A switch's link to another switch, as the unit-cost search reads it.
+#[derive(Clone, Copy)]
+struct SwitchLink {
+    port: PortId,
+    peer: NodeId,
+    /// The switch may forward over it (its port is up).
+    out_up: bool,
+    /// The peer may forward back over it (the reverse port is up).
+    back_up: bool,
 }
 
 /// A multiply-rotate hash for the port lists of next-hop groups: the tables are rebuilt at every
@@ -229,30 +245,88 @@ impl Search {
         f: &Fabric,
         is_down: &impl Fn(PortId) -> bool,
         targets: &[NodeId],
+        found: impl FnMut(NodeId, GroupRef),
+    ) {
+        if self.unit_costs {
+            return self.breadth_first(f, is_down, targets, found);
+        }
+        self.dijkstra(f, is_down, targets, found);
+    }
+
+    /// [`Search::toward`] where every link costs 1: breadth first from every target at once
+    /// over the switches' links (the same costs and groups as Dijkstra's).
+    fn breadth_first(
+        &mut self,
+        f: &Fabric,
+        is_down: &impl Fn(PortId) -> bool,
+        targets: &[NodeId],
+        mut found: impl FnMut(NodeId, GroupRef),
+    ) {
+        if self.adj_start.is_empty() {
+            self.adj_start.push(0);
+            for s in f.switches() {
+                for p in f.ports_of(s) {
+                    let peer = f.peer_node[p];
+                    if !f.is_host(peer) {
+                        self.adj.push(SwitchLink {
+                            port: p,
+                            peer,
+                            out_up: !is_down(p),
+                            back_up: !is_down(f.peer_port[p]),
+                        });
+                    }
+                }
+                self.adj_start.push(self.adj.len() as u32);
+            }
+        }
+        let links = |s: NodeId, start: &[u32]| {
+            let i = f.switch_index(s);
+            start[i] as usize..start[i + 1] as usize
+        };
+        let dist = &mut self.dist;
+        dist.fill(None);
+        self.fifo.clear();
+        for &t in targets {
+            dist[t] = Some(0);
+            self.fifo.push_back(t);
+        }
+        while let Some(u) = self.fifo.pop_front() {
+            let d = dist[u].expect("queued with its cost") + 1;
+            for l in &self.adj[links(u, &self.adj_start)] {
+                if l.back_up && dist[l.peer].is_none() {
+                    dist[l.peer] = Some(d);
+                    self.fifo.push_back(l.peer);
+                }
+            }
+        }
+        for s in f.switches() {
+            let ds = match self.dist[s] {
+                None | Some(0) => continue,
+                Some(d) => d,
+            };
+            self.members.clear();
+            for l in &self.adj[links(s, &self.adj_start)] {
+                if l.out_up && self.dist[l.peer] == Some(ds - 1) {
+                    self.members.push(l.port);
+                }
+            }
+            let id = self.group_id();
+            found(s, GroupRef::new(id));
+        }
+    }
+
+    /// [`Search::toward`] over any link costs.
+    fn dijkstra(
+        &mut self,
+        f: &Fabric,
+        is_down: &impl Fn(PortId) -> bool,
+        targets: &[NodeId],
         mut found: impl FnMut(NodeId, GroupRef),
     ) {
         let dist = &mut self.dist;
         dist.fill(None);
         self.heap.clear();
-        if self.unit_costs {
-            // Breadth first from every target at once: the same costs as the search below.
-            self.fifo.clear();
-            for &t in targets {
-                dist[t] = Some(0);
-                self.fifo.push_back(t);
-            }
-            while let Some(u) = self.fifo.pop_front() {
-                let d = dist[u].expect("queued with its cost") + 1;
-                for p in f.ports_of(u) {
-                    let v = f.peer_node[p];
-                    if dist[v].is_none() && !f.is_host(v) && !is_down(f.peer_port[p]) {
-                        dist[v] = Some(d);
-                        self.fifo.push_back(v);
-                    }
-                }
-            }
-        }
-        for &t in targets.iter().filter(|_| !self.unit_costs) {
+        for &t in targets {
             dist[t] = Some(0);
             self.heap.push(std::cmp::Reverse((0u32, t)));
         }
@@ -275,7 +349,7 @@ impl Search {
             }
         }
         for s in f.switches() {
-            let ds = match dist[s] {
+            let ds = match self.dist[s] {
                 None | Some(0) => continue,
                 Some(d) => d,
             };
@@ -284,24 +358,27 @@ impl Search {
                 let v = f.peer_node[p];
                 if !is_down(p)
                     && !f.is_host(v)
-                    && dist[v].is_some_and(|dv| dv + link_cost(f, p) == ds)
+                    && self.dist[v].is_some_and(|dv| dv + link_cost(f, p) == ds)
                 {
                     self.members.push(p);
                 }
             }
-            // Most groups were seen before: look up without copying the list.
-            let id = match self.dedup.get(self.members.as_slice()) {
-                Some(&id) => id,
-                None => {
-                    self.group_ports.extend_from_slice(&self.members);
-                    self.group_start.push(self.group_ports.len() as u32);
-                    let id = (self.group_start.len() - 2) as u32;
-                    self.dedup.insert(self.members.clone(), id);
-                    id
-                }
-            };
+            let id = self.group_id();
             found(s, GroupRef::new(id));
         }
+    }
+
+    /// The id of the group of `members`, numbered in order of first appearance.
+    fn group_id(&mut self) -> u32 {
+        // Most groups were seen before: look up without copying the list.
+        if let Some(&id) = self.dedup.get(self.members.as_slice()) {
+            return id;
+        }
+        self.group_ports.extend_from_slice(&self.members);
+        self.group_start.push(self.group_ports.len() as u32);
+        let id = (self.group_start.len() - 2) as u32;
+        self.dedup.insert(self.members.clone(), id);
+        id
     }
 }
 
@@ -413,6 +490,8 @@ impl RouteTable {
             heap: std::collections::BinaryHeap::new(),
             unit_costs: f.ports().all(|p| link_cost(f, p) == 1),
             fifo: std::collections::VecDeque::new(),
+            adj_start: Vec::new(),
+            adj: Vec::new(),
             members: Vec::new(),
             dedup: HashMap::default(),
             group_start: vec![0u32],
@@ -616,6 +695,8 @@ mod tests {
             // The reference takes the heap's search also where the tables take breadth first.
             unit_costs: false,
             fifo: std::collections::VecDeque::new(),
+            adj_start: Vec::new(),
+            adj: Vec::new(),
             members: Vec::new(),
             dedup: HashMap::default(),
             group_start: vec![0u32],
