@@ -299,7 +299,7 @@ impl World {
                         f.down_since[p] = now;
                         f.down_now += 1;
                         f.down_since_sum += now;
-                        lost += self.link_down(l, link_rows(j));
+                        lost += self.link_down(l, j as u32);
                     }
                 }
                 FaultKind::Degrade { .. } => self.degraded_rate(p),
@@ -325,7 +325,10 @@ impl World {
             end_ps: None,
             packets_lost: lost,
         });
-        self.stats.faults_applied += 1;
+        // Every partition applies every fault: one world's one fault, counted once.
+        if self.partition.as_ref().is_none_or(|p| p.is_first()) {
+            self.stats.faults_applied += 1;
+        }
     }
 
     pub(super) fn fault_end(&mut self, i: u32) {
@@ -343,7 +346,7 @@ impl World {
                         f.down_now -= 1;
                         f.down_since_sum -= f.down_since[p];
                         self.ports[p].down = false;
-                        self.rows_at(link_rows(j));
+                        self.rows_at(j as u32);
                         self.kick(p);
                     }
                 }
@@ -465,8 +468,8 @@ impl World {
     }
 
     /// Link `l` fails: what is on the wire and queued at its egress port is lost (how many).
-    /// Its trace rows go at `rows` within the event (the parallel engine merges the
-    /// partitions' rows of one event by it). On the parallel engine, the near end's partition
+    /// Its trace rows go at `rows` within the event (its place in the fault's links: the
+    /// parallel engine merges the partitions' rows of one event by it). On the parallel engine, the near end's partition
     /// writes the rows of the whole wire (`World::lose_wire_of`): the far end's drops what
     /// earlier windows delivered to it without rows.
     fn link_down(&mut self, l: LinkId, rows: u32) -> u64 {
@@ -622,9 +625,4 @@ impl World {
             0
         };
     }
-}
-
-/// Where the trace rows of a fault's `j`-th link go within its event: each link's in turn.
-fn link_rows(j: usize) -> u32 {
-    j as u32
 }

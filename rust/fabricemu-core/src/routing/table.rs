@@ -236,7 +236,23 @@ impl std::hash::Hasher for GroupHasher {
 }
 
 impl Search {
-    /// Dijkstra toward the switches `targets` over link costs (1 inside Clos tiers and dragonfly
+    /// A search over `nodes` nodes, breadth first if every link costs 1 (`unit_costs`).
+    fn new(nodes: usize, unit_costs: bool) -> Self {
+        Self {
+            dist: IdVec::from_elem(None, nodes),
+            heap: std::collections::BinaryHeap::new(),
+            unit_costs,
+            fifo: std::collections::VecDeque::new(),
+            adj_start: Vec::new(),
+            adj: Vec::new(),
+            members: Vec::new(),
+            dedup: HashMap::default(),
+            group_start: vec![0u32],
+            group_ports: Vec::new(),
+        }
+    }
+
+    /// Shortest paths toward the switches `targets` over link costs (1 inside Clos tiers and dragonfly
     /// groups, so Clos routes are the shortest hop counts; global links cost more than any detour
     /// inside a group, so dragonfly routes take one global hop: minimal routing). Calls
     /// `found(switch, group)` for every other switch that reaches a target.
@@ -485,18 +501,7 @@ impl RouteTable {
             }
         }
 
-        let mut search = Search {
-            dist: IdVec::from_elem(None, n),
-            heap: std::collections::BinaryHeap::new(),
-            unit_costs: f.ports().all(|p| link_cost(f, p) == 1),
-            fifo: std::collections::VecDeque::new(),
-            adj_start: Vec::new(),
-            adj: Vec::new(),
-            members: Vec::new(),
-            dedup: HashMap::default(),
-            group_start: vec![0u32],
-            group_ports: Vec::new(),
-        };
+        let mut search = Search::new(n, f.ports().all(|p| link_cost(f, p) == 1));
         let mut flat = vec![None; num_switches * edges.len()];
         for (ei, &target) in edges.iter().enumerate() {
             search.toward(f, &is_down, &[target], |s, g| {
@@ -689,19 +694,8 @@ mod tests {
     /// switch kept flat (the table before the group map).
     fn check_against_flat(f: &Fabric, t: &RouteTable, down: &[bool]) {
         let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
-        let mut search = Search {
-            dist: IdVec::from_elem(None, f.num_nodes as usize),
-            heap: std::collections::BinaryHeap::new(),
-            // The reference takes the heap's search also where the tables take breadth first.
-            unit_costs: false,
-            fifo: std::collections::VecDeque::new(),
-            adj_start: Vec::new(),
-            adj: Vec::new(),
-            members: Vec::new(),
-            dedup: HashMap::default(),
-            group_start: vec![0u32],
-            group_ports: Vec::new(),
-        };
+        // The reference takes the heap's search also where the tables take breadth first.
+        let mut search = Search::new(f.num_nodes as usize, false);
         for h in f.hosts() {
             let sw = f.peer_node[f.host_port(h)];
             let mut flat: IdVec<NodeId, Option<Vec<PortId>>> =
