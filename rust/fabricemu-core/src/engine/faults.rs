@@ -456,10 +456,10 @@ impl World {
     /// Recompute the route tables around the ports routing knows to be down.
     pub(super) fn reroute(&mut self) {
         let table = RouteTable::build_avoiding(&self.fabric, self.faults.excluded.as_slice());
-        let nominal = std::mem::replace(&mut self.router.table, std::sync::Arc::new(table));
+        let nominal = self.router.replace_table(std::sync::Arc::new(table));
         // The fault-free table stays for flows' nominal paths (ideal FCT).
         self.router.nominal.get_or_insert(nominal);
-        self.router.rr.resize(self.router.table.num_groups(), 0);
+        self.router.rr.resize(self.router.table().num_groups(), 0);
     }
 
     /// Link `p` goes down now (an OCS circuit going dark): what is on it and queued is lost.
@@ -537,7 +537,7 @@ impl World {
             } else if self.ports[port].to_scaleup {
                 self.scaleup_out(node, target, fid, data)
             } else {
-                self.router.table.group(node, target).first().copied()
+                self.router.table().group(node, target).first().copied()
             };
             match next {
                 Some(p) => port = p,

@@ -352,7 +352,7 @@ impl World {
             if self.fabric.is_host(node) {
                 return Vec::new();
             }
-            match self.router.ecmp_port(&self.router.table, node, dst, key) {
+            match self.router.ecmp_port(self.router.table(), node, dst, key) {
                 Some(p) => ports.push(p),
                 None => return Vec::new(),
             }

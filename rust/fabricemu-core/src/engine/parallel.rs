@@ -689,7 +689,8 @@ impl Parallel {
             for w in &parts[1..] {
                 view.faults.add_losses_of(&w.faults);
             }
-            view.router.table = Arc::clone(&parts[0].router.table);
+            view.router
+                .replace_table(Arc::clone(parts[0].router.table()));
             view.router.nominal.clone_from(&parts[0].router.nominal);
         }
     }

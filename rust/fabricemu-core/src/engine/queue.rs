@@ -385,6 +385,26 @@ struct Lane {
     len: usize,
 }
 
+/// A look at the events that run next ([`EventQueue::upcoming`]).
+pub struct Upcoming<'a> {
+    batch: &'a [Entry<Event>],
+    lane: Option<&'a Lane>,
+}
+
+impl Upcoming<'_> {
+    /// The event `ahead` places behind the next one (None past the batch and the lane).
+    #[inline(always)]
+    pub fn at(&self, ahead: usize) -> Option<Event> {
+        let n = self.batch.len();
+        if ahead < n {
+            return Some(self.batch[n - 1 - ahead].item);
+        }
+        let lane = self.lane?;
+        let k = ahead - n;
+        (k < lane.len).then(|| lane.buf[(lane.head + k) & (lane.buf.len() - 1)].item)
+    }
+}
+
 impl Lane {
     const FILLER: Entry<Event> = Entry {
         key: 0,
@@ -710,24 +730,15 @@ impl EventQueue {
         (top.key != NO_KEY).then(|| time_of(top.key))
     }
 
-    /// The events `near` and `far` places ahead: in the current instant's batch, then in the lane
-    /// the batch was last gathered from (None past them, or after the general heap): events that
-    /// run soon, whose state the engine can ask the memory system for in advance. Only a hint.
+    /// The events that run next: the rest of the current instant's batch, then the lane the batch
+    /// was last gathered from (none after the general heap). Their state can be asked of the
+    /// memory system in advance. Only a hint.
     #[inline(always)]
-    pub fn upcoming(&self, near: usize, far: usize) -> (Option<Event>, Option<Event>) {
-        // The rest of this instant's batch, then the lane the batch came from last.
-        let n = self.batch.len();
-        let lane =
-            (self.last_source != GENERAL).then(|| &self.lanes[self.last_source as usize - 1]);
-        let at = |ahead: usize| {
-            if ahead < n {
-                return Some(self.batch[n - 1 - ahead].item);
-            }
-            let lane = lane?;
-            let k = ahead - n;
-            (k < lane.len).then(|| lane.buf[(lane.head + k) & (lane.buf.len() - 1)].item)
-        };
-        (at(near), at(far))
+    pub fn upcoming(&self) -> Upcoming<'_> {
+        Upcoming {
+            batch: &self.batch,
+            lane: (self.last_source != GENERAL).then(|| &self.lanes[self.last_source as usize - 1]),
+        }
     }
 
     /// The key of `ev`, the event last popped (its place in the order: `now`, its round, its
@@ -969,13 +980,14 @@ mod tests {
         later.sort_by_key(|&e| tie_break(200, e));
         assert_eq!(q.pop(), Some((150, Event::SampleQueues)));
         assert_eq!(
-            q.upcoming(0, 1),
+            (q.upcoming().at(0), q.upcoming().at(1)),
             (None, None),
             "popped from the general heap"
         );
         assert_eq!(q.pop(), Some((200, later[0])));
-        assert_eq!(q.upcoming(0, 3), (Some(later[1]), Some(later[4])));
-        assert_eq!(q.upcoming(3, 4), (Some(later[4]), None));
+        assert_eq!(q.upcoming().at(0), Some(later[1]));
+        assert_eq!(q.upcoming().at(3), Some(later[4]));
+        assert_eq!(q.upcoming().at(4), None);
     }
 
     #[test]

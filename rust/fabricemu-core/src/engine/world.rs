@@ -264,6 +264,10 @@ pub struct World {
     pub now: Time,
     pub(super) stop: StopAt,
 
+    /// Work switches' egress ports out a few events ahead, to prefetch them (prefetch.rs): only
+    /// where the ports' state outgrows the caches.
+    pub(super) foresee_routes: bool,
+
     // Per port.
     pub(super) ports: IdVec<PortId, PortHot>,
     pub(super) queues: IdVec<PortId, PortQueue>,
@@ -645,6 +649,7 @@ impl World {
             events,
             now: 0,
             stop: s.stop,
+            foresee_routes: super::prefetch::worth_foreseeing(np),
             ports,
             queues: (0..np).map(|_| PortQueue::new(queues_sampled)).collect(),
             pause_since: IdVec::from_elem(NEVER, np),
@@ -1093,7 +1098,7 @@ impl World {
     }
 
     fn flow_path_ports_of(&self, fid: FlowId, f: &Flow) -> Vec<PortId> {
-        let current = self.path_in(&self.router.table, fid, f);
+        let current = self.path_in(self.router.table(), fid, f);
         match (current, &self.router.nominal) {
             (Ok(path), _) => path,
             (Err(_), Some(nominal)) => self.path_in(nominal, fid, f).unwrap_or_else(|p| p),
@@ -1231,7 +1236,7 @@ impl World {
             per_message,
             per_retired: size_of::<crate::trace::flows::FlowRow>(),
             per_packet,
-            route_map: self.router.table.group_map_bytes(),
+            route_map: self.router.table().group_map_bytes(),
             ports: self.ports.len(),
             nodes: self.fabric.num_nodes as usize,
             host_ports: self.nics.ring.len(),

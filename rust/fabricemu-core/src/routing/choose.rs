@@ -5,8 +5,9 @@
 //! the engine lends what it reads of the rest of the world: the fabric, the time and the bytes
 //! queued at each egress port ([`PortLoad`]).
 
-use super::{Flowlet, FlowletChoice, RouteTable, Router};
+use super::{Flowlet, FlowletChoice, Foreseen, RouteTable, Router, FORESEEN};
 use crate::config::{LoadBalancing, NonMinimal, NonMinimalMode, Pick};
+use crate::ids::PacketId;
 use crate::packet::{flags, Packet, PacketKind};
 use crate::topology::{Fabric, NodeId, PortId, Tier};
 use crate::units::Time;
@@ -55,6 +56,47 @@ impl Router {
             let port = self.choose_minimal(node, p.dst, p.header_key, now, fabric, loads)?;
             Some(Choice { port, climb: false })
         }
+    }
+
+    /// Work out ahead the port `choose` will pick at switch `node` for packet `pkt` (to `dst`,
+    /// header `key`) where that is a function of the packet and the table alone: one live path,
+    /// or ECMP hashing off a dragonfly. Remembered for [`Router::foreseen`], which `choose`'s
+    /// caller asks first; None (and nothing remembered) where the choice reads load, time or
+    /// draws.
+    #[inline(always)]
+    pub fn predict(
+        &mut self,
+        pkt: PacketId,
+        node: NodeId,
+        dst: NodeId,
+        key: u64,
+    ) -> Option<PortId> {
+        if self.dragonfly {
+            return None;
+        }
+        let group = self.table.group(node, dst);
+        let port = match group.len() {
+            0 => return None,
+            1 => group[0],
+            n if self.mode == LoadBalancing::Ecmp => group[self.ecmp_index(node, key, n)],
+            _ => return None,
+        };
+        self.foreseen[pkt.index() % FORESEEN] = Foreseen {
+            pkt,
+            node,
+            dst,
+            port,
+            key,
+        };
+        Some(port)
+    }
+
+    /// The port `predict` worked out for `pkt` at `node`, if it did so for these header fields
+    /// since the table last changed: what `choose` would pick (it only hashes or has one path).
+    #[inline(always)]
+    pub fn foreseen(&self, pkt: PacketId, node: NodeId, dst: NodeId, key: u64) -> Option<PortId> {
+        let f = &self.foreseen[pkt.index() % FORESEEN];
+        (f.pkt == pkt && f.node == node && f.dst == dst && f.key == key).then_some(f.port)
     }
 
     /// Among the shortest paths to `dst`, by the load-balancing scheme.
@@ -405,7 +447,7 @@ mod tests {
     #[test]
     fn least_loaded_spray_takes_the_emptiest_uplink_the_loads_lend() {
         let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Spray(Pick::LeastLoaded));
-        let group = router.table.group(leaf, pkt.dst).to_vec();
+        let group = router.table().group(leaf, pkt.dst).to_vec();
         assert_eq!(group.len(), 4);
         for &light in &group {
             let mut loads = Loads(IdVec::from_elem(5000, fabric.num_ports() as usize));
@@ -433,7 +475,7 @@ mod tests {
             bias_bytes: 1000,
         };
         let (fabric, mut router, leaf, mut pkt) = setup(lb);
-        let group = router.table.group(leaf, pkt.dst).to_vec();
+        let group = router.table().group(leaf, pkt.dst).to_vec();
         let mut loads = Loads(IdVec::from_elem(10_000, fabric.num_ports() as usize));
         loads.0[group[1]] = 0;
         let first = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
@@ -453,7 +495,7 @@ mod tests {
     fn ecmp_ignores_the_loads_and_matches_ecmp_port() {
         let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Ecmp);
         let hashed = router
-            .ecmp_port(&router.table, leaf, pkt.dst, pkt.header_key)
+            .ecmp_port(router.table(), leaf, pkt.dst, pkt.header_key)
             .unwrap();
         for heavy in [0u64, 1 << 30] {
             let mut loads = Loads(IdVec::from_elem(0, fabric.num_ports() as usize));
@@ -462,5 +504,38 @@ mod tests {
             assert_eq!(c.port, hashed);
         }
         assert_eq!(router.stats, RouteStats::default());
+    }
+
+    #[test]
+    fn a_route_worked_out_ahead_is_what_choose_picks_until_the_table_changes() {
+        let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Ecmp);
+        let loads = Loads(IdVec::from_elem(0, fabric.num_ports() as usize));
+        let id = PacketId::new(70);
+        let mut spread = std::collections::HashSet::new();
+        for key in 0..64u64 {
+            pkt.header_key = key * 0x9E37_79B9;
+            let ahead = router.predict(id, leaf, pkt.dst, pkt.header_key).unwrap();
+            assert_eq!(
+                router.foreseen(id, leaf, pkt.dst, pkt.header_key),
+                Some(ahead)
+            );
+            let chosen = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();
+            assert_eq!(chosen.port, ahead);
+            spread.insert(ahead);
+            // Another packet in the slot, another switch or header: not this prediction.
+            assert_eq!(
+                router.foreseen(PacketId::new(70 + 64), leaf, pkt.dst, pkt.header_key),
+                None
+            );
+            assert_eq!(router.foreseen(id, leaf, pkt.dst, pkt.header_key ^ 1), None);
+        }
+        assert_eq!(spread.len(), 4, "the keys hash over every uplink");
+        // A new table forgets what was worked out from the old one.
+        let table = router.table().clone();
+        router.replace_table(table);
+        assert_eq!(router.foreseen(id, leaf, pkt.dst, pkt.header_key), None);
+        // Spraying reads state: nothing is worked out ahead where there is a choice.
+        let (_, mut spray, leaf, pkt) = setup(LoadBalancing::Spray(Pick::Random));
+        assert_eq!(spray.predict(id, leaf, pkt.dst, pkt.header_key), None);
     }
 }

@@ -16,6 +16,7 @@ pub use choose::{Choice, PortLoad, RouteStats};
 pub use table::RouteTable;
 
 use crate::config::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
+use crate::ids::PacketId;
 use crate::rng::{self, mix64, Purpose, Rng};
 use crate::topology::{Fabric, IdVec, NodeId, PortId};
 use crate::units::Time;
@@ -133,8 +134,9 @@ impl Flowlet {
 
 /// Per-switch egress choice: the route tables and everything load balancing remembers.
 pub struct Router {
-    /// Shared, not copied, by the partitions of a parallel run (`Fabric::routes`).
-    pub table: std::sync::Arc<RouteTable>,
+    /// Shared, not copied, by the partitions of a parallel run (`Fabric::routes`). Replaced
+    /// only through [`Router::replace_table`], which forgets what `foreseen` remembers of it.
+    table: std::sync::Arc<RouteTable>,
     /// The fault-free table, kept once faults changed `table` (flows' nominal paths use it).
     pub nominal: Option<std::sync::Arc<RouteTable>>,
     pub mode: LoadBalancing,
@@ -158,6 +160,33 @@ pub struct Router {
     scratch: Vec<PortId>,
     /// What routing counted (non-minimal packets, global hops).
     pub stats: RouteStats,
+    /// Egress ports worked out ahead for packets about to reach a switch (`predict`).
+    foreseen: Box<[Foreseen; FORESEEN]>,
+}
+
+/// How many predictions `Router::foreseen` keeps (by packet id): more than the events between a
+/// prediction and its packet's arrival.
+const FORESEEN: usize = 64;
+
+/// A port `Router::predict` worked out for packet `pkt` reaching switch `node`, with the fields
+/// it was worked out from: a memo of a function of (switch, destination, header) and the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Foreseen {
+    pkt: PacketId,
+    node: NodeId,
+    dst: NodeId,
+    port: PortId,
+    key: u64,
+}
+
+impl Foreseen {
+    const NONE: Foreseen = Foreseen {
+        pkt: PacketId::NIL,
+        node: NodeId::new(0),
+        dst: NodeId::new(0),
+        port: PortId::NONE,
+        key: 0,
+    };
 }
 
 impl Router {
@@ -205,7 +234,32 @@ impl Router {
             hop_classes: spec.hop_classes,
             scratch: Vec::with_capacity(64),
             stats: RouteStats::default(),
+            foreseen: Box::new([Foreseen::NONE; FORESEEN]),
         }
+    }
+
+    /// The route table in use.
+    #[inline(always)]
+    pub fn table(&self) -> &std::sync::Arc<RouteTable> {
+        &self.table
+    }
+
+    /// How many routes worked out ahead are remembered (for tests).
+    #[cfg(test)]
+    pub fn foreseen_in_use(&self) -> usize {
+        self.foreseen
+            .iter()
+            .filter(|f| f.pkt != PacketId::NIL)
+            .count()
+    }
+
+    /// Route by `table` from now on (the one replaced is returned).
+    pub fn replace_table(
+        &mut self,
+        table: std::sync::Arc<RouteTable>,
+    ) -> std::sync::Arc<RouteTable> {
+        self.foreseen.fill(Foreseen::NONE);
+        std::mem::replace(&mut self.table, table)
     }
 
     /// ECMP: the member of `group` that switch `node` hashes `key` to.
