@@ -333,6 +333,12 @@ impl PacketList {
         (self.head != PacketId::NIL).then_some(self.head)
     }
 
+    /// The last packet (the one `push_back` links the next to).
+    #[inline]
+    pub fn back(&self) -> Option<PacketId> {
+        (self.tail != PacketId::NIL).then_some(self.tail)
+    }
+
     #[inline]
     pub fn push_back(&mut self, arena: &mut PacketArena, id: PacketId) {
         arena.get_mut(id).next = PacketId::NIL;

@@ -119,6 +119,18 @@ impl PortQueue {
         self.pop_class(arena, c)
     }
 
+    /// The packet `pop_strict` would return, left in place.
+    #[inline]
+    pub fn peek_strict(&self, paused: u8) -> Option<PacketId> {
+        let eligible = self.nonempty & !(paused as u16);
+        if eligible == 0 {
+            return None;
+        }
+        self.slots[SLOT[15 - eligible.leading_zeros() as usize]]
+            .list
+            .front()
+    }
+
     /// Deficit weighted round robin over priorities (MAC control still first).
     pub fn pop_dwrr(
         &mut self,
@@ -246,7 +258,13 @@ mod tests {
         assert_eq!(q.bytes, 50);
         assert_eq!(q.class_bytes(3), 20);
         // Priority 7 paused: MAC control first, then 3, 3, 0; 7 stays.
-        let order: Vec<_> = std::iter::from_fn(|| q.pop_strict(&arena, 1 << 7)).collect();
+        let order: Vec<_> = std::iter::from_fn(|| {
+            let next = q.peek_strict(1 << 7);
+            let popped = q.pop_strict(&arena, 1 << 7);
+            assert_eq!(next, popped);
+            popped
+        })
+        .collect();
         assert_eq!(order, vec![ids[4], ids[0], ids[1], ids[3]]);
         assert!(!q.has_sendable(1 << 7) && q.has_sendable(0));
         assert_eq!(q.pop_strict(&arena, 0), Some(ids[2]));
