@@ -387,7 +387,7 @@ struct Lane {
 
 /// A look at the events that run next ([`EventQueue::upcoming`]).
 pub struct Upcoming<'a> {
-    batch: &'a [Entry<Event>],
+    batch: &'a [BatchEntry],
     lane: Option<&'a Lane>,
 }
 
@@ -518,10 +518,19 @@ pub struct EventQueue {
     heads: Tournament,
     /// The lane the last pop came from, + 1 (0: the general heap), for [`EventQueue::upcoming`].
     last_source: u32,
-    /// The events of the current instant's current round not yet run, sorted by key, the next
-    /// last. The lanes keep their events in time order only; the events of one instant are
-    /// sorted once, here, when the instant comes.
-    batch: Vec<Entry<Event>>,
+    /// The events of the current instant not yet run, sorted by key, the next last. The lanes
+    /// keep their events in time order only; the events of one instant are sorted once, here,
+    /// when the instant comes. Their time is `batch_time`: each keeps its key's low word (round
+    /// and tie-break), half the bytes to move and compare in the sort.
+    batch: Vec<BatchEntry>,
+    batch_time: Time,
+}
+
+/// An event of the current instant's batch: the low word of its key, and the event.
+#[derive(Debug, Clone, Copy)]
+struct BatchEntry {
+    low: u64,
+    item: Event,
 }
 
 impl Default for EventQueue {
@@ -550,6 +559,7 @@ impl EventQueue {
             heads: Tournament::new(1),
             last_source: GENERAL,
             batch: Vec::new(),
+            batch_time: 0,
         }
     }
 
@@ -708,7 +718,7 @@ impl EventQueue {
     /// the clock would run before events pushed later for earlier times (another partition's).
     pub fn next_runs_before(&mut self, key: u128) -> bool {
         if let Some(e) = self.batch.last() {
-            return e.key < key;
+            return self.batch_key(e) < key;
         }
         let top = self.heads.top();
         if top.key == NO_KEY {
@@ -717,14 +727,20 @@ impl EventQueue {
         if time_of(top.key) != time_of(key) {
             return time_of(top.key) < time_of(key);
         }
-        self.gather().is_some() && self.batch.last().is_some_and(|e| e.key < key)
+        self.gather().is_some() && self.batch.last().is_some_and(|e| self.batch_key(e) < key)
+    }
+
+    /// The whole key of a batch entry.
+    #[inline(always)]
+    fn batch_key(&self, e: &BatchEntry) -> u128 {
+        ((self.batch_time as u128) << 64) | e.low as u128
     }
 
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
-        if let Some(e) = self.batch.last() {
-            return Some(time_of(e.key));
+        if !self.batch.is_empty() {
+            return Some(self.batch_time);
         }
         let top = self.heads.top();
         (top.key != NO_KEY).then(|| time_of(top.key))
@@ -757,8 +773,8 @@ impl EventQueue {
             }
         };
         self.len -= 1;
-        self.now = time_of(e.key);
-        self.round = e.key as u64 >> ROUND_SHIFT;
+        self.now = self.batch_time;
+        self.round = e.low >> ROUND_SHIFT;
         Some((self.now, e.item))
     }
 
@@ -771,6 +787,7 @@ impl EventQueue {
             return None;
         }
         let t = time_of(top.key);
+        self.batch_time = t;
         loop {
             let top = self.heads.top();
             if top.key == NO_KEY || time_of(top.key) != t {
@@ -782,14 +799,20 @@ impl EventQueue {
                         break;
                     }
                     let e = self.general.pop().expect("peeked");
-                    self.batch.push(e);
+                    self.batch.push(BatchEntry {
+                        low: e.key as u64,
+                        item: e.item,
+                    });
                 }
                 self.general.peek_key()
             } else {
                 let lane = &mut self.lanes[top.item as usize - 1];
                 while lane.len != 0 && time_of(lane.buf[lane.head].key) == t {
                     let e = lane.pop_front();
-                    self.batch.push(e);
+                    self.batch.push(BatchEntry {
+                        low: e.key as u64,
+                        item: e.item,
+                    });
                 }
                 lane.front_key()
             };
@@ -799,7 +822,7 @@ impl EventQueue {
         if self.batch.len() > 1 {
             // Descending: the next event is the last.
             self.batch
-                .sort_unstable_by_key(|e| std::cmp::Reverse(e.key));
+                .sort_unstable_by_key(|e| std::cmp::Reverse(e.low));
         }
         Some(())
     }
