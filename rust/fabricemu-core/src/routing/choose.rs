@@ -74,13 +74,7 @@ impl Router {
         if self.dragonfly {
             return None;
         }
-        let group = self.table.group(node, dst);
-        let port = match group.len() {
-            0 => return None,
-            1 => group[0],
-            n if self.mode == LoadBalancing::Ecmp => group[self.ecmp_index(node, key, n)],
-            _ => return None,
-        };
+        let port = self.fixed_choice(node, key, self.table.group(node, dst))??;
         self.foreseen[pkt.index() % FORESEEN] = Foreseen {
             pkt,
             node,
@@ -99,6 +93,22 @@ impl Router {
         (f.pkt == pkt && f.node == node && f.dst == dst && f.key == key).then_some(f.port)
     }
 
+    /// The member of `group` (switch `node`'s shortest paths) that the packet with header `key`
+    /// takes whatever the time and the load: `Some(None)` without a live path, the only path, or
+    /// the ECMP hash's; None where the load-balancing scheme chooses. `choose_minimal` and
+    /// `predict` share it, so a route worked out ahead is the one chosen.
+    #[inline(always)]
+    fn fixed_choice(&self, node: NodeId, key: u64, group: &[PortId]) -> Option<Option<PortId>> {
+        match group.len() {
+            0 => Some(None), // no live path
+            1 => Some(Some(group[0])),
+            n if self.mode == LoadBalancing::Ecmp => {
+                Some(Some(group[self.ecmp_index(node, key, n)]))
+            }
+            _ => None,
+        }
+    }
+
     /// Among the shortest paths to `dst`, by the load-balancing scheme.
     #[inline]
     fn choose_minimal<L: PortLoad + ?Sized>(
@@ -111,13 +121,8 @@ impl Router {
         loads: &L,
     ) -> Option<PortId> {
         let (group, gid) = self.table.group_with_id(node, dst);
-        match group.len() {
-            0 => return None, // no live path
-            1 => return Some(group[0]),
-            n if self.mode == LoadBalancing::Ecmp => {
-                return Some(group[self.ecmp_index(node, key, n)]);
-            }
-            _ => {}
+        if let Some(fixed) = self.fixed_choice(node, key, group) {
+            return fixed;
         }
         self.scratch.clear();
         self.scratch.extend_from_slice(group);

@@ -108,27 +108,24 @@ impl PortQueue {
         }
     }
 
+    /// Strict priority: the highest non-empty class not paused.
+    #[inline(always)]
+    fn strict_class(&self, paused: u8) -> Option<usize> {
+        let eligible = self.nonempty & !(paused as u16);
+        (eligible != 0).then(|| 15 - eligible.leading_zeros() as usize)
+    }
+
     /// Strict priority: the head of the highest non-empty class not paused.
     #[inline]
     pub fn pop_strict(&mut self, arena: &PacketArena, paused: u8) -> Option<PacketId> {
-        let eligible = self.nonempty & !(paused as u16);
-        if eligible == 0 {
-            return None;
-        }
-        let c = 15 - eligible.leading_zeros() as usize;
+        let c = self.strict_class(paused)?;
         self.pop_class(arena, c)
     }
 
     /// The packet `pop_strict` would return, left in place.
     #[inline]
     pub fn peek_strict(&self, paused: u8) -> Option<PacketId> {
-        let eligible = self.nonempty & !(paused as u16);
-        if eligible == 0 {
-            return None;
-        }
-        self.slots[SLOT[15 - eligible.leading_zeros() as usize]]
-            .list
-            .front()
+        self.slots[SLOT[self.strict_class(paused)?]].list.front()
     }
 
     /// Deficit weighted round robin over priorities (MAC control still first).
