@@ -296,6 +296,7 @@ impl World {
     /// `far_latency`.
     fn wire_port(&mut self, p: PortId, q: PortId, far_latency: Time) {
         let far = self.fabric.port_node[q];
+        self.faults.rewired();
         self.fabric.peer_port[p] = q;
         self.fabric.peer_node[p] = far;
         let port = &mut self.ports[p];

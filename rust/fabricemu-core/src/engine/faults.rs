@@ -11,7 +11,7 @@ use super::world::World;
 use crate::ids::{FlowId, IdVec, LinkId, PortId};
 use crate::packet::PacketId;
 use crate::rng::{Rng, RngStream};
-use crate::routing::RouteTable;
+use crate::routing::RouteBuilder;
 use crate::scenario::FaultKind;
 use crate::topology::faults::LinkFault;
 use crate::units::Time;
@@ -71,6 +71,10 @@ pub(super) struct Faults {
     list: Vec<Fault>,
     /// Ports routing avoids (failed links, once detected).
     excluded: IdVec<PortId, bool>,
+    /// Ports whose `excluded` changed since routes were last computed ...
+    toggled: Vec<PortId>,
+    /// ... and what computed them, kept to update (None: none yet, or the fabric was rewired).
+    routes: Option<RouteBuilder>,
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
     /// may come back.
     events_left: u32,
@@ -126,6 +130,8 @@ impl Faults {
             active: vec![false; list.len()],
             list,
             excluded: IdVec::from_elem(false, num_ports),
+            toggled: Vec::new(),
+            routes: None,
             events_left: 0,
             down_count: IdVec::from_elem(0, n),
             down_since: IdVec::from_elem(0, n),
@@ -190,7 +196,16 @@ impl Faults {
 
     /// Whether routing should avoid port `p` (`down`); true if that changed.
     pub fn exclude(&mut self, p: PortId, down: bool) -> bool {
-        std::mem::replace(&mut self.excluded[p], down) != down
+        let changed = std::mem::replace(&mut self.excluded[p], down) != down;
+        if changed {
+            self.toggled.push(p);
+        }
+        changed
+    }
+
+    /// The fabric's wiring changed (OCS circuits): the next routes are computed from scratch.
+    pub fn rewired(&mut self) {
+        self.routes = None;
     }
 
     /// Whether a down fault covers port `p`'s link now.
@@ -442,20 +457,28 @@ impl World {
         let mut changed = false;
         for &l in links.iter() {
             let p = l.egress();
-            let down = self.ports[p].down;
-            if self.faults.excluded[p] != down {
-                self.faults.excluded[p] = down;
-                changed = true;
-            }
+            changed |= self.faults.exclude(p, self.ports[p].down);
         }
         if changed {
             self.reroute();
         }
     }
 
-    /// Recompute the route tables around the ports routing knows to be down.
+    /// Recompute the route tables around the ports routing knows to be down: from the last
+    /// computation, updated for the ports that changed since, or from scratch the first time
+    /// and after the fabric was rewired.
     pub(super) fn reroute(&mut self) {
-        let table = RouteTable::build_avoiding(&self.fabric, self.faults.excluded.as_slice());
+        let faults = &mut self.faults;
+        let down = faults.excluded.as_slice();
+        let routes = match &mut faults.routes {
+            Some(routes) => {
+                routes.update(&self.fabric, down, &faults.toggled);
+                routes
+            }
+            None => faults.routes.insert(RouteBuilder::new(&self.fabric, down)),
+        };
+        faults.toggled.clear();
+        let table = routes.table();
         let nominal = self.router.replace_table(std::sync::Arc::new(table));
         // The fault-free table stays for flows' nominal paths (ideal FCT).
         self.router.nominal.get_or_insert(nominal);

@@ -10,10 +10,11 @@
 mod choose;
 pub mod config;
 mod crc32;
+mod search;
 mod table;
 
 pub use choose::{Choice, PortLoad, RouteStats};
-pub use table::RouteTable;
+pub use table::{RouteBuilder, RouteTable};
 
 use crate::config::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
 use crate::ids::PacketId;

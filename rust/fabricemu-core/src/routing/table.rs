@@ -3,10 +3,9 @@
 //! in dragonflies global links weigh more than a group's diameter, so paths are minimal (one global
 //! hop).
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::num::NonZeroU32;
 
+use super::search::Paths;
 use crate::topology::{Fabric, IdVec, NodeId, PortId, Role, Tier};
 
 /// A port group in the flat tables, stored as its id + 1 so that "no group" (a destination no path
@@ -16,7 +15,7 @@ use crate::topology::{Fabric, IdVec, NodeId, PortId, Role, Tier};
 struct GroupRef(NonZeroU32);
 
 impl GroupRef {
-    #[inline(always)]
+    #[cfg(test)]
     fn new(id: u32) -> Self {
         GroupRef(NonZeroU32::new(id + 1).expect("group ids are below u32::MAX"))
     }
@@ -53,31 +52,52 @@ struct GroupMap {
 
 impl GroupMap {
     /// Compress the flat table `[row * edges + edge]` with the block size that makes it smallest.
+    #[cfg(test)]
     fn compress(flat: &[Option<GroupRef>], rows: usize, edges: usize) -> Self {
-        let enc = |g: Option<GroupRef>| g.map_or(0, |g| g.0.get());
+        Self::compress_by(flat, rows, edges, Self::best_block(flat, rows, edges))
+    }
+
+    /// The block size that makes the flat table `[row * edges + edge]` smallest.
+    fn best_block(flat: &[Option<GroupRef>], rows: usize, edges: usize) -> usize {
         // Candidate block sizes: the divisors of the edge count (pods divide it) and powers of two.
         let mut candidates: Vec<usize> = (1..=edges.min(4096))
             .filter(|&b| edges.is_multiple_of(b) || b.is_power_of_two())
             .collect();
         candidates.dedup();
+        // Where each row's group changes (edge j differs from edge j - 1): a block is uniform
+        // unless a change falls strictly inside it, so each candidate is sized from the changes
+        // alone (few on regular fabrics) rather than from every entry.
+        let mut changes: Vec<(u32, u32)> = Vec::new();
+        for r in 0..rows {
+            let row = &flat[r * edges..(r + 1) * edges];
+            for j in 1..edges {
+                if row[j] != row[j - 1] {
+                    changes.push((r as u32, j as u32));
+                }
+            }
+        }
         let size_with = |b: usize| -> usize {
-            let row_blocks = edges.div_ceil(b);
-            let mut size = rows * row_blocks;
-            for r in 0..rows {
-                let row = &flat[r * edges..(r + 1) * edges];
-                for chunk in row.chunks(b) {
-                    if chunk.iter().any(|&g| g != chunk[0]) {
-                        size += b;
-                    }
+            let mut size = rows * edges.div_ceil(b);
+            let mut last = None;
+            for &(r, j) in &changes {
+                let block = (r, j as usize / b);
+                if j as usize % b != 0 && last != Some(block) {
+                    size += b;
+                    last = Some(block);
                 }
             }
             size
         };
-        let block = candidates
+        candidates
             .into_iter()
             .min_by_key(|&b| (size_with(b), b))
             .unwrap_or(1)
-            .max(1);
+            .max(1)
+    }
+
+    /// Compress the flat table `[row * edges + edge]` in blocks of `block` edges.
+    fn compress_by(flat: &[Option<GroupRef>], rows: usize, edges: usize, block: usize) -> Self {
+        let enc = |g: Option<GroupRef>| g.map_or(0, |g| g.0.get());
         let row_blocks = edges.div_ceil(block);
         let mut blocks = Vec::with_capacity(rows * row_blocks);
         let mut detail = Vec::new();
@@ -120,16 +140,6 @@ impl GroupMap {
     }
 }
 
-/// Routing cost of the link leaving port `p`: 1, but a dragonfly's global links cost more than any
-/// path inside a group, so minimal routes cross exactly one.
-fn link_cost(f: &Fabric, p: PortId) -> u32 {
-    if f.tier[p] == Tier::Global {
-        1 << 16
-    } else {
-        1
-    }
-}
-
 /// Where a host attaches to one component of the switch graph.
 #[derive(Debug, Clone, Copy)]
 struct Attachment {
@@ -168,235 +178,6 @@ pub struct RouteTable {
     to_group: Vec<Option<GroupRef>>,
 }
 
-/// Shortest-path search state, reused across targets; port groups are deduplicated.
-struct Search {
-    /// Cost to the nearest target (None: not reached).
-    dist: IdVec<NodeId, Option<u32>>,
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, NodeId)>>,
-    /// Every link costs 1 (no global links): a breadth-first search finds the same costs
-    /// without the heap.
-    unit_costs: bool,
-    fifo: std::collections::VecDeque<NodeId>,
-    /// With unit costs: each switch's links to switches (`adj_start` by switch index), in port
-    /// order, with whether each direction is up: read for every target, so hosts' ports and the
-    /// down flags are looked at once per build.
-    adj_start: Vec<u32>,
-    adj: Vec<SwitchLink>,
-    members: Vec<PortId>,
-    dedup: HashMap<Vec<PortId>, u32, BuildHasherDefault<GroupHasher>>,
-    group_start: Vec<u32>,
-    group_ports: Vec<PortId>,
-}
-
-/// A switch's link to another switch, as the unit-cost search reads it.
-#[derive(Clone, Copy)]
-struct SwitchLink {
-    port: PortId,
-    peer: NodeId,
-    /// The switch may forward over it (its port is up).
-    out_up: bool,
-    /// The peer may forward back over it (the reverse port is up).
-    back_up: bool,
-}
-
-/// A multiply-rotate hash for the port lists of next-hop groups: the tables are rebuilt at every
-/// link fault routing notices, and hashing each (switch, destination)'s group with SipHash took
-/// a fifth of a faulty k=16 run; the keys are our own ports, so no flooding to guard against.
-#[derive(Default)]
-struct GroupHasher(u64);
-
-impl std::hash::Hasher for GroupHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(n as u64);
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl Search {
-    /// A search over `nodes` nodes, breadth first if every link costs 1 (`unit_costs`).
-    fn new(nodes: usize, unit_costs: bool) -> Self {
-        Self {
-            dist: IdVec::from_elem(None, nodes),
-            heap: std::collections::BinaryHeap::new(),
-            unit_costs,
-            fifo: std::collections::VecDeque::new(),
-            adj_start: Vec::new(),
-            adj: Vec::new(),
-            members: Vec::new(),
-            dedup: HashMap::default(),
-            group_start: vec![0u32],
-            group_ports: Vec::new(),
-        }
-    }
-
-    /// Shortest paths toward the switches `targets` over link costs (1 inside Clos tiers and dragonfly
-    /// groups, so Clos routes are the shortest hop counts; global links cost more than any detour
-    /// inside a group, so dragonfly routes take one global hop: minimal routing). Calls
-    /// `found(switch, group)` for every other switch that reaches a target.
-    fn toward(
-        &mut self,
-        f: &Fabric,
-        is_down: &impl Fn(PortId) -> bool,
-        targets: &[NodeId],
-        found: impl FnMut(NodeId, GroupRef),
-    ) {
-        if self.unit_costs {
-            return self.breadth_first(f, is_down, targets, found);
-        }
-        self.dijkstra(f, is_down, targets, found);
-    }
-
-    /// [`Search::toward`] where every link costs 1: breadth first from every target at once
-    /// over the switches' links (the same costs and groups as Dijkstra's).
-    fn breadth_first(
-        &mut self,
-        f: &Fabric,
-        is_down: &impl Fn(PortId) -> bool,
-        targets: &[NodeId],
-        mut found: impl FnMut(NodeId, GroupRef),
-    ) {
-        if self.adj_start.is_empty() {
-            self.adj_start.push(0);
-            for s in f.switches() {
-                for p in f.ports_of(s) {
-                    let peer = f.peer_node[p];
-                    if !f.is_host(peer) {
-                        self.adj.push(SwitchLink {
-                            port: p,
-                            peer,
-                            out_up: !is_down(p),
-                            back_up: !is_down(f.peer_port[p]),
-                        });
-                    }
-                }
-                self.adj_start.push(self.adj.len() as u32);
-            }
-        }
-        let links = |s: NodeId, start: &[u32]| {
-            let i = f.switch_index(s);
-            start[i] as usize..start[i + 1] as usize
-        };
-        let dist = &mut self.dist;
-        dist.fill(None);
-        self.fifo.clear();
-        for &t in targets {
-            dist[t] = Some(0);
-            self.fifo.push_back(t);
-        }
-        while let Some(u) = self.fifo.pop_front() {
-            let d = dist[u].expect("queued with its cost") + 1;
-            for l in &self.adj[links(u, &self.adj_start)] {
-                if l.back_up && dist[l.peer].is_none() {
-                    dist[l.peer] = Some(d);
-                    self.fifo.push_back(l.peer);
-                }
-            }
-        }
-        for s in f.switches() {
-            let ds = match self.dist[s] {
-                None | Some(0) => continue,
-                Some(d) => d,
-            };
-            self.members.clear();
-            for l in &self.adj[links(s, &self.adj_start)] {
-                if l.out_up && self.dist[l.peer] == Some(ds - 1) {
-                    self.members.push(l.port);
-                }
-            }
-            let id = self.group_id();
-            found(s, GroupRef::new(id));
-        }
-    }
-
-    /// [`Search::toward`] over any link costs.
-    fn dijkstra(
-        &mut self,
-        f: &Fabric,
-        is_down: &impl Fn(PortId) -> bool,
-        targets: &[NodeId],
-        mut found: impl FnMut(NodeId, GroupRef),
-    ) {
-        let dist = &mut self.dist;
-        dist.fill(None);
-        self.heap.clear();
-        for &t in targets {
-            dist[t] = Some(0);
-            self.heap.push(std::cmp::Reverse((0u32, t)));
-        }
-        while let Some(std::cmp::Reverse((d, u))) = self.heap.pop() {
-            if dist[u].is_some_and(|best| d > best) {
-                continue;
-            }
-            for p in f.ports_of(u) {
-                let v = f.peer_node[p];
-                // v would forward to u over the reverse port.
-                let back = f.peer_port[p];
-                if is_down(back) || f.is_host(v) {
-                    continue;
-                }
-                let nd = d + link_cost(f, back);
-                if dist[v].is_none_or(|best| nd < best) {
-                    dist[v] = Some(nd);
-                    self.heap.push(std::cmp::Reverse((nd, v)));
-                }
-            }
-        }
-        for s in f.switches() {
-            let ds = match self.dist[s] {
-                None | Some(0) => continue,
-                Some(d) => d,
-            };
-            self.members.clear();
-            for p in f.ports_of(s) {
-                let v = f.peer_node[p];
-                if !is_down(p)
-                    && !f.is_host(v)
-                    && self.dist[v].is_some_and(|dv| dv + link_cost(f, p) == ds)
-                {
-                    self.members.push(p);
-                }
-            }
-            let id = self.group_id();
-            found(s, GroupRef::new(id));
-        }
-    }
-
-    /// The id of the group of `members`, numbered in order of first appearance.
-    fn group_id(&mut self) -> u32 {
-        // Most groups were seen before: look up without copying the list.
-        if let Some(&id) = self.dedup.get(self.members.as_slice()) {
-            return id;
-        }
-        self.group_ports.extend_from_slice(&self.members);
-        self.group_start.push(self.group_ports.len() as u32);
-        let id = (self.group_start.len() - 2) as u32;
-        self.dedup.insert(self.members.clone(), id);
-        id
-    }
-}
 
 /// Dragonfly groups (components of the switch graph without global links), numbered in order of
 /// their lowest switch, with hosts in their switch's group; `(empty, 0)` without global links.
@@ -460,24 +241,42 @@ fn components(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
     (comp, count.max(1))
 }
 
-impl RouteTable {
-    pub fn build(f: &Fabric) -> Self {
-        Self::build_avoiding(f, &[])
-    }
 
-    /// Routes over the fabric without the links whose egress port is marked in `down` (empty: all
-    /// links up). A destination no path reaches gets an empty group.
-    pub fn build_avoiding(f: &Fabric, down: &[bool]) -> Self {
+/// What builds route tables, kept between them: a run with faults rebuilds its table at every
+/// change routing notices, and most of the work (the paths toward each destination edge switch)
+/// carries over from the last table ([`Paths::update`]). Tables built by updates are identical to
+/// tables built from scratch, group numbers included (round-robin state is indexed by them).
+#[derive(Clone)]
+pub struct RouteBuilder {
+    num_hosts: u32,
+    num_comps: u32,
+    node_comp: IdVec<NodeId, Option<u32>>,
+    /// As [`RouteTable::attachments`], with `edge` the edge switch's number (the table's is its
+    /// block in the group map, which each table chooses).
+    attachments: Vec<Option<Attachment>>,
+    /// Destination edge switches: paths' destinations `0..edges`; then the dragonfly groups'.
+    edges: usize,
+    node_group: IdVec<NodeId, Option<u32>>,
+    num_df_groups: u32,
+    paths: Paths,
+    /// The group map's block size, chosen for the first table and kept for the tables updates
+    /// build: choosing costs a pass per candidate size, and a few faults barely change the best.
+    block: Option<usize>,
+}
+
+impl RouteBuilder {
+    /// Routes over the fabric without the links whose egress port is marked in `down` (empty:
+    /// all links up).
+    pub fn new(f: &Fabric, down: &[bool]) -> Self {
         let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
         let n = f.num_nodes as usize;
-        let num_switches = n - f.num_hosts as usize;
         // Every attachment of every host (a GPU: one per plane, or its shared NIC; its scale-up
         // port is left out, the scale-up switch forwards by the cluster layout), per component.
         let (node_comp, num_comps) = components(f);
         let c = num_comps as usize;
         let mut attachments: Vec<Option<Attachment>> = vec![None; f.num_hosts as usize * c];
         let mut edge_index: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, n);
-        let mut edges = Vec::new();
+        let mut targets: Vec<Vec<u32>> = Vec::new();
         for h in f.hosts() {
             for p in f.ports_of(h) {
                 let sw = f.peer_node[p];
@@ -489,8 +288,8 @@ impl RouteTable {
                     continue;
                 }
                 let edge = *edge_index[sw].get_or_insert_with(|| {
-                    edges.push(sw);
-                    (edges.len() - 1) as u32
+                    targets.push(vec![f.switch_index(sw) as u32]);
+                    (targets.len() - 1) as u32
                 });
                 attachments[a] = Some(Attachment {
                     switch: sw,
@@ -500,46 +299,86 @@ impl RouteTable {
                 });
             }
         }
-
-        let mut search = Search::new(n, f.ports().all(|p| link_cost(f, p) == 1));
-        let mut flat = vec![None; num_switches * edges.len()];
-        for (ei, &target) in edges.iter().enumerate() {
-            search.toward(f, &is_down, &[target], |s, g| {
-                flat[f.switch_index(s) * edges.len() + ei] = Some(g);
-            });
-        }
-        let group_of = GroupMap::compress(&flat, num_switches, edges.len());
-        drop(flat);
-        // Lookups then need no division: each attachment keeps its (block, place in block).
-        for a in attachments.iter_mut().flatten() {
-            (a.edge, a.within) = (a.edge / group_of.block, a.edge % group_of.block);
-        }
-
+        let edges = targets.len();
         // Dragonfly groups: the switches connected without global links. Routes toward each
         // group (to any of its switches) serve non-minimal routing via an intermediate group.
         let (node_group, num_df_groups) = dragonfly_groups(f);
-        let mut to_group = vec![None; num_switches * num_df_groups as usize];
-        let mut targets = Vec::new();
         for g in 0..num_df_groups {
-            targets.clear();
-            targets.extend(f.switches().filter(|&s| node_group[s] == Some(g)));
-            search.toward(f, &is_down, &targets, |s, r| {
-                to_group[f.switch_index(s) * num_df_groups as usize + g as usize] = Some(r);
-            });
+            let members = f.switches().filter(|&s| node_group[s] == Some(g));
+            targets.push(members.map(|s| f.switch_index(s) as u32).collect());
         }
         Self {
             num_hosts: f.num_hosts,
             num_comps,
             node_comp,
             attachments,
-            group_of,
-            group_start: search.group_start,
-            group_ports: search.group_ports,
+            edges,
             node_group,
             num_df_groups,
+            paths: Paths::new(f, &is_down, targets),
+            block: None,
+        }
+    }
+
+    /// The ports in `toggled` went down or came back, as `down` now marks them.
+    pub fn update(&mut self, f: &Fabric, down: &[bool], toggled: &[PortId]) {
+        let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
+        self.paths.update(f, &is_down, toggled);
+    }
+
+    /// The route table (a destination no path reaches gets an empty group).
+    pub fn table(&mut self) -> RouteTable {
+        let switches = self.node_comp.len() - self.num_hosts as usize;
+        let (edges, dfg) = (self.edges, self.num_df_groups as usize);
+        let (groups, rows) = self.paths.numbered();
+        let dests = edges + dfg;
+        let as_ref = |e: u32| NonZeroU32::new(e).map(GroupRef);
+        let mut flat = Vec::with_capacity(switches * edges);
+        let mut to_group = Vec::with_capacity(switches * dfg);
+        for row in rows.chunks(dests.max(1)) {
+            flat.extend(row[..edges].iter().map(|&e| as_ref(e)));
+            to_group.extend(row[edges..].iter().map(|&e| as_ref(e)));
+        }
+        drop(rows);
+        let block = *(self.block).get_or_insert_with(|| GroupMap::best_block(&flat, switches, edges));
+        let group_of = GroupMap::compress_by(&flat, switches, edges, block);
+        drop(flat);
+        // Lookups then need no division: each attachment keeps its (block, place in block).
+        let mut attachments = self.attachments.clone();
+        for a in attachments.iter_mut().flatten() {
+            (a.edge, a.within) = (a.edge / group_of.block, a.edge % group_of.block);
+        }
+        RouteTable {
+            num_hosts: self.num_hosts,
+            num_comps: self.num_comps,
+            node_comp: self.node_comp.clone(),
+            attachments,
+            group_of,
+            group_start: groups.start,
+            group_ports: groups.ports,
+            node_group: self.node_group.clone(),
+            num_df_groups: self.num_df_groups,
             to_group,
         }
     }
+
+    /// Bytes kept between tables.
+    pub fn bytes(&self) -> usize {
+        self.paths.bytes() + std::mem::size_of_val(&self.attachments[..])
+    }
+}
+
+impl RouteTable {
+    pub fn build(f: &Fabric) -> Self {
+        Self::build_avoiding(f, &[])
+    }
+
+    /// Routes over the fabric without the links whose egress port is marked in `down` (empty: all
+    /// links up). A destination no path reaches gets an empty group.
+    pub fn build_avoiding(f: &Fabric, down: &[bool]) -> Self {
+        RouteBuilder::new(f, down).table()
+    }
+
 
     /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs).
     #[inline(always)]
@@ -690,28 +529,48 @@ mod tests {
         }
     }
 
-    /// Every (switch, host) group of `t` equals the one found by a search per destination edge
-    /// switch kept flat (the table before the group map).
+    /// Every (switch, host) group of `t` equals the one a plain reference finds: Bellman-Ford
+    /// relaxation of every link until nothing changes, toward the host's edge switch, and the
+    /// live links one cost step nearer, in port order.
     fn check_against_flat(f: &Fabric, t: &RouteTable, down: &[bool]) {
         let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
-        // The reference takes the heap's search also where the tables take breadth first.
-        let mut search = Search::new(f.num_nodes as usize, false);
+        let cost = |p: PortId| if f.tier[p] == Tier::Global { 1 << 16 } else { 1 };
         for h in f.hosts() {
             let sw = f.peer_node[f.host_port(h)];
-            let mut flat: IdVec<NodeId, Option<Vec<PortId>>> =
-                IdVec::from_elem(None, f.num_nodes as usize);
-            let mut found = Vec::new();
-            search.toward(f, &is_down, &[sw], |s, g| found.push((s, g)));
-            for (s, g) in found {
-                let i = g.id() as usize;
-                let (a, b) = (search.group_start[i], search.group_start[i + 1]);
-                flat[s] = Some(search.group_ports[a as usize..b as usize].to_vec());
+            let mut dist: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, f.num_nodes as usize);
+            dist[sw] = Some(0);
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for s in f.switches() {
+                    for p in f.ports_of(s) {
+                        let v = f.peer_node[p];
+                        if is_down(p) || f.is_host(v) {
+                            continue;
+                        }
+                        if let Some(dv) = dist[v] {
+                            if dist[s].is_none_or(|ds| dv + cost(p) < ds) {
+                                dist[s] = Some(dv + cost(p));
+                                changed = true;
+                            }
+                        }
+                    }
+                }
             }
             for s in f.switches().filter(|&s| t.node_comp[s].is_some()) {
                 let want: Vec<PortId> = if s == sw {
                     vec![f.peer_port[f.host_port(h)]]
                 } else {
-                    flat[s].clone().unwrap_or_default()
+                    let Some(ds) = dist[s] else {
+                        assert!(t.group(s, h).is_empty(), "switch {s} to host {h}");
+                        continue;
+                    };
+                    f.ports_of(s)
+                        .filter(|&p| {
+                            let v = f.peer_node[p];
+                            !is_down(p) && !f.is_host(v) && dist[v].map(|dv| dv + cost(p)) == Some(ds)
+                        })
+                        .collect()
                 };
                 assert_eq!(t.group(s, h), &want[..], "switch {s} to host {h}");
             }
@@ -739,6 +598,94 @@ mod tests {
             let t = RouteTable::build_avoiding(&f, &down);
             check_against_flat(&f, &t, &down);
         }
+    }
+
+    /// `a` and `b` route alike: the same groups, numbered alike, for every (switch, host) and
+    /// every (switch, dragonfly group).
+    fn assert_same_routes(f: &Fabric, a: &RouteTable, b: &RouteTable, what: &str) {
+        assert_eq!(a.group_start, b.group_start, "{what}: group numbering");
+        assert_eq!(a.group_ports, b.group_ports, "{what}: group ports");
+        for s in f.switches() {
+            for h in f.hosts() {
+                assert_eq!(a.group_with_id(s, h), b.group_with_id(s, h), "{what}: {s} to {h}");
+            }
+            for g in 0..a.num_df_groups() {
+                assert_eq!(a.toward_group(s, g), b.toward_group(s, g), "{what}: {s} to group {g}");
+            }
+        }
+    }
+
+    #[test]
+    fn tables_updated_link_by_link_are_the_tables_built_from_scratch() {
+        // Links between switches go down and come back in random batches (one link, or several
+        // at once, some toggled twice); after each batch the updated table must equal a fresh
+        // build over the same down links, group numbers included (round robin indexes them).
+        for (i, toml) in [
+            "[topology]\nkind = \"fat_tree\"\nk = 4",
+            "[topology]\nkind = \"fat_tree\"\nk = 8",
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 5\nspines = 3\nhosts_per_leaf = 3",
+            "[topology]\nkind = \"dragonfly\"\np = 2\na = 4\nh = 2\ng = 9",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let f = fabric(toml);
+            let links: Vec<PortId> = f
+                .ports()
+                .filter(|&p| !f.is_host(f.port_node[p]) && !f.is_host(f.peer_node[p]))
+                .collect();
+            let mut r = crate::rng::stream(7, crate::rng::Purpose::Workload, i as u64);
+            let mut down = vec![false; f.num_ports() as usize];
+            let mut builder = RouteBuilder::new(&f, &down);
+            for batch in 0..60 {
+                let mut toggled = Vec::new();
+                for _ in 0..1 + r.below(4) {
+                    // A cable fails in both directions; sometimes only one direction changes.
+                    let p = links[r.below(links.len() as u64) as usize];
+                    let both = r.below(3) != 0;
+                    for q in [p, f.peer_port[p]].into_iter().take(1 + both as usize) {
+                        down[q.index()] = !down[q.index()];
+                        toggled.push(q);
+                    }
+                }
+                // A host's link changes nothing in the tables between switches.
+                toggled.push(f.host_port(f.hosts().next().unwrap()));
+                builder.update(&f, &down, &toggled);
+                let fresh = RouteTable::build_avoiding(&f, &down);
+                assert_same_routes(&f, &builder.table(), &fresh, &format!("{toml} batch {batch}"));
+            }
+        }
+    }
+
+    #[test]
+    fn an_update_searches_again_only_the_destinations_whose_distances_change() {
+        // k=8 fat tree: an edge switch's cable to an aggregation switch fails. The aggregation
+        // switch's distance to that edge switch changes (1 to 3), so that one destination is
+        // searched again; toward the 31 others only the two switches' groups change.
+        let f = fabric("[topology]\nkind = \"fat_tree\"\nk = 8");
+        let edge = f.peer_node[f.host_port(f.hosts().next().unwrap())];
+        let up = f
+            .ports_of(edge)
+            .find(|&p| !f.is_host(f.peer_node[p]))
+            .expect("an uplink");
+        let mut down = vec![false; f.num_ports() as usize];
+        let mut builder = RouteBuilder::new(&f, &down);
+        let before = builder.paths.searches();
+        for up_again in [false, true] {
+            for q in [up, f.peer_port[up]] {
+                down[q.index()] = !up_again;
+            }
+            builder.update(&f, &down, &[up, f.peer_port[up]]);
+            let fresh = RouteTable::build_avoiding(&f, &down);
+            assert_same_routes(&f, &builder.table(), &fresh, "k=8");
+        }
+        assert_eq!(builder.paths.searches() - before, 2, "one search down, one back up");
+        // The edge switch sends its other destinations over its 3 other uplinks meanwhile.
+        let far = f.hosts().last().unwrap();
+        down[up.index()] = true;
+        down[f.peer_port[up].index()] = true;
+        builder.update(&f, &down, &[up, f.peer_port[up]]);
+        assert_eq!(builder.table().group(edge, far).len(), 3);
     }
 
     #[test]
