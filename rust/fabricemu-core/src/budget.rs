@@ -429,13 +429,17 @@ pub fn estimate(s: &Scenario) -> Estimate {
     // Every data packet may have an ACK or a control packet beside it.
     e.packets_in_flight = on_wires.saturating_add(buffered).saturating_mul(2);
     e.flow_memory = e.flows.saturating_mul(bytes_per_flow(s));
-    // Route tables: a group id per (switch, destination edge switch or group).
+    // Route tables: a group id per (switch, destination edge switch or group). A run whose
+    // links go down also keeps what built them, to update them (`routing::RouteBuilder`: a
+    // distance and a group per entry) and the two per-entry arrays each update fills.
     let route_entries = switches.saturating_mul(switches.max(1));
+    let rerouted = !s.faults.is_empty() || !s.failure_processes.is_empty() || s.ocs.is_some();
+    let route_bytes_per_entry = if rerouted { 4 + 16 } else { 4 };
     e.fabric_memory = ports
         .saturating_mul(BYTES_PER_PORT)
         .saturating_add(switches.saturating_mul(BYTES_PER_SWITCH))
         .saturating_add(hosts.saturating_mul(BYTES_PER_PORT))
-        .saturating_add(route_entries.saturating_mul(4));
+        .saturating_add(route_entries.saturating_mul(route_bytes_per_entry));
     // HPCC keeps every packet's INT records beside the arena.
     let int = match s.transport.cc {
         crate::scenario::CongestionControl::Hpcc(_) => crate::cc::IntStore::BYTES_PER_PACKET as u64,

@@ -203,6 +203,11 @@ impl Faults {
         changed
     }
 
+    /// Bytes kept to update the route tables (0 before the first fault routing notices).
+    pub fn routes_bytes(&self) -> usize {
+        self.routes.as_ref().map_or(0, RouteBuilder::bytes)
+    }
+
     /// The fabric's wiring changed (OCS circuits): the next routes are computed from scratch.
     pub fn rewired(&mut self) {
         self.routes = None;

@@ -16,7 +16,8 @@
 //! counters summed, each port's record from its owner. The outputs are written from the view.
 //!
 //! PFC runs partitioned: pause frames are packets, and the deadlock check, which reads every
-//! switch, runs across the partitions at its place in the order (`deadlock_check`). HPCC's INT
+//! switch, runs across the partitions at its place in the order (`deadlock_check`); windows are
+//! then no longer than the check period, so a check is asked for at least a window ahead. HPCC's INT
 //! records travel with their packets ([`Mail`]). Flows that wait for flows (collectives, incast
 //! rounds) wait at barriers: one partition runs a barrier whose flows all finish and start in it
 //! (a rank's next step), every partition counts one whose flows are spread ([`barrier_homes`]),
@@ -254,11 +255,6 @@ pub fn unsupported(
         .map(|p| fabric.delay_ps[p])
         .min()
         .unwrap_or(0);
-    if s.switch.pfc.is_some() && shortest > DEADLOCK_CHECK_PS {
-        // A deadlock check is asked for a period ahead: it must not fall in the window that
-        // asked for it.
-        why.push("[switch.pfc] with every link longer than the 100 us deadlock-check period");
-    }
     if s.ocs.is_some() {
         why.push("[ocs]");
     }

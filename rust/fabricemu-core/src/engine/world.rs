@@ -381,7 +381,8 @@ pub struct MemoryFootprint {
     /// Per packet in flight (arena slots are kept at the high-water mark): the record, its free
     /// list entry, and its INT records under HPCC.
     pub per_packet: usize,
-    /// The route table's (switch, destination) group map, whole.
+    /// The route table's (switch, destination) group map, whole, and what updates it after
+    /// faults (`routing::RouteBuilder`).
     pub route_map: usize,
     pub ports: usize,
     pub nodes: usize,
@@ -474,13 +475,18 @@ impl World {
             })
             .collect();
         // A link's propagation delay never shrinks during a run (delay faults add to it and give
-        // back what they added; a circuit's far switch may change, its cable does not).
-        let window_ps = fabric
+        // back what they added; a circuit's far switch may change, its cable does not). With
+        // PFC, no longer than the deadlock-check period: a check is asked for a period ahead
+        // and must not fall in the window that asks for it (a shorter window is always safe).
+        let mut window_ps = fabric
             .ports()
             .map(|p| fabric.delay_ps[p])
             .min()
             .unwrap_or(0)
             .max(1);
+        if s.switch.pfc.is_some() {
+            window_ps = window_ps.min(DEADLOCK_CHECK_PS);
+        }
         let t = &s.transport;
         let mut buffer = SharedBuffer::new(fabric.num_nodes, &s.switch, reserved_headroom);
         if fabric.cluster.is_some() {
@@ -1236,7 +1242,7 @@ impl World {
             per_message,
             per_retired: size_of::<crate::trace::flows::FlowRow>(),
             per_packet,
-            route_map: self.router.table().group_map_bytes(),
+            route_map: self.router.table().group_map_bytes() + self.faults.routes_bytes(),
             ports: self.ports.len(),
             nodes: self.fabric.num_nodes as usize,
             host_ports: self.nics.ring.len(),

@@ -333,14 +333,15 @@ impl Paths {
 
     /// The groups numbered as a search from scratch numbers them (in order of first appearance,
     /// destination by destination, switch by switch), and each (switch, destination)'s group
-    /// id + 1 (0: none) at `[switch * destinations + destination]`, as route tables lay them out.
-    pub fn numbered(&mut self) -> (Groups, Vec<u32>) {
+    /// id + 1 (0: none) into `rows` at `[switch * destinations + destination]`, as route tables
+    /// lay them out.
+    pub fn numbered(&mut self, rows: &mut Vec<u32>) -> Groups {
         let (n, dests) = (self.switches, self.targets.len());
         let mut renumber = vec![u32::MAX; self.interned.len()];
         let mut out = Groups::new();
         out.start.reserve(self.interned.len());
         out.ports.reserve(self.interned.ports.len());
-        let mut rows = vec![0u32; n * dests];
+        rows.resize(n * dests, 0);
         // Numbered along the destinations' columns, written along the switches' rows: through
         // a tile of a few columns, so that neither side strides through memory.
         const TILE: usize = 16;
@@ -386,7 +387,7 @@ impl Paths {
             }
             self.interned = live;
         }
-        (out, rows)
+        out
     }
 
     #[cfg(test)]

@@ -262,6 +262,10 @@ pub struct RouteBuilder {
     /// The group map's block size, chosen for the first table and kept for the tables updates
     /// build: choosing costs a pass per candidate size, and a few faults barely change the best.
     block: Option<usize>,
+    /// Every table's (switch, destination) groups, as numbered and as the group map reads them:
+    /// kept, as allocating them anew at every fault fragments the heap.
+    rows: Vec<u32>,
+    flat: Vec<Option<GroupRef>>,
 }
 
 impl RouteBuilder {
@@ -317,6 +321,8 @@ impl RouteBuilder {
             num_df_groups,
             paths: Paths::new(f, &is_down, targets),
             block: None,
+            rows: Vec::new(),
+            flat: Vec::new(),
         }
     }
 
@@ -330,19 +336,18 @@ impl RouteBuilder {
     pub fn table(&mut self) -> RouteTable {
         let switches = self.node_comp.len() - self.num_hosts as usize;
         let (edges, dfg) = (self.edges, self.num_df_groups as usize);
-        let (groups, rows) = self.paths.numbered();
+        let groups = self.paths.numbered(&mut self.rows);
         let dests = edges + dfg;
         let as_ref = |e: u32| NonZeroU32::new(e).map(GroupRef);
-        let mut flat = Vec::with_capacity(switches * edges);
+        let flat = &mut self.flat;
+        flat.clear();
         let mut to_group = Vec::with_capacity(switches * dfg);
-        for row in rows.chunks(dests.max(1)) {
+        for row in self.rows.chunks(dests.max(1)) {
             flat.extend(row[..edges].iter().map(|&e| as_ref(e)));
             to_group.extend(row[edges..].iter().map(|&e| as_ref(e)));
         }
-        drop(rows);
-        let block = *(self.block).get_or_insert_with(|| GroupMap::best_block(&flat, switches, edges));
-        let group_of = GroupMap::compress_by(&flat, switches, edges, block);
-        drop(flat);
+        let block = *(self.block).get_or_insert_with(|| GroupMap::best_block(flat, switches, edges));
+        let group_of = GroupMap::compress_by(flat, switches, edges, block);
         // Lookups then need no division: each attachment keeps its (block, place in block).
         let mut attachments = self.attachments.clone();
         for a in attachments.iter_mut().flatten() {
@@ -364,7 +369,10 @@ impl RouteBuilder {
 
     /// Bytes kept between tables.
     pub fn bytes(&self) -> usize {
-        self.paths.bytes() + std::mem::size_of_val(&self.attachments[..])
+        self.paths.bytes()
+            + std::mem::size_of_val(&self.attachments[..])
+            + std::mem::size_of_val(&self.rows[..])
+            + std::mem::size_of_val(&self.flat[..])
     }
 }
 

@@ -230,15 +230,46 @@ fn pfc_pauses_across_partitions_are_the_same_on_any_number_of_threads() {
 }
 
 #[test]
-fn a_pfc_deadlock_is_found_at_the_same_check_on_any_number_of_threads() {
-    // Valiant routing in one lossless class on a small-buffer dragonfly closes a cycle of pauses
-    // across groups (tests/integration/dragonfly.rs); the detector must see the cycle whole,
-    // though its channels are in different partitions, and end the run at the same check (in
-    // the middle of a 70 ns window).
+fn pfc_over_links_longer_than_the_deadlock_check_period_is_the_same_on_any_number_of_threads() {
+    // Every link 150 us, past the 100 us deadlock-check period: windows are cut to the period,
+    // so a check asked for a period ahead never falls in the window that asked for it. A
+    // lossless incast pauses the spines and the senders' leaves over links between partitions
+    // while the checks run.
+    let s = same_for_any_threads(
+        "pfc-long-links",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 2
+        link_rate = "100Gbps"
+        link_delay = "150us"
+        [switch]
+        buffer = "32MB"
+        pfc = { enabled = true }
+        [transport]
+        rto = "20ms"
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 6
+        size = "6MB"
+        "#,
+    );
+    assert!(s.pfc_pause_frames > 0 && s.paused_ps > 0, "{s:?}");
+    assert_eq!(s.lossless_drops, 0, "{s:?}");
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+}
+
+/// Valiant routing in one lossless class on a small-buffer dragonfly closes a cycle of pauses
+/// across groups (tests/integration/dragonfly.rs).
+fn valiant_deadlock(link_delay: &str, global_link_delay: &str) -> String {
     let flows: Vec<String> = (0..72)
         .map(|h| format!("{{src = {h}, dst = {}, size = \"500KB\"}}", (h + 8) % 72))
         .collect();
-    let text = format!(
+    format!(
         r#"
         seed = 1
         [topology]
@@ -248,8 +279,8 @@ fn a_pfc_deadlock_is_found_at_the_same_check_on_any_number_of_threads() {
         h = 2
         g = 9
         link_rate = "100Gbps"
-        link_delay = "70ns"
-        global_link_delay = "1us"
+        link_delay = "{link_delay}"
+        global_link_delay = "{global_link_delay}"
         [switch]
         buffer = "300KB"
         pfc = {{ enabled = true }}
@@ -261,7 +292,14 @@ fn a_pfc_deadlock_is_found_at_the_same_check_on_any_number_of_threads() {
         flows = [{}]
         "#,
         flows.join(", ")
-    );
+    )
+}
+
+#[test]
+fn a_pfc_deadlock_is_found_at_the_same_check_on_any_number_of_threads() {
+    // The detector must see the cycle whole, though its channels are in different partitions,
+    // and end the run at the same check (in the middle of a 70 ns window).
+    let text = valiant_deadlock("70ns", "1us");
     let s = same_for_any_threads("deadlock", &text);
     assert!(
         s.pfc_deadlocks >= 1 && s.first_deadlock_ps.is_some(),
@@ -723,18 +761,8 @@ fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
         kind = "permutation"
         size = "10KB"
     "#;
-    for (extra, feature) in [
-        (
-            "[switch]\npfc = { enabled = true }\n",
-            "[switch.pfc] with every link longer",
-        ),
-        ("[control]\ninterval = \"20us\"\n", "[control]"),
-    ] {
-        let mut text = base.replacen("[topology]", &format!("{extra}[topology]"), 1);
-        if extra.contains("pfc") {
-            // PFC runs partitioned, unless a deadlock check could fall in the window asking it.
-            text = text.replacen("k = 4", "k = 4\nlink_delay = \"200us\"", 1);
-        }
+    for (extra, feature) in [("[control]\ninterval = \"20us\"\n", "[control]")] {
+        let text = base.replacen("[topology]", &format!("{extra}[topology]"), 1);
         let (_, s) = parse_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let e = Simulation::build(&s).err().expect("refused");
         assert_eq!(e.path, "threads", "{e}");
