@@ -286,7 +286,8 @@ impl Paths {
         for &t in &self.targets[d] {
             dist[t as usize] = 0;
         }
-        let links = |u: u32, start: &[u32]| start[u as usize] as usize..start[u as usize + 1] as usize;
+        let links =
+            |u: u32, start: &[u32]| start[u as usize] as usize..start[u as usize + 1] as usize;
         if self.unit_costs {
             // Breadth first from every target at once: the same costs as Dijkstra's.
             self.fifo.clear();

@@ -81,7 +81,7 @@ impl GroupMap {
             let mut last = None;
             for &(r, j) in &changes {
                 let block = (r, j as usize / b);
-                if j as usize % b != 0 && last != Some(block) {
+                if !(j as usize).is_multiple_of(b) && last != Some(block) {
                     size += b;
                     last = Some(block);
                 }
@@ -178,7 +178,6 @@ pub struct RouteTable {
     to_group: Vec<Option<GroupRef>>,
 }
 
-
 /// Dragonfly groups (components of the switch graph without global links), numbered in order of
 /// their lowest switch, with hosts in their switch's group; `(empty, 0)` without global links.
 fn dragonfly_groups(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
@@ -240,7 +239,6 @@ fn components(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
     }
     (comp, count.max(1))
 }
-
 
 /// What builds route tables, kept between them: a run with faults rebuilds its table at every
 /// change routing notices, and most of the work (the paths toward each destination edge switch)
@@ -346,7 +344,8 @@ impl RouteBuilder {
             flat.extend(row[..edges].iter().map(|&e| as_ref(e)));
             to_group.extend(row[edges..].iter().map(|&e| as_ref(e)));
         }
-        let block = *(self.block).get_or_insert_with(|| GroupMap::best_block(flat, switches, edges));
+        let block =
+            *(self.block).get_or_insert_with(|| GroupMap::best_block(flat, switches, edges));
         let group_of = GroupMap::compress_by(flat, switches, edges, block);
         // Lookups then need no division: each attachment keeps its (block, place in block).
         let mut attachments = self.attachments.clone();
@@ -386,7 +385,6 @@ impl RouteTable {
     pub fn build_avoiding(f: &Fabric, down: &[bool]) -> Self {
         RouteBuilder::new(f, down).table()
     }
-
 
     /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs).
     #[inline(always)]
@@ -542,7 +540,13 @@ mod tests {
     /// live links one cost step nearer, in port order.
     fn check_against_flat(f: &Fabric, t: &RouteTable, down: &[bool]) {
         let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
-        let cost = |p: PortId| if f.tier[p] == Tier::Global { 1 << 16 } else { 1 };
+        let cost = |p: PortId| {
+            if f.tier[p] == Tier::Global {
+                1 << 16
+            } else {
+                1
+            }
+        };
         for h in f.hosts() {
             let sw = f.peer_node[f.host_port(h)];
             let mut dist: IdVec<NodeId, Option<u32>> = IdVec::from_elem(None, f.num_nodes as usize);
@@ -576,7 +580,9 @@ mod tests {
                     f.ports_of(s)
                         .filter(|&p| {
                             let v = f.peer_node[p];
-                            !is_down(p) && !f.is_host(v) && dist[v].map(|dv| dv + cost(p)) == Some(ds)
+                            !is_down(p)
+                                && !f.is_host(v)
+                                && dist[v].map(|dv| dv + cost(p)) == Some(ds)
                         })
                         .collect()
                 };
@@ -615,10 +621,18 @@ mod tests {
         assert_eq!(a.group_ports, b.group_ports, "{what}: group ports");
         for s in f.switches() {
             for h in f.hosts() {
-                assert_eq!(a.group_with_id(s, h), b.group_with_id(s, h), "{what}: {s} to {h}");
+                assert_eq!(
+                    a.group_with_id(s, h),
+                    b.group_with_id(s, h),
+                    "{what}: {s} to {h}"
+                );
             }
             for g in 0..a.num_df_groups() {
-                assert_eq!(a.toward_group(s, g), b.toward_group(s, g), "{what}: {s} to group {g}");
+                assert_eq!(
+                    a.toward_group(s, g),
+                    b.toward_group(s, g),
+                    "{what}: {s} to group {g}"
+                );
             }
         }
     }
@@ -660,7 +674,12 @@ mod tests {
                 toggled.push(f.host_port(f.hosts().next().unwrap()));
                 builder.update(&f, &down, &toggled);
                 let fresh = RouteTable::build_avoiding(&f, &down);
-                assert_same_routes(&f, &builder.table(), &fresh, &format!("{toml} batch {batch}"));
+                assert_same_routes(
+                    &f,
+                    &builder.table(),
+                    &fresh,
+                    &format!("{toml} batch {batch}"),
+                );
             }
         }
     }
@@ -687,9 +706,13 @@ mod tests {
             let fresh = RouteTable::build_avoiding(&f, &down);
             assert_same_routes(&f, &builder.table(), &fresh, "k=8");
         }
-        assert_eq!(builder.paths.searches() - before, 2, "one search down, one back up");
+        assert_eq!(
+            builder.paths.searches() - before,
+            2,
+            "one search down, one back up"
+        );
         // The edge switch sends its other destinations over its 3 other uplinks meanwhile.
-        let far = f.hosts().last().unwrap();
+        let far = f.hosts().next_back().unwrap();
         down[up.index()] = true;
         down[f.peer_port[up].index()] = true;
         builder.update(&f, &down, &[up, f.peer_port[up]]);
