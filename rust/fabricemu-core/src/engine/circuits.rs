@@ -74,6 +74,7 @@ struct Pending {
 }
 
 /// The circuits part of the World.
+#[derive(Clone)]
 pub(super) struct Circuits {
     /// The OCS ports' switch ports and the scheduled changes.
     layout: Box<OcsLayout>,
@@ -263,10 +264,13 @@ impl World {
             darkened,
         });
         let detection = c.layout.detection_ps;
-        for &p in &dark {
-            self.circuit_dark(p);
+        for (k, &p) in dark.iter().enumerate() {
+            self.circuit_dark(p, k as u32);
         }
-        self.stats.ocs_reconfigurations += 1;
+        // Every partition of the parallel engine reconfigures its copy: counted once.
+        if self.partition.as_ref().is_none_or(|p| p.is_first()) {
+            self.stats.ocs_reconfigurations += 1;
+        }
         self.events
             .push(now.saturating_add(r), Event::CircuitsUp(index));
         self.faults.expect_events(1);
@@ -275,9 +279,10 @@ impl World {
     }
 
     /// The switch port of a circuit that goes dark: it goes down (losing what is on its wire and
-    /// queued), a pause it received is lifted, and it becomes its own peer.
-    fn circuit_dark(&mut self, p: PortId) {
-        self.link_down_now(p);
+    /// queued), a pause it received is lifted, and it becomes its own peer. Its trace rows go at
+    /// `rows` within the event (its place among the ports going dark).
+    fn circuit_dark(&mut self, p: PortId, rows: u32) {
+        self.link_down_now(p, rows);
         // The light stops: the rest of a packet being serialised never leaves.
         let now = self.now;
         let sent = super::sampling::bytes_serialised(&self.ports[p], self.port_rate[p], now);
@@ -302,6 +307,10 @@ impl World {
         let port = &mut self.ports[p];
         port.peer_node = far;
         port.arrival_delay = self.fabric.delay_ps[p] + far_latency;
+        // On the parallel engine the link may now lead to (or away from) another partition.
+        if let Some(part) = &self.partition {
+            port.remote = !part.owns(far);
+        }
     }
 
     /// Reconfiguration `index` ends: the new circuits come up.

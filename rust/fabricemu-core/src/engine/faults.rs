@@ -491,8 +491,9 @@ impl World {
     }
 
     /// Link `p` goes down now (an OCS circuit going dark): what is on it and queued is lost.
-    pub(super) fn link_down_now(&mut self, p: PortId) -> u64 {
-        self.link_down(LinkId::of_egress(p), 0)
+    /// Its trace rows go at `rows` within the event.
+    pub(super) fn link_down_now(&mut self, p: PortId, rows: u32) -> u64 {
+        self.link_down(LinkId::of_egress(p), rows)
     }
 
     /// Link `l` fails: what is on the wire and queued at its egress port is lost (how many).

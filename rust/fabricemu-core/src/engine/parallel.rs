@@ -32,9 +32,15 @@
 //! is given up on by its sender's partition, with the flows waiting for it: a barrier that
 //! other partitions count too dies there at the window's end (`Mail::dead`).
 //!
+//! Optical circuit switching runs partitioned the same way: every partition reconfigures its
+//! copy of the circuits at its place in the order, a circuit going dark drops what each holds of
+//! it (as a failed link), and a circuit coming up may join two partitions (`World::wire_port`
+//! marks the port remote). A cable's delay does not change with its circuit, so the lookahead
+//! holds.
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (optical circuit switching, step and job
-//! workloads, in-network reduction, live control, UGAL-G).
+//! state across the fabric within a window (step and job workloads, in-network reduction, live
+//! control, UGAL-G).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -255,9 +261,6 @@ pub fn unsupported(
         .map(|p| fabric.delay_ps[p])
         .min()
         .unwrap_or(0);
-    if s.ocs.is_some() {
-        why.push("[ocs]");
-    }
     if s.control.is_some() {
         why.push("[control]");
     }
@@ -359,7 +362,7 @@ impl World {
             moved_out: 0,
             moved_in: 0,
             deadlock_check_at: NEVER,
-            on_wire: if self.faults.len() > 0 {
+            on_wire: if self.faults.len() > 0 || self.circuits.is_some() {
                 vec![Default::default(); self.ports.len()]
             } else {
                 Vec::new()
@@ -507,10 +510,13 @@ impl World {
                 | Event::FaultStart(_)
                 | Event::FaultEnd(_)
                 | Event::FaultDetected(_)
+                | Event::CircuitsChange(_)
+                | Event::CircuitsUp(_)
+                | Event::CircuitsRoute
         ) && self.partition.as_ref().is_some_and(|p| !p.is_first())
         {
-            // Every partition samples its ports at once, and every one applies each fault to
-            // its copy of the fabric: one world's one event, counted once.
+            // Every partition samples its ports at once, and every one applies each fault and
+            // each OCS change to its copy of the fabric: one world's one event, counted once.
             self.stats.events -= 1;
         }
     }
@@ -679,8 +685,8 @@ impl Parallel {
         for fid in parts[0].flows.ids() {
             view.flows[fid] = self.merged_flow(fid);
         }
-        if view.faults.len() > 0 {
-            // Every partition applied every fault; each lost the packets it held.
+        if view.faults.len() > 0 || view.circuits.is_some() {
+            // Every partition applied every fault and OCS change; each lost the packets it held.
             view.faults = parts[0].faults.clone();
             for w in &parts[1..] {
                 view.faults.add_losses_of(&w.faults);
@@ -688,6 +694,12 @@ impl Parallel {
             view.router
                 .replace_table(Arc::clone(parts[0].router.table()));
             view.router.nominal.clone_from(&parts[0].router.nominal);
+        }
+        if view.circuits.is_some() {
+            // The circuits (their rows and lost time) and the wiring they made, alike in all.
+            view.circuits.clone_from(&parts[0].circuits);
+            view.fabric.peer_port.clone_from(&parts[0].fabric.peer_port);
+            view.fabric.peer_node.clone_from(&parts[0].fabric.peer_node);
         }
     }
 

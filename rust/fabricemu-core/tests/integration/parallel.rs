@@ -309,6 +309,80 @@ fn a_pfc_deadlock_is_found_at_the_same_check_on_any_number_of_threads() {
 }
 
 #[test]
+fn ocs_reconfigurations_are_the_same_on_any_number_of_threads() {
+    // A k=4 fat tree whose aggregation switches meet through an OCS instead of core switches:
+    // pods 0-1 and 2-3 are paired, then (at 20 us, mid-transfer) the circuits pair pods 0-2 and
+    // 1-3. Circuits going dark drop what is on them and queued for them, on links between
+    // partitions too (traced in packets.arrow); flows cut off for good are given up; the new
+    // circuits join other partitions, and routing follows them after a detection delay. Every
+    // output is the same on 1, 2, 3 and 5 threads.
+    let circuits = |pairs: [(u32, u32); 4]| {
+        let c: Vec<String> = (pairs.iter())
+            .flat_map(|&(a, b)| {
+                let c = format!("[\"agg:{a}\", \"agg:{b}\"]");
+                [c.clone(), c]
+            })
+            .collect();
+        c.join(", ")
+    };
+    // Hosts 0-3 are pod 0's, 4-7 pod 1's, ...: phase 1 within the first pairs, phase 2 (after
+    // the change) within the new ones.
+    let mut flows: Vec<String> = (0..16)
+        .map(|h| format!("{{src = {h}, dst = {}, size = \"300KB\"}}", h ^ 4))
+        .collect();
+    flows.extend((0..16).map(|h| {
+        format!(
+            "{{src = {h}, dst = {}, size = \"100KB\", start = \"40us\"}}",
+            h ^ 8
+        )
+    }));
+    let text = format!(
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [ocs]
+        replace = true
+        uplinks = 2
+        reconfiguration_time = "10us"
+        detection = "2us"
+        circuits = [{}]
+        [[ocs.reconfigure]]
+        at = "20us"
+        circuits = [{}]
+        [routing]
+        load_balancing = "spray"
+        [transport]
+        rto = "20us"
+        loss_recovery = "selective"
+        [trace]
+        links = {{ interval = "5us" }}
+        packets = {{ max_rows = 50000 }}
+        [[workload]]
+        kind = "flows"
+        flows = [{}]
+        "#,
+        circuits([(0, 2), (1, 3), (4, 6), (5, 7)]),
+        circuits([(0, 4), (1, 5), (2, 6), (3, 7)]),
+        flows.join(", ")
+    );
+    let s = same_for_any_threads("ocs", &text);
+    assert_eq!(s.ocs_reconfigurations, 1, "{s:?}");
+    assert!(s.ocs_circuit_ps_lost > 0, "{s:?}");
+    assert!(
+        s.link_fault_drops > 0,
+        "circuits went dark mid-transfer: {s:?}"
+    );
+    assert!(
+        s.flows_finished >= 16,
+        "the second phase over the new circuits: {s:?}"
+    );
+}
+
+#[test]
 fn hpcc_telemetry_crosses_partitions_and_is_the_same_on_any_number_of_threads() {
     // HPCC: every switch stamps an INT record into each data packet and the receiver echoes them
     // in its ACK; packets carry their records to other partitions, so the senders' rates, and
