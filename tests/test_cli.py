@@ -415,8 +415,8 @@ def test_bench_help_names_the_slow_option(cli):
 
 
 def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
-    """``--scale`` adds fat_tree k=24 and k=32 (the k=16 case at larger k) and the repository's
-    1,056-host dragonfly; no other set runs them."""
+    """``--scale`` adds fat_tree k=24 and k=32 (the k=16 case at larger k), k=24 under link
+    failures and the repository's 1,056-host dragonfly; no other set runs them."""
     import fabricemu.bench as bench
     from fabricemu import Scenario
 
@@ -425,6 +425,7 @@ def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
     assert scale == [
         "fat_tree_k24_permutation",
         "fat_tree_k24_permutation_2threads",
+        "fat_tree_k24_failures",
         "fat_tree_k32_permutation",
         "dragonfly_ugal_1k",
     ]
@@ -445,6 +446,15 @@ def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
         assert (one.pop("threads", 1), two.pop("threads")) == (1, 2)
         two["name"] = one["name"]
         assert one == two
+    # The failures case is the k=24 permutation plus a transport that recovers from losses
+    # and a failure process, nothing else.
+    failing = Scenario.load(cases["fat_tree_k24_failures"].path).to_dict()
+    plain = Scenario.load(cases["fat_tree_k24_permutation"].path).to_dict()
+    process = failing.pop("failure_process")
+    assert [p["components"] for p in process] == ["links"]
+    assert failing.pop("transport") == {"rto": "100us", "loss_recovery": "selective"}
+    failing["name"] = plain["name"]
+    assert failing == plain
     packaged = cases["dragonfly_ugal_1k"].path.read_text()
     assert packaged == (ROOT / "scenarios" / "dragonfly_ugal_1k.toml").read_text()
     proc = cli("bench", "--help")

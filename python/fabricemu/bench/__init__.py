@@ -72,6 +72,14 @@ BENCHMARKS: Tuple[Benchmark, ...] = (
         scale=True,
     ),
     Benchmark(
+        "fat_tree_k24_failures",
+        "fat_tree_k24_failures.toml",
+        "fat_tree_k24_permutation under a link failure process (about 1,700 failures in 250us, "
+        "routing updating its tables after each; --scale only)",
+        False,
+        scale=True,
+    ),
+    Benchmark(
         "fat_tree_k32_permutation",
         "fat_tree_k32_permutation.toml",
         "fat_tree k=32, 8192 hosts, 100Gbps, permutation of 1MB flows (--scale only)",
