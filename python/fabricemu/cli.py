@@ -1396,8 +1396,8 @@ Examples:
 @click.option(
     "--scale",
     is_flag=True,
-    help="Also the large fabrics (fat_tree k=24 and k=32 permutations, the 1,056-host dragonfly), "
-    "each run once: cost per packet-hop as the fabric grows.",
+    help="Also the large fabrics (fat_tree k=24 and k=32 permutations, k=24 under link failures, "
+    "the 1,056-host dragonfly), each run once: cost per packet-hop as the fabric grows.",
 )
 @click.option(
     "--case",
