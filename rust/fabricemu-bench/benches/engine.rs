@@ -9,6 +9,10 @@ use fabricemu_core::engine::{Event, EventQueue};
 use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::Simulation;
 
+/// The allocator the Python extension uses (`fabricemu_core::huge_pages`).
+#[global_allocator]
+static ALLOC: fabricemu_core::huge_pages::HugePageAlloc = fabricemu_core::huge_pages::HugePageAlloc;
+
 /// A steady state like the engine's: ~1000 pending events, each pop schedules one more, mostly at
 /// a handful of recurring delays and sometimes at an arbitrary time.
 fn event_queue(c: &mut Criterion) {

@@ -6,6 +6,10 @@ use std::time::Instant;
 use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::Simulation;
 
+/// The allocator the Python extension uses (`fabricemu_core::huge_pages`).
+#[global_allocator]
+static ALLOC: fabricemu_core::huge_pages::HugePageAlloc = fabricemu_core::huge_pages::HugePageAlloc;
+
 fn main() {
     let path = std::env::args()
         .nth(1)

@@ -8,6 +8,7 @@ pub mod cc;
 pub mod config;
 pub mod control;
 pub mod engine;
+pub mod huge_pages;
 pub mod ids;
 pub mod output;
 pub mod packet;

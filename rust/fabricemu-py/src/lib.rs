@@ -13,6 +13,10 @@ mod units;
 
 use pyo3::prelude::*;
 
+/// Large arrays on huge pages (`fabricemu_core::huge_pages`): the engine's Rust allocations.
+#[global_allocator]
+static ALLOC: fabricemu_core::huge_pages::HugePageAlloc = fabricemu_core::huge_pages::HugePageAlloc;
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", fabricemu_core::VERSION)?;
