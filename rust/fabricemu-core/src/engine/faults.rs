@@ -64,6 +64,18 @@ struct LossLink {
     drops: u64,
 }
 
+/// What built a world's route tables, kept to update them after the next change. A copy of the
+/// faults (the parallel engine's view takes one at every fold) does not take it: it holds 16
+/// bytes per (switch, destination edge switch), and a copy that reroutes starts from scratch.
+#[derive(Default)]
+struct KeptRoutes(Option<RouteBuilder>);
+
+impl Clone for KeptRoutes {
+    fn clone(&self) -> Self {
+        KeptRoutes(None)
+    }
+}
+
 /// The faults part of the World: the scenario's faults, what each link suffers now and what
 /// routing knows of it.
 #[derive(Clone)]
@@ -74,7 +86,7 @@ pub(super) struct Faults {
     /// Ports whose `excluded` changed since routes were last computed ...
     toggled: Vec<PortId>,
     /// ... and what computed them, kept to update (None: none yet, or the fabric was rewired).
-    routes: Option<RouteBuilder>,
+    routes: KeptRoutes,
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
     /// may come back.
     events_left: u32,
@@ -131,7 +143,7 @@ impl Faults {
             list,
             excluded: IdVec::from_elem(false, num_ports),
             toggled: Vec::new(),
-            routes: None,
+            routes: KeptRoutes(None),
             events_left: 0,
             down_count: IdVec::from_elem(0, n),
             down_since: IdVec::from_elem(0, n),
@@ -205,12 +217,12 @@ impl Faults {
 
     /// Bytes kept to update the route tables (0 before the first fault routing notices).
     pub fn routes_bytes(&self) -> usize {
-        self.routes.as_ref().map_or(0, RouteBuilder::bytes)
+        self.routes.0.as_ref().map_or(0, RouteBuilder::bytes)
     }
 
     /// The fabric's wiring changed (OCS circuits): the next routes are computed from scratch.
     pub fn rewired(&mut self) {
-        self.routes = None;
+        self.routes.0 = None;
     }
 
     /// Whether a down fault covers port `p`'s link now.
@@ -475,12 +487,15 @@ impl World {
     pub(super) fn reroute(&mut self) {
         let faults = &mut self.faults;
         let down = faults.excluded.as_slice();
-        let routes = match &mut faults.routes {
+        let routes = match &mut faults.routes.0 {
             Some(routes) => {
                 routes.update(&self.fabric, down, &faults.toggled);
                 routes
             }
-            None => faults.routes.insert(RouteBuilder::new(&self.fabric, down)),
+            None => faults
+                .routes
+                .0
+                .insert(RouteBuilder::new(&self.fabric, down)),
         };
         faults.toggled.clear();
         let table = routes.table();

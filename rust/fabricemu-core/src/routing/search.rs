@@ -119,7 +119,6 @@ impl Groups {
 }
 
 /// Every switch's next-hop group toward every destination, and the distances they follow from.
-#[derive(Clone)]
 pub(super) struct Paths {
     switches: usize,
     /// Every link costs 1 (no global links): breadth-first searches find the costs without a heap.

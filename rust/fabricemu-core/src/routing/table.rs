@@ -244,7 +244,6 @@ fn components(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
 /// change routing notices, and most of the work (the paths toward each destination edge switch)
 /// carries over from the last table ([`Paths::update`]). Tables built by updates are identical to
 /// tables built from scratch, group numbers included (round-robin state is indexed by them).
-#[derive(Clone)]
 pub struct RouteBuilder {
     num_hosts: u32,
     num_comps: u32,
