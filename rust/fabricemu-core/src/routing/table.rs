@@ -240,6 +240,11 @@ fn components(f: &Fabric) -> (IdVec<NodeId, Option<u32>>, u32) {
     (comp, count.max(1))
 }
 
+/// Whether a port is marked in `down` (a port past its end is up: an empty slice is all up).
+fn marked_down(down: &[bool]) -> impl Fn(PortId) -> bool + '_ {
+    |p: PortId| down.get(p.index()).copied().unwrap_or(false)
+}
+
 /// What builds route tables, kept between them: a run with faults rebuilds its table at every
 /// change routing notices, and most of the work (the paths toward each destination edge switch)
 /// carries over from the last table ([`Paths::update`]). Tables built by updates are identical to
@@ -269,7 +274,7 @@ impl RouteBuilder {
     /// Routes over the fabric without the links whose egress port is marked in `down` (empty:
     /// all links up).
     pub fn new(f: &Fabric, down: &[bool]) -> Self {
-        let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
+        let is_down = marked_down(down);
         let n = f.num_nodes as usize;
         // Every attachment of every host (a GPU: one per plane, or its shared NIC; its scale-up
         // port is left out, the scale-up switch forwards by the cluster layout), per component.
@@ -325,7 +330,7 @@ impl RouteBuilder {
 
     /// The ports in `toggled` went down or came back, as `down` now marks them.
     pub fn update(&mut self, f: &Fabric, down: &[bool], toggled: &[PortId]) {
-        let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
+        let is_down = marked_down(down);
         self.paths.update(f, &is_down, toggled);
     }
 
@@ -538,7 +543,7 @@ mod tests {
     /// relaxation of every link until nothing changes, toward the host's edge switch, and the
     /// live links one cost step nearer, in port order.
     fn check_against_flat(f: &Fabric, t: &RouteTable, down: &[bool]) {
-        let is_down = |p: PortId| down.get(p.index()).copied().unwrap_or(false);
+        let is_down = marked_down(down);
         let cost = |p: PortId| {
             if f.tier[p] == Tier::Global {
                 1 << 16
