@@ -52,6 +52,9 @@ pub struct FlowTable {
     retired: usize,
     /// Slots in use at most at once.
     peak: usize,
+    /// A partition's: one bit per flow id whose record may have changed since the view last
+    /// took them ([`FlowTable::take_touched`]); empty when not tracked (one world).
+    touched: Vec<u64>,
 }
 
 impl FlowTable {
@@ -73,7 +76,12 @@ impl FlowTable {
     /// A new flow with its record now (the next id).
     pub fn push(&mut self, f: Flow) -> FlowId {
         let slot = self.take_slot(f);
-        self.at.push(slot)
+        let fid = self.at.push(slot);
+        if !self.touched.is_empty() {
+            self.touched.resize(self.len().div_ceil(64), 0);
+            self.touch(fid);
+        }
+        fid
     }
 
     /// A new flow whose record is made when it starts ([`FlowTable::materialise`]).
@@ -113,6 +121,7 @@ impl FlowTable {
     /// Give unborn flow `fid` its record `f`.
     pub fn materialise(&mut self, fid: FlowId, f: Flow) {
         debug_assert!(self.is_unborn(fid));
+        self.touch(fid);
         self.at[fid] = self.take_slot(f);
     }
 
@@ -160,7 +169,32 @@ impl FlowTable {
     pub fn get_mut(&mut self, fid: FlowId) -> Option<&mut Flow> {
         match *self.at.get(fid)? {
             a if a == UNBORN || a & RETIRED != 0 => None,
-            a => Some(&mut self.slots[a as usize]),
+            a => {
+                self.touch(fid);
+                Some(&mut self.slots[a as usize])
+            }
+        }
+    }
+
+    /// Note that `fid`'s record may change (when tracked).
+    #[inline(always)]
+    fn touch(&mut self, fid: FlowId) {
+        if let Some(w) = self.touched.get_mut(fid.index() >> 6) {
+            *w |= 1 << (fid.index() & 63);
+        }
+    }
+
+    /// Track from now on which records may change (every mutable access marks its flow), so
+    /// that a parallel run's view folds only those: a training run's flows are mostly done or
+    /// not yet started, and taking every one afresh at every step cost a third of the run.
+    pub fn track_touches(&mut self) {
+        self.touched = vec![0; self.len().div_ceil(64)];
+    }
+
+    /// Add the flows touched since the last call to `into` (one bit per flow id), and forget them.
+    pub fn take_touched(&mut self, into: &mut [u64]) {
+        for (i, w) in into.iter_mut().zip(&mut self.touched) {
+            *i |= std::mem::take(w);
         }
     }
 
@@ -217,6 +251,7 @@ impl IndexMut<FlowId> for FlowTable {
     fn index_mut(&mut self, fid: FlowId) -> &mut Flow {
         let a = self.at[fid];
         debug_assert!(a != UNBORN && a & RETIRED == 0, "flow {fid} has no record");
+        self.touch(fid);
         &mut self.slots[a as usize]
     }
 }

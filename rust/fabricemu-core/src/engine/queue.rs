@@ -763,6 +763,55 @@ impl EventQueue {
         ((self.now as u128) << 64) | (self.round << ROUND_SHIFT | tie_break(self.now, ev)) as u128
     }
 
+    /// The key of the next event if it runs before `key`, else None. The batch is gathered only
+    /// for an instant before `key`'s, or at it when `key` is past its first round-0 key (an
+    /// event handed over later for `key`'s instant must not find a batch gathered ahead of it;
+    /// see [`EventQueue::next_runs_before`]).
+    pub fn peek_key_before(&mut self, key: u128) -> Option<u128> {
+        if self.batch.is_empty() {
+            let top = self.heads.top();
+            let at = time_of(key);
+            if top.key == NO_KEY
+                || time_of(top.key) > at
+                || (time_of(top.key) == at && key as u64 == 0)
+            {
+                return None;
+            }
+            self.gather()?;
+        }
+        let e = self.batch.last().expect("gathered");
+        Some(self.batch_key(e)).filter(|&k| k < key)
+    }
+
+    /// The round of the last event popped among the events at its time.
+    pub fn round(&self) -> u64 {
+        self.round
+    }
+
+    /// Move this queue's clock to another queue's last event, at `time` in `round` (no later
+    /// in the order than anything popped here since): what is pushed for `time` now runs in the
+    /// next round, as if that event had been this queue's (a barrier released by an arrival in
+    /// another partition, told at once). A batch gathered beyond that point goes back to the
+    /// heap, so that what is pushed now is sorted with it.
+    pub fn follow(&mut self, time: Time, round: u64) {
+        debug_assert!(
+            (self.now, self.round) <= (time, round),
+            "followed into the past"
+        );
+        if let Some(e) = self.batch.last() {
+            let ahead =
+                self.batch_time > time || (self.batch_time == time && e.low >> ROUND_SHIFT > round);
+            if ahead {
+                let t = self.batch_time;
+                for e in std::mem::take(&mut self.batch) {
+                    self.push_general(((t as u128) << 64) | e.low as u128, e.item);
+                }
+            }
+        }
+        self.now = time;
+        self.round = round;
+    }
+
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         let e = match self.batch.pop() {
@@ -860,6 +909,66 @@ mod tests {
         assert_eq!(q.pop().map(|e| e.0), Some(10));
         assert_eq!(q.pop().map(|e| e.0), Some(15));
         assert_eq!(q.pop().map(|e| e.0), Some(20));
+    }
+
+    #[test]
+    fn following_another_queue_sorts_what_it_pushes_with_a_batch_gathered_ahead() {
+        // One world: an event at 10 causes B and C at 10 (round 1); in another partition an
+        // arrival at (10, round 0) causes D at 10 (round 1). The partition holding B and C has
+        // gathered them already when it is told: B, C and D must still come out by key.
+        let (b, c, d) = (
+            Event::FlowStart(FlowId::new(1)),
+            Event::FlowStart(FlowId::new(2)),
+            Event::FlowStart(FlowId::new(3)),
+        );
+        let mut one = EventQueue::new();
+        one.push(10, Event::LinkArrival(PortId::new(0)));
+        one.push(10, Event::PortFree(PortId::new(9)));
+        one.pop();
+        one.pop();
+        one.push(10, b);
+        one.push(10, c);
+        one.push(10, d);
+        let reference: Vec<_> = std::iter::from_fn(|| one.pop()).collect();
+        assert_eq!(reference.len(), 3);
+
+        let mut q = EventQueue::new();
+        q.push(10, Event::PortFree(PortId::new(9)));
+        q.push(40, Event::SampleLinks);
+        assert!(q
+            .peek_key_before(key_ahead(10, Event::LinkArrival(PortId::new(0))))
+            .is_some());
+        q.pop();
+        q.push(10, b);
+        q.push(10, c);
+        // Gathered ahead: the round-1 batch, as asking for the next key across partitions does.
+        assert!(q.peek_key_before(u128::MAX).is_some());
+        // The other partition's arrival (a round-0 event at 10) releases D here.
+        q.follow(10, 0);
+        q.push(10, d);
+        let got: Vec<_> = std::iter::from_fn(|| q.pop()).take(3).collect();
+        assert_eq!(got, reference);
+        assert_eq!(q.pop(), Some((40, Event::SampleLinks)));
+
+        // A batch of a later instant goes back too: what is pushed for now runs first.
+        let mut q = EventQueue::new();
+        q.push(30, Event::SampleQueues);
+        assert_eq!(q.peek_key_before(u128::MAX).map(time_of), Some(30));
+        q.follow(20, 0);
+        q.push(20, d);
+        assert_eq!(q.pop(), Some((20, d)));
+        assert_eq!(q.pop(), Some((30, Event::SampleQueues)));
+    }
+
+    #[test]
+    fn the_next_key_before_a_window_end_never_gathers_that_instant() {
+        let mut q = EventQueue::new();
+        q.push(50, Event::SampleLinks);
+        assert_eq!(q.peek_key_before(50u128 << 64), None);
+        // Handed over afterwards for the window's end: it still sorts with the rest.
+        q.push(50, Event::PortFree(PortId::new(1)));
+        assert_eq!(q.pop(), Some((50, Event::PortFree(PortId::new(1)))));
+        assert_eq!(q.pop(), Some((50, Event::SampleLinks)));
     }
 
     #[test]

@@ -458,32 +458,97 @@ fn collectives_and_incast_rounds_are_the_same_on_any_number_of_threads() {
 }
 
 #[test]
-fn a_barrier_of_other_partitions_flows_releasing_within_a_window_is_refused() {
-    // Iterations back to back (no compute gap): the other partitions would hear of the last
-    // arrival only after their flows should have started.
-    let text = r#"
+fn iterations_and_rounds_back_to_back_are_the_same_on_any_number_of_threads() {
+    // No compute gap, no round gap: an iteration's end (the last flows of every partition's
+    // ranks) starts the next iteration's flows at the instant of its last arrival, sooner than
+    // the lookahead. The windows where it may release run merged, the arrival told to every
+    // partition at once. Drops and selective recovery (packets received out of order count
+    // toward how soon a flow can finish), spraying, and a tree whose iterations chain too.
+    let s = same_for_any_threads(
+        "back-to-back",
+        r#"
         seed = 1
-        threads = 2
         [topology]
         kind = "fat_tree"
         k = 4
+        link_rate = "100Gbps"
         link_delay = "1us"
+        [switch]
+        buffer = "200KB"
+        [routing]
+        load_balancing = "spray"
+        [transport]
+        loss_recovery = "selective"
         [[workload]]
         kind = "collective"
         op = "all_reduce"
+        algorithm = "ring"
         hosts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
-        size = "1MiB"
+        size = "512KiB"
+        iterations = 3
+        [[workload]]
+        kind = "collective"
+        op = "all_to_all"
+        hosts = [1, 4, 7, 10, 13, 14]
+        size = "96KiB"
+        iterations = 3
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "tree"
+        hosts = [0, 3, 5, 6, 9, 10, 12, 15]
+        size = "256KiB"
         iterations = 2
-    "#;
-    let (_, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-    let e = Simulation::build(&s).err().expect("refused");
-    assert_eq!(e.path, "threads", "{e}");
-    assert!(e.message.contains("compute_gap"), "{e}");
-    assert!(e.message.contains("1000000 ps"), "{e}");
-    // One iteration has no such barrier: it runs.
-    let (_, s) = parse_toml(&text.replace("iterations = 2", "iterations = 1"), "t.toml")
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(Simulation::build(&s).is_ok());
+        [[workload]]
+        kind = "incast"
+        receiver = 2
+        senders = [7, 11, 13, 14]
+        size = "100KB"
+        rounds = 4
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    assert!(
+        s.packets_dropped > 0 && s.retransmitted_packets > 0,
+        "{s:?}"
+    );
+}
+
+#[test]
+fn iterations_back_to_back_under_pfc_are_the_same_on_any_number_of_threads() {
+    // Lossless, with the deadlock check (every 100 us while ports are paused, off the 700 ns
+    // window grid) falling inside windows that run merged.
+    let s = same_for_any_threads(
+        "back-to-back-pfc",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "700ns"
+        [switch]
+        buffer = "300KB"
+        pfc = { enabled = true }
+        [[workload]]
+        kind = "collective"
+        op = "all_to_all"
+        hosts = [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15]
+        size = "48KiB"
+        iterations = 40
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = [4, 8, 12]
+        size = "2MB"
+        rounds = 2
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    assert!(s.pfc_pause_frames > 0, "{s:?}");
+    assert!(s.simulated_ps > 100_000_000, "deadlock checks ran: {s:?}");
 }
 
 #[test]
