@@ -16,6 +16,7 @@ mod queue;
 mod relay;
 mod sampling;
 mod synthetic;
+mod tight;
 mod world;
 
 pub use flows::{FlowBrief, FlowState, FlowTable};

@@ -183,6 +183,9 @@ impl World {
         }
         let now = self.now;
         self.materialise(fid);
+        if let Some(part) = &mut self.partition {
+            part.tight.flow_started(fid); // the others learn of it at the window's end
+        }
         let f = &mut self.flows[fid];
         f.start = now;
         f.started = true;

@@ -43,15 +43,19 @@
 //! Between windows the view folds only the flow records some partition touched since the last
 //! fold (`FlowTable::track_touches`).
 //!
+//! Step workloads run partitioned as the flows and barriers they are: an op's start and end are
+//! its barriers' release times, folded into the view from where each ran.
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (step and job workloads, in-network reduction, live
-//! control, UGAL-G).
+//! state across the fabric within a window (jobs that react to failures, in-network reduction,
+//! live control, UGAL-G).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::queue::{key_ahead, Event};
 use super::sampling::WaitCandidates;
+use super::tight::{tight_barriers, Tight};
 use super::world::{World, DEADLOCK_CHECK_PS};
 use super::RunStats;
 use crate::cc::IntStack;
@@ -97,6 +101,8 @@ pub(super) struct Mail {
     /// `unsolicited_left`), which the sender decides at the start. Their first packet reaches
     /// the receiver a link delay later at the soonest: after this window's mail.
     pub credits: Vec<(FlowId, u32, u32)>,
+    /// Flows of tight barriers that started in the sender's partition (`Tight::flow_started`).
+    pub started: Vec<u32>,
 }
 
 /// A world's partition: which it is, and the packets it sent to others during this window.
@@ -119,12 +125,8 @@ pub(super) struct Part {
     /// their drops in packets.arrow, with its queue as one world saw it, and a delay fault's end
     /// asks whether the link still carries packets.
     pub on_wire: Vec<std::collections::VecDeque<Packet>>,
-    /// The barriers whose release a window may need to run merged for ([`tight_barriers`]).
-    tight: Vec<TightBarrier>,
-    /// The soonest one of them can release, as this partition last worked it out (NEVER: none
-    /// left): a bound that holds for the rest of the run, so it is worked out again only when
-    /// the windows come near it.
-    tight_bound: Time,
+    /// The barriers whose release a window may need to run merged for (`engine::tight`).
+    pub tight: Tight,
 }
 
 impl Part {
@@ -219,46 +221,6 @@ pub fn barrier_homes(plan: &crate::workload::FlowPlan, owner: &IdVec<NodeId, u16
     home
 }
 
-/// The mirrored barriers that flows finishing count toward and whose release starts something
-/// sooner than `window` after it (a collective's next iteration with a `compute_gap` below the
-/// lookahead, an incast's next round): the other partitions would hear of the last arrival only
-/// at the window's end, too late. A window in which one of them may release runs merged
-/// ([`run_merged`]). Each with its counted flows.
-fn tight_barriers(
-    plan: &crate::workload::FlowPlan,
-    home: &[u16],
-    window: Time,
-) -> Vec<(u32, Vec<FlowId>)> {
-    let mut counted: Vec<Vec<FlowId>> = vec![Vec::new(); home.len()];
-    let mut soonest = vec![NEVER; home.len()];
-    for (i, f) in plan.flows.iter().enumerate() {
-        if let Some(b) = f.completes {
-            counted[b as usize].push(FlowId::new(i as u32));
-        }
-        if let crate::workload::Start::After { barrier, gap } = f.start {
-            let s = &mut soonest[barrier as usize];
-            *s = (*s).min(gap);
-        }
-    }
-    for e in &plan.barrier_edges {
-        let s = &mut soonest[e.from as usize];
-        *s = (*s).min(e.delay);
-    }
-    (counted.into_iter().enumerate())
-        .filter(|(b, flows)| home[*b] == MIRRORED && !flows.is_empty() && soonest[*b] < window)
-        .map(|(b, flows)| (b as u32, flows))
-        .collect()
-}
-
-/// A barrier of [`tight_barriers`], as one partition sees it: the flows that count toward it
-/// and finish here, each with the time its receiver's links take to bring in one full packet
-/// (all of them at once: a GPU may have a NIC and a scale-up port).
-#[derive(Debug)]
-pub(super) struct TightBarrier {
-    barrier: u32,
-    flows: Vec<(FlowId, Time)>,
-}
-
 /// The partitions of a parallel run.
 pub(super) struct Parallel {
     pub parts: Vec<World>,
@@ -283,8 +245,11 @@ pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<Str
             why.push("routing ugal_g (reads queues of other switches)");
         }
     }
-    if !plan.jobs.is_empty() || !plan.ops.is_empty() || plan.in_network.is_some() {
-        why.push("step, job and in-network workloads");
+    if !plan.jobs.is_empty() {
+        why.push("step workloads that react to failures (on_failure)");
+    }
+    if plan.in_network.is_some() {
+        why.push("in-network workloads");
     }
     (!why.is_empty()).then(|| why.join("; "))
 }
@@ -352,27 +317,14 @@ impl World {
     ) {
         self.keep_all_flows();
         self.flows.track_touches();
-        let fabric = &self.fabric;
-        // The most bits a host's links bring in per second (a full packet takes at least its
-        // payload's time at that rate).
-        let into = |n: NodeId| -> crate::units::Rate {
-            (fabric.ports_of(n))
-                .map(|p| fabric.rate_bps[fabric.peer_port[p]])
-                .sum()
-        };
-        let mtu = self.transport.mtu as u64;
-        let tight: Vec<TightBarrier> = (tight.iter())
-            .map(|(b, flows)| TightBarrier {
-                barrier: *b,
-                flows: (flows.iter())
-                    .filter(|&&f| owner[self.flows[f].dst] == me)
-                    .map(|&f| {
-                        let rate = into(self.flows[f].dst).max(1);
-                        (f, crate::units::serialisation_ps(mtu, rate))
-                    })
-                    .collect(),
-            })
-            .collect();
+        let tight = Tight::new(
+            tight,
+            me,
+            owner,
+            &self.flows,
+            &self.fabric,
+            self.transport.mtu as u64,
+        );
         for p in self.fabric.ports() {
             self.ports[p].remote = owner[self.fabric.peer_node[p]] != me;
         }
@@ -392,47 +344,8 @@ impl World {
             } else {
                 Vec::new()
             },
-            tight_bound: if tight.is_empty() { NEVER } else { 0 },
             tight,
         });
-    }
-
-    /// The soonest a barrier whose release must be told at once ([`tight_barriers`]) can
-    /// release, as far as this partition can tell with every event before `now` run (NEVER:
-    /// none is left to release): no sooner than each of its flows finishing here can, and one
-    /// still to receive `n` packets needs at least `n - 2` full packets' time on its receiver's
-    /// links (the first may have been on its way since before now, the last may be short). A
-    /// partition where none of its flows finish can tell nothing (now). Worked out again only
-    /// once the windows may reach the last bound, before `horizon`.
-    pub(super) fn tight_release_bound(&mut self, horizon: Time) -> Time {
-        let now = self.now;
-        let part = self.partition.as_mut().expect("a partition");
-        if part.tight_bound >= horizon {
-            return part.tight_bound;
-        }
-        let mut soonest = NEVER;
-        for t in &part.tight {
-            let b = &self.barriers[t.barrier as usize];
-            if b.released_at != NEVER || b.dead {
-                continue;
-            }
-            let mut at = now;
-            for &(fid, packet_ps) in &t.flows {
-                if at >= soonest {
-                    break; // no sooner than the soonest so far
-                }
-                let f = &self.flows[fid];
-                if f.finished() {
-                    continue;
-                }
-                let ahead: u32 = f.received_ahead.iter().map(|w| w.count_ones()).sum();
-                let left = (f.num_packets as u64).saturating_sub(f.expected as u64 + ahead as u64);
-                at = at.max(now.saturating_add(left.saturating_sub(2).saturating_mul(packet_ps)));
-            }
-            soonest = soonest.min(at);
-        }
-        part.tight_bound = soonest;
-        soonest
     }
 
     /// `pkt` left on link `p` toward another partition: it goes there whole, and is gone here.
@@ -584,6 +497,13 @@ impl World {
             // each OCS change to its copy of the fabric: one world's one event, counted once.
             self.stats.events -= 1;
         }
+        if let Event::BarrierArrive(b) = ev {
+            // A barrier every partition counts gets each chained or timed arrival in each.
+            let part = self.partition.as_ref().expect("a partition");
+            if !part.is_first() && part.barrier_home[b as usize] == MIRRORED {
+                self.stats.events -= 1;
+            }
+        }
     }
 
     /// Packets created here, delivered or dropped here, or moved in or out, against those alive.
@@ -623,7 +543,7 @@ impl Parallel {
             .map(|p| fabric.delay_ps[p])
             .min()
             .unwrap_or(0);
-        let tight = tight_barriers(plan, &homes, shortest.max(1));
+        let tight = tight_barriers(plan, &homes, MIRRORED, shortest.max(1));
         // Built side by side, one thread each (a world of 65,536 hosts takes seconds).
         let parts: Vec<World> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..parts)
@@ -669,7 +589,8 @@ impl Parallel {
             window_ps: self.parts[0].window_ps,
             flows_total: self.parts[0].stats.flows_total,
         };
-        let shared = Shared::new(n);
+        let tight = (self.parts[0].partition.as_ref()).map_or(0, |p| p.tight.len());
+        let shared = Shared::new(n, tight);
         let owner: &IdVec<NodeId, u16> = &self.owner;
         let start = Clock {
             window_end: self.window_end,
@@ -753,6 +674,14 @@ impl Parallel {
                 let o = self.owner[gpu] as usize;
                 parts[o].relays.as_ref().expect("the same build")
             });
+        }
+        // A barrier released where it ran: in its home, or alike in every partition that
+        // counts it (each told of every arrival by now: the mail of the last window is in).
+        for (b, barrier) in view.barriers.iter_mut().enumerate() {
+            barrier.released_at = (parts.iter())
+                .map(|w| w.barriers[b].released_at)
+                .min()
+                .unwrap_or(NEVER);
         }
         // The flows whose record changed in some partition since the last fold (the others'
         // view records are up to date).
@@ -869,9 +798,9 @@ struct Status {
     pending_arrivals: AtomicU64,
     /// The deadlock check it asked for in the window (NEVER: none).
     deadlock_check_at: AtomicU64,
-    /// The soonest a barrier whose release must be told at once can release, as far as it can
-    /// tell (`World::tight_release_bound`; NEVER: none left).
-    tight: AtomicU64,
+    /// A digest of its tight barriers' frontier (`Tight::digest`), which every partition must
+    /// agree on.
+    frontier: AtomicU64,
 }
 
 /// What the threads of one `Parallel::run` call share.
@@ -883,6 +812,10 @@ struct Shared {
     mail: Vec<Mutex<Mail>>,
     /// What each partition's ports add to the PFC wait-for graph, at a deadlock check.
     waits: Vec<Mutex<WaitCandidates>>,
+    /// Per partition and tight barrier, at `partition * tight + barrier`: the soonest its flows
+    /// finishing there allow the barrier to release (`Tight::offset`), for the frontier's.
+    offsets: Vec<AtomicU64>,
+    tight: usize,
 }
 
 /// The windows' schedule, which every thread keeps alike (each decides it from the same
@@ -896,12 +829,14 @@ struct Clock {
 type Caught = Box<dyn std::any::Any + Send>;
 
 impl Shared {
-    fn new(n: usize) -> Self {
+    fn new(n: usize, tight: usize) -> Self {
         Self {
             barrier: SpinBarrier::new(n),
             status: (0..n).map(|_| Status::default()).collect(),
             mail: (0..n * n).map(|_| Mutex::default()).collect(),
             waits: (0..n).map(|_| Mutex::default()).collect(),
+            offsets: (0..n * tight).map(|_| AtomicU64::new(0)).collect(),
+            tight,
         }
     }
 
@@ -915,20 +850,36 @@ impl Shared {
     /// The next window's end and whether it runs merged, or Err when the run stops here (true:
     /// it ended), decided from every partition's status: each thread decides it alike. A
     /// deadlock check asked for in the last window is scheduled (the earliest asked: one
-    /// world's), and is an event like any. A window runs merged when a barrier whose release
-    /// must be told at once may release in it: when every partition's bound is before its end
-    /// (the latest of the bounds is one for each barrier, since each partition's is the soonest
-    /// over the barriers of the soonest its own flows allow).
-    fn decide(&self, plan: &WindowPlan, clock: &mut Clock) -> Result<(Time, bool), bool> {
-        let end = self.decide_end(plan, clock)?;
-        let tight = (self.status.iter())
-            .map(|s| s.tight.load(Ordering::Relaxed))
-            .max()
-            .unwrap_or(NEVER);
-        Ok((end, tight < end))
+    /// world's), and is an event like any. A window runs merged when a barrier of the tight
+    /// barriers' `frontier` (the same in every partition) may release in it: when, from the
+    /// next event on, the latest of the partitions' offsets for it ends before the window does.
+    fn decide(
+        &self,
+        plan: &WindowPlan,
+        clock: &mut Clock,
+        frontier: &[u32],
+    ) -> Result<(Time, bool), bool> {
+        let (end, next) = self.decide_end(plan, clock)?;
+        let n = self.status.len();
+        let digest = self.status[0].frontier.load(Ordering::Relaxed);
+        // (A disagreement would be a bug; every thread finds it alike and stops with an error
+        // instead of taking different windows.)
+        assert!(
+            (self.status.iter()).all(|s| s.frontier.load(Ordering::Relaxed) == digest),
+            "parallel engine: the partitions disagree on the barriers that may release"
+        );
+        let merged = frontier.iter().any(|&b| {
+            let offset = (0..n)
+                .map(|p| self.offsets[p * self.tight + b as usize].load(Ordering::Relaxed))
+                .max()
+                .unwrap_or(0);
+            next.saturating_add(offset) < end
+        });
+        Ok((end, merged))
     }
 
-    fn decide_end(&self, plan: &WindowPlan, clock: &mut Clock) -> Result<Time, bool> {
+    /// The next window's end, and the time of the next event anywhere (or check).
+    fn decide_end(&self, plan: &WindowPlan, clock: &mut Clock) -> Result<(Time, Time), bool> {
         if clock.deadlock_check_at == NEVER {
             clock.deadlock_check_at = self
                 .status
@@ -966,11 +917,11 @@ impl Shared {
                     }
                     *window_end = (t / w + 1).saturating_mul(w);
                 }
-                Ok(*window_end)
+                Ok((*window_end, t))
             }
             StopAt::Time(stop) => {
                 let t = next.filter(|&t| t <= stop).ok_or(true)?;
-                Ok((t / w + 1).saturating_mul(w).min(stop.saturating_add(1)))
+                Ok(((t / w + 1).saturating_mul(w).min(stop.saturating_add(1)), t))
             }
         }
     }
@@ -1000,10 +951,16 @@ fn work(
         status
             .pending_arrivals
             .store(world.pending_arrivals, Ordering::Relaxed);
-        let horizon = world.now.saturating_add(2 * plan.window_ps);
-        let tight = world.tight_release_bound(horizon);
-        status.tight.store(tight, Ordering::Relaxed);
-        let part = world.partition.as_mut().expect("a partition");
+        let w = &mut **world;
+        let part = w.partition.as_mut().expect("a partition");
+        part.tight.prune(&w.barriers);
+        for &b in part.tight.frontier() {
+            let offset = part.tight.offset(b, &w.flows, plan.window_ps);
+            shared.offsets[me * shared.tight + b as usize].store(offset, Ordering::Relaxed);
+        }
+        status
+            .frontier
+            .store(part.tight.digest(), Ordering::Relaxed);
         let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
         status.deadlock_check_at.store(asked, Ordering::Relaxed);
         if !shared.barrier.wait() {
@@ -1011,7 +968,13 @@ fn work(
         }
         // Everyone reads the statuses before anyone writes them again: the next write comes
         // after the second barrier, which each thread reaches only after deciding.
-        let (end, merged) = match shared.decide(plan, &mut clock) {
+        let frontier = world
+            .partition
+            .as_ref()
+            .expect("a partition")
+            .tight
+            .frontier();
+        let (end, merged) = match shared.decide(plan, &mut clock, frontier) {
             Ok(next) => next,
             Err(finished) => {
                 if let (true, StopAt::Time(stop)) = (finished, plan.stop) {
@@ -1050,6 +1013,7 @@ fn work(
             || !part.outbox.arrivals.is_empty()
             || !part.outbox.credits.is_empty()
             || !part.outbox.dead.is_empty()
+            || !part.tight.started.is_empty()
         {
             let mut boxes: Vec<_> = (0..n)
                 .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
@@ -1058,10 +1022,12 @@ fn work(
                 if to != me {
                     mail.arrivals.extend_from_slice(&part.outbox.arrivals);
                     mail.dead.extend_from_slice(&part.outbox.dead);
+                    mail.started.extend_from_slice(&part.tight.started);
                 }
             }
             part.outbox.arrivals.clear();
             part.outbox.dead.clear();
+            part.tight.started.clear();
             for c in part.outbox.credits.drain(..) {
                 let to = owner[world.flows[c.0].dst] as usize;
                 boxes[to].credits.push(c);
@@ -1090,7 +1056,12 @@ fn work(
                 arrivals,
                 credits,
                 dead,
+                started,
             } = &mut *mail;
+            let part = world.partition.as_mut().expect("a partition");
+            for b in started.drain(..) {
+                part.tight.count_start(b);
+            }
             if let Some(c) = &mut world.credits {
                 for (fid, owed, unsolicited) in credits.drain(..) {
                     c.owed[fid] = owed;
@@ -1428,7 +1399,8 @@ mod tests {
         assert_eq!(home, vec![0, MIRRORED, MIRRORED, 0]);
         // The mirrored `end` releases nothing; `chained` chains 5 ps later: too soon for a
         // window of 6 ps (its release is told at once), not for one of 5.
-        let tight = |window| -> Vec<(u32, Vec<FlowId>)> { tight_barriers(&plan, &home, window) };
+        let tight =
+            |window| -> Vec<(u32, Vec<FlowId>)> { tight_barriers(&plan, &home, MIRRORED, window) };
         assert_eq!(tight(6), vec![(chained, vec![FlowId::new(3)])]);
         assert_eq!(tight(5), vec![]);
     }
@@ -1462,7 +1434,7 @@ mod tests {
     /// and the panic is there to raise.
     #[test]
     fn a_panicking_thread_releases_the_others() {
-        let shared = Shared::new(2);
+        let shared = Shared::new(2, 0);
         let (waited, caught) = std::thread::scope(|s| {
             let sh = &shared;
             let other = s.spawn(move || sh.barrier.wait());

@@ -552,6 +552,73 @@ fn iterations_back_to_back_under_pfc_are_the_same_on_any_number_of_threads() {
 }
 
 #[test]
+fn training_and_inference_steps_are_the_same_on_any_number_of_threads() {
+    // Step graphs: Megatron-style training (TP in each server's NVSwitch domain, PP and DP
+    // across servers: collectives, sends and computes chained with and without gaps) beside
+    // LLM serving steps with continuous batching, on a GPU cluster split over partitions. Every
+    // op's start and end (ops.arrow, steps.arrow) is a barrier's release: folded into the view
+    // from where it ran.
+    let s = same_for_any_threads(
+        "steps",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        hosts_per_leaf = 8
+        spines = 2
+        link_rate = "400Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 4
+        cabling = "rail"
+        scaleup = { kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "250ns" }
+        [[workload]]
+        name = "gpt"
+        kind = "training"
+        dp = 2
+        tp = 4
+        pp = 2
+        micro_batches = 2
+        micro_batch_size = 1
+        layers = 2
+        hidden = 512
+        seq_len = 128
+        gpu_flops = 989e12
+        efficiency = 0.5
+        dp_bucket = "256KiB"
+        iterations = 2
+        [[workload]]
+        name = "serve"
+        kind = "inference"
+        tp = 4
+        pp = 2
+        layers = 2
+        hidden = 1024
+        token_time = "100ns"
+        rate = 50000.0
+        requests = 4
+        prompt_tokens = 64
+        decode_steps = 3
+        max_batch = 4
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    assert!(s.flows_total > 100, "{s:?}");
+}
+
+#[test]
+fn a_step_graph_with_compute_noise_is_the_same_on_any_number_of_threads() {
+    // The shipped GPipe graph (compute ops chained to sends, stragglers), three iterations.
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/step_graph.toml"),
+    )
+    .unwrap();
+    let s = same_for_any_threads("graph", &text);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+}
+
+#[test]
 fn gpu_clusters_with_pxn_relays_are_the_same_on_any_number_of_threads() {
     // Rail-optimised GPU servers (8 GPUs behind an NVSwitch, one NIC each): a cross-rail
     // all-to-all relays through the GPU on the destination's rail (PXN), whose transit buffer

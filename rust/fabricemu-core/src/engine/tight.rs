@@ -1,0 +1,272 @@
+//! Barriers that release too soon for the parallel engine's windows: counted by every partition
+//! (their flows finish in several), and starting something sooner than the lookahead after their
+//! last arrival (a collective's iterations back to back, incast rounds or step-graph ops without
+//! a gap). The other partitions would hear of the last arrival only at the window's end, too
+//! late; a window in which one may release runs merged instead (`parallel::run_merged`).
+//!
+//! Which windows: one with such a barrier whose flows have all started somewhere (the
+//! *frontier*: every partition tells the others of the starts it saw, at window ends) and which
+//! cannot be ruled out from what its receivers have left to receive. A flow that has not started
+//! cannot finish within the next window: from its start its last packet crosses at least one
+//! link. One still missing `n` packets at its receiver needs at least `n - 2` full packets' time
+//! on its receiver's links (the first may have been on its way since before, the last may be
+//! short). Each partition posts, for each frontier barrier, the soonest its own flows allow
+//! (an offset from the next event anywhere: nothing happens before it); the barrier's bound is
+//! the latest over the partitions.
+
+use crate::ids::{FlowId, IdVec, NodeId};
+use crate::topology::Fabric;
+use crate::transport::NEVER;
+use crate::units::Time;
+use crate::workload::{FlowPlan, Start};
+
+use super::flows::FlowTable;
+use super::world::Barrier;
+
+/// No tight barrier.
+const NONE: u32 = u32::MAX;
+
+/// The barriers of `plan` every partition counts (`home` is `parallel::MIRRORED`, here
+/// `mirrored`) that flows finishing count toward and whose release starts something (a flow or
+/// a chained arrival) sooner than `window` after it, each with the flows it counts.
+pub fn tight_barriers(
+    plan: &FlowPlan,
+    home: &[u16],
+    mirrored: u16,
+    window: Time,
+) -> Vec<(u32, Vec<FlowId>)> {
+    let mut counted: Vec<Vec<FlowId>> = vec![Vec::new(); home.len()];
+    let mut soonest = vec![Time::MAX; home.len()];
+    for (i, f) in plan.flows.iter().enumerate() {
+        if let Some(b) = f.completes {
+            counted[b as usize].push(FlowId::new(i as u32));
+        }
+        if let Start::After { barrier, gap } = f.start {
+            let s = &mut soonest[barrier as usize];
+            *s = (*s).min(gap);
+        }
+    }
+    for e in &plan.barrier_edges {
+        let s = &mut soonest[e.from as usize];
+        *s = (*s).min(e.delay);
+    }
+    (counted.into_iter().enumerate())
+        .filter(|(b, flows)| home[*b] == mirrored && !flows.is_empty() && soonest[*b] < window)
+        .map(|(b, flows)| (b as u32, flows))
+        .collect()
+}
+
+/// A flow that finishes here, with its receiver's time for one full packet (None: sent to
+/// itself, nothing to tell).
+type Received = (FlowId, Option<Time>);
+
+/// One partition's view of the tight barriers (indexed as [`tight_barriers`] lists them).
+#[derive(Debug, Default)]
+pub(super) struct Tight {
+    /// Per tight barrier: its id, and the flows counted toward it that finish here.
+    barriers: Vec<(u32, Vec<Received>)>,
+    /// Per flow id, for flows that start here: the tight barrier it counts toward (or NONE).
+    counts_toward: IdVec<FlowId, u32>,
+    /// Per tight barrier: its flows not yet started anywhere, as of the last window's mail.
+    unstarted: Vec<u32>,
+    /// The tight barriers whose flows all started and which have not released.
+    frontier: Vec<u32>,
+    /// The tight barriers of the flows that started here in this window, for the others.
+    pub started: Vec<u32>,
+}
+
+impl Tight {
+    /// Partition `me`'s view of `tight` (from [`tight_barriers`]) under the node map `owner`.
+    pub fn new(
+        tight: &[(u32, Vec<FlowId>)],
+        me: u16,
+        owner: &IdVec<NodeId, u16>,
+        flows: &FlowTable,
+        fabric: &Fabric,
+        mtu: u64,
+    ) -> Self {
+        if tight.is_empty() {
+            return Self::default();
+        }
+        // The most bits a host's links bring in per second (a full packet takes at least its
+        // payload's time at that rate).
+        let into = |n: NodeId| -> crate::units::Rate {
+            (fabric.ports_of(n))
+                .map(|p| fabric.rate_bps[fabric.peer_port[p]])
+                .sum()
+        };
+        let mut counts_toward = IdVec::from_elem(NONE, flows.len());
+        let mut unstarted = Vec::with_capacity(tight.len());
+        let mut barriers = Vec::with_capacity(tight.len());
+        for (i, (b, fids)) in tight.iter().enumerate() {
+            let mut mine = Vec::new();
+            let mut waiting = 0;
+            for &fid in fids {
+                let f = &flows[fid];
+                let to_itself = f.src == f.dst;
+                if !to_itself {
+                    waiting += 1;
+                    if owner[f.src] == me {
+                        counts_toward[fid] = i as u32;
+                    }
+                }
+                if owner[f.dst] == me {
+                    let packet = crate::units::serialisation_ps(mtu, into(f.dst).max(1));
+                    mine.push((fid, (!to_itself).then_some(packet)));
+                }
+            }
+            unstarted.push(waiting);
+            barriers.push((*b, mine));
+        }
+        let frontier = (0..tight.len() as u32)
+            .filter(|&i| unstarted[i as usize] == 0)
+            .collect();
+        Self {
+            barriers,
+            counts_toward,
+            unstarted,
+            frontier,
+            started: Vec::new(),
+        }
+    }
+
+    /// How many tight barriers the run has (the same in every partition).
+    pub fn len(&self) -> usize {
+        self.barriers.len()
+    }
+
+    /// Flow `fid` started here.
+    #[inline]
+    pub fn flow_started(&mut self, fid: FlowId) {
+        if let Some(&i) = self.counts_toward.get(fid) {
+            if i != NONE {
+                self.started.push(i);
+                self.count_start(i);
+            }
+        }
+    }
+
+    /// A flow of tight barrier `i` started (here, or in another partition, told at a window's
+    /// end).
+    pub fn count_start(&mut self, i: u32) {
+        let left = &mut self.unstarted[i as usize];
+        *left -= 1;
+        if *left == 0 {
+            self.frontier.push(i);
+        }
+    }
+
+    /// Drop from the frontier the barriers that released or died.
+    pub fn prune(&mut self, barriers: &[Barrier]) {
+        let list = &self.barriers;
+        self.frontier.retain(|&i| {
+            let b = &barriers[list[i as usize].0 as usize];
+            b.released_at == NEVER && !b.dead
+        });
+    }
+
+    /// The frontier (the same set in every partition once the window's mail is in and
+    /// [`Tight::prune`] ran).
+    pub fn frontier(&self) -> &[u32] {
+        &self.frontier
+    }
+
+    /// A digest of the frontier's set (not its order), for the partitions to check they agree.
+    pub fn digest(&self) -> u64 {
+        (self.frontier.iter()).fold(self.frontier.len() as u64, |d, &i| {
+            d.wrapping_add((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        })
+    }
+
+    /// For frontier barrier `i`, the soonest its flows finishing here allow it to release, as
+    /// an offset from when the next event runs (anywhere), with every event before it run: 0
+    /// when they cannot tell, at most `enough` (an offset that already rules the next window
+    /// out ends the scan).
+    pub fn offset(&self, i: u32, flows: &FlowTable, enough: Time) -> Time {
+        let mut at = 0;
+        for &(fid, packet_ps) in &self.barriers[i as usize].1 {
+            let f = &flows[fid];
+            if f.finished() {
+                continue;
+            }
+            let Some(packet_ps) = packet_ps else {
+                return 0;
+            };
+            let ahead: u32 = f.received_ahead.iter().map(|w| w.count_ones()).sum();
+            let got = f.expected as u64 + ahead as u64;
+            let left = (f.num_packets as u64).saturating_sub(got);
+            at = at.max(left.saturating_sub(2).saturating_mul(packet_ps));
+            if at >= enough {
+                return enough;
+            }
+        }
+        at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Simulation, StepOutcome};
+
+    /// The bound a receiver gives is a lower bound on when its flow finishes: an incast whose
+    /// receiver link is saturated (packets arrive back to back, the case where the bound is
+    /// nearly met), and the same flows on an idle fabric, sampled every few hundred events of a
+    /// one-world run.
+    #[test]
+    fn no_flow_finishes_sooner_than_its_receivers_bound() {
+        for senders in ["[1, 2, 3, 5, 6, 7]", "[5]"] {
+            let text = format!(
+                r#"
+                seed = 1
+                [topology]
+                kind = "leaf_spine"
+                leaves = 2
+                spines = 2
+                hosts_per_leaf = 4
+                link_rate = "100Gbps"
+                link_delay = "1us"
+                [[workload]]
+                kind = "incast"
+                receiver = 0
+                senders = {senders}
+                size = "200KB"
+                "#
+            );
+            let (_, s) = crate::scenario::parse_toml(&text, "t.toml").expect("valid");
+            let mut sim = Simulation::build(&s).expect("builds");
+            sim.keep_all_flows();
+            let w = sim.world();
+            let all: Vec<FlowId> = w.flows.ids().collect();
+            let owner = IdVec::from_elem(0u16, w.fabric.num_nodes as usize);
+            let mtu = w.transport.mtu as u64;
+            let tight = Tight::new(&[(0, all.clone())], 0, &owner, &w.flows, &w.fabric, mtu);
+            let mut bounds: Vec<(FlowId, Time)> = Vec::new();
+            let mut tight_at_least_once = false;
+            while sim.step(97) == StepOutcome::Running {
+                let w = sim.world();
+                for (k, &fid) in all.iter().enumerate() {
+                    let one = Tight {
+                        barriers: vec![(0, vec![tight.barriers[0].1[k]])],
+                        ..Tight::default()
+                    };
+                    if w.flows[fid].finished() {
+                        continue;
+                    }
+                    let offset = one.offset(0, &w.flows, Time::MAX);
+                    tight_at_least_once |= offset > 0;
+                    bounds.push((fid, w.now + offset));
+                }
+            }
+            let w = sim.world();
+            assert!(tight_at_least_once);
+            for (fid, bound) in bounds {
+                let finish = w.flows[fid].finish;
+                assert!(
+                    finish >= bound,
+                    "{senders}: flow {fid} finished at {finish}, bound {bound}"
+                );
+            }
+        }
+    }
+}
