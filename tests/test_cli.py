@@ -541,6 +541,34 @@ def test_run_threads_applies_faults_as_one_thread_does(cli, tmp_path):
     assert s1 == s2
 
 
+def test_run_threads_runs_step_graphs_as_one_thread_does(cli, tmp_path):
+    # The shipped GPipe step graph (compute ops chained to pipeline sends across the two leaves,
+    # three iterations back to back): the same ops, steps and flows on two threads.
+    runs = {}
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}"
+        proc = cli(
+            "run",
+            str(ROOT / "scenarios" / "step_graph.toml"),
+            "-o",
+            str(out),
+            "--threads",
+            str(threads),
+            "--quiet",
+        )
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads((out / "run.json").read_text())
+        runs[threads] = (
+            [read_arrow(out / f"{t}.arrow") for t in ("ops", "steps", "flows")],
+            info["stats"],
+        )
+    (tables1, s1), (tables2, s2) = runs[1], runs[2]
+    assert tables1[0].num_rows > 0 and s1["flows_finished"] == s1["flows_total"], s1
+    for a, b in zip(tables1, tables2):
+        assert a.equals(b)
+    assert s1 == s2
+
+
 def test_run_threads_writes_the_same_trace_files(cli, tmp_path):
     # Every streamed trace table, written by two partitions, holds the same rows as one world's
     # (the same bytes: tests/integration/parallel.rs).
