@@ -517,7 +517,8 @@ fn iterations_and_rounds_back_to_back_are_the_same_on_any_number_of_threads() {
 #[test]
 fn iterations_back_to_back_under_pfc_are_the_same_on_any_number_of_threads() {
     // Lossless, with the deadlock check (every 100 us while ports are paused, off the 700 ns
-    // window grid) falling inside windows that run merged.
+    // window grid) falling inside windows that run merged, and every trace table's rows written
+    // in merged windows too.
     let s = same_for_any_threads(
         "back-to-back-pfc",
         r#"
@@ -532,6 +533,11 @@ fn iterations_back_to_back_under_pfc_are_the_same_on_any_number_of_threads() {
         [switch]
         buffer = "300KB"
         pfc = { enabled = true }
+        [trace]
+        queues = { interval = "3us" }
+        packets = { max_rows = 200000 }
+        pfc = true
+        latency = true
         [[workload]]
         kind = "collective"
         op = "all_to_all"
