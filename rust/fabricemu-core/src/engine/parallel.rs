@@ -23,8 +23,8 @@
 //! (a rank's next step), every partition counts one whose flows are spread ([`barrier_homes`]),
 //! told of the others' arrivals at window ends, which is in time when what it releases starts a
 //! window later at the soonest. One that releases sooner (iterations back to back) is told at
-//! once: the windows in which it may release (`World::tight_release_bound`) run merged, one
-//! thread running every partition's events in one world's order (`run_merged`).
+//! once: the windows in which it may release (`engine::tight`) run merged, one thread running
+//! every partition's events in one world's order (`run_merged`).
 //!
 //! Faults run partitioned: every partition applies each fault to its copy of the fabric at its
 //! place in the order (routing's tables, a link's state), and each drops the packets of a
