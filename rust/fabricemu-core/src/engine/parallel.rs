@@ -954,7 +954,8 @@ fn work(
         let w = &mut **world;
         let part = w.partition.as_mut().expect("a partition");
         part.tight.prune(&w.barriers);
-        for &b in part.tight.frontier() {
+        for k in 0..part.tight.frontier().len() {
+            let b = part.tight.frontier()[k];
             let offset = part.tight.offset(b, &w.flows, plan.window_ps);
             shared.offsets[me * shared.tight + b as usize].store(offset, Ordering::Relaxed);
         }

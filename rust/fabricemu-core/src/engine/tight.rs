@@ -181,14 +181,19 @@ impl Tight {
     /// For frontier barrier `i`, the soonest its flows finishing here allow it to release, as
     /// an offset from when the next event runs (anywhere), with every event before it run: 0
     /// when they cannot tell, at most `enough` (an offset that already rules the next window
-    /// out ends the scan).
-    pub fn offset(&self, i: u32, flows: &FlowTable, enough: Time) -> Time {
+    /// out ends the scan). Flows that finished leave the list (a finished flow stays so).
+    pub fn offset(&mut self, i: u32, flows: &FlowTable, enough: Time) -> Time {
+        let list = &mut self.barriers[i as usize].1;
         let mut at = 0;
-        for &(fid, packet_ps) in &self.barriers[i as usize].1 {
+        let mut k = 0;
+        while k < list.len() {
+            let (fid, packet_ps) = list[k];
             let f = &flows[fid];
             if f.finished() {
+                list.swap_remove(k);
                 continue;
             }
+            k += 1;
             let Some(packet_ps) = packet_ps else {
                 return 0;
             };
@@ -246,7 +251,7 @@ mod tests {
             while sim.step(97) == StepOutcome::Running {
                 let w = sim.world();
                 for (k, &fid) in all.iter().enumerate() {
-                    let one = Tight {
+                    let mut one = Tight {
                         barriers: vec![(0, vec![tight.barriers[0].1[k]])],
                         ..Tight::default()
                     };
