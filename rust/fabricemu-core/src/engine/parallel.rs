@@ -255,16 +255,24 @@ pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<Str
 }
 
 /// The partition of every node: hosts in `parts` contiguous blocks (a pod, a leaf's hosts and a
-/// dragonfly group are contiguous), then each switch with the partition most of its already
-/// placed neighbours are in (edge switches follow their hosts, aggregation their edges, ...),
-/// ties to the partition with the fewest switches so far. Any map gives the same outputs; this
-/// one cuts few links.
+/// dragonfly group are contiguous; on a rail-cabled GPU cluster, servers dealt out in turn),
+/// then each switch with the partition most of its already placed neighbours are in (edge
+/// switches follow their hosts, aggregation their edges, ...), ties to the partition with the
+/// fewest switches so far. Any map gives the same outputs; this one cuts few links.
 pub fn partition_nodes(fabric: &Fabric, parts: u16) -> IdVec<NodeId, u16> {
     const NONE: u16 = u16::MAX;
     let mut owner: IdVec<NodeId, u16> = IdVec::from_elem(NONE, fabric.num_nodes as usize);
     let hosts = fabric.num_hosts.max(1) as u64;
+    // On rail cabling every rail leaf reaches every server of its unit, so blocks of servers
+    // cut no fewer links than servers dealt out in turn; dealt out, each partition holds a
+    // share of every pipeline stage and replica, busy when the others are (measured on 2
+    // threads: GPT training 0.67x, MoE training 0.75x the time of blocks; an all-reduce 1.0x).
+    let rail = (fabric.cluster.as_ref()).filter(|c| c.spec.cabling == crate::config::Cabling::Rail);
     for n in fabric.nodes().filter(|&n| fabric.is_host(n)) {
-        owner[n] = (n.index() as u64 * parts as u64 / hosts) as u16;
+        owner[n] = match rail {
+            Some(c) if n.get() < c.gpus => (c.server(n) % parts as u32) as u16,
+            _ => (n.index() as u64 * parts as u64 / hosts) as u16,
+        };
     }
     let mut load = vec![0u32; parts as usize];
     loop {

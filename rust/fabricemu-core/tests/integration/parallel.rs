@@ -987,3 +987,43 @@ fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     assert_eq!(e.path, "threads");
     assert!(e.message.contains("1 to 256"), "{e}");
 }
+
+#[test]
+fn a_rail_cabled_cluster_deals_its_servers_out_to_the_partitions() {
+    // Every rail leaf reaches every server, so dealing servers out cuts no more links than
+    // blocks do, and gives each partition a share of every pipeline stage; top-of-rack cabling
+    // keeps a leaf's servers together.
+    for (cabling, dealt) in [("rail", true), ("tor", false)] {
+        let text = format!(
+            r#"
+            seed = 1
+            [topology]
+            kind = "leaf_spine"
+            leaves = 4
+            hosts_per_leaf = 8
+            spines = 2
+            [cluster]
+            gpus_per_server = 4
+            cabling = "{cabling}"
+            [[workload]]
+            kind = "permutation"
+            size = "10KB"
+            "#
+        );
+        let (_, s) = parse_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        let fabric = &sim.world().fabric;
+        let owner = fabricemu_core::engine::parallel::partition_nodes(fabric, 2);
+        let of = |gpu: u32| owner[fabricemu_core::ids::NodeId::new(gpu)];
+        let expected = |gpu: u32| {
+            if dealt {
+                (gpu / 4 % 2) as u16
+            } else {
+                (gpu / 16) as u16
+            }
+        };
+        for gpu in 0..32 {
+            assert_eq!(of(gpu), expected(gpu), "{cabling}: GPU {gpu}");
+        }
+    }
+}
