@@ -547,11 +547,7 @@ impl Parallel {
     ) -> Self {
         let owner = Arc::new(partition_nodes(fabric, parts));
         let homes = Arc::new(barrier_homes(plan, &owner));
-        let shortest = (fabric.ports())
-            .map(|p| fabric.delay_ps[p])
-            .min()
-            .unwrap_or(0);
-        let tight = tight_barriers(plan, &homes, MIRRORED, shortest.max(1));
+        let tight = tight_barriers(plan, &homes, MIRRORED, fabric.shortest_delay().max(1));
         // Built side by side, one thread each (a world of 65,536 hosts takes seconds).
         let parts: Vec<World> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..parts)

@@ -478,12 +478,7 @@ impl World {
         // back what they added; a circuit's far switch may change, its cable does not). With
         // PFC, no longer than the deadlock-check period: a check is asked for a period ahead
         // and must not fall in the window that asks for it (a shorter window is always safe).
-        let mut window_ps = fabric
-            .ports()
-            .map(|p| fabric.delay_ps[p])
-            .min()
-            .unwrap_or(0)
-            .max(1);
+        let mut window_ps = fabric.shortest_delay().max(1);
         if s.switch.pfc.is_some() {
             window_ps = window_ps.min(DEADLOCK_CHECK_PS);
         }

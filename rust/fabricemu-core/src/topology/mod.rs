@@ -169,6 +169,12 @@ impl Fabric {
         self.port_node.ids()
     }
 
+    /// The shortest link delay (0 without links): nothing at one node reaches another sooner,
+    /// the parallel engine's lookahead.
+    pub fn shortest_delay(&self) -> Time {
+        self.ports().map(|p| self.delay_ps[p]).min().unwrap_or(0)
+    }
+
     /// Every node: hosts, then switches.
     #[inline]
     pub fn nodes(&self) -> IdRange<NodeId> {
