@@ -505,9 +505,13 @@ def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
 
 def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
     scenario = tmp_path / "p.toml"
-    scenario.write_text(PARALLEL + '\n[control]\ninterval = "20us"\n')
+    scenario.write_text(
+        'seed = 1\n[topology]\nkind = "dragonfly"\np = 2\na = 4\nh = 2\ng = 9\n'
+        '[routing]\nload_balancing = "ugal_g"\n'
+        '[[workload]]\nkind = "permutation"\nsize = "10KB"\n'
+    )
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
-    assert_one_line_error(proc, "threads", "[control]", "threads = 1")
+    assert_one_line_error(proc, "threads", "ugal_g", "threads = 1")
     proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "0")
     assert proc.returncode == 2 and "--threads" in proc.stderr
 

@@ -148,6 +148,50 @@ def test_same_seed_same_controller_same_outputs(tmp_path: Path) -> None:
     assert a.collectives.column("algorithm").to_pylist() == ["halving_doubling", "tree"]
 
 
+def test_a_controller_on_two_threads_acts_as_on_one(tmp_path: Path) -> None:
+    """The parallel engine stops every partition at each boundary: the controller sees the same
+    telemetry and its actions (re-planned calls, a fault and its restoration, a congestion-control
+    parameter) change the run alike, so every output is byte-identical to one thread's."""
+    seen: Dict[int, List[str]] = {1: [], 2: []}
+
+    def script(threads: int):
+        def act(t: Telemetry) -> List[Any]:
+            seen[threads].append(repr((t.time_ps, t.ports.to_pydict(), t.collectives)))
+            out: List[Any] = []
+            for c in t.collectives:
+                if c.next_call is not None:
+                    algorithm = "tree" if c.next_call % 2 else "halving_doubling"
+                    out.append(SetAlgorithm(c.collective, algorithm))
+            if t.time_ps == 40_000_000:
+                out.append(SetCc("g", 0.25))
+                out.append(Fault(link=40, kind="down"))
+            if t.time_ps == 80_000_000:
+                out.append(Restore(link=40))
+            return out
+
+        return act
+
+    outs = {}
+    for threads in (1, 2):
+        data = small().to_dict()
+        data["threads"] = threads
+        scenario = Scenario.from_dict(data)
+        outs[threads] = fabricemu.run(scenario, out=tmp_path / f"t{threads}", controller=script(threads))
+    assert len(seen[1]) > 10 and seen[1] == seen[2]
+
+    def tables(out: Path) -> Dict[str, pa.Table]:
+        # (Each file's metadata echoes the scenario, whose `threads` differs.)
+        read = {p.name: ipc.open_file(p).read_all() for p in sorted(out.glob("*.arrow"))}
+        return {name: t.replace_schema_metadata(None) for name, t in read.items()}
+
+    one, two = tables(outs[1].out), tables(outs[2].out)
+    assert one.keys() == two.keys() and {"flows.arrow", "actions.arrow", "faults.arrow"} <= one.keys()
+    for name, table in one.items():
+        assert table.equals(two[name]), name
+    actions = outs[1].actions.column("action").to_pylist()
+    assert {"set_algorithm", "set_cc", "fault", "restore"} <= set(actions), actions
+
+
 def test_the_builtin_policy_runs_from_the_scenario(tmp_path: Path) -> None:
     # Planned as halving-doubling, the slowest here: the policy re-plans both calls as rings.
     s = small(policy=True).with_({"workload.0.algorithm": "halving_doubling"})

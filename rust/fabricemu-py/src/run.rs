@@ -83,13 +83,6 @@ fn run_guarded(
 
     let started = Instant::now();
     let mut sim = build(py, &spec, take_built(&normalised))?;
-    if controller.is_some() && sim.threads() > 1 {
-        let e = CoreScenarioError::at(
-            "threads",
-            "a live controller needs one world: run it with threads = 1",
-        );
-        return Err(scenario_error(py, &e));
-    }
     let stop_ps = sim.stop_time();
     sim.open_traces(&out_dir, &output::metadata(&normalised, spec.seed))
         .map_err(|e| io_error(&e, &out_dir))?;

@@ -162,8 +162,7 @@ impl Simulation {
                 if w.flows[fid].finished() || w.is_cancelled(fid) {
                     return Ok(None);
                 }
-                self.world_mut_live()
-                    .reroute_flow(fid, *entropy)
+                self.live(|w| w.reroute_flow(fid, *entropy))
                     .map_err(|m| err("flow", m))?;
                 (format!("flow {flow}"), entropy.to_string(), String::new())
             }
@@ -175,8 +174,7 @@ impl Simulation {
                     ));
                 }
                 let old = self
-                    .world_mut_live()
-                    .set_cc_param(param, *value)
+                    .live(|w| w.set_cc_param(param, *value))
                     .map_err(|m| err("param", m))?;
                 if old == *value {
                     return Ok(None);
@@ -216,8 +214,9 @@ impl Simulation {
                 let detection =
                     detection_ps.unwrap_or(crate::topology::faults::DEFAULT_DETECTION_PS);
                 let i = self
-                    .world_mut_live()
-                    .add_fault(&[PortId::new(*link)], fault_kind, &target, detection, row)
+                    .live(|w| {
+                        w.add_fault(&[PortId::new(*link)], fault_kind, &target, detection, row)
+                    })
                     .map_err(|m| err("kind", m))?;
                 (target, fault_kind.name().to_string(), format!("fault {i}"))
             }
@@ -229,7 +228,9 @@ impl Simulation {
                         format!("link {link} does not exist (links 0..{np})"),
                     ));
                 }
-                let ended = self.world_mut_live().restore_link(PortId::new(*link));
+                let ended = self
+                    .live(|w| Ok(w.restore_link(PortId::new(*link))))
+                    .map_err(|m| err("link", m))?;
                 if ended.is_empty() {
                     return Ok(None);
                 }

@@ -83,7 +83,7 @@ impl Telemetry {
         let w = sim.world();
         let now = w.now;
         let interval_ps = now - last_ps.min(now);
-        let counters: Vec<PortCounters> = w.port_counters().collect();
+        let counters: Vec<PortCounters> = sim.port_counters();
         let ports = counters
             .iter()
             .enumerate()

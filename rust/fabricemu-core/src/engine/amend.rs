@@ -213,6 +213,23 @@ impl World {
         // An amended plan may name any flow: every flow keeps its record from now on.
         self.keep_all_flows();
         let now = self.now;
+        // A partition of a parallel run (amended alike with every other, `Parallel::amend`)
+        // starts only its senders' flows and delivers only its barriers' arrivals; cancellations
+        // are counted once, in the first.
+        let part = self.partition.as_ref();
+        let counts = part.is_none_or(|p| p.is_first());
+        let starts: Vec<bool> = (a.flows.iter())
+            .map(|f| part.is_none_or(|p| p.starts_flow(f.src)))
+            .collect();
+        let runs = |b: u32| part.is_none_or(|p| p.runs_barrier(b));
+        let edges_run: Vec<bool> = a.edges.iter().map(|e| runs(e.to)).collect();
+        let cancel_runs: Vec<bool> = (a.cancel.iter())
+            .map(|&fid| {
+                (self.flows.get(fid))
+                    .and_then(|f| f.completes)
+                    .is_some_and(runs)
+            })
+            .collect();
         // Barriers.
         self.barriers.extend(a.barriers.iter().map(|&n| Barrier {
             remaining: n,
@@ -249,12 +266,13 @@ impl World {
                 self.barriers[b as usize].remaining += 1;
             }
             match f.start {
-                Start::At(t) => self.events.push(t.max(now), Event::FlowStart(fid)),
+                Start::At(t) if starts[k] => self.events.push(t.max(now), Event::FlowStart(fid)),
+                Start::At(_) => {}
                 Start::After { barrier, gap } => {
                     let b = &mut self.barriers[barrier as usize];
                     if b.released_at == NEVER {
                         b.waiting.push((fid, gap));
-                    } else {
+                    } else if starts[k] {
                         let at = b.released_at.saturating_add(gap).max(now);
                         self.events.push(at, Event::FlowStart(fid));
                     }
@@ -277,14 +295,14 @@ impl World {
         self.tracer.grow_flows(self.flows.len());
         self.stats.flows_total += added as u64;
         // Edges.
-        for e in &a.edges {
+        for (e, &runs) in a.edges.iter().zip(&edges_run) {
             if (e.to as usize) < nb_old {
                 self.barriers[e.to as usize].remaining += 1;
             }
             let from = &mut self.barriers[e.from as usize];
             if from.released_at == NEVER {
                 from.then.push((e.to, e.delay));
-            } else {
+            } else if runs {
                 self.pending_arrivals += 1;
                 self.events
                     .push(now.saturating_add(e.delay), Event::BarrierArrive(e.to));
@@ -299,7 +317,7 @@ impl World {
         if !a.cancel.is_empty() && self.amends.cancelled.len() < self.flows.len() {
             self.amends.cancelled.resize(self.flows.len(), false);
         }
-        for &fid in &a.cancel {
+        for (&fid, &runs) in a.cancel.iter().zip(&cancel_runs) {
             // A flow without a record now retired (it started and finished).
             let started = self.flows.get(fid).is_none_or(|f| f.started);
             if started || self.amends.cancelled[fid.index()] {
@@ -308,9 +326,14 @@ impl World {
             }
             self.amends.cancelled[fid.index()] = true;
             self.inr_flow_cancelled(fid);
-            self.amends.count += 1;
             report.cancelled += 1;
-            self.flows_settled += 1;
+            if counts {
+                self.amends.count += 1;
+                self.flows_settled += 1;
+            }
+            if !runs {
+                continue;
+            }
             if let Some(b) = self.flows[fid].completes {
                 let b = b as usize;
                 if self.barriers[b].released_at == NEVER && !self.barriers[b].dead {

@@ -89,20 +89,24 @@ pub const CC_PARAMS: &[(&str, &[&str])] = &[
 impl World {
     /// Every port's counters now.
     pub fn port_counters(&self) -> impl Iterator<Item = PortCounters> + '_ {
-        self.ports
-            .iter_enumerated()
-            .map(move |(p, port)| PortCounters {
-                port: p,
-                node: port.node.get(),
-                peer: port.peer_node.get(),
-                rate_bps: self.port_rate[p],
-                tx_bytes: super::sampling::bytes_serialised(port, self.port_rate[p], self.now),
-                paused_ps: self.paused_time(p),
-                ecn_marks: self.live.ecn_marks[p],
-                pause_frames: self.live.pause_frames[p],
-                queue_bytes: self.queues[p].bytes,
-                down: port.down,
-            })
+        self.ports.ids().map(|p| self.port_counter(p))
+    }
+
+    /// Port `p`'s counters now (see [`World::port_counters`]).
+    pub fn port_counter(&self, p: PortId) -> PortCounters {
+        let port = &self.ports[p];
+        PortCounters {
+            port: p,
+            node: port.node.get(),
+            peer: port.peer_node.get(),
+            rate_bps: self.port_rate[p],
+            tx_bytes: super::sampling::bytes_serialised(port, self.port_rate[p], self.now),
+            paused_ps: self.paused_time(p),
+            ecn_marks: self.live.ecn_marks[p],
+            pause_frames: self.live.pause_frames[p],
+            queue_bytes: self.queues[p].bytes,
+            down: port.down,
+        }
     }
 
     /// Move flow `fid`'s data to another path class: its ECMP header gets new entropy (UDP

@@ -31,6 +31,7 @@ use crate::scenario::{Built, Scenario, ScenarioError, StopAt};
 use crate::trace::collectives::CollectiveRow;
 use crate::trace::flows::{FlowLabels, FlowRow};
 use crate::trace::ops::OpRow;
+use crate::transport::NEVER;
 use crate::units::Time;
 use crate::workload::graph::PlannedKind;
 use crate::workload::{collective, FlowPlan};
@@ -221,6 +222,10 @@ impl Simulation {
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }
+        let mut parallel = parallel;
+        if let (Some(par), Some(_)) = (&mut parallel, &scenario.control) {
+            par.track_wires(); // a controller may fail links
+        }
         let control = scenario.control.map(|spec| {
             crate::control::Control::new(
                 spec,
@@ -249,6 +254,9 @@ impl Simulation {
     pub fn enable_control(&mut self, interval_ps: Option<Time>) {
         // A controller may look at any flow at any time: every flow keeps its record.
         self.world.keep_all_flows();
+        if let Some(par) = &mut self.parallel {
+            par.track_wires(); // it may fail links
+        }
         match &mut self.control {
             Some(c) => {
                 if let Some(i) = interval_ps {
@@ -277,9 +285,30 @@ impl Simulation {
         self.control.as_mut()
     }
 
-    /// The world, to apply a controller's action.
-    pub(crate) fn world_mut_live(&mut self) -> &mut World {
-        &mut self.world
+    /// Apply a controller's change `f` to the world now, at a control boundary: on threads to
+    /// the view and then, if it took it, to every partition alike (each makes the same change
+    /// to its copy; the view's answer is the run's).
+    pub(crate) fn live<T>(
+        &mut self,
+        f: impl Fn(&mut World) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let out = f(&mut self.world)?;
+        if let Some(par) = &mut self.parallel {
+            for w in &mut par.parts {
+                // A partition's copy may refuse what the view took (a flow finished at its
+                // receiver's partition, not at its sender's): nothing to change there then.
+                let _ = f(w);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every port's counters now (live telemetry), across the partitions on threads.
+    pub fn port_counters(&self) -> Vec<live::PortCounters> {
+        match &self.parallel {
+            Some(par) => par.port_counters(),
+            None => self.world.port_counters().collect(),
+        }
     }
 
     /// The telemetry of the latest control boundary.
@@ -295,10 +324,37 @@ impl Simulation {
     /// Amend the flow plan now (see [`amend`]): the world and the plan the outputs are made
     /// from change together.
     pub fn amend(&mut self, a: &amend::Amendment) -> Result<amend::AmendReport, amend::AmendError> {
-        let report = self.world.amend(a)?;
+        let Some(par) = &mut self.parallel else {
+            let report = self.world.amend(a)?;
+            self.plan.flows.extend_from_slice(&a.flows);
+            self.plan.barrier_sizes.extend_from_slice(&a.barriers);
+            self.plan.barrier_edges.extend_from_slice(&a.edges);
+            return Ok(report);
+        };
+        // On threads: the barriers' homes under the amended plan first (nothing changed on an
+        // error), then the view (which checks the amendment), then every partition alike.
+        let lens = (
+            self.plan.flows.len(),
+            self.plan.barrier_sizes.len(),
+            self.plan.barrier_edges.len(),
+        );
         self.plan.flows.extend_from_slice(&a.flows);
         self.plan.barrier_sizes.extend_from_slice(&a.barriers);
         self.plan.barrier_edges.extend_from_slice(&a.edges);
+        let report = par
+            .homes_after(&self.plan)
+            .map_err(amend::AmendError)
+            .and_then(|homes| Ok((self.world.amend(a)?, homes)));
+        let (report, homes) = match report {
+            Ok(r) => r,
+            Err(e) => {
+                self.plan.flows.truncate(lens.0);
+                self.plan.barrier_sizes.truncate(lens.1);
+                self.plan.barrier_edges.truncate(lens.2);
+                return Err(e);
+            }
+        };
+        par.amend(a, &report.not_cancelled, &self.plan, homes, &self.world);
         Ok(report)
     }
 
@@ -347,24 +403,21 @@ impl Simulation {
     /// [`Simulation::step`].
     pub fn step_control(&mut self, max_events: u64) -> crate::control::ControlStep {
         use crate::control::{ControlStep, PolicyName, Telemetry};
-        if self.parallel.is_some() {
-            // (A parallel run has no control loop: the build refuses `[control]`, and Python
-            // refuses a controller.)
-            return match self.step(max_events) {
-                StepOutcome::Finished => ControlStep::Finished,
-                StepOutcome::Running => ControlStep::Running,
-            };
-        }
-        let Some(limit) = self.control.as_ref().map(|c| c.next_ps) else {
-            let finished = self.world.run_events(max_events);
+        let limit = self.control.as_ref().map_or(NEVER, |c| c.next_ps);
+        let finished = if self.parallel.is_some() {
+            // The partitions stop together at the boundary (a window's end).
+            self.run_parallel(max_events, limit)
+        } else {
+            let finished = self.world.run_events_until(max_events, limit);
             self.sync_job_plan();
+            finished
+        };
+        if limit == NEVER {
             return match finished {
                 true => ControlStep::Finished,
                 false => ControlStep::Running,
             };
-        };
-        let finished = self.world.run_events_until(max_events, limit);
-        self.sync_job_plan();
+        }
         if finished {
             return ControlStep::Finished;
         }
@@ -398,6 +451,11 @@ impl Simulation {
                         }
                     }
                     Ok(None) => {}
+                    // On threads an amendment may be refused (`Parallel::homes_after`).
+                    Err(e) if self.parallel.is_some() => {
+                        self.warnings
+                            .push(format!("control.policy: not applied: {e}"));
+                    }
                     Err(e) => panic!("the built-in policy made a bad action: {e}"),
                 }
             }
@@ -453,25 +511,8 @@ impl Simulation {
                 }
             }
         }
-        if let Some(par) = &mut self.parallel {
-            // The partitions hold their trace rows until the view takes them: in slices short
-            // enough that they hold few.
-            let slice = if self.world.tracer.any_table() {
-                max_events.min(parallel::TRACED_SLICE_EVENTS)
-            } else {
-                max_events
-            };
-            let mut left = max_events;
-            let finished = loop {
-                let finished = par.run(self.scenario.stop, slice.min(left));
-                par.merge_traces(&mut self.world);
-                left = left.saturating_sub(slice);
-                if finished || left == 0 {
-                    break finished;
-                }
-            };
-            par.fold_into(&mut self.world);
-            return if finished {
+        if self.parallel.is_some() {
+            return if self.run_parallel(max_events, NEVER) {
                 StepOutcome::Finished
             } else {
                 StepOutcome::Running
@@ -484,6 +525,31 @@ impl Simulation {
         } else {
             StepOutcome::Running
         }
+    }
+
+    /// Run the partitions for at most `max_events` events before `limit` (NEVER: none; see
+    /// [`parallel::Parallel::run`]) and fold them into the view; true when the run ended.
+    fn run_parallel(&mut self, max_events: u64, limit: Time) -> bool {
+        let par = self.parallel.as_mut().expect("a parallel run");
+        // The partitions hold their trace rows until the view takes them: in slices short
+        // enough that they hold few.
+        let slice = if self.world.tracer.any_table() {
+            max_events.min(parallel::TRACED_SLICE_EVENTS)
+        } else {
+            max_events
+        };
+        let mut left = max_events;
+        let finished = loop {
+            let finished = par.run(self.scenario.stop, slice.min(left), limit);
+            par.merge_traces(&mut self.world);
+            left = left.saturating_sub(slice);
+            if finished || par.reached_limit || left == 0 {
+                break finished;
+            }
+        };
+        par.fold_into(&mut self.world);
+        self.world.reached_limit = par.reached_limit;
+        finished
     }
 
     /// Append to the flow plan what elastic jobs re-planned during the run (as
@@ -732,8 +798,15 @@ impl Simulation {
         spec: &crate::topology::ocs::CircuitsSpec,
         reconfiguration_ps: Option<u64>,
     ) -> Result<u32, ScenarioError> {
-        self.world
-            .reconfigure_circuits(path, spec, reconfiguration_ps)
+        let n = self
+            .world
+            .reconfigure_circuits(path, spec, reconfiguration_ps)?;
+        if let Some(par) = &mut self.parallel {
+            for w in &mut par.parts {
+                w.reconfigure_circuits(path, spec, reconfiguration_ps)?;
+            }
+        }
+        Ok(n)
     }
 
     /// One row per step-graph op and rank it occupies (see `trace::ops`).

@@ -46,9 +46,14 @@
 //! Step workloads run partitioned as the flows and barriers they are: an op's start and end are
 //! its barriers' release times, folded into the view from where each ran.
 //!
+//! Live control runs partitioned: a control boundary is a window's end (`Parallel::run`'s
+//! limit), the telemetry is folded from the partitions (`Parallel::port_counters`), and each
+//! action is applied to the view and alike to every partition (`Simulation::live`); a
+//! re-planned call is an amendment every partition applies alike (`Parallel::amend`).
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
 //! state across the fabric within a window (jobs that react to failures, in-network reduction,
-//! live control, UGAL-G).
+//! UGAL-G).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -226,20 +231,21 @@ pub(super) struct Parallel {
     pub parts: Vec<World>,
     /// The partition of each node.
     pub owner: Arc<IdVec<NodeId, u16>>,
+    /// The partition that runs each barrier (see [`barrier_homes`]).
+    pub homes: Arc<Vec<u16>>,
     /// The end of the last window run (the lookahead grid's).
     pub window_end: Time,
     /// When the next PFC deadlock check runs, across all partitions (NEVER: none due).
     pub deadlock_check_at: Time,
     pub finished: bool,
+    /// The last [`Parallel::run`] stopped at its limit.
+    pub reached_limit: bool,
 }
 
 /// Why a scenario cannot run partitioned yet (None: it can). Each reason names the feature.
 pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<String> {
     use crate::scenario::{LoadBalancing, NonMinimalMode};
     let mut why: Vec<&str> = Vec::new();
-    if s.control.is_some() {
-        why.push("[control]");
-    }
     if let LoadBalancing::NonMinimal(nm) = s.routing.load_balancing {
         if nm.mode == NonMinimalMode::UgalG {
             why.push("routing ugal_g (reads queues of other switches)");
@@ -569,19 +575,24 @@ impl Parallel {
             window_end: parts[0].window_ps,
             parts,
             owner,
+            homes,
             deadlock_check_at: NEVER,
             finished: false,
+            reached_limit: false,
         }
     }
 
-    /// Run windows until at least `max_events` more events ran or the run ended; true when it
-    /// ended. The stop rules are one world's (`World::run_events_until`), taken at window ends.
+    /// Run windows until at least `max_events` more events ran, the run ended (true), or the
+    /// next event is at or after `limit` (NEVER: none; [`Parallel::reached_limit`] then says so,
+    /// and every partition's clock is at `limit`: a control boundary). The stop rules are one
+    /// world's (`World::run_events_until`), taken at window ends, which the limit is one of.
     ///
     /// Every partition runs on its own thread for the whole call (the first on this one), and
     /// the threads meet at a barrier twice a window: once when each has posted its state (its
     /// next event, its settled flows), from which each decides the same next window, and once
     /// when each has posted the packets it sent to the others, which each then takes in.
-    pub fn run(&mut self, stop: StopAt, max_events: u64) -> bool {
+    pub fn run(&mut self, stop: StopAt, max_events: u64, limit: Time) -> bool {
+        self.reached_limit = false;
         if self.finished {
             return true;
         }
@@ -592,6 +603,7 @@ impl Parallel {
             target: events.saturating_add(max_events),
             window_ps: self.parts[0].window_ps,
             flows_total: self.parts[0].stats.flows_total,
+            limit,
         };
         let tight = (self.parts[0].partition.as_ref()).map_or(0, |p| p.tight.len());
         let shared = Shared::new(n, tight);
@@ -603,7 +615,7 @@ impl Parallel {
         // Each thread holds its own partition, but for the windows run merged, which one
         // thread runs across all of them.
         let cells: Vec<Mutex<&mut World>> = self.parts.iter_mut().map(Mutex::new).collect();
-        let (clock, finished) = std::thread::scope(|s| {
+        let (clock, halt) = std::thread::scope(|s| {
             let workers: Vec<_> = (1..n)
                 .map(|i| {
                     let (shared, plan, cells) = (&shared, &plan, &cells);
@@ -621,8 +633,9 @@ impl Parallel {
         });
         self.window_end = clock.window_end;
         self.deadlock_check_at = clock.deadlock_check_at;
-        self.finished = finished;
-        finished
+        self.finished = halt == Halt::Ended;
+        self.reached_limit = halt == Halt::Limit;
+        self.finished
     }
 
     /// Fold the partitions into `view`: its clock, counters, ports and flow records become the
@@ -759,6 +772,92 @@ impl Parallel {
         f
     }
 
+    /// The homes of the barriers of `plan`, amended (its barriers, flows and edges appended):
+    /// Err if a barrier that existed before would change home (its arrivals so far were
+    /// counted by its home alone).
+    pub fn homes_after(&self, plan: &crate::workload::FlowPlan) -> Result<Vec<u16>, String> {
+        let homes = barrier_homes(plan, &self.owner);
+        match (self.homes.iter().zip(&homes)).position(|(a, b)| a != b) {
+            None => Ok(homes),
+            Some(b) => Err(format!(
+                "on {} threads this amendment would make barrier {b} wait for flows of more                  partitions than it did (its arrivals so far were counted in one): run it with                  threads = 1",
+                self.parts.len()
+            )),
+        }
+    }
+
+    /// Amend every partition alike, at a window's end, after the view (folded, then amended)
+    /// took `a`: the barriers' new `homes` ([`Parallel::homes_after`] of the amended `plan`),
+    /// only the flows the view cancelled cancelled (a partition's copy of a flow knows whether
+    /// it started only where it started), and the tight barriers brought up to date.
+    pub fn amend(
+        &mut self,
+        a: &super::amend::Amendment,
+        not_cancelled: &[FlowId],
+        plan: &crate::workload::FlowPlan,
+        homes: Vec<u16>,
+        view: &World,
+    ) {
+        let homes = Arc::new(homes);
+        let window = self.parts[0].fabric.shortest_delay().max(1);
+        let tight = tight_barriers(plan, &homes, MIRRORED, window);
+        let mut a = a.clone();
+        a.cancel.retain(|f| !not_cancelled.contains(f));
+        let first = FlowId::new(self.parts[0].flows.len() as u32);
+        let status = |fid: FlowId| (!view.is_cancelled(fid)).then(|| view.flows[fid].started);
+        for w in &mut self.parts {
+            w.partition.as_mut().expect("a partition").barrier_home = Arc::clone(&homes);
+            if let Err(e) = w.amend(&a) {
+                // Each partition's barriers are the view's where it runs them.
+                unreachable!("a partition refused what the view took: {e}");
+            }
+            let mtu = w.transport.mtu as u64;
+            let part = w.partition.as_mut().expect("a partition");
+            let me = part.me;
+            (part.tight).amend(
+                &tight,
+                first,
+                &a.cancel,
+                me,
+                &self.owner,
+                &w.flows,
+                &w.fabric,
+                mtu,
+                status,
+            );
+        }
+        self.homes = homes;
+    }
+
+    /// Every port's counters now (live telemetry): from the partition that owns its node, with
+    /// the ECN marks and pause frames summed over the partitions (each is counted where it
+    /// happened, once).
+    pub fn port_counters(&self) -> Vec<super::live::PortCounters> {
+        let parts = &self.parts;
+        let fabric = &parts[0].fabric;
+        fabric
+            .ports()
+            .map(|p| {
+                let mut c = parts[self.owner[fabric.port_node[p]] as usize].port_counter(p);
+                c.ecn_marks = parts.iter().map(|w| w.live.ecn_marks[p]).sum();
+                c.pause_frames = parts.iter().map(|w| w.live.pause_frames[p]).sum();
+                c
+            })
+            .collect()
+    }
+
+    /// Keep every packet sent toward another partition until it arrived (`Part::on_wire`), as
+    /// runs with faults do: a live controller may fail a link at any boundary. Before the run.
+    pub fn track_wires(&mut self) {
+        for w in &mut self.parts {
+            let np = w.ports.len();
+            let part = w.partition.as_mut().expect("a partition");
+            if part.on_wire.is_empty() {
+                part.on_wire = vec![Default::default(); np];
+            }
+        }
+    }
+
     /// Packets created (each once, where it was made) and alive, over the partitions.
     pub fn packet_counts(&self) -> (u64, u64) {
         self.parts.iter().fold((0, 0), |(c, l), w| {
@@ -789,6 +888,29 @@ struct WindowPlan {
     target: u64,
     window_ps: Time,
     flows_total: u64,
+    /// Stop before the first event at or after this time (NEVER: no limit).
+    limit: Time,
+}
+
+/// Why the windows stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Halt {
+    /// The run ended.
+    Ended,
+    /// The call's events ran (or a thread panicked): more to come.
+    ForNow,
+    /// The next event is at or after the call's limit.
+    Limit,
+}
+
+impl Halt {
+    fn ended(ended: bool) -> Self {
+        if ended {
+            Halt::Ended
+        } else {
+            Halt::ForNow
+        }
+    }
 }
 
 /// One partition's state at a window's end, for the others (each on its own cache line).
@@ -862,7 +984,7 @@ impl Shared {
         plan: &WindowPlan,
         clock: &mut Clock,
         frontier: &[u32],
-    ) -> Result<(Time, bool), bool> {
+    ) -> Result<(Time, bool), Halt> {
         let (end, next) = self.decide_end(plan, clock)?;
         let n = self.status.len();
         let digest = self.status[0].frontier.load(Ordering::Relaxed);
@@ -883,7 +1005,7 @@ impl Shared {
     }
 
     /// The next window's end, and the time of the next event anywhere (or check).
-    fn decide_end(&self, plan: &WindowPlan, clock: &mut Clock) -> Result<(Time, Time), bool> {
+    fn decide_end(&self, plan: &WindowPlan, clock: &mut Clock) -> Result<(Time, Time), Halt> {
         if clock.deadlock_check_at == NEVER {
             clock.deadlock_check_at = self
                 .status
@@ -900,7 +1022,7 @@ impl Shared {
                 .sum()
         };
         if sum(|s| &s.events) >= plan.target {
-            return Err(false);
+            return Err(Halt::ForNow);
         }
         let next = self
             .status
@@ -910,22 +1032,37 @@ impl Shared {
             .min()
             .filter(|&t| t != NEVER);
         let w = plan.window_ps;
+        // One world's order of the stop rules (`World::run_events_until`): all flows done, then
+        // the limit (a control boundary, which windows end at), then the stop time.
+        let limit = plan.limit;
+        let before_stop = match plan.stop {
+            StopAt::Time(stop) => limit <= stop,
+            StopAt::AllFlowsDone => true,
+        };
+        let at_limit = |t: Time| limit != NEVER && before_stop && t >= limit;
         match plan.stop {
             StopAt::AllFlowsDone => {
-                let t = next.ok_or(true)?;
+                let t = next.ok_or(Halt::Ended)?;
                 if t >= *window_end {
                     let done = sum(|s| &s.flows_settled) == plan.flows_total
                         && sum(|s| &s.pending_arrivals) == 0;
                     if done {
-                        return Err(true);
+                        return Err(Halt::Ended);
                     }
                     *window_end = (t / w + 1).saturating_mul(w);
                 }
-                Ok((*window_end, t))
+                if at_limit(t) {
+                    return Err(Halt::Limit);
+                }
+                Ok(((*window_end).min(limit), t))
             }
             StopAt::Time(stop) => {
-                let t = next.filter(|&t| t <= stop).ok_or(true)?;
-                Ok(((t / w + 1).saturating_mul(w).min(stop.saturating_add(1)), t))
+                if next.is_some_and(at_limit) {
+                    return Err(Halt::Limit);
+                }
+                let t = next.filter(|&t| t <= stop).ok_or(Halt::Ended)?;
+                let end = (t / w + 1).saturating_mul(w).min(stop.saturating_add(1));
+                Ok((end.min(limit), t))
             }
         }
     }
@@ -940,7 +1077,7 @@ fn work(
     owner: &IdVec<NodeId, u16>,
     plan: &WindowPlan,
     mut clock: Clock,
-) -> (Clock, bool) {
+) -> (Clock, Halt) {
     let n = shared.status.len();
     let lock = |i: usize| cells[i].lock().unwrap_or_else(|e| e.into_inner());
     loop {
@@ -969,7 +1106,7 @@ fn work(
         let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
         status.deadlock_check_at.store(asked, Ordering::Relaxed);
         if !shared.barrier.wait() {
-            return (clock, false);
+            return (clock, Halt::ForNow);
         }
         // Everyone reads the statuses before anyone writes them again: the next write comes
         // after the second barrier, which each thread reaches only after deciding.
@@ -981,11 +1118,14 @@ fn work(
             .frontier();
         let (end, merged) = match shared.decide(plan, &mut clock, frontier) {
             Ok(next) => next,
-            Err(finished) => {
-                if let (true, StopAt::Time(stop)) = (finished, plan.stop) {
-                    world.now = stop;
+            Err(halt) => {
+                match (halt, plan.stop) {
+                    (Halt::Ended, StopAt::Time(stop)) => world.now = stop,
+                    // At a control boundary the world is as at `limit`, before its events.
+                    (Halt::Limit, _) => world.now = world.now.max(plan.limit),
+                    _ => {}
                 }
-                return (clock, finished);
+                return (clock, halt);
             }
         };
         world.deadlock_check_pending = clock.deadlock_check_at != NEVER;
@@ -994,19 +1134,19 @@ fn work(
             if merged {
                 drop(world);
                 if !merged_phase(me, cells, shared, key_ahead(check, Event::DeadlockCheck)) {
-                    return (clock, false);
+                    return (clock, Halt::ForNow);
                 }
                 world = lock(me);
             }
             match deadlock_check(me, &mut world, shared, check) {
                 Some(at) => clock.deadlock_check_at = at,
-                None => return (clock, world.finished),
+                None => return (clock, Halt::ended(world.finished)),
             }
         }
         if merged {
             drop(world);
             if !merged_phase(me, cells, shared, (end as u128) << 64) {
-                return (clock, false);
+                return (clock, Halt::ForNow);
             }
             world = lock(me);
         } else {
@@ -1049,7 +1189,7 @@ fn work(
             }
         }
         if !shared.barrier.wait() {
-            return (clock, false);
+            return (clock, Halt::ForNow);
         }
         // In partition order, and each partition's sending order (a link's packets keep
         // their order).

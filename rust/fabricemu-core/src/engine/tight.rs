@@ -85,48 +85,124 @@ impl Tight {
         fabric: &Fabric,
         mtu: u64,
     ) -> Self {
+        let mut t = Self::default();
         if tight.is_empty() {
-            return Self::default();
+            return t;
         }
-        // The most bits a host's links bring in per second (a full packet takes at least its
-        // payload's time at that rate).
-        let into = |n: NodeId| -> crate::units::Rate {
-            (fabric.ports_of(n))
-                .map(|p| fabric.rate_bps[fabric.peer_port[p]])
-                .sum()
-        };
-        let mut counts_toward = IdVec::from_elem(NONE, flows.len());
-        let mut unstarted = Vec::with_capacity(tight.len());
-        let mut barriers = Vec::with_capacity(tight.len());
-        for (i, (b, fids)) in tight.iter().enumerate() {
-            let mut mine = Vec::new();
-            let mut waiting = 0;
-            for &fid in fids {
-                let f = &flows[fid];
-                let to_itself = f.src == f.dst;
-                if !to_itself {
-                    waiting += 1;
-                    if owner[f.src] == me {
-                        counts_toward[fid] = i as u32;
-                    }
-                }
-                if owner[f.dst] == me {
-                    let packet = crate::units::serialisation_ps(mtu, into(f.dst).max(1));
-                    mine.push((fid, (!to_itself).then_some(packet)));
-                }
+        t.counts_toward = IdVec::from_elem(NONE, flows.len());
+        for (b, fids) in tight {
+            t.track(*b, fids, me, owner, flows, fabric, mtu, |_| Some(false));
+        }
+        t
+    }
+
+    /// Track tight barrier `b` (the next index), counted by `fids`; `status` says of each
+    /// whether it started somewhere (not waited for), or None if it was cancelled (left out).
+    #[allow(clippy::too_many_arguments)]
+    fn track(
+        &mut self,
+        b: u32,
+        fids: &[FlowId],
+        me: u16,
+        owner: &IdVec<NodeId, u16>,
+        flows: &FlowTable,
+        fabric: &Fabric,
+        mtu: u64,
+        status: impl Fn(FlowId) -> Option<bool>,
+    ) {
+        let i = self.barriers.len() as u32;
+        self.barriers.push((b, Vec::new()));
+        self.unstarted.push(0);
+        for &fid in fids {
+            if let Some(started) = status(fid) {
+                self.add_flow(i, fid, me, owner, flows, fabric, mtu, started);
             }
-            unstarted.push(waiting);
-            barriers.push((*b, mine));
         }
-        let frontier = (0..tight.len() as u32)
-            .filter(|&i| unstarted[i as usize] == 0)
+        if self.unstarted[i as usize] == 0 {
+            self.frontier.push(i);
+        }
+    }
+
+    /// Flow `fid` counts toward tight barrier `i` (`gone`: it started somewhere already).
+    #[allow(clippy::too_many_arguments)]
+    fn add_flow(
+        &mut self,
+        i: u32,
+        fid: FlowId,
+        me: u16,
+        owner: &IdVec<NodeId, u16>,
+        flows: &FlowTable,
+        fabric: &Fabric,
+        mtu: u64,
+        gone: bool,
+    ) {
+        let f = &flows[fid];
+        let to_itself = f.src == f.dst;
+        if !to_itself && !gone {
+            self.unstarted[i as usize] += 1;
+            if owner[f.src] == me {
+                self.counts_toward[fid] = i;
+            }
+        }
+        if owner[f.dst] == me {
+            // The most bits the host's links bring in per second: a full packet takes at least
+            // its payload's time at that rate.
+            let into: crate::units::Rate = (fabric.ports_of(f.dst))
+                .map(|p| fabric.rate_bps[fabric.peer_port[p]])
+                .sum();
+            let packet = crate::units::serialisation_ps(mtu, into.max(1));
+            self.barriers[i as usize]
+                .1
+                .push((fid, (!to_itself).then_some(packet)));
+        }
+    }
+
+    /// A plan amendment (at a window's end, every partition alike) appended the flows from
+    /// `first` on and cancelled `cancelled` (none of which started), and `tight` is
+    /// [`tight_barriers`] of the amended plan. A barrier tight already counts its appended flows
+    /// and no longer waits for the cancelled ones; a barrier tight now (a new one, or an old
+    /// one that an appended flow leaves sooner than the window) is tracked from now, waiting
+    /// for its flows that have not started anywhere (`status`, as [`Tight::track`] takes it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn amend(
+        &mut self,
+        tight: &[(u32, Vec<FlowId>)],
+        first: FlowId,
+        cancelled: &[FlowId],
+        me: u16,
+        owner: &IdVec<NodeId, u16>,
+        flows: &FlowTable,
+        fabric: &Fabric,
+        mtu: u64,
+        status: impl Fn(FlowId) -> Option<bool>,
+    ) {
+        self.counts_toward.resize(flows.len(), NONE);
+        let index: std::collections::HashMap<u32, u32> = (self.barriers.iter().enumerate())
+            .map(|(i, &(b, _))| (b, i as u32))
             .collect();
-        Self {
-            barriers,
-            counts_toward,
-            unstarted,
-            frontier,
-            started: Vec::new(),
+        for &fid in cancelled {
+            let f = &flows[fid];
+            let Some(&i) = f.completes.and_then(|b| index.get(&b)) else {
+                continue;
+            };
+            self.counts_toward[fid] = NONE;
+            self.barriers[i as usize].1.retain(|&(g, _)| g != fid);
+            if f.src != f.dst {
+                self.count_start(i); // it never will: no longer waited for
+            }
+        }
+        for (b, fids) in tight {
+            let Some(&i) = index.get(b) else {
+                self.track(*b, fids, me, owner, flows, fabric, mtu, &status);
+                continue;
+            };
+            let was = self.unstarted[i as usize];
+            for &fid in fids.iter().filter(|&&f| f >= first) {
+                self.add_flow(i, fid, me, owner, flows, fabric, mtu, false);
+            }
+            if was == 0 && self.unstarted[i as usize] > 0 {
+                self.frontier.retain(|&j| j != i);
+            }
         }
     }
 
@@ -213,6 +289,73 @@ impl Tight {
 mod tests {
     use super::*;
     use crate::engine::{Simulation, StepOutcome};
+
+    /// An amendment (a controller re-planning a call) cancels flows a tight barrier waited for
+    /// and appends others: the barrier stops waiting for the cancelled ones (else it would never
+    /// join the frontier, and its windows would not run merged), waits for the appended ones
+    /// (leaving the frontier), and a barrier tight from now waits only for its flows that have
+    /// not started anywhere.
+    #[test]
+    fn an_amendment_updates_what_tight_barriers_wait_for() {
+        let text = "seed = 1\n[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\n\
+                    kind = \"incast\"\nreceiver = 0\nsenders = [1, 2, 3]\nsize = \"10KB\"\n\
+                    rounds = 3\n";
+        let (_, s) = crate::scenario::parse_toml(text, "t.toml").expect("valid");
+        let mut sim = Simulation::build(&s).expect("builds");
+        sim.keep_all_flows();
+        let w = sim.world();
+        let f: Vec<FlowId> = w.flows.ids().collect();
+        assert_eq!(f.len(), 9);
+        let (b0, b1) = (
+            w.flows[f[0]]
+                .completes
+                .expect("round 1 completes a barrier"),
+            w.flows[f[3]].completes.expect("round 2 too"),
+        );
+        assert!((0..3).all(|k| w.flows[f[k]].completes == Some(b0)));
+        let owner = IdVec::from_elem(0u16, w.fabric.num_nodes as usize);
+        let mtu = w.transport.mtu as u64;
+        let mut t = Tight::new(
+            &[(b0, vec![f[0], f[1]])],
+            0,
+            &owner,
+            &w.flows,
+            &w.fabric,
+            mtu,
+        );
+        t.flow_started(f[0]);
+        assert_eq!((t.unstarted.as_slice(), t.frontier()), (&[1][..], &[][..]));
+        // Flow 2 appended to b0, flow 1 cancelled; b1 tight from now: flow 3 started already,
+        // flow 4 cancelled before.
+        let status = |fid: FlowId| match fid.index() {
+            4 => None,
+            3 => Some(true),
+            _ => Some(false),
+        };
+        let tight = [(b0, vec![f[0], f[1], f[2]]), (b1, vec![f[3], f[4], f[5]])];
+        t.amend(
+            &tight,
+            f[2],
+            &[f[1]],
+            0,
+            &owner,
+            &w.flows,
+            &w.fabric,
+            mtu,
+            status,
+        );
+        assert_eq!(t.unstarted, [1, 1]);
+        assert_eq!(t.frontier(), &[] as &[u32]);
+        let waits = |t: &Tight, i: usize| -> Vec<FlowId> {
+            t.barriers[i].1.iter().map(|&(fid, _)| fid).collect()
+        };
+        assert_eq!(waits(&t, 0), [f[0], f[2]]);
+        assert_eq!(waits(&t, 1), [f[3], f[5]]);
+        t.flow_started(f[2]);
+        t.flow_started(f[5]);
+        assert_eq!(t.frontier(), &[0, 1]);
+        assert_eq!(t.counts_toward[f[1]], NONE);
+    }
 
     /// The bound a receiver gives is a lower bound on when its flow finishes: an incast whose
     /// receiver link is saturated (packets arrive back to back, the case where the bound is

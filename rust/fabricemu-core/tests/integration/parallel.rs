@@ -961,6 +961,211 @@ fn flows_waiting_for_a_cut_off_flow_on_other_partitions_are_given_up_alike() {
     assert!(s.flows_unreachable > 100, "{s:?}");
 }
 
+/// The congested all-reduce with the telemetry-aware policy (`scenarios/allreduce_congested.toml`)
+/// and a scripted controller on top, run with `threads`: at each boundary the telemetry is
+/// recorded, then the script acts (a congestion-control parameter, a flow moved to another
+/// path class, a core link failed and restored, a call re-planned). Returns the telemetry of
+/// every boundary, the stats and flow rows as text; the outputs go to `dir`.
+fn run_controlled(text: &str, threads: u32, dir: &Path) -> (Vec<String>, String, String) {
+    use fabricemu_core::control::actions::LiveFault;
+    use fabricemu_core::control::{Action, ControlStep};
+    let (file, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let json = normalised_json(&file, &s);
+    let with = text.replacen("seed = 1", &format!("seed = 1\nthreads = {threads}"), 1);
+    let (_, s) = parse_toml(&with, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    // A Python controller is attached after the build.
+    sim.enable_control(Some(10_000_000));
+    let w = sim.world();
+    // A link between an aggregation and a core switch: packets cross partitions on it.
+    let core = (w.fabric.ports())
+        .find(|&p| {
+            let (a, b) = (w.fabric.port_node[p], w.fabric.peer_node[p]);
+            !w.fabric.is_host(a) && !w.fabric.is_host(b) && a.get() >= 16 + 16
+        })
+        .expect("a core link")
+        .get();
+    let mut seen = Vec::new();
+    let events = if threads == 3 { 1_009 } else { 1 << 20 };
+    loop {
+        match sim.step_control(events) {
+            ControlStep::Finished => break,
+            ControlStep::Running => {}
+            ControlStep::Boundary(t) => {
+                seen.push(format!("{t} {:?}", sim.telemetry()));
+                let act = |sim: &mut Simulation, a: Action| {
+                    sim.apply_action("script", &a)
+                        .unwrap_or_else(|e| panic!("{e}"))
+                };
+                match t / 10_000_000 {
+                    0 => {
+                        let g = Action::SetCc {
+                            param: "g".into(),
+                            value: 0.25,
+                        };
+                        assert!(act(&mut sim, g).is_some());
+                    }
+                    6 => {
+                        // A flow under way (from the view, folded at the boundary).
+                        let w = sim.world();
+                        let flow = (0..w.flows.len() as u32)
+                            .find(|&f| {
+                                let f = fabricemu_core::ids::FlowId::new(f);
+                                w.flows.get(f).is_some_and(|f| f.started && !f.finished())
+                            })
+                            .expect("a flow under way");
+                        let r = Action::Reroute { flow, entropy: 77 };
+                        assert!(act(&mut sim, r).is_some());
+                    }
+                    9 => {
+                        let f = Action::Fault {
+                            link: core,
+                            kind: LiveFault::Down,
+                            detection_ps: Some(3_000_000),
+                        };
+                        assert!(act(&mut sim, f).is_some());
+                    }
+                    14 => {
+                        assert!(act(&mut sim, Action::Restore { link: core }).is_some());
+                    }
+                    25 => {
+                        let a = Action::SetAlgorithm {
+                            collective: 0,
+                            algorithm: fabricemu_core::config::CollectiveAlgorithm::Tree,
+                        };
+                        act(&mut sim, a);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    sim.check_conservation().unwrap();
+    let stats = format!("{:?}", sim.stats());
+    let rows = format!("{:?}", sim.flow_rows());
+    output::write_outputs(dir, &mut sim, &json, s.seed, false, 0.0).unwrap();
+    (seen, stats, rows)
+}
+
+#[test]
+fn live_control_is_the_same_on_any_number_of_threads() {
+    let text = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/allreduce_congested.toml"),
+    )
+    .unwrap();
+    same_when_controlled("control", &text);
+}
+
+#[test]
+fn calls_re_planned_back_to_back_across_partitions_are_the_same_on_any_number_of_threads() {
+    // Ranks in every pod and no compute between calls: a call's end, which the policy's
+    // re-planned flows count toward, releases the next call at once, in windows run merged.
+    let text = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/allreduce_congested.toml"),
+    )
+    .unwrap()
+    .replace("compute_gap = \"60us\"", "compute_gap = \"0us\"")
+    .replace(
+        "hosts = [0, 1, 2, 3, 4, 5, 6, 7]",
+        "hosts = [0, 1, 4, 5, 8, 9, 12, 13]",
+    );
+    assert!(text.contains("hosts = [0, 1, 4, 5, 8, 9, 12, 13]") && text.contains("\"0us\""));
+    same_when_controlled("control-tight", &text);
+}
+
+/// [`run_controlled`] with 1, 2, 3 and 5 threads: the same telemetry at every boundary, stats,
+/// flow rows and output files.
+fn same_when_controlled(name: &str, text: &str) {
+    let one = scratch("parallel", &format!("{name}-1"));
+    let (seen, stats, rows) = run_controlled(text, 1, &one);
+    let reference = files(&one);
+    // What the run must exercise: boundaries, the policy's re-plans and every scripted action.
+    assert!(seen.len() > 30, "{} boundaries", seen.len());
+    let actions = fs::read(one.join("actions.arrow")).unwrap();
+    for what in ["set_cc", "reroute", "fault", "restore", "set_algorithm"] {
+        assert!(
+            actions.windows(what.len()).any(|w| w == what.as_bytes()),
+            "no {what} action"
+        );
+    }
+    assert!(stats.contains("flows_cancelled: ") && !stats.contains("flows_cancelled: 0,"));
+    assert!(!stats.contains("link_fault_drops: 0,"), "{stats}");
+    for threads in [2, 3, 5] {
+        let dir = scratch("parallel", &format!("{name}-{threads}"));
+        let (s, st, r) = run_controlled(text, threads, &dir);
+        for (k, (a, b)) in seen.iter().zip(&s).enumerate() {
+            assert_eq!(a, b, "telemetry at boundary {k} with {threads} threads");
+        }
+        assert_eq!(s.len(), seen.len(), "boundaries with {threads} threads");
+        assert_eq!(st, stats, "stats with {threads} threads");
+        assert_eq!(r, rows, "flow rows with {threads} threads");
+        let got = files(&dir);
+        assert_eq!(got.len(), reference.len(), "files");
+        for ((f, a), (g, b)) in reference.iter().zip(&got) {
+            assert_eq!(f, g);
+            assert!(a == b, "{f} differs with {threads} threads");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+    let _ = fs::remove_dir_all(&one);
+}
+
+#[test]
+fn an_amendment_that_would_spread_a_barrier_over_partitions_is_refused_on_threads() {
+    use fabricemu_core::engine::amend::Amendment;
+    use fabricemu_core::ids::NodeId;
+    use fabricemu_core::workload::{FlowInit, Start};
+    // A ring over hosts of the first partition: its steps' barriers are that partition's. A flow
+    // of host 12 (the second partition's) waiting on one would spread it over both.
+    let text = r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "ring"
+        hosts = [0, 1, 2, 3]
+        size = "64KiB"
+    "#;
+    for threads in [1, 2] {
+        let with = text.replacen("seed = 1", &format!("seed = 1\nthreads = {threads}"), 1);
+        let (_, s) = parse_toml(&with, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        let planned = sim.workload_plan().flows.len() as u64;
+        let barrier = (sim.workload_plan().flows.iter())
+            .find_map(|f| match f.start {
+                Start::After { barrier, .. } => Some(barrier),
+                Start::At(_) => None,
+            })
+            .expect("a ring step waits");
+        let mut flow = FlowInit::at(NodeId::new(12), NodeId::new(13), 1000, 0, 0);
+        flow.start = Start::After { barrier, gap: 0 };
+        let a = Amendment {
+            flows: vec![flow],
+            ..Amendment::default()
+        };
+        let r = sim.amend(&a);
+        let total = if threads == 1 {
+            r.unwrap_or_else(|e| panic!("{e}"));
+            planned + 1
+        } else {
+            let e = r.expect_err("refused on threads").to_string();
+            assert!(e.contains(&format!("barrier {barrier}")), "{e}");
+            assert!(e.contains("threads = 1"), "{e}");
+            assert_eq!(
+                sim.workload_plan().flows.len() as u64,
+                planned,
+                "plan unchanged"
+            );
+            planned
+        };
+        let stats = sim.run_to_end();
+        assert_eq!((stats.flows_total, stats.flows_finished), (total, total));
+    }
+}
+
 #[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
@@ -973,15 +1178,25 @@ fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
         kind = "permutation"
         size = "10KB"
     "#;
-    let text = base.replacen(
-        "[topology]",
-        "[control]\ninterval = \"20us\"\n[topology]",
-        1,
-    );
-    let (_, s) = parse_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let dragonfly = r#"
+        seed = 1
+        threads = 2
+        [topology]
+        kind = "dragonfly"
+        p = 2
+        a = 4
+        h = 2
+        g = 9
+        [routing]
+        load_balancing = "ugal_g"
+        [[workload]]
+        kind = "permutation"
+        size = "10KB"
+    "#;
+    let (_, s) = parse_toml(dragonfly, "t.toml").unwrap_or_else(|e| panic!("{e}"));
     let e = Simulation::build(&s).err().expect("refused");
     assert_eq!(e.path, "threads", "{e}");
-    assert!(e.message.contains("[control]"), "{e}");
+    assert!(e.message.contains("ugal_g"), "{e}");
     assert!(e.message.contains("threads = 1"), "{e}");
     let e = scenario_error(&base.replace("threads = 2", "threads = 0"));
     assert_eq!(e.path, "threads");
