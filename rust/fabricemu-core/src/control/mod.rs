@@ -42,6 +42,9 @@ pub struct Control {
     pub last_marked_ps: Vec<Option<Time>>,
     /// Every collective call's flows (re-planned calls included).
     pub calls: calls::Calls,
+    /// Per collective instance: how many of its first calls are known done (every flow
+    /// finished), brought up to date at each boundary ([`Control::note_done_calls`]).
+    pub(crate) done_calls: Vec<u32>,
     /// Actions applied so far (actions.arrow).
     pub log: Vec<ActionRow>,
 }
@@ -55,8 +58,23 @@ impl Control {
             last_ps: 0,
             telemetry: None,
             last_marked_ps: Vec::new(),
+            done_calls: vec![0; calls.by_instance.len()],
             calls,
             log: Vec::new(),
+        }
+    }
+
+    /// Advance [`Control::done_calls`] past the calls whose flows all finished in `world`.
+    pub(crate) fn note_done_calls(&mut self, world: &crate::engine::World) {
+        for (calls, done) in self.calls.by_instance.iter().zip(&mut self.done_calls) {
+            let Some(calls) = calls else { continue };
+            while let Some(call) = calls.get(*done as usize) {
+                let finished = |&f: &crate::ids::FlowId| world.flows[f].finished();
+                if call.flows.is_empty() || !call.flows.iter().all(finished) {
+                    break;
+                }
+                *done += 1;
+            }
         }
     }
 }

@@ -466,10 +466,10 @@ pub fn decide(sim: &Simulation, telemetry: &Telemetry, interval_ps: Time) -> Vec
         else {
             continue;
         };
-        // Idle over the whole last interval: every earlier call finished by its start.
-        let idle = calls[..k].iter().all(|c| {
-            c.flows
-                .iter()
+        // Idle over the whole last interval: every earlier call finished by its start (latest
+        // calls first: a call under way fails at once instead of after every older call's flows).
+        let idle = calls[..k].iter().rev().all(|c| {
+            (c.flows.iter().rev())
                 .all(|&f| w.flows[f].finished() && w.flows[f].finish <= idle_since)
         });
         if !idle {

@@ -153,7 +153,15 @@ pub fn progress(sim: &Simulation) -> Vec<CollectiveProgress> {
             next_call: None,
             next_algorithm: None,
         };
-        for (k, call) in calls.iter().enumerate() {
+        // The leading calls known done are not looked at again (a finished flow stays so, and
+        // only calls not started are re-planned): a boundary reads the flows of the calls under
+        // way and of the next one, not of every call of the run.
+        let known = control.done_calls.get(ci).copied().unwrap_or(0) as usize;
+        p.calls_done = known as u32;
+        for (k, call) in calls.iter().enumerate().skip(known) {
+            if p.current_call.is_some() && p.next_call.is_some() {
+                break; // nothing later changes either
+            }
             let flows = || call.flows.iter().map(|&f| &w.flows[f]);
             let started = flows().any(|f| f.started);
             if p.next_call.is_none() && !started {

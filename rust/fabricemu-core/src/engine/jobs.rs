@@ -580,6 +580,9 @@ impl World {
         let skip = self.elastic_skip(j, b);
         let barrier = &mut self.barriers[b as usize];
         barrier.released_at = now;
+        if let Some(p) = self.partition.as_mut() {
+            p.released.push(b); // for the view's next fold
+        }
         let waiting = std::mem::take(&mut barrier.waiting);
         let then = std::mem::take(&mut barrier.then);
         for &(fid, gap) in &waiting {

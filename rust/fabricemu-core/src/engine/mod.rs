@@ -426,6 +426,7 @@ impl Simulation {
         }
         let now = self.world.now;
         let c = self.control.as_mut().expect("checked above");
+        c.note_done_calls(&self.world);
         let mut last = std::mem::take(&mut c.last_ports);
         let last_ps = c.last_ps;
         let telemetry = Telemetry::take(self, &mut last, last_ps);

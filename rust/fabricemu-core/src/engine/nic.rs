@@ -752,6 +752,9 @@ impl World {
             }
             let barrier = &mut self.barriers[b as usize];
             barrier.released_at = now;
+            if let Some(p) = self.partition.as_mut() {
+                p.released.push(b); // for the view's next fold
+            }
             let part = self.partition.as_ref();
             for &(fid, gap) in &barrier.waiting {
                 if part.is_none_or(|p| p.starts_flow(self.flows[fid].src)) {

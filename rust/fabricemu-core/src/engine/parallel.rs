@@ -132,6 +132,8 @@ pub(super) struct Part {
     pub on_wire: Vec<std::collections::VecDeque<Packet>>,
     /// The barriers whose release a window may need to run merged for (`engine::tight`).
     pub tight: Tight,
+    /// The barriers released here since the view last folded the partitions.
+    pub released: Vec<u32>,
 }
 
 impl Part {
@@ -359,6 +361,7 @@ impl World {
                 Vec::new()
             },
             tight,
+            released: Vec::new(),
         });
     }
 
@@ -640,11 +643,13 @@ impl Parallel {
 
     /// Fold the partitions into `view`: its clock, counters, ports and flow records become the
     /// whole fabric's. Idempotent: everything is taken afresh from the partitions, but for the
-    /// flow records no partition touched since the last fold.
+    /// flow records no partition touched and the barriers none released since the last fold.
     pub fn fold_into(&mut self, view: &mut World) {
         let mut touched = vec![0u64; self.parts[0].flows.len().div_ceil(64)];
+        let mut released = Vec::new();
         for w in self.parts.iter_mut() {
             w.flows.take_touched(&mut touched);
+            released.append(&mut w.partition.as_mut().expect("a partition").released);
         }
         let parts = &self.parts;
         view.now = parts.iter().map(|w| w.now).max().unwrap_or(0);
@@ -694,9 +699,11 @@ impl Parallel {
         }
         // A barrier released where it ran: in its home, or alike in every partition that
         // counts it (each told of every arrival by now: the mail of the last window is in).
-        for (b, barrier) in view.barriers.iter_mut().enumerate() {
-            barrier.released_at = (parts.iter())
-                .map(|w| w.barriers[b].released_at)
+        // Only those released since the last fold (a fold at every control boundary of a run
+        // with 100,000s of barriers would otherwise read them all).
+        for b in released {
+            view.barriers[b as usize].released_at = (parts.iter())
+                .map(|w| w.barriers[b as usize].released_at)
                 .min()
                 .unwrap_or(NEVER);
         }
