@@ -61,6 +61,7 @@ pub struct EpisodeOutcome {
 }
 
 /// One reacting job's state in the run.
+#[derive(Clone)]
 pub struct Job {
     pub plan: JobPlan,
     /// Per op of the job: its iteration.
@@ -542,10 +543,10 @@ impl Jobs {
 }
 
 impl World {
-    /// Barrier `b` of job `j` is about to release at `now`: false if the job is frozen (the
+    /// Barrier `b` of job `j` is about to release at `now` (its last arrival's time: in a
+    /// partition told of it, earlier than its clock): false if the job is frozen (the
     /// release is deferred to the freeze's end); else its op's end is recorded.
-    pub(super) fn job_release(&mut self, j: usize, b: u32) -> bool {
-        let now = self.now;
+    pub(super) fn job_release(&mut self, j: usize, b: u32, now: Time) -> bool {
         let job = &mut self.jobs.list[j];
         if let Some(end) = job.frozen_until(now) {
             self.barriers[b as usize].remaining = 1;
@@ -572,8 +573,7 @@ impl World {
 
     /// Barrier `b` of job `j` releases now: its flows start and its chained barriers get their
     /// arrival, each after its gap or delay on the job's clock.
-    pub(super) fn job_barrier_released(&mut self, j: usize, b: u32) {
-        let now = self.now;
+    pub(super) fn job_barrier_released(&mut self, j: usize, b: u32, now: Time) {
         // A pause begun at this release (a checkpoint's saving, a rejoin) defers even what
         // would start now.
         let paused = self.jobs.list[j].frozen_until(now).is_some();
@@ -585,14 +585,21 @@ impl World {
         }
         let waiting = std::mem::take(&mut barrier.waiting);
         let then = std::mem::take(&mut barrier.then);
-        for &(fid, gap) in &waiting {
+        // In a partition: only its senders' flows start and its barriers' arrivals happen.
+        let part = self.partition.as_ref();
+        let starts = |w: &World, fid: FlowId| part.is_none_or(|p| p.starts_flow(w.flows[fid].src));
+        let starts: Vec<bool> = waiting.iter().map(|&(fid, _)| starts(self, fid)).collect();
+        let runs: Vec<bool> = (then.iter())
+            .map(|&(next, _)| part.is_none_or(|p| p.runs_barrier(next)))
+            .collect();
+        for (&(fid, gap), _) in waiting.iter().zip(&starts).filter(|(_, &s)| s) {
             if gap == 0 && !paused {
                 self.events.push(now, Event::FlowStart(fid));
             } else {
                 self.job_defer_flow(j, fid, gap);
             }
         }
-        for &(next, delay) in &then {
+        for (&(next, delay), _) in then.iter().zip(&runs).filter(|(_, &r)| r) {
             let delay = match skip {
                 Some((done, true)) if done == next => continue, // held
                 Some((done, false)) if done == next => 0,

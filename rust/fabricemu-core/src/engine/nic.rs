@@ -745,10 +745,10 @@ impl World {
                 self.jobs.job_of(b)
             };
             if let Some(j) = job {
-                if !self.job_release(j, b) {
+                if !self.job_release(j, b, now) {
                     return; // the job is frozen: it releases when it resumes
                 }
-                return self.job_barrier_released(j, b);
+                return self.job_barrier_released(j, b, now);
             }
             let barrier = &mut self.barriers[b as usize];
             barrier.released_at = now;

@@ -51,9 +51,12 @@
 //! action is applied to the view and alike to every partition (`Simulation::live`); a
 //! re-planned call is an amendment every partition applies alike (`Parallel::amend`).
 //!
+//! Jobs that stall or restart on failures run partitioned: every partition counts their ops'
+//! barriers and runs merged the windows in which one may release (`engine::tight`), so each
+//! keeps the whole job's state alike; the view takes it from the first.
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (jobs that react to failures, in-network reduction,
-//! UGAL-G).
+//! state across the fabric within a window (elastic jobs, in-network reduction, UGAL-G).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -206,6 +209,11 @@ pub fn barrier_homes(plan: &crate::workload::FlowPlan, owner: &IdVec<NodeId, u16
     for &(_, b) in &plan.barrier_timers {
         home[b as usize] = MIRRORED; // (every partition has the timer's event)
     }
+    // A job that reacts to failures keeps its state (progress, checkpoints, freezes) from its
+    // ops' starts and ends: every partition sees them all, so each keeps the same state.
+    for j in &plan.jobs {
+        home[j.op_barriers()].fill(MIRRORED);
+    }
     for h in &mut home {
         if *h == UNSET {
             *h = MIRRORED; // only chained: it happens wherever its chain does
@@ -253,8 +261,14 @@ pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<Str
             why.push("routing ugal_g (reads queues of other switches)");
         }
     }
-    if !plan.jobs.is_empty() {
-        why.push("step workloads that react to failures (on_failure)");
+    let elastic = |j: &&crate::workload::graph::reaction::JobPlan| {
+        matches!(
+            j.reaction.on_failure,
+            crate::workload::graph::reaction::OnFailure::Elastic { .. }
+        )
+    };
+    if plan.jobs.iter().any(|j| elastic(&j)) {
+        why.push("step workloads that go on elastically after failures (on_failure = \"elastic\")");
     }
     if plan.in_network.is_some() {
         why.push("in-network workloads");
@@ -508,6 +522,8 @@ impl World {
                 | Event::CircuitsChange(_)
                 | Event::CircuitsUp(_)
                 | Event::CircuitsRoute
+                | Event::JobFailure(_)
+                | Event::JobResume(_)
         ) && self.partition.as_ref().is_some_and(|p| !p.is_first())
         {
             // Every partition samples its ports at once, and every one applies each fault and
@@ -690,6 +706,10 @@ impl Parallel {
             if !view.switches.trimmed.is_empty() {
                 view.switches.trimmed[p] = parts[o].switches.trimmed[p];
             }
+        }
+        if !view.jobs.list.is_empty() {
+            // Alike in every partition (each sees every op start and end, and every failure).
+            view.jobs.list.clone_from(&parts[0].jobs.list);
         }
         if let Some(relays) = &mut view.relays {
             relays.take_each_gpu(|gpu| {

@@ -28,7 +28,9 @@ const NONE: u32 = u32::MAX;
 
 /// The barriers of `plan` every partition counts (`home` is `parallel::MIRRORED`, here
 /// `mirrored`) that flows finishing count toward and whose release starts something (a flow or
-/// a chained arrival) sooner than `window` after it, each with the flows it counts.
+/// a chained arrival) sooner than `window` after it, each with the flows it counts. Also, at
+/// any delay, the ops' barriers of jobs that react to failures: their releases change the job's
+/// state (progress, checkpoints, pauses), which every partition must see in one world's order.
 pub fn tight_barriers(
     plan: &FlowPlan,
     home: &[u16],
@@ -49,6 +51,9 @@ pub fn tight_barriers(
     for e in &plan.barrier_edges {
         let s = &mut soonest[e.from as usize];
         *s = (*s).min(e.delay);
+    }
+    for j in &plan.jobs {
+        soonest[j.op_barriers()].fill(0);
     }
     (counted.into_iter().enumerate())
         .filter(|(b, flows)| home[*b] == mirrored && !flows.is_empty() && soonest[*b] < window)

@@ -1166,6 +1166,128 @@ fn an_amendment_that_would_spread_a_barrier_over_partitions_is_refused_on_thread
     }
 }
 
+/// A training job over eight ranks on four leaves that reacts to failures (`reaction`), with two
+/// host links failing: during the all-reduce of one iteration, and again later.
+fn reacting_job(reaction: &str) -> String {
+    reacting_job_with(reaction, true, 8, 175_000_000, 520_000_000)
+}
+
+/// [`reacting_job`]: with or without the backward compute after the all-reduce, `iterations`,
+/// and the two failures' times (ps; down for 30 us and 10 us).
+fn reacting_job_with(
+    reaction: &str,
+    backward: bool,
+    iterations: u32,
+    first: u64,
+    second: u64,
+) -> String {
+    let ranks = [0, 3, 5, 6, 9, 10, 12, 15];
+    let mut ops = String::new();
+    let phases: &[_] = if backward {
+        &[
+            ("forward", "60us", ""),
+            ("backward", "30us", "deps = [8], "),
+        ]
+    } else {
+        &[("forward", "60us", "")]
+    };
+    for &(phase, duration, deps) in phases {
+        for r in ranks {
+            ops += &format!(
+                "  {{ kind = \"compute\", rank = {r}, duration = \"{duration}\", {deps}phase = \"{phase}\" }},\n"
+            );
+        }
+        if phase == "forward" {
+            ops += "  { kind = \"collective\", op = \"all_reduce\", group = 0, size = \"512KiB\", \
+                    deps = [0, 1, 2, 3, 4, 5, 6, 7], phase = \"dp\" },\n";
+        }
+    }
+    format!(
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        spines = 2
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [transport]
+        rto = "50us"
+        [[workload]]
+        kind = "graph"
+        iterations = {iterations}
+        groups = [{ranks:?}]
+        {reaction}
+        ops = [
+{ops}]
+        [[fault]]
+        link = ["host:5", "leaf:1"]
+        at = "{first}ps"
+        until = "{}ps"
+        [[fault]]
+        link = ["host:12", "leaf:3"]
+        at = "{second}ps"
+        until = "{}ps"
+        "#,
+        first + 30_000_000,
+        second + 10_000_000,
+    )
+}
+
+#[test]
+fn a_failure_just_after_a_job_ends_finds_it_ended_on_any_number_of_threads() {
+    // The job ends with its all-reduce (nothing follows its end, so no window has to run merged
+    // for what it starts); a failure a fifth of a window later must find the job over in every
+    // partition, as in one world (a partition told of the end only at the window's end would
+    // freeze the job).
+    let reaction = "on_failure = \"stall\"\ndetection = \"20us\"";
+    let mut clean = crate::common::build(&reacting_job_with(reaction, false, 1, 1 << 40, 1 << 41));
+    clean.run_to_end();
+    let end = (clean.op_rows().iter())
+        .filter_map(|r| r.end_ps)
+        .max()
+        .expect("ops ended");
+    let text = reacting_job_with(reaction, false, 1, end + 100_000, end + 200_000_000);
+    let mut sim = crate::common::build(&text);
+    sim.run_to_end();
+    let job = &sim.jobs()[0];
+    assert!(job.outcomes.is_empty(), "{:?}", job.outcomes);
+    assert!(job.freezes.is_empty());
+    same_for_any_threads("job-ended", &text);
+}
+
+#[test]
+fn jobs_that_stall_or_restart_on_failures_are_the_same_on_any_number_of_threads() {
+    for (name, reaction) in [
+        ("stall", "on_failure = \"stall\"\ndetection = \"20us\""),
+        (
+            "restart",
+            "on_failure = \"restart\"\nrestart_time = \"100us\"\ncheckpoint_interval = 2\n\
+             detection = \"20us\"",
+        ),
+        (
+            "restart-saving",
+            "on_failure = \"restart\"\nrestart_time = \"40us\"\ncheckpoint_interval = 1\n\
+             checkpoint_time = \"15us\"\ndetection = \"20us\"",
+        ),
+    ] {
+        let text = reacting_job(reaction);
+        // What the run must exercise: both failures hit the job, a restart loses work.
+        let mut sim = crate::common::build(&text);
+        sim.run_to_end();
+        let job = &sim.jobs()[0];
+        assert_eq!(job.outcomes.len(), 2, "{name}: {:?}", job.outcomes);
+        if name == "restart" {
+            assert!(job.outcomes.iter().any(|o| o.lost_iterations > 0), "{name}");
+        }
+        if name == "restart-saving" {
+            assert!(job.checkpoint_pause_ps >= 5 * 15_000_000, "{name}");
+        }
+        same_for_any_threads(&format!("job-{name}"), &text);
+    }
+}
+
 #[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
@@ -1198,6 +1320,12 @@ fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     assert_eq!(e.path, "threads", "{e}");
     assert!(e.message.contains("ugal_g"), "{e}");
     assert!(e.message.contains("threads = 1"), "{e}");
+    let elastic = reacting_job_with("on_failure = \"elastic\"", true, 2, 1 << 40, 1 << 41)
+        .replacen("seed = 1", "seed = 1\nthreads = 2", 1);
+    let (_, s) = parse_toml(&elastic, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let e = Simulation::build(&s).err().expect("refused");
+    assert_eq!(e.path, "threads", "{e}");
+    assert!(e.message.contains("elastic"), "{e}");
     let e = scenario_error(&base.replace("threads = 2", "threads = 0"));
     assert_eq!(e.path, "threads");
     assert!(e.message.contains("1 to 256"), "{e}");

@@ -392,6 +392,15 @@ pub struct JobPlan {
 
 /// An elastic job re-plans its collectives during the run over the surviving ranks: refused
 /// for collectives whose switch contexts are placed when the run is built (in-network, NVLS).
+impl JobPlan {
+    /// The barriers of the job's ops (each op's ready and done, in op order): their releases
+    /// are the ops' starts and ends, from which the job's state follows.
+    pub fn op_barriers(&self) -> std::ops::Range<usize> {
+        let start = self.barriers.start as usize;
+        start..(start + 2 * self.ops.len()).min(self.barriers.end as usize)
+    }
+}
+
 pub fn check_elastic(ops: &[crate::workload::graph::PlannedOp], workload: usize) -> Res<()> {
     for op in ops {
         if let crate::workload::graph::PlannedKind::Collective { algorithm, .. } = op.kind {
