@@ -450,8 +450,21 @@ pub fn estimate(s: &Scenario) -> Estimate {
     // record (`engine::parallel`); packets are where they are.
     if s.threads > 1 {
         let copies = s.threads as u64 + 1;
+        let threads = s.threads as u64;
         e.fabric_memory = e.fabric_memory.saturating_mul(copies);
-        e.flow_memory = e.flow_memory.saturating_mul(copies);
+        // Per partition and flow: a bit for the view's fold (`FlowTable::track_touches`) and,
+        // when barriers may release within a window, the tight barrier it counts toward
+        // (`engine::tight`, 4 bytes): counted as if every run had them.
+        e.flow_memory = (e.flow_memory.saturating_mul(copies))
+            .saturating_add(e.flows.saturating_mul(5).saturating_mul(threads));
+        // Where links may fail (faults, an OCS, a controller), each partition keeps a copy of
+        // the packets it sent to the others until they arrive (`Part::on_wire`).
+        if rerouted || s.control.is_some() {
+            let copy = std::mem::size_of::<crate::packet::Packet>() as u64;
+            e.packet_memory = e
+                .packet_memory
+                .saturating_add(e.packets_in_flight.saturating_mul(copy));
+        }
     }
     e.memory = BASE_BYTES
         .saturating_add(e.flow_memory)

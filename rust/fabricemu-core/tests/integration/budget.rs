@@ -213,3 +213,34 @@ duration = "10s"
     let err = scenario::parse_toml(&late, "t.toml").unwrap_err();
     assert!(err.to_string().contains("workload.0.start"), "{err}");
 }
+
+#[test]
+fn threads_multiply_what_every_partition_holds() {
+    // Every partition and the view hold the fabric and every flow's record; each partition adds
+    // 5 bytes per flow (its fold bit and tight-barrier entry) and, where links may fail, a copy
+    // of the packets it sent to the others.
+    let text = |threads: u32, fault: bool| {
+        format!(
+            "seed = 1\nthreads = {threads}\n[topology]\nkind = \"fat_tree\"\nk = 4\n{}\
+             [[workload]]\nkind = \"permutation\"\nsize = \"100KB\"\n",
+            if fault {
+                "[[fault]]\nlink = [\"agg:0\", \"core:0\"]\nat = \"5us\"\n"
+            } else {
+                ""
+            }
+        )
+    };
+    for fault in [false, true] {
+        let one = budget::estimate(&parse(&text(1, fault)));
+        let three = budget::estimate(&parse(&text(3, fault)));
+        assert_eq!(three.fabric_memory, 4 * one.fabric_memory);
+        assert_eq!(three.flow_memory, 4 * one.flow_memory + one.flows * 5 * 3);
+        let copies = if fault { one.packets_in_flight * 48 } else { 0 };
+        assert!(one.packets_in_flight > 0);
+        assert_eq!(
+            three.packet_memory,
+            one.packet_memory + copies,
+            "fault {fault}"
+        );
+    }
+}
