@@ -841,17 +841,14 @@ impl Parallel {
             let mtu = w.transport.mtu as u64;
             let part = w.partition.as_mut().expect("a partition");
             let me = part.me;
-            (part.tight).amend(
-                &tight,
-                first,
-                &a.cancel,
+            let at = super::tight::Where {
                 me,
-                &self.owner,
-                &w.flows,
-                &w.fabric,
+                owner: &self.owner,
+                flows: &w.flows,
+                fabric: &w.fabric,
                 mtu,
-                status,
-            );
+            };
+            part.tight.amend(&tight, first, &a.cancel, &at, status);
         }
         self.homes = homes;
     }

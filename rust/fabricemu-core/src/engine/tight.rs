@@ -65,6 +65,17 @@ pub fn tight_barriers(
 /// itself, nothing to tell).
 type Received = (FlowId, Option<Time>);
 
+/// What a partition's [`Tight`] is worked out from: which partition it is, the node map, the
+/// flows' records (their ends) and the fabric with the MTU (a full packet's time at a host).
+#[derive(Clone, Copy)]
+pub(super) struct Where<'a> {
+    pub me: u16,
+    pub owner: &'a IdVec<NodeId, u16>,
+    pub flows: &'a FlowTable,
+    pub fabric: &'a Fabric,
+    pub mtu: u64,
+}
+
 /// One partition's view of the tight barriers (indexed as [`tight_barriers`] lists them).
 #[derive(Debug, Default)]
 pub(super) struct Tight {
@@ -95,24 +106,26 @@ impl Tight {
             return t;
         }
         t.counts_toward = IdVec::from_elem(NONE, flows.len());
+        let at = Where {
+            me,
+            owner,
+            flows,
+            fabric,
+            mtu,
+        };
         for (b, fids) in tight {
-            t.track(*b, fids, me, owner, flows, fabric, mtu, |_| Some(false));
+            t.track(*b, fids, &at, |_| Some(false));
         }
         t
     }
 
     /// Track tight barrier `b` (the next index), counted by `fids`; `status` says of each
     /// whether it started somewhere (not waited for), or None if it was cancelled (left out).
-    #[allow(clippy::too_many_arguments)]
     fn track(
         &mut self,
         b: u32,
         fids: &[FlowId],
-        me: u16,
-        owner: &IdVec<NodeId, u16>,
-        flows: &FlowTable,
-        fabric: &Fabric,
-        mtu: u64,
+        at: &Where,
         status: impl Fn(FlowId) -> Option<bool>,
     ) {
         let i = self.barriers.len() as u32;
@@ -120,7 +133,7 @@ impl Tight {
         self.unstarted.push(0);
         for &fid in fids {
             if let Some(started) = status(fid) {
-                self.add_flow(i, fid, me, owner, flows, fabric, mtu, started);
+                self.add_flow(i, fid, at, started);
             }
         }
         if self.unstarted[i as usize] == 0 {
@@ -129,18 +142,14 @@ impl Tight {
     }
 
     /// Flow `fid` counts toward tight barrier `i` (`gone`: it started somewhere already).
-    #[allow(clippy::too_many_arguments)]
-    fn add_flow(
-        &mut self,
-        i: u32,
-        fid: FlowId,
-        me: u16,
-        owner: &IdVec<NodeId, u16>,
-        flows: &FlowTable,
-        fabric: &Fabric,
-        mtu: u64,
-        gone: bool,
-    ) {
+    fn add_flow(&mut self, i: u32, fid: FlowId, at: &Where, gone: bool) {
+        let Where {
+            me,
+            owner,
+            flows,
+            fabric,
+            mtu,
+        } = *at;
         let f = &flows[fid];
         let to_itself = f.src == f.dst;
         if !to_itself && !gone {
@@ -168,19 +177,15 @@ impl Tight {
     /// and no longer waits for the cancelled ones; a barrier tight now (a new one, or an old
     /// one that an appended flow leaves sooner than the window) is tracked from now, waiting
     /// for its flows that have not started anywhere (`status`, as [`Tight::track`] takes it).
-    #[allow(clippy::too_many_arguments)]
     pub fn amend(
         &mut self,
         tight: &[(u32, Vec<FlowId>)],
         first: FlowId,
         cancelled: &[FlowId],
-        me: u16,
-        owner: &IdVec<NodeId, u16>,
-        flows: &FlowTable,
-        fabric: &Fabric,
-        mtu: u64,
+        at: &Where,
         status: impl Fn(FlowId) -> Option<bool>,
     ) {
+        let flows = at.flows;
         self.counts_toward.resize(flows.len(), NONE);
         let index: std::collections::HashMap<u32, u32> = (self.barriers.iter().enumerate())
             .map(|(i, &(b, _))| (b, i as u32))
@@ -198,12 +203,12 @@ impl Tight {
         }
         for (b, fids) in tight {
             let Some(&i) = index.get(b) else {
-                self.track(*b, fids, me, owner, flows, fabric, mtu, &status);
+                self.track(*b, fids, at, &status);
                 continue;
             };
             let was = self.unstarted[i as usize];
             for &fid in fids.iter().filter(|&&f| f >= first) {
-                self.add_flow(i, fid, me, owner, flows, fabric, mtu, false);
+                self.add_flow(i, fid, at, false);
             }
             if was == 0 && self.unstarted[i as usize] > 0 {
                 self.frontier.retain(|&j| j != i);
@@ -338,17 +343,14 @@ mod tests {
             _ => Some(false),
         };
         let tight = [(b0, vec![f[0], f[1], f[2]]), (b1, vec![f[3], f[4], f[5]])];
-        t.amend(
-            &tight,
-            f[2],
-            &[f[1]],
-            0,
-            &owner,
-            &w.flows,
-            &w.fabric,
+        let at = Where {
+            me: 0,
+            owner: &owner,
+            flows: &w.flows,
+            fabric: &w.fabric,
             mtu,
-            status,
-        );
+        };
+        t.amend(&tight, f[2], &[f[1]], &at, status);
         assert_eq!(t.unstarted, [1, 1]);
         assert_eq!(t.frontier(), &[] as &[u32]);
         let waits = |t: &Tight, i: usize| -> Vec<FlowId> {

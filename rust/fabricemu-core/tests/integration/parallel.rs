@@ -48,6 +48,17 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
+/// The files of `dir` (written with `threads`) are `reference`'s, byte for byte; then `dir` goes.
+fn assert_same_files(name: &str, threads: u32, reference: &[(String, Vec<u8>)], dir: &Path) {
+    let got = files(dir);
+    assert_eq!(got.len(), reference.len(), "{name}: files");
+    for ((f, a), (g, b)) in reference.iter().zip(&got) {
+        assert_eq!(f, g);
+        assert!(a == b, "{name}: {f} differs with {threads} threads");
+    }
+    let _ = fs::remove_dir_all(dir);
+}
+
 /// One world's outputs against 2, 3 and 5 threads': stats, flow rows, every file's bytes. The
 /// one world's stats, for the test to check that the scenario did what it is meant to exercise.
 fn same_for_any_threads(name: &str, text: &str) -> fabricemu_core::RunStats {
@@ -60,13 +71,7 @@ fn same_for_any_threads(name: &str, text: &str) -> fabricemu_core::RunStats {
         let (s, r, _) = run_with(text, threads, &dir);
         assert_eq!(s, stats, "{name}: stats with {threads} threads");
         assert_eq!(r, rows, "{name}: flow rows with {threads} threads");
-        let got = files(&dir);
-        assert_eq!(got.len(), reference.len(), "{name}: files");
-        for ((f, a), (g, b)) in reference.iter().zip(&got) {
-            assert_eq!(f, g);
-            assert!(a == b, "{name}: {f} differs with {threads} threads");
-        }
-        let _ = fs::remove_dir_all(&dir);
+        assert_same_files(name, threads, &reference, &dir);
     }
     let _ = fs::remove_dir_all(&one);
     run
@@ -1117,13 +1122,7 @@ fn same_when_controlled(name: &str, text: &str) -> String {
         assert_eq!(s.len(), seen.len(), "boundaries with {threads} threads");
         assert_eq!(st, stats, "stats with {threads} threads");
         assert_eq!(r, rows, "flow rows with {threads} threads");
-        let got = files(&dir);
-        assert_eq!(got.len(), reference.len(), "files");
-        for ((f, a), (g, b)) in reference.iter().zip(&got) {
-            assert_eq!(f, g);
-            assert!(a == b, "{f} differs with {threads} threads");
-        }
-        let _ = fs::remove_dir_all(&dir);
+        assert_same_files(name, threads, &reference, &dir);
     }
     let _ = fs::remove_dir_all(&one);
     stats
