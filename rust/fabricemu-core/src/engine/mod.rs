@@ -288,10 +288,7 @@ impl Simulation {
     /// Apply a controller's change `f` to the world now, at a control boundary: on threads to
     /// the view and then, if it took it, to every partition alike (each makes the same change
     /// to its copy; the view's answer is the run's).
-    pub(crate) fn live<T>(
-        &mut self,
-        f: impl Fn(&mut World) -> Result<T, String>,
-    ) -> Result<T, String> {
+    pub(crate) fn live<T, E>(&mut self, f: impl Fn(&mut World) -> Result<T, E>) -> Result<T, E> {
         let out = f(&mut self.world)?;
         if let Some(par) = &mut self.parallel {
             for w in &mut par.parts {
@@ -324,13 +321,11 @@ impl Simulation {
     /// Amend the flow plan now (see [`amend`]): the world and the plan the outputs are made
     /// from change together.
     pub fn amend(&mut self, a: &amend::Amendment) -> Result<amend::AmendReport, amend::AmendError> {
-        let Some(par) = &mut self.parallel else {
+        if self.parallel.is_none() {
             let report = self.world.amend(a)?;
-            self.plan.flows.extend_from_slice(&a.flows);
-            self.plan.barrier_sizes.extend_from_slice(&a.barriers);
-            self.plan.barrier_edges.extend_from_slice(&a.edges);
+            self.extend_plan(a);
             return Ok(report);
-        };
+        }
         // On threads: the barriers' homes under the amended plan first (nothing changed on an
         // error), then the view (which checks the amendment), then every partition alike.
         let lens = (
@@ -338,9 +333,8 @@ impl Simulation {
             self.plan.barrier_sizes.len(),
             self.plan.barrier_edges.len(),
         );
-        self.plan.flows.extend_from_slice(&a.flows);
-        self.plan.barrier_sizes.extend_from_slice(&a.barriers);
-        self.plan.barrier_edges.extend_from_slice(&a.edges);
+        self.extend_plan(a);
+        let par = self.parallel.as_mut().expect("checked above");
         let report = par
             .homes_after(&self.plan)
             .map_err(amend::AmendError)
@@ -356,6 +350,13 @@ impl Simulation {
         };
         par.amend(a, &report.not_cancelled, &self.plan, homes, &self.world);
         Ok(report)
+    }
+
+    /// Append what amendment `a` adds to the flow plan the outputs are made from.
+    fn extend_plan(&mut self, a: &amend::Amendment) {
+        self.plan.flows.extend_from_slice(&a.flows);
+        self.plan.barrier_sizes.extend_from_slice(&a.barriers);
+        self.plan.barrier_edges.extend_from_slice(&a.edges);
     }
 
     /// Apply `a`, whose appended flows are one in-network call (`algorithm` in_network or nvls,
@@ -388,9 +389,7 @@ impl Simulation {
             .world
             .amend_with(a, Some((inr, tree, op)))
             .map_err(|e| e.to_string())?;
-        self.plan.flows.extend_from_slice(&a.flows);
-        self.plan.barrier_sizes.extend_from_slice(&a.barriers);
-        self.plan.barrier_edges.extend_from_slice(&a.edges);
+        self.extend_plan(a);
         let first = report.first_flow;
         collective::in_network::add_call(&mut self.plan, tree, first, hosts, op);
         Ok(report)
@@ -799,15 +798,7 @@ impl Simulation {
         spec: &crate::topology::ocs::CircuitsSpec,
         reconfiguration_ps: Option<u64>,
     ) -> Result<u32, ScenarioError> {
-        let n = self
-            .world
-            .reconfigure_circuits(path, spec, reconfiguration_ps)?;
-        if let Some(par) = &mut self.parallel {
-            for w in &mut par.parts {
-                w.reconfigure_circuits(path, spec, reconfiguration_ps)?;
-            }
-        }
-        Ok(n)
+        self.live(|w| w.reconfigure_circuits(path, spec, reconfiguration_ps))
     }
 
     /// One row per step-graph op and rank it occupies (see `trace::ops`).

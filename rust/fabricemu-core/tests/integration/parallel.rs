@@ -10,17 +10,24 @@ use fabricemu_core::Simulation;
 use std::fs;
 use std::path::Path;
 
-/// Run `text` with `threads`, writing the outputs into `dir` with the one-thread scenario's
-/// metadata (the outputs echo the scenario, whose `threads` differs), and return its stats and
-/// flow rows as text. With 3 threads it runs in slices of 1,009 events, so the partitions' threads
-/// stop and start again mid-run many times.
-fn run_with(text: &str, threads: u32, dir: &Path) -> (String, String, fabricemu_core::RunStats) {
+/// `text` (whose first line is `seed = 1`) built with `threads`, and the one-thread scenario's
+/// normalised JSON (the outputs echo the scenario, whose `threads` differs).
+fn build_with(text: &str, threads: u32) -> (String, fabricemu_core::Scenario, Simulation) {
     let (file, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
     let json = normalised_json(&file, &s);
     let with = text.replacen("seed = 1", &format!("seed = 1\nthreads = {threads}"), 1);
     let (_, s) = parse_toml(&with, "t.toml").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.threads, threads);
-    let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    let sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    (json, s, sim)
+}
+
+/// Run `text` with `threads`, writing the outputs into `dir` with the one-thread scenario's
+/// metadata (the outputs echo the scenario, whose `threads` differs), and return its stats and
+/// flow rows as text. With 3 threads it runs in slices of 1,009 events, so the partitions' threads
+/// stop and start again mid-run many times.
+fn run_with(text: &str, threads: u32, dir: &Path) -> (String, String, fabricemu_core::RunStats) {
+    let (json, s, mut sim) = build_with(text, threads);
     if threads == 3 {
         while sim.step(1_009) == fabricemu_core::StepOutcome::Running {}
     } else {
@@ -966,6 +973,13 @@ fn flows_waiting_for_a_cut_off_flow_on_other_partitions_are_given_up_alike() {
     assert!(s.flows_unreachable > 100, "{s:?}");
 }
 
+/// `scenarios/allreduce_congested.toml`'s text.
+fn congested() -> String {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/allreduce_congested.toml");
+    fs::read_to_string(path).unwrap()
+}
+
 /// The congested all-reduce with the telemetry-aware policy (`scenarios/allreduce_congested.toml`)
 /// and a scripted controller on top, run with `threads`: at each boundary the telemetry is
 /// recorded, then the script acts (a congestion-control parameter, a flow moved to another
@@ -974,11 +988,7 @@ fn flows_waiting_for_a_cut_off_flow_on_other_partitions_are_given_up_alike() {
 fn run_controlled(text: &str, threads: u32, dir: &Path) -> (Vec<String>, String, String) {
     use fabricemu_core::control::actions::LiveFault;
     use fabricemu_core::control::{Action, ControlStep};
-    let (file, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-    let json = normalised_json(&file, &s);
-    let with = text.replacen("seed = 1", &format!("seed = 1\nthreads = {threads}"), 1);
-    let (_, s) = parse_toml(&with, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    let (json, s, mut sim) = build_with(text, threads);
     // A Python controller is attached after the build.
     sim.enable_control(Some(10_000_000));
     let w = sim.world();
@@ -1054,10 +1064,7 @@ fn run_controlled(text: &str, threads: u32, dir: &Path) -> (Vec<String>, String,
 
 #[test]
 fn live_control_is_the_same_on_any_number_of_threads() {
-    let text = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/allreduce_congested.toml"),
-    )
-    .unwrap();
+    let text = congested();
     same_when_controlled("control", &text);
 }
 
@@ -1065,15 +1072,12 @@ fn live_control_is_the_same_on_any_number_of_threads() {
 fn calls_re_planned_back_to_back_across_partitions_are_the_same_on_any_number_of_threads() {
     // Ranks in every pod and no compute between calls: a call's end, which the policy's
     // re-planned flows count toward, releases the next call at once, in windows run merged.
-    let text = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/allreduce_congested.toml"),
-    )
-    .unwrap()
-    .replace("compute_gap = \"60us\"", "compute_gap = \"0us\"")
-    .replace(
-        "hosts = [0, 1, 2, 3, 4, 5, 6, 7]",
-        "hosts = [0, 1, 4, 5, 8, 9, 12, 13]",
-    );
+    let text = congested()
+        .replace("compute_gap = \"60us\"", "compute_gap = \"0us\"")
+        .replace(
+            "hosts = [0, 1, 2, 3, 4, 5, 6, 7]",
+            "hosts = [0, 1, 4, 5, 8, 9, 12, 13]",
+        );
     assert!(text.contains("hosts = [0, 1, 4, 5, 8, 9, 12, 13]") && text.contains("\"0us\""));
     same_when_controlled("control-tight", &text);
 }
@@ -1081,15 +1085,12 @@ fn calls_re_planned_back_to_back_across_partitions_are_the_same_on_any_number_of
 #[test]
 fn live_control_under_pfc_stopped_at_a_time_is_the_same_on_any_number_of_threads() {
     // Boundaries among deadlock checks (windows cut at both), and a stop between two boundaries.
-    let text = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/allreduce_congested.toml"),
-    )
-    .unwrap()
-    .replacen("seed = 1", "seed = 1\nstop = \"263us\"", 1)
-    .replace(
-        "buffer = \"16MiB\"",
-        "buffer = \"2MiB\"\npfc = { enabled = true }",
-    );
+    let text = congested()
+        .replacen("seed = 1", "seed = 1\nstop = \"263us\"", 1)
+        .replace(
+            "buffer = \"16MiB\"",
+            "buffer = \"2MiB\"\npfc = { enabled = true }",
+        );
     assert!(text.contains("pfc = {") && text.contains("stop = "));
     let stats = same_when_controlled("control-pfc", &text);
     assert!(!stats.contains("pfc_pause_frames: 0,"), "{stats}");
