@@ -7,7 +7,9 @@ import importlib
 import json
 import multiprocessing
 import os
+import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -290,6 +292,43 @@ def test_a_dying_worker_fails_only_its_point(tmp_path: Path, monkeypatch: pytest
     errors = table.column("error").to_pylist()
     assert errors[1] is not None and "died" in errors[1]
     assert [e is None for i, e in enumerate(errors) if i != 1] == [True, True, True]
+
+
+def stuck_on_32k(scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
+    """A worker function that, for one point, ignores SIGTERM and blocks (as a worker stuck in
+    native code does: its Python signal handler never runs)."""
+    if scenario["workload"][0]["size"] == "32KiB":
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).with_suffix(".pid").write_text(str(os.getpid()))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(120)
+    return sweep_module._real_run_point(scenario, out)  # type: ignore[attr-defined,no-any-return]
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="patches the worker through fork")
+def test_a_stopped_sweep_kills_a_worker_that_ignores_sigterm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(sweep_module, "_real_run_point", sweep_module.run_point, raising=False)
+    monkeypatch.setattr(sweep_module, "run_point", stuck_on_32k)
+    monkeypatch.setattr(sweep_module, "WORKER_STOP_GRACE", 0.5)
+    pid_file = tmp_path / "runs" / f"{point_name({'workload.0.size': '32KiB'})}.pid"
+
+    def stop_once_stuck(event: PointDone) -> None:
+        while not pid_file.exists():
+            time.sleep(0.01)
+        raise ValueError("stop here")
+
+    with pytest.raises(ValueError, match="stop here"):
+        fabricemu.sweep(
+            BASE, {"workload.0.size": ["16KiB", "32KiB"]}, out=tmp_path, progress=stop_once_stuck, jobs=2
+        )
+    stuck = int(pid_file.read_text())
+    # Killed, and reaped by the pool's manager thread (left alone it would sleep for two minutes).
+    for _ in range(1000):
+        if not Path(f"/proc/{stuck}").exists():
+            break
+        time.sleep(0.01)
+    assert not Path(f"/proc/{stuck}").exists(), "the stuck worker outlived the sweep"
+    assert open_sweep(tmp_path).column("error").to_pylist() == [None, "interrupted"]
 
 
 def test_open_on_a_sweep_folder_points_to_open_sweep(tmp_path: Path):

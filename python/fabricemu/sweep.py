@@ -26,6 +26,7 @@ import functools
 import hashlib
 import itertools
 import json
+import multiprocessing.connection as mp_connection
 import os
 import queue
 import re
@@ -558,6 +559,10 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
+#: How long a stopped worker has to end after SIGTERM before it is killed (seconds).
+WORKER_STOP_GRACE = 3.0
+
+
 def _stop_workers(pool: cf.Executor) -> None:
     """Cancel the points not started and stop the running ones (their folders hold no complete
     run, so a resumed sweep runs them again)."""
@@ -572,6 +577,16 @@ def _stop_workers(pool: cf.Executor) -> None:
     for process in processes.values():
         if process.is_alive():
             process.terminate()
+    # A worker acts on SIGTERM only when its main thread next runs Python (between the engine's
+    # slices); one that does not within the grace time (stuck, or a very slow slice) is killed, as
+    # the pool's manager thread, and so this process's exit, waits for every worker to end.
+    alive = {process.sentinel: process for process in processes.values()}
+    deadline = time.monotonic() + WORKER_STOP_GRACE
+    while alive and time.monotonic() < deadline:
+        for sentinel in mp_connection.wait(list(alive), timeout=deadline - time.monotonic()):
+            del alive[sentinel]  # type: ignore[index]
+    for process in alive.values():
+        process.kill()
     # CPython < 3.14 races at exit: its atexit hook wakes the pool's manager thread through a pipe
     # that thread may already have closed ("OSError: Bad file descriptor" after Ctrl-C). The
     # thread ends once its workers are gone: wait for it, then forget its wake-up pipe.
