@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use crate::engine::Simulation;
 use crate::trace::collectives::write_collectives;
-use crate::trace::flows::write_labelled_flows;
 pub use crate::trace::latency::LATENCY_FILE;
 use crate::trace::run_json::write_run_json;
 use crate::workload::FlowPlan;
@@ -73,16 +72,9 @@ pub fn write_outputs(
     std::fs::create_dir_all(dir)?;
 
     let metadata = metadata(scenario_json, seed);
+    sim.write_flows_file(dir, &metadata)?;
     let plan = sim.workload_plan();
     let names = sim.workload_names();
-    write_labelled_flows(
-        &dir.join(FLOWS_FILE),
-        &sim.flow_rows(),
-        &sim.flow_labels_of(plan),
-        &names,
-        &plan.tag_names,
-        &metadata,
-    )?;
     if !plan.collectives.is_empty() {
         write_collectives(
             &dir.join(COLLECTIVES_FILE),

@@ -37,6 +37,13 @@ pub enum FlowState<'a> {
     Live(&'a Flow),
     /// Retired: its output row.
     Retired(&'a FlowRow),
+    /// Retired, and its row spilled to disk ([`FlowTable::spill_rows`]): record `record` of the
+    /// spill file; only its start and finish times are kept.
+    Spilled {
+        record: usize,
+        start_ps: u64,
+        finish_ps: u64,
+    },
 }
 
 /// Every flow's state, indexed by flow id (see the module documentation).
@@ -47,9 +54,14 @@ pub struct FlowTable {
     slots: Vec<Flow>,
     /// Slots free for the next flow to start.
     free: Vec<u32>,
-    /// Rows of the retired flows, in the order they retired, in chunks of [`ROW_CHUNK`].
+    /// Rows of the retired flows, in the order they retired, in chunks of [`ROW_CHUNK`]; the
+    /// chunks of spilled rows are freed.
     rows: Vec<Vec<FlowRow>>,
     retired: usize,
+    /// The first `spilled` rows (in retirement order) are on disk ([`FlowTable::spill_rows`]).
+    spilled: usize,
+    /// Per spilled row: its flow's start and finish (a retired flow finished).
+    spilled_times: Vec<(u64, u64)>,
     /// Slots in use at most at once.
     peak: usize,
     /// A partition's: one bit per flow id whose record may have changed since the view last
@@ -142,6 +154,37 @@ impl FlowTable {
         self.retired += 1;
     }
 
+    /// Hand the rows retired since the last call to `put`, in the order they retired (record
+    /// numbers on from the last call's); from then on only each flow's start and finish are
+    /// kept, and every chunk of rows spilled whole is freed.
+    pub fn spill_rows(
+        &mut self,
+        mut put: impl FnMut(&FlowRow) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        while self.spilled < self.retired {
+            let (c, k) = (self.spilled / ROW_CHUNK, self.spilled % ROW_CHUNK);
+            let row = &self.rows[c][k];
+            put(row)?;
+            let finish = row.finish_ps.expect("a retired flow finished");
+            self.spilled_times.push((row.start_ps, finish));
+            self.spilled += 1;
+            if k == ROW_CHUNK - 1 {
+                self.rows[c] = Vec::new();
+            }
+        }
+        Ok(())
+    }
+
+    /// Rows spilled to disk so far.
+    pub fn spilled_count(&self) -> usize {
+        self.spilled
+    }
+
+    /// Rows kept in memory now (retired flows whose rows were not spilled).
+    pub fn rows_kept(&self) -> usize {
+        self.retired - self.spilled
+    }
+
     /// Where flow `fid`'s state is.
     #[inline]
     pub fn state(&self, fid: FlowId) -> FlowState<'_> {
@@ -149,7 +192,16 @@ impl FlowTable {
             UNBORN => FlowState::Unborn,
             a if a & RETIRED != 0 => {
                 let i = (a & !RETIRED) as usize;
-                FlowState::Retired(&self.rows[i / ROW_CHUNK][i % ROW_CHUNK])
+                if i < self.spilled {
+                    let (start_ps, finish_ps) = self.spilled_times[i];
+                    FlowState::Spilled {
+                        record: i,
+                        start_ps,
+                        finish_ps,
+                    }
+                } else {
+                    FlowState::Retired(&self.rows[i / ROW_CHUNK][i % ROW_CHUNK])
+                }
             }
             a => FlowState::Live(&self.slots[a as usize]),
         }
@@ -289,7 +341,7 @@ impl super::World {
     pub fn packets_received_in_order(&self, fid: FlowId) -> u32 {
         match self.flows.state(fid) {
             FlowState::Live(f) => f.expected,
-            FlowState::Retired(_) => self.flow_brief(fid).num_packets,
+            FlowState::Retired(_) | FlowState::Spilled { .. } => self.flow_brief(fid).num_packets,
             FlowState::Unborn => 0,
         }
     }
@@ -433,7 +485,7 @@ impl super::World {
                 num_packets: crate::transport::segment(r.size_bytes, self.transport.mtu as u64).0,
                 finish: r.finish_ps,
             },
-            FlowState::Unborn => {
+            state @ (FlowState::Unborn | FlowState::Spilled { .. }) => {
                 let m = self
                     .maker
                     .as_ref()
@@ -441,14 +493,20 @@ impl super::World {
                 let init = &m.inits[fid.index()];
                 FlowBrief {
                     workload: init.workload,
-                    start: self.start_of(fid),
+                    start: match state {
+                        FlowState::Spilled { start_ps, .. } => start_ps,
+                        _ => self.start_of(fid),
+                    },
                     size_bytes: init.size_bytes,
                     num_packets: crate::transport::segment(
                         init.size_bytes,
                         self.transport.mtu as u64,
                     )
                     .0,
-                    finish: None,
+                    finish: match state {
+                        FlowState::Spilled { finish_ps, .. } => Some(finish_ps),
+                        _ => None,
+                    },
                 }
             }
         }

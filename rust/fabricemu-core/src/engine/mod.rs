@@ -4,6 +4,7 @@ pub mod amend;
 pub mod circuits;
 mod faults;
 pub mod flows;
+mod flows_out;
 mod forwarding;
 mod in_network;
 mod jobs;
@@ -171,6 +172,8 @@ pub struct Simulation {
     control: Option<crate::control::Control>,
     /// `threads > 1`: the partitions that run (`world` is then their view, see `parallel`).
     parallel: Option<parallel::Parallel>,
+    /// The rows of finished flows spilled to disk during the run (`flows_out`).
+    flows_out: Option<flows_out::FlowsOut>,
 }
 
 impl Simulation {
@@ -239,6 +242,7 @@ impl Simulation {
             world,
             control,
             parallel,
+            flows_out: None,
         }
     }
 
@@ -409,6 +413,7 @@ impl Simulation {
         } else {
             let finished = self.world.run_events_until(max_events, limit);
             self.sync_job_plan();
+            self.spill_retired_rows();
             finished
         };
         if limit == NEVER {
@@ -520,6 +525,7 @@ impl Simulation {
         }
         let finished = self.world.run_events(max_events);
         self.sync_job_plan();
+        self.spill_retired_rows();
         if finished {
             StepOutcome::Finished
         } else {
@@ -580,20 +586,16 @@ impl Simulation {
     }
 
     /// One row per flow that finished or was given up on (its destination cut off), and, if the
-    /// scenario asks, every other flow.
+    /// scenario asks, every other flow (rows spilled during the run are read back: for tests
+    /// and tools; the outputs write them batch by batch).
     pub fn flow_rows(&self) -> Vec<FlowRow> {
-        let w = &self.world;
-        w.flows
+        let mut spill = self.spill_reader();
+        self.world
+            .flows
             .ids()
-            .filter(|&id| !w.is_cancelled(id))
-            .filter_map(|id| match w.flows.state(id) {
-                FlowState::Live(f) => self.keeps_row(f).then(|| w.flow_row(id, f)),
-                FlowState::Retired(r) => Some(w.retired_row(id, r)),
-                FlowState::Unborn => self
-                    .scenario
-                    .trace
-                    .unfinished_flows
-                    .then(|| w.flow_row(id, &w.planned_flow(id))),
+            .filter_map(|id| {
+                self.flow_row_of(id, &mut spill)
+                    .expect("the spilled rows read back")
             })
             .collect()
     }
@@ -623,19 +625,10 @@ impl Simulation {
             .filter(|&(id, _)| !w.is_cancelled(id))
             .filter(|&(id, _)| match w.flows.state(id) {
                 FlowState::Live(f) => self.keeps_row(f),
-                FlowState::Retired(_) => true,
+                FlowState::Retired(_) | FlowState::Spilled { .. } => true,
                 FlowState::Unborn => self.scenario.trace.unfinished_flows,
             })
-            .map(|(id, init)| {
-                let b = w.flow_brief(id);
-                FlowLabels {
-                    collective: init.collective.map(|c| c.instance),
-                    iteration: init.collective.map(|c| c.iteration),
-                    step: init.collective.map(|c| c.step),
-                    tag: init.tag,
-                    measured: self.synthetic_measured(b.workload, b.start),
-                }
-            })
+            .map(|(id, _)| flows_out::flow_labels(plan, w, id))
             .collect()
     }
 
@@ -872,13 +865,16 @@ impl Simulation {
     }
 
     /// Stream the scenario's trace tables into `dir` from now on (temporary names until the run's
-    /// outputs are written). Without this, trace rows are kept in memory until then.
+    /// outputs are written), and, in a run that retires flows on one thread, spill the rows of
+    /// finished flows to a file there (`flows_out`). Without this, trace and flow rows are kept
+    /// in memory until the outputs are written.
     pub fn open_traces(
         &mut self,
         dir: &std::path::Path,
         metadata: &[(String, String)],
     ) -> std::io::Result<()> {
-        self.world.open_traces(dir, metadata)
+        self.world.open_traces(dir, metadata)?;
+        self.open_flow_spill(dir)
     }
 
     /// Finish the trace tables into `dir`.

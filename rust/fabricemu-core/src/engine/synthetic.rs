@@ -110,11 +110,19 @@ fn percentile(v: &[u64], q: f64) -> Option<f64> {
     Some(v[lo] as f64 + (v[hi] as f64 - v[lo] as f64) * frac)
 }
 
+impl World {
+    /// Whether a flow of workload `workload` starting at `start_ps` is a synthetic message
+    /// generated in the window.
+    pub(super) fn synthetic_measured(&self, workload: u32, start_ps: Time) -> Option<bool> {
+        let m = self.synth.as_ref()?;
+        m.workloads[workload as usize].then_some(start_ps >= m.from && start_ps < m.to)
+    }
+}
+
 impl Simulation {
     /// Whether flow `f` (of workload `workload`) is a synthetic message generated in the window.
     pub fn synthetic_measured(&self, workload: u32, start_ps: Time) -> Option<bool> {
-        let m = self.world.synth.as_ref()?;
-        m.workloads[workload as usize].then_some(start_ps >= m.from && start_ps < m.to)
+        self.world.synthetic_measured(workload, start_ps)
     }
 
     /// The measurement of the synthetic workloads (None if the scenario has none).

@@ -287,28 +287,93 @@ pub fn write_labelled_flows_to<W: Write>(
     tag_names: &[String],
     metadata: &[(String, String)],
 ) -> io::Result<W> {
-    let schema: SchemaRef = Arc::new(flows_schema(metadata));
-    let mut writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
     let named = |w: u32| (w as usize) < workload_names.len();
-    let padded: Vec<String>;
-    let workload_names = if rows.iter().all(|r| named(r.workload)) {
-        workload_names
-    } else {
-        padded = workload_names
-            .iter()
-            .cloned()
-            .chain([String::new()])
-            .collect();
-        &padded
-    };
-    for (k, chunk) in rows.chunks(BATCH_ROWS).enumerate() {
-        let from = (k * BATCH_ROWS).min(labels.len());
-        let to = (from + chunk.len()).min(labels.len());
-        let b = batch(&schema, chunk, &labels[from..to], workload_names, tag_names)?;
-        writer.write(&b).map_err(io::Error::other)?;
+    let mut names = workload_names.to_vec();
+    if !rows.iter().all(|r| named(r.workload)) {
+        names.push(String::new());
     }
-    writer.finish().map_err(io::Error::other)?;
-    writer.into_inner().map_err(io::Error::other)
+    let mut writer = FlowWriter::new(out, names, tag_names.to_vec(), metadata)?;
+    for (i, row) in rows.iter().enumerate() {
+        writer.push(row.clone(), labels.get(i).copied().unwrap_or_default())?;
+    }
+    writer.finish()
+}
+
+/// flows.arrow written as its rows come, in record batches of [`BATCH_ROWS`]: a run that retires
+/// flows writes each full batch while it goes on (`Simulation::open_traces`), so a finished
+/// flow's row is not kept until the end. The file is the same, byte for byte, as one written at
+/// once from the same rows.
+pub struct FlowWriter<W: Write> {
+    schema: SchemaRef,
+    writer: FileWriter<W>,
+    workload_names: Vec<String>,
+    tag_names: Vec<String>,
+    rows: Vec<FlowRow>,
+    labels: Vec<FlowLabels>,
+    written: usize,
+}
+
+impl<W: Write> FlowWriter<W> {
+    /// Start the file on `out` (schema metadata `metadata`); `workload_names[row.workload]` and
+    /// `tag_names[label.tag]` fill the named columns.
+    pub fn new(
+        out: W,
+        workload_names: Vec<String>,
+        tag_names: Vec<String>,
+        metadata: &[(String, String)],
+    ) -> io::Result<Self> {
+        let schema: SchemaRef = Arc::new(flows_schema(metadata));
+        let writer = FileWriter::try_new(out, &schema).map_err(io::Error::other)?;
+        Ok(Self {
+            schema,
+            writer,
+            workload_names,
+            tag_names,
+            rows: Vec::new(),
+            labels: Vec::new(),
+            written: 0,
+        })
+    }
+
+    /// Add the next row; writes a batch when one is full.
+    pub fn push(&mut self, row: FlowRow, labels: FlowLabels) -> io::Result<()> {
+        self.rows.push(row);
+        self.labels.push(labels);
+        if self.rows.len() == BATCH_ROWS {
+            self.write_batch()?;
+        }
+        Ok(())
+    }
+
+    /// Rows added so far.
+    pub fn rows(&self) -> usize {
+        self.written + self.rows.len()
+    }
+
+    fn write_batch(&mut self) -> io::Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let b = batch(
+            &self.schema,
+            &self.rows,
+            &self.labels,
+            &self.workload_names,
+            &self.tag_names,
+        )?;
+        self.writer.write(&b).map_err(io::Error::other)?;
+        self.written += self.rows.len();
+        self.rows.clear();
+        self.labels.clear();
+        Ok(())
+    }
+
+    /// Write the rows left and the file's footer; returns the writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.write_batch()?;
+        self.writer.finish().map_err(io::Error::other)?;
+        self.writer.into_inner().map_err(io::Error::other)
+    }
 }
 
 /// Write flows.arrow to `path` atomically (temporary name in the same directory, then rename).

@@ -23,6 +23,7 @@ mod engine_behaviour;
 mod exactness;
 mod fabric_tables;
 mod failures;
+mod flows_spilled;
 mod hierarchical;
 mod in_network;
 mod in_network_scatter;

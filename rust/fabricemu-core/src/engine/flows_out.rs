@@ -1,0 +1,280 @@
+//! The rows of finished flows spilled to disk during the run (issue 19 item 2: an open-loop run
+//! keeps no row per finished message). Once the output folder is known
+//! ([`Simulation::open_traces`]) and the run retires flows on one thread, each slice of events
+//! ends by appending the rows retired since the last slice to a spill file (fixed-size records,
+//! in the order the flows retired) and freeing them ([`super::FlowTable::spill_rows`]); a flow
+//! then keeps only its start and finish times. The spill file is unlinked as soon as it is made,
+//! so no run, however it ends, leaves it behind. The outputs write flows.arrow in flow-id order,
+//! reading each spilled row back, batch by batch (never every row at once): the same file, byte
+//! for byte, as one written from rows kept in memory.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::{FlowState, Simulation};
+use crate::ids::FlowId;
+use crate::output::FLOWS_FILE;
+use crate::trace::atomic::{temp_path, AtomicFile};
+use crate::trace::flows::{FlowLabels, FlowRow, FlowWriter};
+
+/// Bytes of one spilled row: 13 integers of 8 bytes, 3 of 4, and `started`.
+const RECORD: usize = 13 * 8 + 3 * 4 + 1;
+/// Rows read back from the spill file at once (flows retire in about flow-id order, so the
+/// outputs read the file nearly in sequence).
+const READ_RECORDS: usize = 512;
+
+/// The spill file while the run writes it.
+pub(super) struct FlowsOut {
+    file: File,
+    writer: BufWriter<File>,
+    /// A write that failed: the outputs report it (nothing more is spilled).
+    failed: Option<io::Error>,
+}
+
+impl Simulation {
+    /// Make the spill file in `dir` if the run retires flows on one thread (other runs keep every
+    /// flow's record anyway).
+    pub(super) fn open_flow_spill(&mut self, dir: &Path) -> io::Result<()> {
+        if self.parallel.is_some() || !self.world.retires_flows() || self.flows_out.is_some() {
+            return Ok(());
+        }
+        let path = temp_path(&dir.join(FLOWS_FILE));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        std::fs::remove_file(&path)?; // open, it lives on until the run drops it
+        let writer = BufWriter::with_capacity(1 << 16, file.try_clone()?);
+        self.flows_out = Some(FlowsOut {
+            file,
+            writer,
+            failed: None,
+        });
+        Ok(())
+    }
+
+    /// Spill the rows of the flows retired since the last call (at the end of each slice).
+    pub(super) fn spill_retired_rows(&mut self) {
+        let Some(out) = self.flows_out.as_mut() else {
+            return;
+        };
+        if out.failed.is_some() || self.world.flows.rows_kept() == 0 {
+            return;
+        }
+        let mut record = [0u8; RECORD];
+        let spilled = self.world.flows.spill_rows(|row| {
+            encode(row, &mut record);
+            out.writer.write_all(&record)
+        });
+        if let Err(e) = spilled.and_then(|()| out.writer.flush()) {
+            out.failed = Some(e);
+        }
+    }
+
+    /// Write `dir/flows.arrow`: every flow's row in flow-id order, the spilled ones read back,
+    /// record batch by record batch.
+    pub fn write_flows_file(
+        &mut self,
+        dir: &Path,
+        metadata: &[(String, String)],
+    ) -> io::Result<()> {
+        if let Some(e) = self.flows_out.as_mut().and_then(|o| o.failed.take()) {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("flows.arrow: writing its rows aside during the run failed: {e}"),
+            ));
+        }
+        let mut writer = FlowWriter::new(
+            AtomicFile::create(&dir.join(FLOWS_FILE))?,
+            self.workload_names(),
+            self.plan.tag_names.clone(),
+            metadata,
+        )?;
+        let mut spill = SpillReader::new(self.flows_out.as_ref());
+        for id in self.world.flows.ids() {
+            if let Some(row) = self.flow_row_of(id, &mut spill)? {
+                writer.push(row, flow_labels(&self.plan, &self.world, id))?;
+            }
+        }
+        writer.finish()?.commit()
+    }
+
+    /// Flow `id`'s row in flows.arrow, if it has one: every flow that finished or was given up
+    /// on (its destination cut off) and, if the scenario asks, every other flow.
+    pub(super) fn flow_row_of(
+        &self,
+        id: FlowId,
+        spill: &mut SpillReader<'_>,
+    ) -> io::Result<Option<FlowRow>> {
+        let w = &self.world;
+        if w.is_cancelled(id) {
+            return Ok(None);
+        }
+        Ok(match w.flows.state(id) {
+            FlowState::Live(f) => self.keeps_row(f).then(|| w.flow_row(id, f)),
+            FlowState::Retired(r) => Some(w.retired_row(id, r)),
+            FlowState::Spilled { record, .. } => Some(w.retired_row(id, &spill.read(record)?)),
+            FlowState::Unborn => self
+                .scenario
+                .trace
+                .unfinished_flows
+                .then(|| w.flow_row(id, &w.planned_flow(id))),
+        })
+    }
+
+    /// The spill file's reader (none when the run spills nothing).
+    pub(super) fn spill_reader(&self) -> SpillReader<'_> {
+        SpillReader::new(self.flows_out.as_ref())
+    }
+}
+
+/// Reads spilled rows back, [`READ_RECORDS`] at a time.
+pub(super) struct SpillReader<'a> {
+    file: Option<&'a File>,
+    buf: Vec<u8>,
+    /// The record `buf` starts with, and how many it holds.
+    first: usize,
+    held: usize,
+}
+
+impl<'a> SpillReader<'a> {
+    fn new(out: Option<&'a FlowsOut>) -> Self {
+        Self {
+            file: out.map(|o| &o.file),
+            buf: Vec::new(),
+            first: 0,
+            held: 0,
+        }
+    }
+
+    fn read(&mut self, record: usize) -> io::Result<FlowRow> {
+        let file = self
+            .file
+            .ok_or_else(|| io::Error::other("a spilled row without a spill file"))?;
+        if record < self.first || record >= self.first + self.held {
+            let len = file.metadata()?.len() as usize / RECORD;
+            self.held = READ_RECORDS.min(len.saturating_sub(record));
+            if self.held == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("spilled row {record} is not in the spill file ({len} rows)"),
+                ));
+            }
+            self.first = record;
+            self.buf.resize(self.held * RECORD, 0);
+            file.read_exact_at(&mut self.buf, (record * RECORD) as u64)?;
+        }
+        let at = (record - self.first) * RECORD;
+        Ok(decode(&self.buf[at..at + RECORD]))
+    }
+}
+
+/// Flow `id`'s labels in flows.arrow (see [`Simulation::flow_labels`]).
+pub(super) fn flow_labels(
+    plan: &crate::workload::FlowPlan,
+    w: &super::World,
+    id: FlowId,
+) -> FlowLabels {
+    let init = &plan.flows[id.index()];
+    let b = w.flow_brief(id);
+    FlowLabels {
+        collective: init.collective.map(|c| c.instance),
+        iteration: init.collective.map(|c| c.iteration),
+        step: init.collective.map(|c| c.step),
+        tag: init.tag,
+        measured: w.synthetic_measured(b.workload, b.start),
+    }
+}
+
+/// `row` as a spill record (little-endian; a finish of `u64::MAX` is none).
+fn encode(row: &FlowRow, out: &mut [u8; RECORD]) {
+    let wide = [
+        row.flow_id,
+        row.size_bytes,
+        row.start_ps,
+        row.finish_ps.unwrap_or(u64::MAX),
+        row.ideal_fct_ps,
+        row.packets_sent,
+        row.retransmits,
+        row.drops,
+        row.ecn_marks,
+        row.cnps,
+        row.out_of_order_packets,
+        row.max_reorder_distance,
+        row.unreachable_drops,
+    ];
+    for (i, v) in wide.iter().enumerate() {
+        out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    for (i, v) in [row.src, row.dst, row.workload].iter().enumerate() {
+        out[104 + i * 4..108 + i * 4].copy_from_slice(&v.to_le_bytes());
+    }
+    out[116] = row.started as u8;
+}
+
+/// The row of spill record `b`.
+fn decode(b: &[u8]) -> FlowRow {
+    let wide = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let narrow =
+        |i: usize| u32::from_le_bytes(b[104 + i * 4..108 + i * 4].try_into().expect("4 bytes"));
+    FlowRow {
+        flow_id: wide(0),
+        size_bytes: wide(1),
+        start_ps: wide(2),
+        finish_ps: Some(wide(3)).filter(|&f| f != u64::MAX),
+        ideal_fct_ps: wide(4),
+        packets_sent: wide(5),
+        retransmits: wide(6),
+        drops: wide(7),
+        ecn_marks: wide(8),
+        cnps: wide(9),
+        out_of_order_packets: wide(10),
+        max_reorder_distance: wide(11),
+        unreachable_drops: wide(12),
+        src: narrow(0),
+        dst: narrow(1),
+        workload: narrow(2),
+        started: b[116] != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_spills_and_reads_back_whole() {
+        let row = FlowRow {
+            flow_id: 1 << 40,
+            src: 7,
+            dst: u32::MAX - 1,
+            size_bytes: 123_456_789,
+            start_ps: 5,
+            started: true,
+            finish_ps: Some(u64::MAX - 2),
+            ideal_fct_ps: 42,
+            workload: 3,
+            packets_sent: 9,
+            retransmits: 10,
+            drops: 11,
+            ecn_marks: 12,
+            cnps: 13,
+            out_of_order_packets: 14,
+            max_reorder_distance: 15,
+            unreachable_drops: 16,
+        };
+        let mut b = [0u8; RECORD];
+        encode(&row, &mut b);
+        assert_eq!(decode(&b), row);
+        let unfinished = FlowRow {
+            finish_ps: None,
+            started: false,
+            ..row
+        };
+        encode(&unfinished, &mut b);
+        assert_eq!(decode(&b), unfinished);
+    }
+}

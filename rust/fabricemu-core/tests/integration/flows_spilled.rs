@@ -1,0 +1,134 @@
+//! Rows of finished flows spilled to disk during the run (issue 19 item 2): a run that retires
+//! flows keeps no row per finished message, and its flows.arrow is the one written from rows kept
+//! in memory, byte for byte, as is run.json (whose per-workload and synthetic figures read the
+//! spilled flows' times).
+
+use std::path::{Path, PathBuf};
+
+use fabricemu_core::scenario::parse_toml;
+use fabricemu_core::trace::flows::BATCH_ROWS;
+use fabricemu_core::{output, scenario, Simulation, StepOutcome};
+
+/// The 1,056-host dragonfly of `scenarios/dragonfly_ugal_1k.toml` (open-loop synthetic traffic
+/// at 0.6 of the links, worst case: the sources' backlog grows, and some messages wait in the
+/// fabric for tens of microseconds) cut to 60 us: about 115 k messages, more than one record
+/// batch of flows.arrow; and an incast whose rounds start after the last one's flows finished.
+const DRAGONFLY: &str = r#"
+name = "streamed"
+seed = 1
+stop = "60us"
+warmup = "20us"
+[topology]
+kind = "dragonfly"
+p = 4
+a = 8
+h = 4
+g = 33
+arrangement = "absolute"
+link_rate = "100Gbps"
+link_delay = "100ns"
+global_link_delay = "1us"
+[switch]
+buffer = "4MB"
+pfc = { enabled = true }
+[routing]
+load_balancing = "ugal_l"
+hop_classes = true
+[nic]
+arbitration = "fifo"
+[[workload]]
+kind = "synthetic"
+pattern = "worst_case"
+load = 0.6
+size = "4KiB"
+process = "bernoulli"
+[[workload]]
+name = "incast"
+kind = "incast"
+receiver = 0
+senders = 8
+size = "64KiB"
+rounds = 3
+round_gap = "2us"
+"#;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fabricemu-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Run `text` for `slices` slices of `events` (all of it when `slices` is None), spilling rows
+/// when `spill`, write the outputs into `out`; returns the rows spilled and the rows kept in
+/// memory at the end.
+fn run(text: &str, out: &Path, spill: bool, slices: Option<u32>, events: u64) -> (usize, usize) {
+    let (file, spec) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let json = scenario::to_json(&file);
+    let mut sim = Simulation::build(&spec).unwrap();
+    if spill {
+        sim.open_traces(out, &output::metadata(&json, spec.seed))
+            .unwrap();
+    }
+    let mut n = 0;
+    while sim.step(events) == StepOutcome::Running && slices.is_none_or(|s| n + 1 < s) {
+        n += 1;
+    }
+    let spilled = sim.world().flows.spilled_count();
+    let kept = sim.world().flows.rows_kept();
+    output::write_outputs(out, &mut sim, &json, spec.seed, slices.is_some(), 0.0).unwrap();
+    (spilled, kept)
+}
+
+fn same_file(a: &Path, b: &Path, name: &str) {
+    let (x, y) = (
+        std::fs::read(a.join(name)).unwrap(),
+        std::fs::read(b.join(name)).unwrap(),
+    );
+    assert!(x == y, "{name} differs ({} and {} bytes)", x.len(), y.len());
+}
+
+#[test]
+fn spilled_rows_give_the_same_files_and_are_not_kept() {
+    let (a, b) = (dir("spilled-a"), dir("spilled-b"));
+    let (spilled, kept) = run(DRAGONFLY, &a, true, None, 1 << 20);
+    let (none, kept_all) = run(DRAGONFLY, &b, false, None, 1 << 20);
+    for name in ["flows.arrow", "run.json"] {
+        same_file(&a, &b, name);
+    }
+    let batches: Vec<usize> = arrow_ipc::reader::FileReader::try_new(
+        std::fs::File::open(a.join("flows.arrow")).unwrap(),
+        None,
+    )
+    .unwrap()
+    .map(|b| b.unwrap().num_rows())
+    .collect();
+    assert!(
+        batches.len() >= 2 && batches[0] == BATCH_ROWS,
+        "{batches:?}"
+    );
+    // Every retired row but those of the last slice went to disk, and the spill file is gone.
+    assert_eq!(none, 0);
+    assert_eq!(spilled + kept, kept_all);
+    assert!(kept < kept_all / 10, "kept {kept} of {kept_all} rows");
+    let left: Vec<_> = std::fs::read_dir(&a)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn an_interrupted_run_writes_the_same_files_spilled_or_not() {
+    let (a, b) = (dir("spilled-stop-a"), dir("spilled-stop-b"));
+    let (spilled, _) = run(DRAGONFLY, &a, true, Some(8), 400_000);
+    run(DRAGONFLY, &b, false, Some(8), 400_000);
+    assert!(spilled > 10_000, "{spilled}");
+    for name in ["flows.arrow", "run.json"] {
+        same_file(&a, &b, name);
+    }
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["interrupted"], true);
+}
