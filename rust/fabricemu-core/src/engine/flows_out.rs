@@ -21,9 +21,12 @@ use crate::trace::flows::{FlowLabels, FlowRow, FlowWriter};
 
 /// Bytes of one spilled row: 13 integers of 8 bytes, 3 of 4, and `started`.
 const RECORD: usize = 13 * 8 + 3 * 4 + 1;
-/// Rows read back from the spill file at once (flows retire in about flow-id order, so the
-/// outputs read the file nearly in sequence).
-const READ_RECORDS: usize = 512;
+/// Most records in one read of the spill file, and the largest gap between two wanted records
+/// that one read spans ([`SpillReader::fetch`]).
+const READ_RECORDS: usize = 4096;
+const READ_GAP: usize = 32;
+/// Flows whose spilled rows are fetched at once when flows.arrow is written.
+const FETCH_FLOWS: usize = 1 << 16;
 
 /// The spill file while the run writes it.
 pub(super) struct FlowsOut {
@@ -94,9 +97,14 @@ impl Simulation {
             metadata,
         )?;
         let mut spill = SpillReader::new(self.flows_out.as_ref());
-        for id in self.world.flows.ids() {
-            if let Some(row) = self.flow_row_of(id, &mut spill)? {
-                writer.push(row, flow_labels(&self.plan, &self.world, id))?;
+        let n = self.world.flows.len();
+        for from in (0..n).step_by(FETCH_FLOWS) {
+            let ids = (from..n.min(from + FETCH_FLOWS)).map(|i| FlowId::new(i as u32));
+            spill.fetch(self.spilled_records(ids.clone()))?;
+            for id in ids {
+                if let Some(row) = self.flow_row_of(id, &mut spill)? {
+                    writer.push(row, flow_labels(&self.plan, &self.world, id))?;
+                }
             }
         }
         writer.finish()?.commit()
@@ -125,50 +133,89 @@ impl Simulation {
         })
     }
 
-    /// The spill file's reader (none when the run spills nothing).
-    pub(super) fn spill_reader(&self) -> SpillReader<'_> {
-        SpillReader::new(self.flows_out.as_ref())
+    /// The spill file's reader (none when the run spills nothing), with every spilled row
+    /// fetched.
+    pub(super) fn spill_reader(&self) -> io::Result<SpillReader<'_>> {
+        let mut spill = SpillReader::new(self.flows_out.as_ref());
+        spill.fetch(self.spilled_records(self.world.flows.ids()))?;
+        Ok(spill)
+    }
+
+    /// The spill records of the flows `ids` whose rows were spilled.
+    fn spilled_records(&self, ids: impl Iterator<Item = FlowId>) -> Vec<usize> {
+        ids.filter_map(|id| match self.world.flows.state(id) {
+            FlowState::Spilled { record, .. } => Some(record),
+            _ => None,
+        })
+        .collect()
     }
 }
 
-/// Reads spilled rows back, [`READ_RECORDS`] at a time.
+/// Reads spilled rows back. The rows are wanted in flow-id order but were spilled in the order
+/// the flows retired, which differs by the spread of the flows' lifetimes (tens of thousands of
+/// records at a thousand messages a microsecond): so the rows of a group of flows are fetched
+/// first ([`SpillReader::fetch`]), in record order, neighbouring records in one read.
 pub(super) struct SpillReader<'a> {
     file: Option<&'a File>,
+    /// Fetched rows by record number, sorted.
+    fetched: Vec<(usize, FlowRow)>,
     buf: Vec<u8>,
-    /// The record `buf` starts with, and how many it holds.
-    first: usize,
-    held: usize,
 }
 
 impl<'a> SpillReader<'a> {
     fn new(out: Option<&'a FlowsOut>) -> Self {
         Self {
             file: out.map(|o| &o.file),
+            fetched: Vec::new(),
             buf: Vec::new(),
-            first: 0,
-            held: 0,
         }
     }
 
-    fn read(&mut self, record: usize) -> io::Result<FlowRow> {
-        let file = self
-            .file
-            .ok_or_else(|| io::Error::other("a spilled row without a spill file"))?;
-        if record < self.first || record >= self.first + self.held {
-            let len = file.metadata()?.len() as usize / RECORD;
-            self.held = READ_RECORDS.min(len.saturating_sub(record));
-            if self.held == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("spilled row {record} is not in the spill file ({len} rows)"),
-                ));
-            }
-            self.first = record;
-            self.buf.resize(self.held * RECORD, 0);
-            file.read_exact_at(&mut self.buf, (record * RECORD) as u64)?;
+    fn file(&self) -> io::Result<&'a File> {
+        self.file
+            .ok_or_else(|| io::Error::other("a spilled row without a spill file"))
+    }
+
+    /// Read `records` (forgetting the rows fetched before): sorted, a run of records less than
+    /// [`READ_GAP`] apart in one read of at most [`READ_RECORDS`].
+    fn fetch(&mut self, mut records: Vec<usize>) -> io::Result<()> {
+        self.fetched.clear();
+        if records.is_empty() {
+            return Ok(());
         }
-        let at = (record - self.first) * RECORD;
-        Ok(decode(&self.buf[at..at + RECORD]))
+        let file = self.file()?;
+        records.sort_unstable();
+        let mut i = 0;
+        while i < records.len() {
+            let first = records[i];
+            let mut j = i + 1;
+            while j < records.len()
+                && records[j] - records[j - 1] < READ_GAP
+                && records[j] - first < READ_RECORDS
+            {
+                j += 1;
+            }
+            let span = records[j - 1] - first + 1;
+            self.buf.resize(span * RECORD, 0);
+            file.read_exact_at(&mut self.buf, (first * RECORD) as u64)?;
+            for &r in &records[i..j] {
+                let at = (r - first) * RECORD;
+                self.fetched.push((r, decode(&self.buf[at..at + RECORD])));
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Spilled row `record`: fetched, or read alone.
+    fn read(&mut self, record: usize) -> io::Result<FlowRow> {
+        if let Ok(k) = self.fetched.binary_search_by_key(&record, |&(r, _)| r) {
+            return Ok(self.fetched[k].1.clone());
+        }
+        let mut one = [0u8; RECORD];
+        self.file()?
+            .read_exact_at(&mut one, (record * RECORD) as u64)?;
+        Ok(decode(&one))
     }
 }
 

@@ -589,7 +589,7 @@ impl Simulation {
     /// scenario asks, every other flow (rows spilled during the run are read back: for tests
     /// and tools; the outputs write them batch by batch).
     pub fn flow_rows(&self) -> Vec<FlowRow> {
-        let mut spill = self.spill_reader();
+        let mut spill = self.spill_reader().expect("the spilled rows read back");
         self.world
             .flows
             .ids()
