@@ -415,14 +415,16 @@ def test_bench_help_names_the_slow_option(cli):
 
 
 def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
-    """``--scale`` adds fat_tree k=24 and k=32 (the k=16 case at larger k), k=24 under link
-    failures and the repository's 1,056-host dragonfly; no other set runs them."""
+    """``--scale`` adds the k=16 htsim comparison setup, fat_tree k=24 and k=32 (the k=16 case at
+    larger k), k=24 under link failures and the repository's 1,056-host dragonfly; no other set
+    runs them."""
     import fabricemu.bench as bench
     from fabricemu import Scenario
 
     cases = {b.name: b for b in bench.BENCHMARKS}
     scale = [b.name for b in bench.BENCHMARKS if b.scale]
     assert scale == [
+        "fat_tree_k16_htsim",
         "fat_tree_k24_permutation",
         "fat_tree_k24_permutation_2threads",
         "fat_tree_k24_failures",
@@ -430,6 +432,10 @@ def test_bench_scale_cases_are_the_large_fabrics_behind_the_scale_option(cli):
         "dragonfly_ugal_1k",
     ]
     assert not any(cases[n].quick or cases[n].slow for n in scale)
+    # The htsim comparison case is the issue's setup: 1us links, MTU 4000B, PFC, 2MB flows.
+    htsim = Scenario.load(cases["fat_tree_k16_htsim"].path).to_dict()
+    assert htsim["topology"]["link_delay"] == "1us" and htsim["transport"]["mtu"] == "4000B"
+    assert htsim["switch"]["pfc"]["enabled"] and htsim["workload"][0]["size"] == "2MB"
     base = Scenario.load(cases["fat_tree_k16_permutation"].path).to_dict()
     for k, hosts in [(24, 3456), (32, 8192)]:
         s = Scenario.load(cases[f"fat_tree_k{k}_permutation"].path)

@@ -58,6 +58,14 @@ BENCHMARKS: Tuple[Benchmark, ...] = (
         False,
     ),
     Benchmark(
+        "fat_tree_k16_htsim",
+        "fat_tree_k16_htsim.toml",
+        "issue 19's htsim comparison: fat_tree k=16, 1us links, MTU 4000B, PFC, permutation of "
+        "2MB flows (--scale only)",
+        False,
+        scale=True,
+    ),
+    Benchmark(
         "fat_tree_k24_permutation",
         "fat_tree_k24_permutation.toml",
         "fat_tree k=24, 3456 hosts, 100Gbps, permutation of 1MB flows (--scale only)",
