@@ -155,22 +155,24 @@ impl FlowTable {
     }
 
     /// Hand the rows retired since the last call to `put`, in the order they retired (record
-    /// numbers on from the last call's); from then on only each flow's start and finish are
-    /// kept, and every chunk of rows spilled whole is freed.
+    /// numbers on from the last call's). Once `put` has stored them all, only each flow's start
+    /// and finish are kept and every chunk of rows spilled whole is freed; if it fails, nothing
+    /// changes (the rows stay here).
     pub fn spill_rows(
         &mut self,
-        mut put: impl FnMut(&FlowRow) -> std::io::Result<()>,
+        put: impl FnOnce(&mut dyn Iterator<Item = &FlowRow>) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        while self.spilled < self.retired {
-            let (c, k) = (self.spilled / ROW_CHUNK, self.spilled % ROW_CHUNK);
-            let row = &self.rows[c][k];
-            put(row)?;
+        let (from, to) = (self.spilled, self.retired);
+        let rows = &self.rows;
+        put(&mut (from..to).map(|i| &rows[i / ROW_CHUNK][i % ROW_CHUNK]))?;
+        for i in from..to {
+            let row = &self.rows[i / ROW_CHUNK][i % ROW_CHUNK];
             let finish = row.finish_ps.expect("a retired flow finished");
             self.spilled_times.push((row.start_ps, finish));
-            self.spilled += 1;
-            if k == ROW_CHUNK - 1 {
-                self.rows[c] = Vec::new();
-            }
+        }
+        self.spilled = to;
+        for c in from / ROW_CHUNK..to / ROW_CHUNK {
+            self.rows[c] = Vec::new();
         }
         Ok(())
     }

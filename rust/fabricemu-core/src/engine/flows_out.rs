@@ -32,8 +32,8 @@ const FETCH_FLOWS: usize = 1 << 16;
 pub(super) struct FlowsOut {
     file: File,
     writer: BufWriter<File>,
-    /// A write that failed: the outputs report it (nothing more is spilled).
-    failed: Option<io::Error>,
+    /// A write failed (the disk is full, say): the rows are kept in memory from then on.
+    failed: bool,
 }
 
 impl Simulation {
@@ -54,26 +54,35 @@ impl Simulation {
         self.flows_out = Some(FlowsOut {
             file,
             writer,
-            failed: None,
+            failed: false,
         });
         Ok(())
     }
 
-    /// Spill the rows of the flows retired since the last call (at the end of each slice).
+    /// Spill the rows of the flows retired since the last call (at the end of each slice). They
+    /// count as spilled once written to the file; a write that fails (the disk is full, say)
+    /// leaves them in memory, where the rows are kept from then on, and a warning in run.json.
     pub(super) fn spill_retired_rows(&mut self) {
         let Some(out) = self.flows_out.as_mut() else {
             return;
         };
-        if out.failed.is_some() || self.world.flows.rows_kept() == 0 {
+        if out.failed || self.world.flows.rows_kept() == 0 {
             return;
         }
         let mut record = [0u8; RECORD];
-        let spilled = self.world.flows.spill_rows(|row| {
-            encode(row, &mut record);
-            out.writer.write_all(&record)
+        let spilled = self.world.flows.spill_rows(|rows| {
+            for row in rows {
+                encode(row, &mut record);
+                out.writer.write_all(&record)?;
+            }
+            out.writer.flush()
         });
-        if let Err(e) = spilled.and_then(|()| out.writer.flush()) {
-            out.failed = Some(e);
+        if let Err(e) = spilled {
+            out.failed = true;
+            self.warnings.push(format!(
+                "flows.arrow: the rows of finished flows could not be set aside on disk ({e}); \
+                 they are kept in memory from now on"
+            ));
         }
     }
 
@@ -84,12 +93,6 @@ impl Simulation {
         dir: &Path,
         metadata: &[(String, String)],
     ) -> io::Result<()> {
-        if let Some(e) = self.flows_out.as_mut().and_then(|o| o.failed.take()) {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("flows.arrow: writing its rows aside during the run failed: {e}"),
-            ));
-        }
         let mut writer = FlowWriter::new(
             AtomicFile::create(&dir.join(FLOWS_FILE))?,
             self.workload_names(),
@@ -291,6 +294,76 @@ fn decode(b: &[u8]) -> FlowRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::parse_toml;
+
+    /// Open-loop messages on a small fat tree (they retire as they finish), for 40 us.
+    const SYNTHETIC: &str = r#"
+name = "spill"
+seed = 3
+stop = "40us"
+warmup = "10us"
+[topology]
+kind = "fat_tree"
+k = 4
+[[workload]]
+kind = "synthetic"
+pattern = "uniform_random"
+load = 0.5
+size = "4KiB"
+"#;
+
+    /// Run SYNTHETIC with its outputs in a fresh `name` folder; `spill`: from the start, or
+    /// `Some(n)`: spill for `n` slices of 1,000 events, then onto a full disk (/dev/full).
+    fn run(name: &str, spill: Option<Option<u32>>) -> (std::path::PathBuf, Simulation) {
+        let dir = std::env::temp_dir().join(format!("fabricemu-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (file, spec) = parse_toml(SYNTHETIC, "t.toml").unwrap();
+        let json = crate::scenario::to_json(&file);
+        let mut sim = Simulation::build(&spec).unwrap();
+        let meta = crate::output::metadata(&json, spec.seed);
+        if let Some(until) = spill {
+            sim.open_traces(&dir, &meta).unwrap();
+            let mut n = 0;
+            while until.is_none_or(|u| n < u)
+                && sim.step(1_000) == super::super::StepOutcome::Running
+            {
+                n += 1;
+            }
+            if until.is_some() {
+                let full = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap();
+                sim.flows_out.as_mut().unwrap().writer = BufWriter::new(full);
+            }
+        }
+        sim.run_to_end();
+        crate::output::write_outputs(&dir, &mut sim, &json, spec.seed, false, 0.0).unwrap();
+        (dir, sim)
+    }
+
+    #[test]
+    fn a_spill_that_fails_keeps_the_rows_in_memory_and_the_same_outputs() {
+        let (kept, _) = run("spill-kept", None);
+        let (spilled, s) = run("spill-all", Some(None));
+        let (full, f) = run("spill-full", Some(Some(3)));
+        let flows = |d: &Path| std::fs::read(d.join(FLOWS_FILE)).unwrap();
+        assert_eq!(flows(&spilled), flows(&kept));
+        assert_eq!(flows(&full), flows(&kept));
+        let retired = s.world.flows.retired_count();
+        assert!(s.world.flows.spilled_count() > retired / 2, "{retired}");
+        assert!(s.warnings.is_empty());
+        // Some rows went to the file before the disk was full; the rest stayed in memory.
+        let (on_disk, in_memory) = (f.world.flows.spilled_count(), f.world.flows.rows_kept());
+        assert!(on_disk > 0 && in_memory > 0, "{on_disk} {in_memory}");
+        assert_eq!(on_disk + in_memory, f.world.flows.retired_count());
+        assert!(
+            f.warnings.iter().any(|w| w.contains("kept in memory")),
+            "{:?}",
+            f.warnings
+        );
+    }
 
     #[test]
     fn a_row_spills_and_reads_back_whole() {
