@@ -9,9 +9,8 @@
 //! for byte, as one written from rows kept in memory.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
 use super::{FlowState, Simulation};
 use crate::ids::FlowId;
@@ -30,6 +29,8 @@ const FETCH_FLOWS: usize = 1 << 16;
 
 /// The spill file while the run writes it.
 pub(super) struct FlowsOut {
+    /// Where a system that cannot unlink an open file (Windows) keeps it until the run drops it.
+    kept: Option<PathBuf>,
     file: File,
     writer: BufWriter<File>,
     /// A write failed (the disk is full, say): the rows are kept in memory from then on.
@@ -44,14 +45,19 @@ impl Simulation {
             return Ok(());
         }
         let path = temp_path(&dir.join(FLOWS_FILE));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
+        let written = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)?;
-        std::fs::remove_file(&path)?; // open, it lives on until the run drops it
-        let writer = BufWriter::with_capacity(1 << 16, file.try_clone()?);
+        // Opened again, not cloned: the reads (which seek) keep their own file position.
+        let file = File::open(&path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&path);
+        })?;
+        // Open, it lives on until the run drops it.
+        let kept = std::fs::remove_file(&path).is_err().then_some(path);
+        let writer = BufWriter::with_capacity(1 << 16, written);
         self.flows_out = Some(FlowsOut {
+            kept,
             file,
             writer,
             failed: false,
@@ -154,6 +160,20 @@ impl Simulation {
     }
 }
 
+impl Drop for FlowsOut {
+    fn drop(&mut self) {
+        if let Some(path) = self.kept.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// `buf.len()` bytes of `file` from byte `at`.
+fn read_at(mut file: &File, buf: &mut [u8], at: usize) -> io::Result<()> {
+    file.seek(SeekFrom::Start(at as u64))?;
+    file.read_exact(buf)
+}
+
 /// Reads spilled rows back. The rows are wanted in flow-id order but were spilled in the order
 /// the flows retired, which differs by the spread of the flows' lifetimes (tens of thousands of
 /// records at a thousand messages a microsecond): so the rows of a group of flows are fetched
@@ -200,7 +220,7 @@ impl<'a> SpillReader<'a> {
             }
             let span = records[j - 1] - first + 1;
             self.buf.resize(span * RECORD, 0);
-            file.read_exact_at(&mut self.buf, (first * RECORD) as u64)?;
+            read_at(file, &mut self.buf, first * RECORD)?;
             for &r in &records[i..j] {
                 let at = (r - first) * RECORD;
                 self.fetched.push((r, decode(&self.buf[at..at + RECORD])));
@@ -216,8 +236,7 @@ impl<'a> SpillReader<'a> {
             return Ok(self.fetched[k].1.clone());
         }
         let mut one = [0u8; RECORD];
-        self.file()?
-            .read_exact_at(&mut one, (record * RECORD) as u64)?;
+        read_at(self.file()?, &mut one, record * RECORD)?;
         Ok(decode(&one))
     }
 }
@@ -341,6 +360,30 @@ size = "4KiB"
         sim.run_to_end();
         crate::output::write_outputs(&dir, &mut sim, &json, spec.seed, false, 0.0).unwrap();
         (dir, sim)
+    }
+
+    #[test]
+    fn reading_the_rows_midway_leaves_the_spill_file_whole() {
+        let (kept, _) = run("spill-kept-2", None);
+        let dir = std::env::temp_dir().join(format!("fabricemu-spill-peek-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (file, spec) = parse_toml(SYNTHETIC, "t.toml").unwrap();
+        let json = crate::scenario::to_json(&file);
+        let mut sim = Simulation::build(&spec).unwrap();
+        sim.open_traces(&dir, &crate::output::metadata(&json, spec.seed))
+            .unwrap();
+        // Rows read back (the reader moves its file position) between slices that spill more.
+        let mut seen = 0;
+        while sim.step(2_000) == super::super::StepOutcome::Running {
+            let rows = sim.flow_rows();
+            assert!(rows.len() >= seen);
+            seen = rows.len();
+        }
+        assert!(sim.world.flows.spilled_count() > 100);
+        crate::output::write_outputs(&dir, &mut sim, &json, spec.seed, false, 0.0).unwrap();
+        let flows = |d: &Path| std::fs::read(d.join(FLOWS_FILE)).unwrap();
+        assert_eq!(flows(&dir), flows(&kept));
     }
 
     #[test]
