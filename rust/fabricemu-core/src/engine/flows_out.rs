@@ -331,67 +331,74 @@ load = 0.5
 size = "4KiB"
 "#;
 
-    /// Run SYNTHETIC with its outputs in a fresh `name` folder; `spill`: from the start, or
-    /// `Some(n)`: spill for `n` slices of 1,000 events, then onto a full disk (/dev/full).
-    fn run(name: &str, spill: Option<Option<u32>>) -> (std::path::PathBuf, Simulation) {
+    /// How a test run treats its finished flows' rows.
+    #[derive(Clone, Copy, PartialEq)]
+    enum How {
+        /// In memory (no output folder until the end).
+        Kept,
+        /// Spilled from the start.
+        Spilled,
+        /// Spilled for `n` slices of 1,000 events, then onto a full disk (/dev/full).
+        FullAfter(u32),
+        /// Spilled, and every row read back after each slice of 2,000 events.
+        ReadEachSlice,
+    }
+
+    /// Run SYNTHETIC with its outputs in a fresh `name` folder.
+    fn run(name: &str, how: How) -> (std::path::PathBuf, Simulation) {
         let dir = std::env::temp_dir().join(format!("fabricemu-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (file, spec) = parse_toml(SYNTHETIC, "t.toml").unwrap();
         let json = crate::scenario::to_json(&file);
         let mut sim = Simulation::build(&spec).unwrap();
-        let meta = crate::output::metadata(&json, spec.seed);
-        if let Some(until) = spill {
-            sim.open_traces(&dir, &meta).unwrap();
-            let mut n = 0;
-            while until.is_none_or(|u| n < u)
-                && sim.step(1_000) == super::super::StepOutcome::Running
-            {
-                n += 1;
-            }
-            if until.is_some() {
+        if how != How::Kept {
+            sim.open_traces(&dir, &crate::output::metadata(&json, spec.seed))
+                .unwrap();
+        }
+        match how {
+            How::FullAfter(slices) => {
+                for _ in 0..slices {
+                    sim.step(1_000);
+                }
                 let full = std::fs::OpenOptions::new()
                     .write(true)
                     .open("/dev/full")
                     .unwrap();
                 sim.flows_out.as_mut().unwrap().writer = BufWriter::new(full);
             }
+            How::ReadEachSlice => {
+                let mut seen = 0;
+                while sim.step(2_000) == super::super::StepOutcome::Running {
+                    let rows = sim.flow_rows();
+                    assert!(rows.len() >= seen);
+                    seen = rows.len();
+                }
+            }
+            How::Kept | How::Spilled => {}
         }
         sim.run_to_end();
         crate::output::write_outputs(&dir, &mut sim, &json, spec.seed, false, 0.0).unwrap();
         (dir, sim)
     }
 
+    fn flows(dir: &Path) -> Vec<u8> {
+        std::fs::read(dir.join(FLOWS_FILE)).unwrap()
+    }
+
     #[test]
     fn reading_the_rows_midway_leaves_the_spill_file_whole() {
-        let (kept, _) = run("spill-kept-2", None);
-        let dir = std::env::temp_dir().join(format!("fabricemu-spill-peek-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (file, spec) = parse_toml(SYNTHETIC, "t.toml").unwrap();
-        let json = crate::scenario::to_json(&file);
-        let mut sim = Simulation::build(&spec).unwrap();
-        sim.open_traces(&dir, &crate::output::metadata(&json, spec.seed))
-            .unwrap();
-        // Rows read back (the reader moves its file position) between slices that spill more.
-        let mut seen = 0;
-        while sim.step(2_000) == super::super::StepOutcome::Running {
-            let rows = sim.flow_rows();
-            assert!(rows.len() >= seen);
-            seen = rows.len();
-        }
+        let (kept, _) = run("spill-kept-2", How::Kept);
+        let (read, sim) = run("spill-read", How::ReadEachSlice);
         assert!(sim.world.flows.spilled_count() > 100);
-        crate::output::write_outputs(&dir, &mut sim, &json, spec.seed, false, 0.0).unwrap();
-        let flows = |d: &Path| std::fs::read(d.join(FLOWS_FILE)).unwrap();
-        assert_eq!(flows(&dir), flows(&kept));
+        assert_eq!(flows(&read), flows(&kept));
     }
 
     #[test]
     fn a_spill_that_fails_keeps_the_rows_in_memory_and_the_same_outputs() {
-        let (kept, _) = run("spill-kept", None);
-        let (spilled, s) = run("spill-all", Some(None));
-        let (full, f) = run("spill-full", Some(Some(3)));
-        let flows = |d: &Path| std::fs::read(d.join(FLOWS_FILE)).unwrap();
+        let (kept, _) = run("spill-kept", How::Kept);
+        let (spilled, s) = run("spill-all", How::Spilled);
+        let (full, f) = run("spill-full", How::FullAfter(3));
         assert_eq!(flows(&spilled), flows(&kept));
         assert_eq!(flows(&full), flows(&kept));
         let retired = s.world.flows.retired_count();

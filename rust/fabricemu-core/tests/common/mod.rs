@@ -248,3 +248,11 @@ pub fn one_switch(
         hosts = n + 1
     )
 }
+
+/// The text of file `rel` of the repository (`scenarios/...`).
+pub fn repo_file(rel: &str) -> String {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

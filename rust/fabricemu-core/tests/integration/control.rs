@@ -118,13 +118,6 @@ fn adaptive_policy_is_within_5_percent_of_the_best_fixed_algorithm() {
     );
 }
 
-fn repo_file(rel: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel);
-    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 /// Every output file of a run written into `dir` as the Python API does (traces streamed), with
 /// an attached control loop of `interval` (None: none) whose boundaries do nothing.
 fn write_with_idle_control(
@@ -188,17 +181,17 @@ fn an_idle_controller_leaves_every_output_byte_identical() {
         ("congested", congested, 7_000_000),
         (
             "flapping_link",
-            repo_file("scenarios/flapping_link.toml"),
+            common::repo_file("scenarios/flapping_link.toml"),
             50_000_000,
         ),
         (
             "step_graph",
-            repo_file("scenarios/step_graph.toml"),
+            common::repo_file("scenarios/step_graph.toml"),
             20_000_000,
         ),
         (
             "incast_pfc",
-            repo_file("scenarios/incast_pfc.toml"),
+            common::repo_file("scenarios/incast_pfc.toml"),
             20_000_000,
         ),
     ] {
@@ -560,7 +553,7 @@ fn telemetry_differences_the_counters() {
 /// marked within the cost of a cut) DCQCN's cut and slow recovery (docs/control.md).
 #[test]
 fn adaptive_policy_with_in_network_candidates_on_the_congested_fabric() {
-    let text = repo_file("scenarios/allreduce_congested_in_network.toml");
+    let text = common::repo_file("scenarios/allreduce_congested_in_network.toml");
     let Comparison {
         adaptive,
         t,

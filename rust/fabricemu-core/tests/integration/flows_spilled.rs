@@ -9,39 +9,19 @@ use fabricemu_core::scenario::parse_toml;
 use fabricemu_core::trace::flows::BATCH_ROWS;
 use fabricemu_core::{output, scenario, Simulation, StepOutcome};
 
+use crate::common::repo_file;
+
 /// The 1,056-host dragonfly of `scenarios/dragonfly_ugal_1k.toml` (open-loop synthetic traffic
 /// at 0.6 of the links, worst case: the sources' backlog grows, and some messages wait in the
 /// fabric for tens of microseconds) cut to 60 us: about 115 k messages, more than one record
 /// batch of flows.arrow; and an incast whose rounds start after the last one's flows finished.
-const DRAGONFLY: &str = r#"
-name = "streamed"
-seed = 1
-stop = "60us"
-warmup = "20us"
-[topology]
-kind = "dragonfly"
-p = 4
-a = 8
-h = 4
-g = 33
-arrangement = "absolute"
-link_rate = "100Gbps"
-link_delay = "100ns"
-global_link_delay = "1us"
-[switch]
-buffer = "4MB"
-pfc = { enabled = true }
-[routing]
-load_balancing = "ugal_l"
-hop_classes = true
-[nic]
-arbitration = "fifo"
-[[workload]]
-kind = "synthetic"
-pattern = "worst_case"
-load = 0.6
-size = "4KiB"
-process = "bernoulli"
+fn dragonfly() -> String {
+    let shipped = repo_file("scenarios/dragonfly_ugal_1k.toml");
+    let cut = shipped
+        .replace("stop = \"600us\"", "stop = \"60us\"")
+        .replace("warmup = \"300us\"", "warmup = \"20us\"");
+    assert_ne!(cut, shipped);
+    cut + r#"
 [[workload]]
 name = "incast"
 kind = "incast"
@@ -50,7 +30,8 @@ senders = 8
 size = "64KiB"
 rounds = 3
 round_gap = "2us"
-"#;
+"#
+}
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fabricemu-{name}-{}", std::process::id()));
@@ -91,8 +72,8 @@ fn same_file(a: &Path, b: &Path, name: &str) {
 #[test]
 fn spilled_rows_give_the_same_files_and_are_not_kept() {
     let (a, b) = (dir("spilled-a"), dir("spilled-b"));
-    let (spilled, kept) = run(DRAGONFLY, &a, true, None, 1 << 20);
-    let (none, kept_all) = run(DRAGONFLY, &b, false, None, 1 << 20);
+    let (spilled, kept) = run(&dragonfly(), &a, true, None, 1 << 20);
+    let (none, kept_all) = run(&dragonfly(), &b, false, None, 1 << 20);
     for name in ["flows.arrow", "run.json"] {
         same_file(&a, &b, name);
     }
@@ -122,8 +103,8 @@ fn spilled_rows_give_the_same_files_and_are_not_kept() {
 #[test]
 fn an_interrupted_run_writes_the_same_files_spilled_or_not() {
     let (a, b) = (dir("spilled-stop-a"), dir("spilled-stop-b"));
-    let (spilled, _) = run(DRAGONFLY, &a, true, Some(8), 400_000);
-    run(DRAGONFLY, &b, false, Some(8), 400_000);
+    let (spilled, _) = run(&dragonfly(), &a, true, Some(8), 400_000);
+    run(&dragonfly(), &b, false, Some(8), 400_000);
     assert!(spilled > 10_000, "{spilled}");
     for name in ["flows.arrow", "run.json"] {
         same_file(&a, &b, name);
