@@ -287,7 +287,7 @@ impl Router {
     ) -> Option<u16> {
         let global = nm.mode == NonMinimalMode::UgalG;
         let cost = |r: &Router, via: Option<u16>| -> u64 {
-            match r.walk(node, via, p.dst, p.header_key, fabric, loads) {
+            match r.walk(node, via, p.dst, p.header_key, fabric, loads, global) {
                 None => u64::MAX / 4, // cut off
                 Some((hops, _, path_q)) if global => path_q + hops as u64 * p.wire_bytes as u64,
                 Some((hops, first_q, _)) => first_q * hops as u64,
@@ -311,7 +311,10 @@ impl Router {
 
     /// Follow the path a packet would take from switch `node` (via group `via`, or minimally)
     /// to host `dst`, picking as ECMP would: (links, bytes queued at the first egress, bytes
-    /// queued along the path); None when it is cut off.
+    /// queued along the path, or 0 unless `along`); None when it is cut off. UGAL-L needs only
+    /// the first egress's queue: reading the others' would be a cache miss per hop of every
+    /// candidate path (on the 1,056-host dragonfly, 4 % of the run).
+    #[allow(clippy::too_many_arguments)]
     fn walk<L: PortLoad + ?Sized>(
         &self,
         node: NodeId,
@@ -320,6 +323,7 @@ impl Router {
         key: u64,
         fabric: &Fabric,
         loads: &L,
+        along: bool,
     ) -> Option<(u32, u64, u64)> {
         let mut via = via;
         let (mut n, mut hops, mut first, mut total) = (node, 0u32, 0u64, 0u64);
@@ -330,11 +334,12 @@ impl Router {
             let Some(out) = self.ecmp_toward(n, via, dst, key) else {
                 break;
             };
-            let q = loads.load(out);
             if hops == 0 {
-                first = q;
+                first = loads.load(out);
+                total = first;
+            } else if along {
+                total += loads.load(out);
             }
-            total += q;
             hops += 1;
             n = fabric.peer_node[out];
             if fabric.is_host(n) {
