@@ -3,8 +3,9 @@
 //! ([`Simulation::open_traces`]) and the run retires flows on one thread, each slice of events
 //! ends by appending the rows retired since the last slice to a spill file (fixed-size records,
 //! in the order the flows retired) and freeing them ([`super::FlowTable::spill_rows`]); a flow
-//! then keeps only its start and finish times. The spill file is unlinked as soon as it is made,
-//! so no run, however it ends, leaves it behind. The outputs write flows.arrow in flow-id order,
+//! then keeps only its start and finish times. The spill file is unlinked as soon as it is made
+//! (where the system allows an open file to be; elsewhere it is removed with the run), so no run,
+//! however it ends, leaves it behind. The outputs write flows.arrow in flow-id order,
 //! reading each spilled row back, batch by batch (never every row at once): the same file, byte
 //! for byte, as one written from rows kept in memory.
 
@@ -94,11 +95,7 @@ impl Simulation {
 
     /// Write `dir/flows.arrow`: every flow's row in flow-id order, the spilled ones read back,
     /// record batch by record batch.
-    pub fn write_flows_file(
-        &mut self,
-        dir: &Path,
-        metadata: &[(String, String)],
-    ) -> io::Result<()> {
+    pub fn write_flows_file(&self, dir: &Path, metadata: &[(String, String)]) -> io::Result<()> {
         let mut writer = FlowWriter::new(
             AtomicFile::create(&dir.join(FLOWS_FILE))?,
             self.workload_names(),

@@ -299,10 +299,10 @@ pub fn write_labelled_flows_to<W: Write>(
     writer.finish()
 }
 
-/// flows.arrow written as its rows come, in record batches of [`BATCH_ROWS`]: a run that retires
-/// flows writes each full batch while it goes on (`Simulation::open_traces`), so a finished
-/// flow's row is not kept until the end. The file is the same, byte for byte, as one written at
-/// once from the same rows.
+/// flows.arrow written row by row, a record batch of [`BATCH_ROWS`] at a time, so that the rows
+/// need not all be held at once (a run that spilled its finished flows' rows reads them back a
+/// group at a time: `engine::flows_out`). The file is the same, byte for byte, as one written
+/// from all the rows at once.
 pub struct FlowWriter<W: Write> {
     schema: SchemaRef,
     writer: FileWriter<W>,
@@ -310,7 +310,6 @@ pub struct FlowWriter<W: Write> {
     tag_names: Vec<String>,
     rows: Vec<FlowRow>,
     labels: Vec<FlowLabels>,
-    written: usize,
 }
 
 impl<W: Write> FlowWriter<W> {
@@ -331,7 +330,6 @@ impl<W: Write> FlowWriter<W> {
             tag_names,
             rows: Vec::new(),
             labels: Vec::new(),
-            written: 0,
         })
     }
 
@@ -343,11 +341,6 @@ impl<W: Write> FlowWriter<W> {
             self.write_batch()?;
         }
         Ok(())
-    }
-
-    /// Rows added so far.
-    pub fn rows(&self) -> usize {
-        self.written + self.rows.len()
     }
 
     fn write_batch(&mut self) -> io::Result<()> {
@@ -362,7 +355,6 @@ impl<W: Write> FlowWriter<W> {
             &self.tag_names,
         )?;
         self.writer.write(&b).map_err(io::Error::other)?;
-        self.written += self.rows.len();
         self.rows.clear();
         self.labels.clear();
         Ok(())
