@@ -347,14 +347,14 @@ impl World {
     ) {
         self.keep_all_flows();
         self.flows.track_touches();
-        let tight = Tight::new(
-            tight,
+        let at = super::tight::Where {
             me,
             owner,
-            &self.flows,
-            &self.fabric,
-            self.transport.mtu as u64,
-        );
+            flows: &self.flows,
+            fabric: &self.fabric,
+            mtu: self.transport.mtu as u64,
+        };
+        let tight = Tight::new(tight, &at);
         for p in self.fabric.ports() {
             self.ports[p].remote = owner[self.fabric.peer_node[p]] != me;
         }

@@ -92,29 +92,16 @@ pub(super) struct Tight {
 }
 
 impl Tight {
-    /// Partition `me`'s view of `tight` (from [`tight_barriers`]) under the node map `owner`.
-    pub fn new(
-        tight: &[(u32, Vec<FlowId>)],
-        me: u16,
-        owner: &IdVec<NodeId, u16>,
-        flows: &FlowTable,
-        fabric: &Fabric,
-        mtu: u64,
-    ) -> Self {
+    /// Partition `at.me`'s view of `tight` (from [`tight_barriers`]) under the node map
+    /// `at.owner`.
+    pub fn new(tight: &[(u32, Vec<FlowId>)], at: &Where) -> Self {
         let mut t = Self::default();
         if tight.is_empty() {
             return t;
         }
-        t.counts_toward = IdVec::from_elem(NONE, flows.len());
-        let at = Where {
-            me,
-            owner,
-            flows,
-            fabric,
-            mtu,
-        };
+        t.counts_toward = IdVec::from_elem(NONE, at.flows.len());
         for (b, fids) in tight {
-            t.track(*b, fids, &at, |_| Some(false));
+            t.track(*b, fids, at, |_| Some(false));
         }
         t
     }
@@ -324,15 +311,14 @@ mod tests {
         );
         assert!((0..3).all(|k| w.flows[f[k]].completes == Some(b0)));
         let owner = IdVec::from_elem(0u16, w.fabric.num_nodes as usize);
-        let mtu = w.transport.mtu as u64;
-        let mut t = Tight::new(
-            &[(b0, vec![f[0], f[1]])],
-            0,
-            &owner,
-            &w.flows,
-            &w.fabric,
-            mtu,
-        );
+        let at = Where {
+            me: 0,
+            owner: &owner,
+            flows: &w.flows,
+            fabric: &w.fabric,
+            mtu: w.transport.mtu as u64,
+        };
+        let mut t = Tight::new(&[(b0, vec![f[0], f[1]])], &at);
         t.flow_started(f[0]);
         assert_eq!((t.unstarted.as_slice(), t.frontier()), (&[1][..], &[][..]));
         // Flow 2 appended to b0, flow 1 cancelled; b1 tight from now: flow 3 started already,
@@ -343,13 +329,6 @@ mod tests {
             _ => Some(false),
         };
         let tight = [(b0, vec![f[0], f[1], f[2]]), (b1, vec![f[3], f[4], f[5]])];
-        let at = Where {
-            me: 0,
-            owner: &owner,
-            flows: &w.flows,
-            fabric: &w.fabric,
-            mtu,
-        };
         t.amend(&tight, f[2], &[f[1]], &at, status);
         assert_eq!(t.unstarted, [1, 1]);
         assert_eq!(t.frontier(), &[] as &[u32]);
@@ -394,8 +373,14 @@ mod tests {
             let w = sim.world();
             let all: Vec<FlowId> = w.flows.ids().collect();
             let owner = IdVec::from_elem(0u16, w.fabric.num_nodes as usize);
-            let mtu = w.transport.mtu as u64;
-            let tight = Tight::new(&[(0, all.clone())], 0, &owner, &w.flows, &w.fabric, mtu);
+            let at = Where {
+                me: 0,
+                owner: &owner,
+                flows: &w.flows,
+                fabric: &w.fabric,
+                mtu: w.transport.mtu as u64,
+            };
+            let tight = Tight::new(&[(0, all.clone())], &at);
             let mut bounds: Vec<(FlowId, Time)> = Vec::new();
             let mut tight_at_least_once = false;
             while sim.step(97) == StepOutcome::Running {
