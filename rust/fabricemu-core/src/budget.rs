@@ -446,8 +446,9 @@ pub fn estimate(s: &Scenario) -> Estimate {
         _ => 0,
     };
     e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET + int);
-    // The parallel engine: every partition and the view hold the whole fabric and every flow's
-    // record (`engine::parallel`); packets are where they are.
+    // The parallel engine: every partition and the view hold the whole fabric and, at most,
+    // every flow's record (`engine::parallel`: a run that retires flows holds those in progress
+    // only, so this is an upper bound); packets are where they are.
     if s.threads > 1 {
         let copies = s.threads as u64 + 1;
         let threads = s.threads as u64;

@@ -8,7 +8,8 @@
 //! for the flows in progress only, not for every message of the run; what stays per message is
 //! its plan entry and, once it finished, its row. A run that writes its outputs to a folder
 //! spills the rows to disk at the end of each slice ([`FlowTable::spill_rows`], `flows_out`):
-//! then a finished message keeps only its start and finish here.
+//! then a finished message keeps only its start and finish here. On threads, the partitions'
+//! records are made lazily too, and the view retires flows as it folds them (`engine::parallel`).
 //!
 //! Runs whose features look at any flow at any time (a control loop, plan amendments, faults
 //! that reroute and abandon flows, step graphs and collectives, in-network reduction, PXN
@@ -24,6 +25,9 @@ use crate::transport::Flow;
 const UNBORN: u32 = u32::MAX;
 /// `FlowTable::at` of a retired flow: the rest is the index of its row in `rows`.
 const RETIRED: u32 = 1 << 31;
+/// `FlowTable::at` of a flow a partition of a parallel run forgot: the view retired it (see
+/// [`FlowTable::forget`]). Its retired bit set, it has no record, as a retired flow.
+const FORGOTTEN: u32 = u32::MAX - 1;
 /// A retired row's ideal FCT, until the outputs fill it in ([`super::World::retired_row`]).
 const IDEAL_LATER: u64 = u64::MAX;
 /// Rows are kept in chunks of this many: the row store grows without copying what it holds and
@@ -132,6 +136,13 @@ impl FlowTable {
         self.at[fid] == UNBORN
     }
 
+    /// Whether flow `fid` was retired (its row kept, or spilled).
+    #[inline]
+    pub fn is_retired(&self, fid: FlowId) -> bool {
+        let a = self.at[fid];
+        a != UNBORN && a & RETIRED != 0
+    }
+
     /// Give unborn flow `fid` its record `f`.
     pub fn materialise(&mut self, fid: FlowId, f: Flow) {
         debug_assert!(self.is_unborn(fid));
@@ -154,6 +165,31 @@ impl FlowTable {
         }
         self.rows.last_mut().expect("a chunk with room").push(row);
         self.retired += 1;
+    }
+
+    /// Forget flow `fid`'s record, if it has one, keeping no row: a partition of a parallel run
+    /// once the view retired the flow (the view keeps its row; no partition touches it again).
+    pub fn forget(&mut self, fid: FlowId) {
+        let slot = self.at[fid];
+        if slot == UNBORN || slot & RETIRED != 0 {
+            return;
+        }
+        let f = &mut self.slots[slot as usize];
+        f.resend = Vec::new();
+        f.received_ahead = Vec::new();
+        self.free.push(slot);
+        self.at[fid] = FORGOTTEN;
+    }
+
+    /// Make `f` flow `fid`'s record (the view of a parallel run, folding the partitions' copies):
+    /// its record from now on if it had none, the record's new content if it had one. A retired
+    /// flow keeps its row (nothing changes a retired flow).
+    pub fn set_record(&mut self, fid: FlowId, f: Flow) {
+        match self.at[fid] {
+            UNBORN => self.materialise(fid, f),
+            a if a & RETIRED != 0 => debug_assert!(false, "flow {fid} changed after it retired"),
+            a => self.slots[a as usize] = f,
+        }
     }
 
     /// Hand the rows retired since the last call to `put`, in the order they retired (record
@@ -195,6 +231,10 @@ impl FlowTable {
         match self.at[fid] {
             UNBORN => FlowState::Unborn,
             a if a & RETIRED != 0 => {
+                debug_assert!(
+                    a != FORGOTTEN,
+                    "a partition's forgotten flow {fid} has no state"
+                );
                 let i = (a & !RETIRED) as usize;
                 if i < self.spilled {
                     let (start_ps, finish_ps) = self.spilled_times[i];
@@ -374,7 +414,7 @@ impl super::World {
     /// From now on every flow keeps its record (an amendment or a controller may look at any
     /// flow): the unborn get theirs now; the retired keep their rows.
     pub fn keep_all_flows(&mut self) {
-        if !self.retiring {
+        if !self.lazy_records {
             return;
         }
         let unborn = self
@@ -386,6 +426,7 @@ impl super::World {
         for fid in self.flows.ids() {
             self.materialise(fid);
         }
+        self.lazy_records = false;
         self.retiring = false;
     }
 
@@ -421,7 +462,9 @@ impl super::World {
     #[inline]
     pub(super) fn packet_gone(&mut self, fid: FlowId) {
         if let Some(f) = self.flows.get_mut(fid) {
-            f.packets_alive = f.packets_alive.saturating_sub(1);
+            // Wrapping: in a parallel run a packet may leave the fabric in another partition
+            // than the one that sent it; the view sums the partitions' counts.
+            f.packets_alive = f.packets_alive.wrapping_sub(1);
         }
     }
 

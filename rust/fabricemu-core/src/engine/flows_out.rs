@@ -1,6 +1,6 @@
 //! The rows of finished flows spilled to disk during the run (issue 19 item 2: an open-loop run
 //! keeps no row per finished message). Once the output folder is known
-//! ([`Simulation::open_traces`]) and the run retires flows on one thread, each slice of events
+//! ([`Simulation::open_traces`]) and the run retires flows (on threads, its view does), each slice of events
 //! ends by appending the rows retired since the last slice to a spill file (fixed-size records,
 //! in the order the flows retired) and freeing them ([`super::FlowTable::spill_rows`]); a flow
 //! then keeps only its start and finish times. The spill file is unlinked as soon as it is made
@@ -39,10 +39,10 @@ pub(super) struct FlowsOut {
 }
 
 impl Simulation {
-    /// Make the spill file in `dir` if the run retires flows on one thread (other runs keep every
-    /// flow's record anyway).
+    /// Make the spill file in `dir` if the run retires flows (on threads, its view retires them;
+    /// other runs keep every flow's record anyway).
     pub(super) fn open_flow_spill(&mut self, dir: &Path) -> io::Result<()> {
-        if self.parallel.is_some() || !self.world.retires_flows() || self.flows_out.is_some() {
+        if !self.world.retires_flows() || self.flows_out.is_some() {
             return Ok(());
         }
         let path = temp_path(&dir.join(FLOWS_FILE));

@@ -218,10 +218,9 @@ impl Simulation {
             };
             parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, make)
         });
+        // A parallel run's view makes the records of flows as the partitions' first come in,
+        // and retires them as one world would (`Parallel::fold_into`).
         let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
-        if parallel.is_some() {
-            world.keep_all_flows();
-        }
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }
@@ -250,6 +249,9 @@ impl Simulation {
     /// what a run that retires flows does when a controller or an amendment may look at any.
     pub fn keep_all_flows(&mut self) {
         self.world.keep_all_flows();
+        if let Some(par) = &mut self.parallel {
+            par.keep_all_flows();
+        }
     }
 
     /// Attach a control loop (for a controller outside the scenario, e.g. a Python callable):
@@ -257,7 +259,7 @@ impl Simulation {
     /// scenario's built-in policy, if any, keeps running at the same boundaries.
     pub fn enable_control(&mut self, interval_ps: Option<Time>) {
         // A controller may look at any flow at any time: every flow keeps its record.
-        self.world.keep_all_flows();
+        self.keep_all_flows();
         if let Some(par) = &mut self.parallel {
             par.track_wires(); // it may fail links
         }
@@ -409,7 +411,9 @@ impl Simulation {
         let limit = self.control.as_ref().map_or(NEVER, |c| c.next_ps);
         let finished = if self.parallel.is_some() {
             // The partitions stop together at the boundary (a window's end).
-            self.run_parallel(max_events, limit)
+            let finished = self.run_parallel(max_events, limit);
+            self.spill_retired_rows();
+            finished
         } else {
             let finished = self.world.run_events_until(max_events, limit);
             self.sync_job_plan();
@@ -517,7 +521,9 @@ impl Simulation {
             }
         }
         if self.parallel.is_some() {
-            return if self.run_parallel(max_events, NEVER) {
+            let finished = self.run_parallel(max_events, NEVER);
+            self.spill_retired_rows();
+            return if finished {
                 StepOutcome::Finished
             } else {
                 StepOutcome::Running
@@ -567,6 +573,15 @@ impl Simulation {
         }
         self.plan.flows.append(&mut a.flows);
         self.plan.barrier_sizes.append(&mut a.barriers);
+    }
+
+    /// Per partition of a parallel run, the most flow records it held at once (its records are
+    /// made as its flows start or their packets come in, and forgotten once the view retired
+    /// them); empty on one thread (see `world().flows.peak_live()`).
+    pub fn partition_peak_records(&self) -> Vec<usize> {
+        self.parallel
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.peak_records())
     }
 
     pub fn stats(&self) -> RunStats {
@@ -865,7 +880,7 @@ impl Simulation {
     }
 
     /// Stream the scenario's trace tables into `dir` from now on (temporary names until the run's
-    /// outputs are written), and, in a run that retires flows on one thread, spill the rows of
+    /// outputs are written), and, in a run that retires flows (on any threads), spill the rows of
     /// finished flows to a file there (`flows_out`). Without this, trace and flow rows are kept
     /// in memory until the outputs are written.
     pub fn open_traces(

@@ -92,7 +92,7 @@ impl World {
                 }
             }
             f.packets_sent += 1;
-            f.packets_alive += 1;
+            f.packets_alive = f.packets_alive.wrapping_add(1);
             self.nics.rotate[p] = !self.nics.fifo;
             let mut payload = f.payload_of(seq, self.transport.mtu);
             if let Some(inr) = &self.in_network {
@@ -511,7 +511,7 @@ impl World {
     /// that packet) and `extra` flags.
     fn send_control_seq(&mut self, fid: FlowId, kind: PacketKind, seq: u32, extra: u16) {
         let f = &mut self.flows[fid];
-        f.packets_alive += 1;
+        f.packets_alive = f.packets_alive.wrapping_add(1);
         let echo = kind == PacketKind::Ack && std::mem::take(&mut f.ce_unechoed);
         let mut pkt = Packet::control(
             kind,

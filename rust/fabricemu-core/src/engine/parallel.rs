@@ -41,7 +41,12 @@
 //! holds.
 //!
 //! Between windows the view folds only the flow records some partition touched since the last
-//! fold (`FlowTable::track_touches`).
+//! fold (`FlowTable::track_touches`). In a run that retires flows (`engine::flows`) the records
+//! stay lazy: a partition makes one where the flow starts or a packet of it first comes in
+//! (`receive_remote`), the view retires a flow whose merged record says it is done for good, as
+//! one world would, and the partitions then forget theirs (`fold_into`), so each holds the flows
+//! in progress it has seen. The packets of a flow alive in the fabric are counted modulo 2^32 in
+//! each partition (one that delivers a packet another sent counts -1) and summed by the view.
 //!
 //! Step workloads run partitioned as the flows and barriers they are: an op's start and end are
 //! its barriers' release times, folded into the view from where each ran.
@@ -345,7 +350,13 @@ impl World {
         barrier_home: &Arc<Vec<u16>>,
         tight: &[(u32, Vec<FlowId>)],
     ) {
-        self.keep_all_flows();
+        if !tight.is_empty() {
+            // A tight barrier's window reads its flows' records wherever they finish.
+            self.keep_all_flows();
+        }
+        // Records stay lazy (made where a flow starts or a packet of it first comes in), and the
+        // view retires flows as it folds the partitions, which then forget them (`fold_into`).
+        self.retiring = false;
         self.flows.track_touches();
         let at = super::tight::Where {
             me,
@@ -358,8 +369,17 @@ impl World {
         for p in self.fabric.ports() {
             self.ports[p].remote = owner[self.fabric.peer_node[p]] != me;
         }
-        let flows = &self.flows;
-        self.static_order.retain(|&f| owner[flows[f].src] == me);
+        let src_of = |f: FlowId| match (self.flows.get(f), &self.maker) {
+            (Some(r), _) => r.src,
+            (None, Some(m)) => m.inits[f.index()].src,
+            (None, None) => unreachable!("a flow without a record has its plan"),
+        };
+        let mine: Vec<bool> = (self.static_order.iter())
+            .map(|&f| owner[src_of(f)] == me)
+            .collect();
+        let mut mine = mine.into_iter();
+        self.static_order
+            .retain(|_| mine.next().expect("one per flow"));
         self.tracer.hold_rows();
         self.partition = Some(Part {
             me,
@@ -467,6 +487,11 @@ impl World {
             self.events
                 .push(t.packet.arrive, super::queue::Event::LinkArrival(t.port));
             return;
+        }
+        if self.lazy_records {
+            if let Some(fid) = t.packet.flow_id() {
+                self.materialise(fid);
+            }
         }
         let id = self.packets.adopt(t.packet);
         if let (Some(store), Some(stack)) = (&mut self.int, int) {
@@ -728,15 +753,37 @@ impl Parallel {
                 .unwrap_or(NEVER);
         }
         // The flows whose record changed in some partition since the last fold (the others'
-        // view records are up to date).
+        // view records are up to date). A flow now done for good (one world would have retired
+        // it: its merged record says so) the view retires, and the partitions forget.
+        let mut retired = Vec::new();
+        // Partitions that keep every record (a tight barrier reads them) keep them to the end.
+        let retiring = view.retiring && parts.iter().all(|w| w.lazy_records);
         for (i, &word) in touched.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
                 let fid = FlowId::new((i * 64 + bits.trailing_zeros() as usize) as u32);
                 bits &= bits - 1;
-                view.flows[fid] = self.merged_flow(fid);
+                if view.flows.is_retired(fid) {
+                    // A partition that never saw it made its record when every record came to
+                    // be kept (an amendment): forgotten again.
+                    retired.push(fid);
+                    continue;
+                }
+                view.flows.set_record(fid, self.merged_flow(fid));
+                if retiring {
+                    view.maybe_retire(fid);
+                    if view.flows.get(fid).is_none() {
+                        retired.push(fid);
+                    }
+                }
             }
         }
+        for w in self.parts.iter_mut() {
+            for &fid in &retired {
+                w.flows.forget(fid);
+            }
+        }
+        let parts = &self.parts;
         if view.faults.len() > 0 || view.circuits.is_some() {
             // Every partition applied every fault and OCS change; each lost the packets it held.
             view.faults = parts[0].faults.clone();
@@ -755,6 +802,18 @@ impl Parallel {
         }
     }
 
+    /// Per partition, the most flow records it held at once.
+    pub fn peak_records(&self) -> Vec<usize> {
+        self.parts.iter().map(|w| w.flows.peak_live()).collect()
+    }
+
+    /// From now on every partition keeps every flow's record (see [`World::keep_all_flows`]).
+    pub fn keep_all_flows(&mut self) {
+        for w in self.parts.iter_mut() {
+            w.keep_all_flows();
+        }
+    }
+
     /// Move the trace rows the partitions hold into `view`'s tables, in one world's order. Every
     /// partition stopped at the same window end, so no row to come can go before them.
     pub fn merge_traces(&mut self, view: &mut World) {
@@ -768,26 +827,30 @@ impl Parallel {
 
     /// Flow `fid`'s record: the sender's state from its sender's partition, the receiver's
     /// (finish) from its receiver's, the counters summed over all (a switch's drops count where
-    /// the switch is).
+    /// the switch is). A partition that has no record of it (its records are lazy, and no packet
+    /// of it came there yet) adds nothing; the receiver's fields stay as they were made then.
     fn merged_flow(&self, fid: FlowId) -> crate::transport::Flow {
         let parts = &self.parts;
-        let first = &parts[0].flows[fid];
+        let copies = || parts.iter().filter_map(|w| w.flows.get(fid));
+        let first = copies()
+            .next()
+            .expect("a touched flow has a record somewhere");
         let (src, dst) = (
             self.owner[first.src] as usize,
             self.owner[first.dst] as usize,
         );
-        let mut f = parts[src].flows[fid].clone();
-        let r = &parts[dst].flows[fid];
-        f.finish = r.finish;
-        f.expected = r.expected;
-        f.max_reorder = parts
-            .iter()
-            .map(|w| w.flows[fid].max_reorder)
-            .max()
-            .unwrap_or(0);
-        let sum = |get: fn(&crate::transport::Flow) -> u64| -> u64 {
-            parts.iter().map(|w| get(&w.flows[fid])).sum()
-        };
+        let mut f = parts[src]
+            .flows
+            .get(fid)
+            .expect("a flow touched anywhere started at its sender")
+            .clone();
+        if let Some(r) = parts[dst].flows.get(fid) {
+            f.finish = r.finish;
+            f.expected = r.expected;
+        }
+        f.max_reorder = copies().map(|r| r.max_reorder).max().unwrap_or(0);
+        f.packets_alive = copies().fold(0, |n, r| n.wrapping_add(r.packets_alive));
+        let sum = |get: fn(&crate::transport::Flow) -> u64| -> u64 { copies().map(get).sum() };
         f.packets_sent = sum(|f| f.packets_sent);
         f.retransmits = sum(|f| f.retransmits);
         f.drops = sum(|f| f.drops);
@@ -831,7 +894,10 @@ impl Parallel {
         let mut a = a.clone();
         a.cancel.retain(|f| !not_cancelled.contains(f));
         let first = FlowId::new(self.parts[0].flows.len() as u32);
-        let status = |fid: FlowId| (!view.is_cancelled(fid)).then(|| view.flows[fid].started);
+        // A flow the view retired started (and finished).
+        let status = |fid: FlowId| {
+            (!view.is_cancelled(fid)).then(|| view.flows.get(fid).is_none_or(|f| f.started))
+        };
         for w in &mut self.parts {
             w.partition.as_mut().expect("a partition").barrier_home = Arc::clone(&homes);
             if let Err(e) = w.amend(&a) {

@@ -137,7 +137,11 @@ impl Tight {
             fabric,
             mtu,
         } = *at;
-        let f = &flows[fid];
+        // A flow a partition forgot finished (the view retired it before an amendment made every
+        // record kept): it waits neither to start nor to finish.
+        let Some(f) = flows.get(fid) else {
+            return;
+        };
         let to_itself = f.src == f.dst;
         if !to_itself && !gone {
             self.unstarted[i as usize] += 1;

@@ -300,7 +300,11 @@ pub struct World {
     /// Runs that retire flows: what makes a flow's record when it starts (None: every flow has
     /// its record from the build on and keeps it).
     pub(super) maker: Option<FlowMaker>,
-    /// Flows are retired when done (a run with `maker`, until `keep_all_flows`).
+    /// Flows get their records when they start (a run with `maker`, until `keep_all_flows`);
+    /// in a partition of a parallel run, also when a packet of theirs first comes in.
+    pub(super) lazy_records: bool,
+    /// Flows are retired here when done (a lazy run on one world; a parallel run's view
+    /// retires them as it folds the partitions, `Parallel::fold_into`).
     pub(super) retiring: bool,
     /// GPU clusters with PXN, per flow: where its packets leave the scale-up switch and the relay
     /// GPU, data then control (see [`PxnHops`]). Empty without PXN.
@@ -686,6 +690,7 @@ impl World {
             ),
             synth: super::synthetic::SynthMeter::new(s),
             flows,
+            lazy_records: maker.is_some(),
             retiring: maker.is_some(),
             maker,
             pxn,

@@ -76,7 +76,9 @@ pub struct Flow {
     pub high_seq: u32,
     pub expected: u32,
     /// Its packets (data and control) in the fabric now: created and not yet delivered or
-    /// dropped. A run that retires flows retires one only when none is left.
+    /// dropped. A run that retires flows retires one only when none is left. Counted modulo
+    /// 2^32: a partition of a parallel run counts what leaves it as well as what it sent, and
+    /// the partitions' counts add up to the flow's.
     pub packets_alive: u32,
     pub dst: NodeId,
     /// Payload of the last packet (the others carry a full MTU).

@@ -40,12 +40,32 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
+/// What a run left: rows spilled and rows kept in memory at the end, the most flow records held
+/// at once (one world's; on threads, each partition's).
+struct Held {
+    spilled: usize,
+    kept: usize,
+    peak_records: Vec<usize>,
+}
+
 /// Run `text` for `slices` slices of `events` (all of it when `slices` is None), spilling rows
-/// when `spill`, write the outputs into `out`; returns the rows spilled and the rows kept in
-/// memory at the end.
-fn run(text: &str, out: &Path, spill: bool, slices: Option<u32>, events: u64) -> (usize, usize) {
+/// when `spill`, write the outputs into `out`.
+fn run(text: &str, out: &Path, spill: bool, slices: Option<u32>, events: u64) -> Held {
+    run_on(text, 1, out, spill, slices, events)
+}
+
+/// [`run`] on `threads` threads (the outputs echo the one-thread scenario).
+fn run_on(
+    text: &str,
+    threads: u32,
+    out: &Path,
+    spill: bool,
+    slices: Option<u32>,
+    events: u64,
+) -> Held {
     let (file, spec) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
     let json = scenario::to_json(&file);
+    let spec = fabricemu_core::Scenario { threads, ..spec };
     let mut sim = Simulation::build(&spec).unwrap();
     if spill {
         sim.open_traces(out, &output::metadata(&json, spec.seed))
@@ -55,10 +75,16 @@ fn run(text: &str, out: &Path, spill: bool, slices: Option<u32>, events: u64) ->
     while sim.step(events) == StepOutcome::Running && slices.is_none_or(|s| n + 1 < s) {
         n += 1;
     }
-    let spilled = sim.world().flows.spilled_count();
-    let kept = sim.world().flows.rows_kept();
+    let held = Held {
+        spilled: sim.world().flows.spilled_count(),
+        kept: sim.world().flows.rows_kept(),
+        peak_records: match sim.partition_peak_records() {
+            p if p.is_empty() => vec![sim.world().flows.peak_live()],
+            p => p,
+        },
+    };
     output::write_outputs(out, &mut sim, &json, spec.seed, slices.is_some(), 0.0).unwrap();
-    (spilled, kept)
+    held
 }
 
 fn same_file(a: &Path, b: &Path, name: &str) {
@@ -72,8 +98,12 @@ fn same_file(a: &Path, b: &Path, name: &str) {
 #[test]
 fn spilled_rows_give_the_same_files_and_are_not_kept() {
     let (a, b) = (dir("spilled-a"), dir("spilled-b"));
-    let (spilled, kept) = run(&dragonfly(), &a, true, None, 1 << 20);
-    let (none, kept_all) = run(&dragonfly(), &b, false, None, 1 << 20);
+    let Held { spilled, kept, .. } = run(&dragonfly(), &a, true, None, 1 << 20);
+    let Held {
+        spilled: none,
+        kept: kept_all,
+        ..
+    } = run(&dragonfly(), &b, false, None, 1 << 20);
     for name in ["flows.arrow", "run.json"] {
         same_file(&a, &b, name);
     }
@@ -103,7 +133,7 @@ fn spilled_rows_give_the_same_files_and_are_not_kept() {
 #[test]
 fn an_interrupted_run_writes_the_same_files_spilled_or_not() {
     let (a, b) = (dir("spilled-stop-a"), dir("spilled-stop-b"));
-    let (spilled, _) = run(&dragonfly(), &a, true, Some(8), 400_000);
+    let Held { spilled, .. } = run(&dragonfly(), &a, true, Some(8), 400_000);
     run(&dragonfly(), &b, false, Some(8), 400_000);
     assert!(spilled > 10_000, "{spilled}");
     for name in ["flows.arrow", "run.json"] {
@@ -112,4 +142,31 @@ fn an_interrupted_run_writes_the_same_files_spilled_or_not() {
     let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(a.join("run.json")).unwrap()).unwrap();
     assert_eq!(info["interrupted"], true);
+}
+
+/// On threads, the view retires the flows as it folds the partitions (whose copies it forgets)
+/// and spills their rows: the files are one world's, and no partition holds more records at
+/// once than one world plus what finished within one slice.
+#[test]
+fn on_threads_flows_are_retired_spilled_and_forgotten_as_on_one() {
+    let (a, b) = (dir("spilled-threads-1"), dir("spilled-threads-2"));
+    let one = run(&dragonfly(), &a, true, None, 1 << 18);
+    let two = run_on(&dragonfly(), 2, &b, true, None, 1 << 18);
+    for name in ["flows.arrow", "run.json"] {
+        same_file(&a, &b, name);
+    }
+    assert!(two.spilled > 0 && two.spilled + two.kept == one.spilled + one.kept);
+    assert!(
+        two.kept < (two.spilled + two.kept) / 10,
+        "kept {}",
+        two.kept
+    );
+    let total = one.spilled + one.kept;
+    for &peak in &two.peak_records {
+        assert!(
+            peak < one.peak_records[0] * 3 / 2 && peak < total / 2,
+            "{peak} records in a partition; one world {:?}; {total} retired",
+            one.peak_records
+        );
+    }
 }

@@ -1389,3 +1389,70 @@ fn a_rail_cabled_cluster_deals_its_servers_out_to_the_partitions() {
         }
     }
 }
+
+/// On threads, a run that retires flows has its partitions forget the flows the view retired; an
+/// amendment afterwards (every record kept from then on) that makes a half-finished incast round
+/// release its next flow at once (a barrier tight from now, whose finished flows the partitions
+/// forgot) runs to the end: every flow finishes, the appended one when the round ends.
+#[test]
+fn an_amendment_after_partitions_forgot_retired_flows_runs_on() {
+    use fabricemu_core::engine::amend::Amendment;
+    use fabricemu_core::ids::{FlowId, NodeId};
+    use fabricemu_core::workload::{FlowInit, Start};
+    let text = format!(
+        "seed = 1\nthreads = 2\n{}\n{}",
+        crate::common::leaf_spine(4, 2, 4, "100Gbps", None, "500ns"),
+        r#"
+        [[workload]]
+        kind = "incast"
+        receiver = 0
+        senders = 8
+        size = "64KiB"
+        rounds = 3
+        round_gap = "2us"
+        "#
+    );
+    let (_, s) = parse_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    assert!(sim.world().retires_flows());
+    // Until the view retired some of round 0's flows while the round is still on.
+    let round = loop {
+        assert_eq!(sim.step(50), fabricemu_core::StepOutcome::Running);
+        let w = sim.world();
+        if w.flows.retired_count() > 0 {
+            let b = (0..w.num_barriers() as u32)
+                .find(|&b| w.barrier_released(b).is_none())
+                .expect("a round still on");
+            let forgotten = (w.flows.ids())
+                .filter(|&f| w.flows.get(f).is_none() && w.flow_brief(f).finish.is_some())
+                .count();
+            assert!(forgotten > 0);
+            break b;
+        }
+    };
+    let planned = sim.workload_plan().flows.len() as u32;
+    let mut flow = FlowInit::at(NodeId::new(9), NodeId::new(14), 10_000, 0, 0);
+    flow.start = Start::After {
+        barrier: round,
+        gap: 0,
+    };
+    let a = Amendment {
+        flows: vec![flow],
+        ..Amendment::default()
+    };
+    sim.amend(&a).unwrap_or_else(|e| panic!("{e}"));
+    let stats = sim.run_to_end();
+    sim.check_conservation().unwrap();
+    let total = planned as u64 + 1;
+    assert_eq!((stats.flows_total, stats.flows_finished), (total, total));
+    let released = sim
+        .world()
+        .barrier_released(round)
+        .expect("the round ended");
+    let rows = sim.flow_rows();
+    let appended = rows
+        .iter()
+        .find(|r| r.flow_id == FlowId::new(planned).get() as u64)
+        .expect("the appended flow's row");
+    assert_eq!(appended.start_ps, released);
+}
