@@ -1420,7 +1420,7 @@ fn an_amendment_after_partitions_forgot_retired_flows_runs_on() {
         assert_eq!(sim.step(50), fabricemu_core::StepOutcome::Running);
         let w = sim.world();
         if w.flows.retired_count() > 0 {
-            let b = (0..w.num_barriers() as u32)
+            let b = (0..w.num_barriers())
                 .find(|&b| w.barrier_released(b).is_none())
                 .expect("a round still on");
             let forgotten = (w.flows.ids())
