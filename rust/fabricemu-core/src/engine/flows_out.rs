@@ -1,9 +1,9 @@
 //! The rows of finished flows spilled to disk during the run (issue 19 item 2: an open-loop run
 //! keeps no row per finished message). Once the output folder is known
-//! ([`Simulation::open_traces`]) and the run retires flows (on threads, its view does), each slice of events
-//! ends by appending the rows retired since the last slice to a spill file (fixed-size records,
-//! in the order the flows retired) and freeing them ([`super::FlowTable::spill_rows`]); a flow
-//! then keeps only its start and finish times. The spill file is unlinked as soon as it is made
+//! ([`Simulation::open_traces`]) and the run retires flows (on threads, its view does), each
+//! slice of events ends by appending the rows retired since the last slice to a spill file
+//! (fixed-size records, in the order the flows retired) and freeing them
+//! ([`super::FlowTable::spill_rows`]); a flow then keeps only its start and finish times. The spill file is unlinked as soon as it is made
 //! (where the system allows an open file to be; elsewhere it is removed with the run), so no run,
 //! however it ends, leaves it behind. The outputs write flows.arrow in flow-id order,
 //! reading each spilled row back, batch by batch (never every row at once): the same file, byte

@@ -374,12 +374,7 @@ impl World {
             (None, Some(m)) => m.inits[f.index()].src,
             (None, None) => unreachable!("a flow without a record has its plan"),
         };
-        let mine: Vec<bool> = (self.static_order.iter())
-            .map(|&f| owner[src_of(f)] == me)
-            .collect();
-        let mut mine = mine.into_iter();
-        self.static_order
-            .retain(|_| mine.next().expect("one per flow"));
+        self.static_order.retain(|&f| owner[src_of(f)] == me);
         self.tracer.hold_rows();
         self.partition = Some(Part {
             me,
