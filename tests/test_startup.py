@@ -88,3 +88,26 @@ def test_cli_keeps_blas_single_threaded_unless_chosen():
         env={**os.environ, "OPENBLAS_NUM_THREADS": "4"},
     )
     assert chosen.stdout.strip().endswith("4")
+
+
+def test_a_run_loads_the_analysis_modules_on_a_thread_while_the_engine_runs(tmp_path):
+    # `fabricemu.run` itself imports nothing heavy; the run imports fabricemu.results (pyarrow,
+    # pyarrow.compute, numpy) on its loading thread, not on the thread that runs the engine.
+    assert _imported_after("from fabricemu import run") == []
+    quickstart = str(SCENARIOS / "quickstart.toml")
+    code = (
+        "import sys, threading\n"
+        "seen = []\n"
+        "class Recorder:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'fabricemu.results':\n"
+        "            seen.append(threading.current_thread().name)\n"
+        "sys.meta_path.insert(0, Recorder())\n"
+        "import fabricemu\n"
+        f"result = fabricemu.run({quickstart!r}, out={str(tmp_path / 'out')!r})\n"
+        "assert result.summary()['finished'] > 0\n"
+        "alive = [t.name for t in threading.enumerate() if t.name == 'fabricemu-load']\n"
+        "print(seen, alive)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['fabricemu-load'] []", out.stdout

@@ -27,19 +27,21 @@ from .scenario import Scenario
 
 if TYPE_CHECKING:
     from . import analysis, control, graph
+    from ._run import run
     from .graph import StepGraph
-    from .results import Result, attach_names, run
+    from .results import Result, attach_names
     from .results import open_result as open  # noqa: A004 - fabricemu.open(path) reads an output folder
     from .sweep import PointDone, open_sweep, sweep
 
 #: Names whose modules import pyarrow and numpy, loaded on first use: a command that only
-#: validates or describes a scenario (and `import fabricemu.cli`) starts without them.
+#: validates or describes a scenario (and `import fabricemu.cli`) starts without them, and
+#: ``run`` loads them on a thread while the engine runs (`fabricemu._run`).
 _LAZY = {
     "analysis": ("fabricemu.analysis", None),
     "control": ("fabricemu.control", None),
     "Result": ("fabricemu.results", "Result"),
     "attach_names": ("fabricemu.results", "attach_names"),
-    "run": ("fabricemu.results", "run"),
+    "run": ("fabricemu._run", "run"),
     "open": ("fabricemu.results", "open_result"),
     "PointDone": ("fabricemu.sweep", "PointDone"),
     "open_sweep": ("fabricemu.sweep", "open_sweep"),

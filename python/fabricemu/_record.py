@@ -10,7 +10,6 @@ import platform
 from pathlib import Path
 from typing import Any, Dict, List
 
-from . import _storage
 from .scenario import Scenario
 
 RUN_FILE = "run.json"
@@ -37,6 +36,8 @@ def outputs(folder: Path) -> List[Dict[str, Any]]:
     """Every file of the run folder but run.json, by name: its size and, for Arrow IPC and Parquet
     files, its rows (from the record batches' headers through a memory map, or the Parquet
     footer)."""
+    from . import _storage  # pyarrow: after the run (`fabricemu._run` loads it meanwhile)
+
     files = []
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
         if not path.is_file() or path.name == RUN_FILE:

@@ -544,8 +544,8 @@ def run(
     code 1). With --controller, a Python function acts on the run every control interval; a bad
     action it returns stops the run (partial outputs) and exits with 1.
     """
+    from ._run import run as run_scenario
     from .errors import ControlError
-    from .results import run as run_scenario
 
     control: Dict[str, Any] = {}
     if controller is not None:

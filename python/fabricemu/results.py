@@ -6,18 +6,17 @@ import html
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core, _fmt, _record, _storage
-from ._outdir import OutputFolder, sigterm_as_interrupt
+from . import _fmt, _storage
+from ._run import ProgressCallback, run
 from .errors import MissingTableError
 from .metrics import SYNTHETIC_KEYS, run_metrics, summary_view, synthetic_metrics
-from .scenario import PathLike, Scenario, as_scenario
+from .scenario import PathLike, Scenario
 
 if TYPE_CHECKING:
     import pyarrow.dataset
@@ -60,142 +59,6 @@ NODE_COLUMNS = ("node", "switch", "src", "dst", "upstream", "peer_node")
 #: Columns holding port ids (a port is one direction of a link: links.arrow's ``link`` is its
 #: egress port).
 PORT_COLUMNS = ("port", "paused_port", "link", "peer_port")
-
-#: ``progress(simulated_ps, stop_ps, events, flows_finished, flows_total)``; ``stop_ps`` is None
-#: when the run ends with its last flow.
-ProgressCallback = Callable[[int, Optional[int], int, int, int], Any]
-
-
-def run(
-    scenario: Union[Scenario, PathLike, Mapping[str, Any]],
-    out: Optional[PathLike] = None,
-    progress: Optional[ProgressCallback] = None,
-    *,
-    slice_events: int = 2_000_000,
-    overwrite: bool = False,
-    max_memory: Optional[Union[int, str]] = None,
-    max_trace_size: Optional[Union[int, str]] = None,
-    controller: Optional[Callable[..., Any]] = None,
-    control_interval: Optional[Union[int, str]] = None,
-    threads: Optional[int] = None,
-) -> Result:
-    """Run a scenario (a :class:`Scenario`, a TOML file path or a dictionary) to its stop condition.
-
-    ``threads`` (the scenario's ``threads`` key) splits the fabric into that many partitions run on
-    as many threads, with byte-identical outputs; what the parallel engine cannot run yet raises
-    :class:`ScenarioError` naming ``threads`` (docs/parallel.md).
-
-    With ``controller`` (a callable: :class:`fabricemu.control.Telemetry` in, a list of actions or
-    None out; see :mod:`fabricemu.control`), the engine stops at every control boundary (every
-    ``control_interval``: picoseconds or a duration such as ``"20us"``; default the scenario's
-    ``[control] interval``, or 20us) and applies the returned actions at that simulated time; they
-    are recorded in ``actions.arrow``. A bad action raises :class:`fabricemu.ControlError`; it, or
-    an exception raised by the controller, stops the run like Ctrl-C (partial outputs written,
-    ``run.json`` has ``interrupted: true``) and propagates.
-
-    Writes ``flows.arrow``, ``run.json`` and the traces into ``out``; with ``out=None`` into a
-    temporary folder that lives as long as the returned :class:`Result`. The run is written into a
-    fresh temporary folder beside ``out`` and moved into place when it ends, replacing an earlier
-    run's folder whole (no old trace survives beside the new run); ``out`` is locked meanwhile, so a
-    second run on it raises :class:`fabricemu.OutputFolderBusy`. A folder that is not empty and holds
-    no run (no run.json) is refused unless ``overwrite=True``.
-
-    The engine runs without the GIL; Ctrl-C, or SIGTERM (``kill``, Slurm, ``docker stop``; as
-    :class:`fabricemu.Terminated`), stops it and raises ``KeyboardInterrupt`` after the partial
-    outputs are in ``out`` (``run.json`` has ``interrupted: true``). A run that fails leaves ``out``
-    as it was.
-
-    Before anything is allocated, the run's memory and trace volume are estimated: a scenario whose
-    estimate exceeds ``max_memory`` (bytes, or a size such as ``"64GiB"``; default: 80 % of the
-    memory available) or ``max_trace_size`` (default ``"20GiB"``) raises :class:`ScenarioError`
-    stating the estimate and the limit.
-
-    >>> import fabricemu
-    >>> result = fabricemu.run("scenarios/quickstart.toml")  # doctest: +SKIP
-    >>> result.summary()["slowdown_p99"]  # doctest: +SKIP
-    """
-    s = as_scenario(scenario)
-    if threads is not None:
-        s = s.with_({"threads": threads})
-    limits = (
-        byte_limit(max_memory, "max_memory"),
-        byte_limit(max_trace_size, "max_trace_size"),
-    )
-    started = _record.now_utc()
-    control: Tuple[Any, ...] = ()
-    if controller is not None:
-        from .control import _Bridge
-
-        if not callable(controller):
-            raise TypeError(f"controller must be callable, found {controller!r}")
-        interval = control_interval
-        if isinstance(interval, str):
-            interval = _core.parse_duration(interval)
-        control = (_Bridge(controller), interval)
-    elif control_interval is not None:
-        raise ValueError("control_interval needs a controller")
-    if out is None:
-        tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
-        with sigterm_as_interrupt():
-            try:
-                info = _core.run(s.to_json(), tmp.name, progress, slice_events, *limits, *control)
-            except KeyboardInterrupt as e:
-                _complete_partial(Path(tmp.name), s, started)
-                _note(e, "a temporary folder (pass out= to keep it)")
-                raise
-            _convert(Path(tmp.name), s)
-            record = _record.complete(Path(tmp.name), json.loads(info), s, started)
-        return Result(Path(tmp.name), run_info=record, _keep=tmp)
-    folder = OutputFolder(out, overwrite=overwrite)
-    with sigterm_as_interrupt(), folder as staging:
-        try:
-            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events, *limits, *control)
-            _convert(Path(staging), s)
-            record = _record.complete(Path(staging), json.loads(info), s, started)
-        except BaseException as e:
-            # Ctrl-C, SIGTERM or an exception from ``progress``: the core wrote the partial outputs
-            # (run.json has interrupted: true); they go into place like a complete run.
-            if folder.has_outputs():
-                _complete_partial(Path(staging), s, started)
-                folder.commit()
-                _note(e, str(folder.target))
-            raise
-        folder.commit()
-    return Result(folder.target, run_info=record)
-
-
-def _convert(folder: Path, s: Scenario) -> None:
-    """Store the tables as the scenario's ``[output]`` asks (format, compression)."""
-    fmt, compression = _storage.options(s.to_dict(normalised=True))
-    _storage.convert(folder, fmt, compression)
-
-
-def _complete_partial(folder: Path, s: Scenario, started: str) -> None:
-    """The record of an interrupted run, when the core wrote its run.json (best effort: the
-    interruption is what propagates)."""
-    try:
-        info = json.loads((folder / _record.RUN_FILE).read_text(encoding="utf-8"))
-        _convert(folder, s)
-        _record.complete(folder, info, s, started)
-    except (OSError, ValueError, pa.ArrowException):
-        pass
-
-
-def _note(e: BaseException, where: str) -> None:
-    if hasattr(e, "add_note"):
-        e.add_note(f"fabricemu: partial outputs were written to {where}")
-
-
-def byte_limit(value: Optional[Union[int, str]], name: str) -> Optional[int]:
-    """A resource limit given as bytes or a size string (``"64GiB"``); None keeps the default."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise TypeError(f'{name} must be a number of bytes or a size such as "64GiB", not {value!r}')
-    n = _core.parse_size(value) if isinstance(value, str) else value
-    if n <= 0:
-        raise ValueError(f"{name} must be positive, not {value!r}")
-    return int(n)
 
 
 def open_result(path: PathLike) -> Result:
