@@ -123,6 +123,12 @@ define_id!(
     /// A packet's slot in the packet arena (slots are recycled).
     PacketId
 );
+define_id!(
+    /// A flow record's slot in the flow table (slots are recycled as flows retire): what the
+    /// transport state kept beside the record (congestion control's) is indexed by, so that it
+    /// too lives only while its flow is in progress.
+    RecordSlot
+);
 
 impl PortId {
     /// No port, for packed hot records only (`Packet::ingress`), where an `Option` would grow the

@@ -27,7 +27,7 @@ pub use dcqcn::Dcqcn;
 pub use int::{IntStack, IntStore, MAX_INT_HOPS};
 
 use crate::config::CongestionControl;
-use crate::ids::{FlowId, IdVec, NodeId, PortId};
+use crate::ids::{IdVec, NodeId, PortId, RecordSlot};
 use crate::units::Time;
 
 /// One hop's in-band telemetry, as a switch would stamp it on a data packet and the receiver
@@ -266,25 +266,33 @@ impl Controller for NoCc {
     fn receiver(&self) {}
 }
 
-/// A controller with the state of every flow.
+/// A controller with the state of every flow record, by the record's slot (`FlowTable::slot`):
+/// a flow's state lives as long as its record.
 #[derive(Debug, Clone)]
 pub struct Flows<C: Controller> {
     pub ctrl: C,
-    pub senders: IdVec<FlowId, C::Sender>,
-    pub receivers: IdVec<FlowId, C::Receiver>,
+    pub senders: IdVec<RecordSlot, C::Sender>,
+    pub receivers: IdVec<RecordSlot, C::Receiver>,
 }
 
 impl<C: Controller> Flows<C> {
-    /// State for more flows (appended during the run) with these line rates.
-    fn grow(&mut self, line_rates: impl Iterator<Item = u64>) {
-        for r in line_rates {
-            self.senders.push(self.ctrl.sender(r, 0));
+    /// Fresh state for the record just made in `slot` (a new slot, or one a retired flow left)
+    /// with line rate `line_bps`. Slots below it that never had state get some (a parallel
+    /// run's view makes records as it folds the partitions, and never runs a controller).
+    fn fresh(&mut self, slot: RecordSlot, line_bps: u64) {
+        while self.senders.len() <= slot.index() {
+            self.senders.push(self.ctrl.sender(line_bps, 0));
             self.receivers.push(self.ctrl.receiver());
+            if self.senders.len() > slot.index() {
+                return; // just made fresh
+            }
         }
+        self.senders[slot] = self.ctrl.sender(line_bps, 0);
+        self.receivers[slot] = self.ctrl.receiver();
     }
 
     fn new(ctrl: C, line_rates: impl Iterator<Item = u64>) -> Self {
-        let senders: IdVec<FlowId, _> = line_rates.map(|r| ctrl.sender(r, 0)).collect();
+        let senders: IdVec<RecordSlot, _> = line_rates.map(|r| ctrl.sender(r, 0)).collect();
         let receivers = (0..senders.len()).map(|_| ctrl.receiver()).collect();
         Self {
             ctrl,
@@ -340,17 +348,18 @@ macro_rules! controllers {
                 }
             }
 
-            /// Flow `fid` starts at `now` with line rate `line_bps` over `path`: fresh state.
+            /// The flow of record `slot` starts at `now` with line rate `line_bps` over `path`:
+            /// fresh state.
             pub fn start(
                 &mut self,
-                fid: FlowId,
+                slot: RecordSlot,
                 line_bps: u64,
                 now: Time,
                 path: &FlowPath,
             ) -> Reaction {
                 match self {
                     $(Cc::$arm(f) => {
-                        let s = &mut f.senders[fid];
+                        let s = &mut f.senders[slot];
                         *s = f.ctrl.sender(line_bps, now);
                         f.ctrl.on_start(s, now, path)
                     })*
@@ -358,50 +367,50 @@ macro_rules! controllers {
             }
 
             #[inline(always)]
-            pub fn on_sent(&mut self, fid: FlowId, bytes: u64, now: Time) -> Reaction {
+            pub fn on_sent(&mut self, slot: RecordSlot, bytes: u64, now: Time) -> Reaction {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_sent(&mut f.senders[fid], bytes, now),)*
+                    $(Cc::$arm(f) => f.ctrl.on_sent(&mut f.senders[slot], bytes, now),)*
                 }
             }
 
-            pub fn on_ack(&mut self, fid: FlowId, ack: &Ack<'_>) -> Reaction {
+            pub fn on_ack(&mut self, slot: RecordSlot, ack: &Ack<'_>) -> Reaction {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_ack(&mut f.senders[fid], ack),)*
+                    $(Cc::$arm(f) => f.ctrl.on_ack(&mut f.senders[slot], ack),)*
                 }
             }
 
-            pub fn on_cnp(&mut self, fid: FlowId, now: Time) -> Reaction {
+            pub fn on_cnp(&mut self, slot: RecordSlot, now: Time) -> Reaction {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_cnp(&mut f.senders[fid], now),)*
+                    $(Cc::$arm(f) => f.ctrl.on_cnp(&mut f.senders[slot], now),)*
                 }
             }
 
-            pub fn on_loss(&mut self, fid: FlowId, timeout: bool, now: Time) -> Reaction {
+            pub fn on_loss(&mut self, slot: RecordSlot, timeout: bool, now: Time) -> Reaction {
                 match self {
                     $(Cc::$arm(f) => {
-                        f.ctrl.on_loss(&mut f.senders[fid], timeout, now)
+                        f.ctrl.on_loss(&mut f.senders[slot], timeout, now)
                     })*
                 }
             }
 
-            pub fn on_timer(&mut self, fid: FlowId, timer: u8, now: Time, done: bool) -> Reaction {
+            pub fn on_timer(&mut self, slot: RecordSlot, timer: u8, now: Time, done: bool) -> Reaction {
                 match self {
                     $(Cc::$arm(f) => {
-                        f.ctrl.on_timer(&mut f.senders[fid], timer, now, done)
+                        f.ctrl.on_timer(&mut f.senders[slot], timer, now, done)
                     })*
                 }
             }
 
             #[inline(always)]
-            pub fn on_data(&mut self, fid: FlowId, ce: bool, now: Time) -> bool {
+            pub fn on_data(&mut self, slot: RecordSlot, ce: bool, now: Time) -> bool {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.on_data(&mut f.receivers[fid], ce, now),)*
+                    $(Cc::$arm(f) => f.ctrl.on_data(&mut f.receivers[slot], ce, now),)*
                 }
             }
 
-            pub fn rate_sample(&mut self, fid: FlowId, now: Time) -> Option<RateSample> {
+            pub fn rate_sample(&mut self, slot: RecordSlot, now: Time) -> Option<RateSample> {
                 match self {
-                    $(Cc::$arm(f) => f.ctrl.rate_sample(&mut f.senders[fid], now),)*
+                    $(Cc::$arm(f) => f.ctrl.rate_sample(&mut f.senders[slot], now),)*
                 }
             }
         }
@@ -449,22 +458,22 @@ impl Cc {
         }
     }
 
-    /// State for flows appended during the run (plan amendments), with these line rates.
-    pub fn grow(&mut self, line_rates: impl Iterator<Item = u64>) {
+    /// Fresh state for the flow record just made in `slot`, with line rate `line_bps`.
+    pub fn fresh(&mut self, slot: RecordSlot, line_bps: u64) {
         match self {
-            Cc::None(f) => f.grow(line_rates),
-            Cc::Dcqcn(f) => f.grow(line_rates),
-            Cc::Dctcp(f) => f.grow(line_rates),
-            Cc::Swift(f) => f.grow(line_rates),
-            Cc::Hpcc(f) => f.grow(line_rates),
-            Cc::Nscc(f) => f.grow(line_rates),
+            Cc::None(f) => f.fresh(slot, line_bps),
+            Cc::Dcqcn(f) => f.fresh(slot, line_bps),
+            Cc::Dctcp(f) => f.fresh(slot, line_bps),
+            Cc::Swift(f) => f.fresh(slot, line_bps),
+            Cc::Hpcc(f) => f.fresh(slot, line_bps),
+            Cc::Nscc(f) => f.fresh(slot, line_bps),
         }
     }
 
-    /// DCQCN's current and target rate of flow `fid`, if DCQCN runs.
-    pub fn dcqcn_rates(&self, fid: FlowId) -> Option<(u64, u64)> {
+    /// DCQCN's current and target rate of the flow of record `slot`, if DCQCN runs.
+    pub fn dcqcn_rates(&self, slot: RecordSlot) -> Option<(u64, u64)> {
         match self {
-            Cc::Dcqcn(f) => f.senders.get(fid).map(|d| (d.rc, d.rt)),
+            Cc::Dcqcn(f) => f.senders.get(slot).map(|d| (d.rc, d.rt)),
             _ => None,
         }
     }

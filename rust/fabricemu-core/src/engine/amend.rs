@@ -287,8 +287,11 @@ impl World {
         } else if let Some(inr) = &mut self.in_network {
             inr.grow_flows(self.flows.len());
         }
-        self.cc
-            .grow((nf_old..self.flows.len()).map(|i| self.flows[FlowId::new(i as u32)].rate_bps));
+        for i in nf_old..self.flows.len() {
+            let fid = FlowId::new(i as u32);
+            self.cc
+                .fresh(self.flows.slot(fid), self.flows[fid].rate_bps);
+        }
         if let Some(c) = &mut self.credits {
             c.grow(self.flows.len());
         }

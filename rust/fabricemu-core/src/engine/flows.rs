@@ -17,7 +17,7 @@
 
 use std::ops::{Index, IndexMut};
 
-use crate::ids::{FlowId, IdRange, IdVec};
+use crate::ids::{FlowId, IdRange, IdVec, RecordSlot};
 use crate::trace::flows::FlowRow;
 use crate::transport::Flow;
 
@@ -134,6 +134,14 @@ impl FlowTable {
     #[inline]
     pub fn is_unborn(&self, fid: FlowId) -> bool {
         self.at[fid] == UNBORN
+    }
+
+    /// The slot of live flow `fid`'s record (what congestion control's state is indexed by).
+    #[inline(always)]
+    pub fn slot(&self, fid: FlowId) -> RecordSlot {
+        let a = self.at[fid];
+        debug_assert!(a != UNBORN && a & RETIRED == 0, "flow {fid} has no record");
+        RecordSlot::new(a)
     }
 
     /// Whether flow `fid` was retired (its row kept, or spilled).
@@ -395,7 +403,9 @@ impl super::World {
     pub(super) fn materialise(&mut self, fid: FlowId) {
         if self.flows.is_unborn(fid) {
             let f = self.planned_flow(fid);
+            let rate = f.rate_bps;
             self.flows.materialise(fid, f);
+            self.cc.fresh(self.flows.slot(fid), rate);
         }
     }
 

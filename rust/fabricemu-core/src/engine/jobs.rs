@@ -922,7 +922,7 @@ impl World {
             f.resend.clear();
             // Its pending timer event finds the later deadline and waits for it.
             f.rto_deadline = now.saturating_add(self.transport.rto);
-            let r = self.cc.on_loss(fid, true, now);
+            let r = self.cc.on_loss(self.flows.slot(fid), true, now);
             self.react(fid, r);
             self.activate(fid);
         }

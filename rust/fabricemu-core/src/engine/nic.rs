@@ -122,7 +122,7 @@ impl World {
                 pkt.pfc_class = self.inr_epoch(fid);
             }
             self.stats.data_packets_sent += 1;
-            let r = self.cc.on_sent(fid, wire as u64, now);
+            let r = self.cc.on_sent(self.flows.slot(fid), wire as u64, now);
             if !r.is_none() {
                 self.react(fid, r);
             }
@@ -221,7 +221,7 @@ impl World {
                 }
             }
         }
-        let r = self.cc.start(fid, line, now, &path);
+        let r = self.cc.start(self.flows.slot(fid), line, now, &path);
         if self.cc.reports_rates() {
             self.record_rate(fid);
         }
@@ -290,7 +290,7 @@ impl World {
         f.rto_deadline = now.saturating_add(self.transport.rto);
         self.events
             .push_after_recurring(self.transport.rto, Event::Retransmit(fid));
-        let r = self.cc.on_loss(fid, true, now);
+        let r = self.cc.on_loss(self.flows.slot(fid), true, now);
         self.react(fid, r);
         self.resume(fid);
     }
@@ -360,6 +360,7 @@ impl World {
             self.owe_credits(fid, 0);
         }
         let now = self.now;
+        let slot = self.flows.slot(fid);
         let f = &mut self.flows[fid];
         let ce = pkt_flags & flags::CE != 0;
         if ce {
@@ -367,7 +368,7 @@ impl World {
             f.ce_unechoed = true;
         }
         // The receiver's congestion-control hook (DCQCN's NP: a CNP at most once per interval).
-        if self.cc.on_data(fid, ce, now) {
+        if self.cc.on_data(slot, ce, now) {
             f.cnps += 1;
             self.stats.cnps_sent += 1;
             self.send_control(fid, PacketKind::Cnp);
@@ -578,7 +579,7 @@ impl World {
                 _ => &[],
             };
             let r = self.cc.on_ack(
-                fid,
+                self.flows.slot(fid),
                 &Ack {
                     now,
                     newly_acked,
@@ -600,7 +601,7 @@ impl World {
 
     fn receive_nack(&mut self, fid: FlowId, expected: u32) {
         self.receive_ack(fid, expected, false, None);
-        let r = self.cc.on_loss(fid, false, self.now);
+        let r = self.cc.on_loss(self.flows.slot(fid), false, self.now);
         self.react(fid, r);
         let selective = self.transport.selective;
         let f = &mut self.flows[fid];
@@ -631,7 +632,7 @@ impl World {
             f.resend.push(seq);
             f.resend.sort_unstable_by(|a, b| b.cmp(a));
         }
-        let r = self.cc.on_loss(fid, false, self.now);
+        let r = self.cc.on_loss(self.flows.slot(fid), false, self.now);
         self.react(fid, r);
         // The resend goes first: wake the NIC even if the flow waits in its ring (for its window
         // or a credit) with the port asleep.
@@ -778,7 +779,7 @@ impl World {
         if self.flows[fid].sender_stopped() {
             return;
         }
-        let r = self.cc.on_cnp(fid, self.now);
+        let r = self.cc.on_cnp(self.flows.slot(fid), self.now);
         self.react(fid, r);
     }
 
@@ -787,7 +788,9 @@ impl World {
             return; // retired (a done sender's timers do nothing)
         };
         let done = f.sender_stopped();
-        let r = self.cc.on_timer(fid, timer, self.now, done);
+        let r = self
+            .cc
+            .on_timer(self.flows.slot(fid), timer, self.now, done);
         self.react(fid, r);
     }
 
@@ -840,9 +843,9 @@ impl World {
 
     fn record_rate(&mut self, fid: FlowId) {
         let now = self.now;
-        let cc = &mut self.cc;
+        let (cc, slot) = (&mut self.cc, self.flows.slot(fid));
         self.tracer
-            .rate_changed(fid, now, || cc.rate_sample(fid, now));
+            .rate_changed(fid, now, || cc.rate_sample(slot, now));
     }
 }
 

@@ -147,22 +147,6 @@ fn header_keys(
     )
 }
 
-/// The line rate `new_flow` gives the flow, without making its record (a run that retires flows
-/// makes records only when flows start; the controllers need every flow's rate at the build).
-fn line_rate(
-    fabric: &Fabric,
-    routing: &crate::scenario::RoutingSpec,
-    f: &crate::workload::FlowInit,
-    sport: u16,
-    flow_label: u32,
-) -> u64 {
-    if fabric.cluster.is_none() {
-        return fabric.rate_bps[fabric.host_port(f.src)];
-    }
-    let (fwd, rev) = header_keys(routing, f, sport, flow_label);
-    endpoint_ports(fabric, f.src, f.dst, fwd, rev).rate_bps
-}
-
 /// The state of a new flow from its plan entry, with the header entropy drawn for it (UDP source
 /// port, flow label), and its PXN hops. A flow waiting on a barrier starts at NEVER.
 pub(super) fn new_flow(
@@ -373,12 +357,13 @@ pub struct MemoryFootprint {
     pub per_node: usize,
     /// Per host port: the NIC's arbitration ring (empty until flows are active) and its flag.
     pub per_host_port: usize,
-    /// Per flow record (the transport state of a flow in progress; a run that retires flows
-    /// recycles the records, so `flows` counts the most in use at once).
+    /// Per flow record (the transport state of a flow in progress, and the congestion
+    /// controller's sender and receiver in the record's slot; a run that retires flows recycles
+    /// the records, so `flows` counts the most in use at once).
     pub per_flow: usize,
-    /// Per flow id, for the whole run: the congestion controller's sender and receiver, PXN hops
-    /// (GPU clusters), the rates.arrow sample state, the flow plan's entry (and, in a run that
-    /// retires flows, the engine's copy of it with its header entropy), the record's index.
+    /// Per flow id, for the whole run: PXN hops (GPU clusters), the rates.arrow sample state,
+    /// the flow plan's entry (and, in a run that retires flows, its header entropy), the
+    /// record's index.
     pub per_message: usize,
     /// Per retired flow: its output row, kept until flows.arrow is written.
     pub per_retired: usize,
@@ -518,8 +503,6 @@ impl World {
         });
         let mut flows = FlowTable::default();
         flows.reserve(plan.flows.len(), maker.is_none());
-        // The line rates the controllers' states start from (`Cc::start` sets them anew).
-        let mut line_rates: Vec<u64> = Vec::with_capacity(plan.flows.len());
         let mut barriers: Vec<Barrier> = plan
             .barrier_sizes
             .iter()
@@ -548,9 +531,9 @@ impl World {
             }
             match &mut maker {
                 Some(m) => {
-                    // The record is made when the flow starts (`World::materialise`).
+                    // The record is made when the flow starts (`World::materialise`), and its
+                    // congestion-control state with it.
                     m.entropy.push((sport, label));
-                    line_rates.push(line_rate(&fabric, &s.routing, f, sport, label));
                     flows.push_unborn();
                 }
                 None => {
@@ -595,10 +578,9 @@ impl World {
         for (at, e) in jobs.failure_events() {
             events.push(at, Event::JobFailure(e));
         }
-        if maker.is_none() {
-            line_rates = flows.live().map(|(_, f)| f.rate_bps).collect();
-        }
-        let cc = Cc::new(&t.cc, line_rates.into_iter());
+        // Congestion control's state by record slot: every record's now, in a run that keeps
+        // them all (slot = flow id); none yet in one that makes them as flows start.
+        let cc = Cc::new(&t.cc, flows.live().map(|(_, f)| f.rate_bps));
         let mut tracer = Tracer::new(
             s.trace.clone(),
             pfc.is_some(),
@@ -1211,9 +1193,9 @@ impl World {
             + 2 * size_of::<u64>() // buffer used, capacity
             + size_of::<u64>(); // router seed
         let per_host_port = size_of::<std::collections::VecDeque<FlowId>>() + size_of::<bool>();
-        let per_flow = size_of::<Flow>();
-        let per_message = self.cc.bytes_per_flow()
-            + if self.pxn.is_empty() {
+        // Congestion control's state lives beside the record, in its slot.
+        let per_flow = size_of::<Flow>() + self.cc.bytes_per_flow();
+        let per_message = if self.pxn.is_empty() {
                 0
             } else {
                 size_of::<FlowPxn>()
@@ -1278,8 +1260,10 @@ impl World {
         self.queues[p].class_bytes(c as usize) as u64
     }
 
-    /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs.
+    /// DCQCN state of flow `fid` (current rate, target rate), if DCQCN runs and the flow has
+    /// its record.
     pub fn dcqcn_rates(&self, fid: FlowId) -> Option<(u64, u64)> {
-        self.cc.dcqcn_rates(fid)
+        self.flows.get(fid)?;
+        self.cc.dcqcn_rates(self.flows.slot(fid))
     }
 }
