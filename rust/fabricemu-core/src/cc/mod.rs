@@ -280,15 +280,14 @@ impl<C: Controller> Flows<C> {
     /// with line rate `line_bps`. Slots below it that never had state get some (a parallel
     /// run's view makes records as it folds the partitions, and never runs a controller).
     fn fresh(&mut self, slot: RecordSlot, line_bps: u64) {
-        while self.senders.len() <= slot.index() {
-            self.senders.push(self.ctrl.sender(line_bps, 0));
-            self.receivers.push(self.ctrl.receiver());
-            if self.senders.len() > slot.index() {
-                return; // just made fresh
-            }
+        let (s, r) = (self.ctrl.sender(line_bps, 0), self.ctrl.receiver());
+        if slot.index() < self.senders.len() {
+            self.senders[slot] = s;
+            self.receivers[slot] = r;
+        } else {
+            self.senders.resize(slot.index() + 1, s);
+            self.receivers.resize(slot.index() + 1, r);
         }
-        self.senders[slot] = self.ctrl.sender(line_bps, 0);
-        self.receivers[slot] = self.ctrl.receiver();
     }
 
     fn new(ctrl: C, line_rates: impl Iterator<Item = u64>) -> Self {
