@@ -162,11 +162,7 @@ impl FlowTable {
     pub fn retire(&mut self, fid: FlowId, row: FlowRow) {
         let slot = self.at[fid];
         debug_assert!(slot & RETIRED == 0 && slot != UNBORN);
-        // The heap parts of the record go now; the slot is overwritten when reused.
-        let f = &mut self.slots[slot as usize];
-        f.resend = Vec::new();
-        f.received_ahead = Vec::new();
-        self.free.push(slot);
+        self.free_slot(slot);
         self.at[fid] = RETIRED | self.retired as u32;
         if self.retired.is_multiple_of(ROW_CHUNK) {
             self.rows.push(Vec::with_capacity(ROW_CHUNK));
@@ -182,11 +178,17 @@ impl FlowTable {
         if slot == UNBORN || slot & RETIRED != 0 {
             return;
         }
+        self.free_slot(slot);
+        self.at[fid] = FORGOTTEN;
+    }
+
+    /// Free record slot `slot` for the next flow to start: the record's heap parts go now; the
+    /// slot is overwritten when reused.
+    fn free_slot(&mut self, slot: u32) {
         let f = &mut self.slots[slot as usize];
         f.resend = Vec::new();
         f.received_ahead = Vec::new();
         self.free.push(slot);
-        self.at[fid] = FORGOTTEN;
     }
 
     /// Make `f` flow `fid`'s record (the view of a parallel run, folding the partitions' copies):

@@ -291,6 +291,17 @@ mod tests {
     use super::*;
     use crate::engine::{Simulation, StepOutcome};
 
+    /// `w` as the one partition of `owner` (every node partition 0's).
+    fn whole<'a>(w: &'a crate::engine::World, owner: &'a IdVec<NodeId, u16>) -> Where<'a> {
+        Where {
+            me: 0,
+            owner,
+            flows: &w.flows,
+            fabric: &w.fabric,
+            mtu: w.transport.mtu as u64,
+        }
+    }
+
     /// An amendment (a controller re-planning a call) cancels flows a tight barrier waited for
     /// and appends others: the barrier stops waiting for the cancelled ones (else it would never
     /// join the frontier, and its windows would not run merged), waits for the appended ones
@@ -315,13 +326,7 @@ mod tests {
         );
         assert!((0..3).all(|k| w.flows[f[k]].completes == Some(b0)));
         let owner = IdVec::from_elem(0u16, w.fabric.num_nodes as usize);
-        let at = Where {
-            me: 0,
-            owner: &owner,
-            flows: &w.flows,
-            fabric: &w.fabric,
-            mtu: w.transport.mtu as u64,
-        };
+        let at = whole(w, &owner);
         let mut t = Tight::new(&[(b0, vec![f[0], f[1]])], &at);
         t.flow_started(f[0]);
         assert_eq!((t.unstarted.as_slice(), t.frontier()), (&[1][..], &[][..]));
@@ -377,13 +382,7 @@ mod tests {
             let w = sim.world();
             let all: Vec<FlowId> = w.flows.ids().collect();
             let owner = IdVec::from_elem(0u16, w.fabric.num_nodes as usize);
-            let at = Where {
-                me: 0,
-                owner: &owner,
-                flows: &w.flows,
-                fabric: &w.fabric,
-                mtu: w.transport.mtu as u64,
-            };
+            let at = whole(w, &owner);
             let tight = Tight::new(&[(0, all.clone())], &at);
             let mut bounds: Vec<(FlowId, Time)> = Vec::new();
             let mut tight_at_least_once = false;
