@@ -12,14 +12,6 @@ use crate::packet::{flags, Packet, PacketId, PacketKind};
 use crate::transport::{window, NEVER};
 use crate::units::{serialisation_ps, Time};
 
-/// Move the ring's front flow to its back (a ring of one stays as it is, without the call).
-#[inline(always)]
-fn rotate_one(ring: &mut std::collections::VecDeque<FlowId>) {
-    if ring.len() > 1 {
-        ring.rotate_left(1);
-    }
-}
-
 impl World {
     /// The next data packet of host `h`'s port `p`, round robin over the flows it sends on `p`
     /// that have data and whose pacing allows a packet now. The flow served last stays at the front until the next
@@ -31,14 +23,12 @@ impl World {
         }
         let now = self.now;
         let ring = &mut self.nics.ring[p];
-        if std::mem::take(&mut self.nics.rotate[p]) {
-            if let Some(fid) = ring.pop_front() {
-                ring.push_back(fid);
-            }
+        if std::mem::take(&mut ring.rotate) {
+            ring.rotate_one();
         }
         let mut earliest = NEVER;
         for _ in 0..ring.len() {
-            let fid = *ring.front().expect("non-empty");
+            let fid = ring.front().expect("non-empty");
             let f = &mut self.flows[fid];
             if !f.has_data_to_send() {
                 f.in_nic_ring = false;
@@ -50,7 +40,7 @@ impl World {
                 if self.nics.fifo {
                     break; // FIFO: the oldest flow waits for its pacing; no one overtakes it
                 }
-                rotate_one(ring);
+                ring.rotate_one();
                 continue;
             }
             if f.window_full(self.transport.mtu) {
@@ -58,7 +48,7 @@ impl World {
                 if self.nics.fifo {
                     break;
                 }
-                rotate_one(ring);
+                ring.rotate_one();
                 continue;
             }
             if let Some(c) = &mut self.credits {
@@ -68,7 +58,7 @@ impl World {
                     if self.nics.fifo {
                         break;
                     }
-                    rotate_one(ring);
+                    ring.rotate_one();
                     continue;
                 }
                 *credit -= 1;
@@ -93,7 +83,7 @@ impl World {
             }
             f.packets_sent += 1;
             f.packets_alive = f.packets_alive.wrapping_add(1);
-            self.nics.rotate[p] = !self.nics.fifo;
+            ring.rotate = !self.nics.fifo;
             let mut payload = f.payload_of(seq, self.transport.mtu);
             if let Some(inr) = &self.in_network {
                 // An all-gather rank sends the other ranks' shards as headers.

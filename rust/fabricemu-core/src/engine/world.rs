@@ -1192,7 +1192,7 @@ impl World {
             + size_of::<Role>()
             + 2 * size_of::<u64>() // buffer used, capacity
             + size_of::<u64>(); // router seed
-        let per_host_port = size_of::<std::collections::VecDeque<FlowId>>() + size_of::<bool>();
+        let per_host_port = size_of::<crate::transport::ring::FlowRing>();
         // Congestion control's state lives beside the record, in its slot.
         let per_flow = size_of::<Flow>() + self.cc.bytes_per_flow();
         let per_message = if self.pxn.is_empty() {

@@ -5,11 +5,10 @@
 pub mod config;
 pub mod credits;
 pub mod ideal;
+pub mod ring;
 pub mod rto;
 
-use std::collections::VecDeque;
-
-use crate::ids::{FlowId, IdVec, NodeId, PortId};
+use crate::ids::{IdVec, NodeId, PortId};
 use crate::units::Time;
 
 /// No time set.
@@ -34,15 +33,14 @@ pub struct TransportParams {
     pub control_priority: u8,
 }
 
-/// The NICs: per host, the active flows served round robin (the front was served last if
-/// `rotate`), or oldest first.
+/// The NICs: per host, the active flows served round robin (the front was served last if its
+/// ring's `rotate`), or oldest first.
 #[derive(Debug, Clone)]
 pub struct Nics {
     /// Per host egress port (ports `0..` of the hosts, which come first; a host-only fabric's host
     /// h has port h): its flows' round robin. A GPU sends each flow on one of its ports (NIC,
     /// scale-up), so each port arbitrates among its own flows.
-    pub ring: IdVec<PortId, VecDeque<FlowId>>,
-    pub rotate: IdVec<PortId, bool>,
+    pub ring: IdVec<PortId, ring::FlowRing>,
     /// `nic.arbitration = "fifo"`: serve the oldest active flow until it has nothing to send.
     pub fifo: bool,
 }
@@ -51,8 +49,7 @@ impl Nics {
     /// `host_ports`: the ports of all hosts (`0..host_ports`).
     pub fn new(host_ports: u32, fifo: bool) -> Self {
         Self {
-            ring: (0..host_ports).map(|_| VecDeque::new()).collect(),
-            rotate: IdVec::from_elem(false, host_ports as usize),
+            ring: (0..host_ports).map(|_| ring::FlowRing::default()).collect(),
             fifo,
         }
     }
