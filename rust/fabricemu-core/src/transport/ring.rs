@@ -98,9 +98,8 @@ impl FlowRing {
         }
         if self.spilled() {
             self.heap.rotate_left(1);
-        } else if self.len as usize == INLINE {
-            self.head = ((self.head as usize + 1) % INLINE) as u8;
         } else {
+            // The front moves to the place after the back (in a full ring, where it already is).
             let fid = self.inline[self.head as usize];
             self.head = ((self.head as usize + 1) % INLINE) as u8;
             self.inline[(self.head as usize + self.len as usize - 1) % INLINE] = fid;
