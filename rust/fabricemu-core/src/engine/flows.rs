@@ -370,12 +370,21 @@ impl super::World {
             .maker
             .as_ref()
             .expect("only runs that retire flows have unborn flows");
+        self.flow_from_plan(fid, &m.init(fid))
+    }
+
+    /// Flow `fid`'s record made from its plan entry `init`.
+    fn flow_from_plan(&self, fid: FlowId, init: &crate::workload::FlowInit) -> Flow {
+        let m = self
+            .maker
+            .as_ref()
+            .expect("a run that makes records as flows start");
         let (sport, label) = m.entropy[fid.index()];
         super::world::new_flow(
             &self.fabric,
             self.amends.routing(),
             self.amends.transport(),
-            &m.inits[fid.index()],
+            init,
             sport,
             label,
         )
@@ -405,17 +414,44 @@ impl super::World {
     pub(super) fn materialise(&mut self, fid: FlowId) {
         if self.flows.is_unborn(fid) {
             let f = self.planned_flow(fid);
-            let rate = f.rate_bps;
-            self.flows.materialise(fid, f);
-            self.cc.fresh(self.flows.slot(fid), rate);
+            self.give_record(fid, f);
         }
+    }
+
+    /// Give unborn flow `fid` record `f`, and congestion control's state with it.
+    fn give_record(&mut self, fid: FlowId, f: Flow) {
+        let rate = f.rate_bps;
+        self.flows.materialise(fid, f);
+        self.cc.fresh(self.flows.slot(fid), rate);
+    }
+
+    /// The next flow of a streamed workload to start: (when, its id, the stream), the earliest
+    /// by (time, id) over the streams.
+    #[inline]
+    pub(super) fn next_streamed(&self) -> Option<(crate::units::Time, FlowId, usize)> {
+        let m = self.maker.as_ref()?;
+        (m.heads.iter().enumerate())
+            .filter_map(|(k, h)| h.peek().map(|(t, f)| (t, f, k)))
+            .min()
+    }
+
+    /// Take stream `k`'s next flow, giving it its record from the entry the stream made.
+    pub(super) fn take_streamed(&mut self, k: usize) -> FlowId {
+        let m = self.maker.as_mut().expect("a streamed run");
+        let fid = FlowId::new(m.heads[k].id);
+        let init = m.heads[k].pop();
+        if self.flows.is_unborn(fid) {
+            let f = self.flow_from_plan(fid, &init);
+            self.give_record(fid, f);
+        }
+        fid
     }
 
     /// When flow `fid` starts (NEVER: when a barrier releases it), from its record or its plan.
     pub(super) fn start_of(&self, fid: FlowId) -> crate::units::Time {
         match (self.flows.get(fid), &self.maker) {
             (Some(f), _) => f.start,
-            (None, Some(m)) => match m.inits[fid.index()].start {
+            (None, Some(m)) => match m.init(fid).start {
                 crate::workload::Start::At(t) => t,
                 crate::workload::Start::After { .. } => crate::transport::NEVER,
             },
@@ -549,7 +585,7 @@ impl super::World {
                     .maker
                     .as_ref()
                     .expect("only runs that retire flows have unborn flows");
-                let init = &m.inits[fid.index()];
+                let init = m.init(fid);
                 FlowBrief {
                     workload: init.workload,
                     start: match state {

@@ -244,13 +244,15 @@ pub(super) fn flow_labels(
     w: &super::World,
     id: FlowId,
 ) -> FlowLabels {
-    let init = &plan.flows[id.index()];
+    // A streamed flow (`workload::stream`: poisson, synthetic) has neither collective nor tag.
+    let init = plan.flows.get(id.index());
+    let collective = init.and_then(|f| f.collective);
     let b = w.flow_brief(id);
     FlowLabels {
-        collective: init.collective.map(|c| c.instance),
-        iteration: init.collective.map(|c| c.iteration),
-        step: init.collective.map(|c| c.step),
-        tag: init.tag,
+        collective: collective.map(|c| c.instance),
+        iteration: collective.map(|c| c.iteration),
+        step: collective.map(|c| c.step),
+        tag: init.and_then(|f| f.tag),
         measured: w.synthetic_measured(b.workload, b.start),
     }
 }

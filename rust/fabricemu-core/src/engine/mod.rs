@@ -191,6 +191,11 @@ impl Simulation {
             warnings,
         } = built;
         let mut plan = plan;
+        // Streamed workloads (`workload::stream`) need a run that makes records as flows start,
+        // on one world; any other makes their flows now.
+        if scenario.threads > 1 || !world::retires_flows(&scenario, &fabric, &plan, &faults) {
+            plan.materialise_streams();
+        }
         // The plan is kept for the whole run: no slack left from growing it.
         plan.flows.shrink_to_fit();
         // A parallel run's partitions are worlds of the same build (which refused what they
@@ -327,6 +332,9 @@ impl Simulation {
     /// Amend the flow plan now (see [`amend`]): the world and the plan the outputs are made
     /// from change together.
     pub fn amend(&mut self, a: &amend::Amendment) -> Result<amend::AmendReport, amend::AmendError> {
+        // The amendment's flows take the ids after every flow's, streamed ones included: the
+        // plan holds them all from now on (the world goes on making streamed flows itself).
+        self.plan.materialise_streams();
         if self.parallel.is_none() {
             let report = self.world.amend(a)?;
             self.extend_plan(a);
@@ -634,16 +642,17 @@ impl Simulation {
     /// [`Simulation::flow_labels`] from a plan already made.
     pub fn flow_labels_of(&self, plan: &FlowPlan) -> Vec<FlowLabels> {
         let w = &self.world;
+        // Every flow id: the plan's flows and any streamed ones after them.
         w.flows
             .ids()
-            .zip(&plan.flows)
-            .filter(|&(id, _)| !w.is_cancelled(id))
-            .filter(|&(id, _)| match w.flows.state(id) {
+            .take(plan.total_flows())
+            .filter(|&id| !w.is_cancelled(id))
+            .filter(|&id| match w.flows.state(id) {
                 FlowState::Live(f) => self.keeps_row(f),
                 FlowState::Retired(_) | FlowState::Spilled { .. } => true,
                 FlowState::Unborn => self.scenario.trace.unfinished_flows,
             })
-            .map(|(id, _)| flows_out::flow_labels(plan, w, id))
+            .map(|id| flows_out::flow_labels(plan, w, id))
             .collect()
     }
 

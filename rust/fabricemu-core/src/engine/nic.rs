@@ -149,14 +149,28 @@ impl World {
         }
     }
 
+    /// Start the flows with a fixed start due now, in (start, id) order: the planned ones'
+    /// order and the streamed workloads' flows (`workload::stream`) merged.
     pub(super) fn start_static_flows(&mut self) {
-        while let Some(&fid) = self.static_order.get(self.next_static) {
-            let start = self.start_of(fid);
+        loop {
+            let planned = (self.static_order.get(self.next_static)).map(|&f| (self.start_of(f), f));
+            let streamed = self.next_streamed();
+            let (start, fid, stream) = match (planned, streamed) {
+                (Some((t, f)), Some(s)) if (t, f) < (s.0, s.1) => (t, f, None),
+                (_, Some((t, f, k))) => (t, f, Some(k)),
+                (Some((t, f)), None) => (t, f, None),
+                (None, None) => return,
+            };
             if start > self.now {
                 self.events.push(start, Event::NextFlowStarts);
                 return;
             }
-            self.next_static += 1;
+            match stream {
+                Some(k) => {
+                    self.take_streamed(k);
+                }
+                None => self.next_static += 1,
+            }
             // Every partition runs this event: its rows are placed by flow, as one world
             // starts the flows of one instant in id order.
             self.tracer.place.within = fid.get();

@@ -371,7 +371,7 @@ impl World {
         }
         let src_of = |f: FlowId| match (self.flows.get(f), &self.maker) {
             (Some(r), _) => r.src,
-            (None, Some(m)) => m.inits[f.index()].src,
+            (None, Some(m)) => m.init(f).src,
             (None, None) => unreachable!("a flow without a record has its plan"),
         };
         self.static_order.retain(|&f| owner[src_of(f)] == me);

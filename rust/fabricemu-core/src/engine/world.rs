@@ -238,6 +238,59 @@ pub(super) struct FlowMaker {
     /// Per flow: the UDP source port and flow label drawn for it at the build (in flow-id
     /// order, as for every flow of a run that keeps them all).
     pub entropy: Vec<(u16, u32)>,
+    /// Streamed workloads (`workload::stream`; ids on from `inits.len()`), each as it was
+    /// before its first draw.
+    pub streams: Vec<crate::workload::stream::StreamedFlows>,
+    /// Per stream: the generator the run starts its flows from.
+    pub heads: Vec<StreamHead>,
+    /// Makes streamed flows' entries again for what reads them later (outputs, reports).
+    pub cursor: std::sync::Mutex<crate::workload::stream::StreamCursor>,
+}
+
+/// A streamed workload as the run reaches it: its next flow, that flow's id, and the generator
+/// of the rest.
+pub(super) struct StreamHead {
+    pub id: u32,
+    pub end: u32,
+    pub next: Option<crate::workload::FlowInit>,
+    pub rest: crate::workload::stream::ArrivalStream,
+}
+
+impl StreamHead {
+    /// When the next flow starts, and its id (None: none left).
+    #[inline]
+    pub fn peek(&self) -> Option<(Time, FlowId)> {
+        match self.next?.start {
+            Start::At(t) => Some((t, FlowId::new(self.id))),
+            Start::After { .. } => unreachable!("streamed flows start at a fixed time"),
+        }
+    }
+
+    /// The next flow's entry; the one after it drawn.
+    pub fn pop(&mut self) -> crate::workload::FlowInit {
+        let f = self.next.take().expect("a flow left");
+        self.id += 1;
+        self.next = if self.id < self.end {
+            self.rest.next()
+        } else {
+            None
+        };
+        f
+    }
+}
+
+impl FlowMaker {
+    /// Flow `fid`'s plan entry (a streamed one made again).
+    pub fn init(&self, fid: FlowId) -> crate::workload::FlowInit {
+        match self.inits.get(fid.index()) {
+            Some(f) => *f,
+            None => self
+                .cursor
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .init(&self.streams, fid.get()),
+        }
+    }
 }
 
 pub struct World {
@@ -361,10 +414,13 @@ pub struct MemoryFootprint {
     /// controller's sender and receiver in the record's slot; a run that retires flows recycles
     /// the records, so `flows` counts the most in use at once).
     pub per_flow: usize,
-    /// Per flow id, for the whole run: PXN hops (GPU clusters), the rates.arrow sample state,
-    /// the flow plan's entry (and, in a run that retires flows, its header entropy), the
-    /// record's index.
+    /// Per flow id, for the whole run: PXN hops (GPU clusters), the rates.arrow sample state
+    /// (when traced), the record's index, the start order of a planned flow with a fixed start
+    /// and, in a run that retires flows, its header entropy.
     pub per_message: usize,
+    /// Per planned flow, for the whole run: its plan entry (a streamed flow has none, see
+    /// `workload::stream`).
+    pub per_planned: usize,
     /// Per retired flow: its output row, kept until flows.arrow is written.
     pub per_retired: usize,
     /// Per packet in flight (arena slots are kept at the high-water mark): the record, its free
@@ -380,6 +436,8 @@ pub struct MemoryFootprint {
     pub flows: usize,
     /// Flow ids (every flow of the plan).
     pub messages: usize,
+    /// Flows with a plan entry: the messages but the streamed ones.
+    pub planned: usize,
     /// Flows retired so far.
     pub retired: usize,
     /// Arena slots (the most packets alive at once so far).
@@ -394,6 +452,7 @@ impl MemoryFootprint {
             + self.per_host_port * self.host_ports
             + self.per_flow * self.flows
             + self.per_message * self.messages
+            + self.per_planned * self.planned
             + self.per_retired * self.retired
             + self.per_packet * self.packets
             + self.route_map
@@ -403,6 +462,28 @@ impl MemoryFootprint {
 /// How often the deadlock detector looks for a cycle of pauses while any port is paused: at
 /// multiples of this period, the first at least one period after the first pause.
 pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
+
+/// Whether a run retires flows when they are done (their records recycled): unless a feature
+/// of the run may look at any flow at any time (see `engine::flows`).
+pub(super) fn retires_flows(
+    s: &Scenario,
+    fabric: &Fabric,
+    plan: &FlowPlan,
+    faults: &[LinkFault],
+) -> bool {
+    let pxn_cluster = (fabric.cluster.as_deref())
+        .is_some_and(|c| c.spec.cross_rail == crate::config::CrossRail::Pxn && c.domains > 0);
+    s.control.is_none()
+        && faults.is_empty()
+        && s.faults.is_empty()
+        && s.failure_processes.is_empty()
+        && fabric.ocs.is_none()
+        && !pxn_cluster
+        && plan.in_network.is_none()
+        && plan.collectives.is_empty()
+        && plan.ops.is_empty()
+        && plan.jobs.is_empty()
+}
 
 impl World {
     /// The world of a built scenario (see `scenario::build`): its fabric, flow plan, resolved
@@ -487,22 +568,30 @@ impl World {
         let mut label_rng = RngStream::FlowLabels.rng(s.seed);
         // Flows are retired when done (their records recycled) unless a feature of the run may
         // look at any flow at any time (see `engine::flows`).
-        let retires = s.control.is_none()
-            && faults.is_empty()
-            && s.faults.is_empty()
-            && s.failure_processes.is_empty()
-            && fabric.ocs.is_none()
-            && !pxn_cluster
-            && plan.in_network.is_none()
-            && plan.collectives.is_empty()
-            && plan.ops.is_empty()
-            && plan.jobs.is_empty();
+        let retires = retires_flows(s, &fabric, plan, faults);
+        debug_assert!(
+            retires || plan.streams.is_empty(),
+            "streams are materialised"
+        );
         let mut maker = retires.then(|| FlowMaker {
             inits: plan.flows.share(),
-            entropy: Vec::with_capacity(plan.flows.len()),
+            entropy: Vec::with_capacity(plan.total_flows()),
+            streams: plan.streams.clone(),
+            heads: (plan.streams.iter())
+                .map(|st| {
+                    let mut rest = st.source.clone();
+                    StreamHead {
+                        id: st.first,
+                        end: st.end(),
+                        next: if st.count > 0 { rest.next() } else { None },
+                        rest,
+                    }
+                })
+                .collect(),
+            cursor: Default::default(),
         });
         let mut flows = FlowTable::default();
-        flows.reserve(plan.flows.len(), maker.is_none());
+        flows.reserve(plan.total_flows(), maker.is_none());
         let mut barriers: Vec<Barrier> = plan
             .barrier_sizes
             .iter()
@@ -545,6 +634,16 @@ impl World {
                 }
             }
         }
+        if let Some(m) = &mut maker {
+            // Streamed flows: their entropy drawn in id order, as for planned ones; their
+            // entries are made as they start.
+            for _ in plan.flows.len()..plan.total_flows() {
+                let sport = 49152 + sport_rng.below(16384) as u16;
+                let label = label_rng.below(1 << 20) as u32;
+                m.entropy.push((sport, label));
+                flows.push_unborn();
+            }
+        }
         let in_network = plan
             .in_network
             .as_deref()
@@ -568,8 +667,18 @@ impl World {
         static_order.sort_by_key(|&id| (planned_start(id), id));
         static_order.shrink_to_fit();
         let mut events = EventQueue::new();
-        if let Some(&first) = static_order.first() {
-            events.push(planned_start(first), Event::NextFlowStarts);
+        let first_start = (static_order.first().map(|&f| planned_start(f)))
+            .into_iter()
+            .chain(
+                maker
+                    .iter()
+                    .flat_map(|m| &m.heads)
+                    .filter_map(|h| h.peek())
+                    .map(|(t, _)| t),
+            )
+            .min();
+        if let Some(t) = first_start {
+            events.push(t, Event::NextFlowStarts);
         }
         for &(at, b) in &plan.barrier_timers {
             events.push(at, Event::BarrierArrive(b));
@@ -1200,8 +1309,7 @@ impl World {
             } else {
                 size_of::<FlowPxn>()
             }
-            + size_of::<Time>() // tracer.rates_last
-            + size_of::<crate::workload::FlowInit>() // the plan the Simulation keeps
+            + size_of::<Time>() * usize::from(self.tracer.traces.rates.is_some()) // rates_last
             + size_of::<u32>() // the flow table's index
             + size_of::<FlowId>() // the start order of flows with a fixed start
             + if self.maker.is_some() {
@@ -1222,6 +1330,7 @@ impl World {
             per_host_port,
             per_flow,
             per_message,
+            per_planned: size_of::<crate::workload::FlowInit>(), // the plan the Simulation keeps
             per_retired: size_of::<crate::trace::flows::FlowRow>(),
             per_packet,
             route_map: self.router.table().group_map_bytes() + self.faults.routes_bytes(),
@@ -1230,9 +1339,17 @@ impl World {
             host_ports: self.nics.ring.len(),
             flows: self.flows.slot_capacity(),
             messages: self.flows.len(),
+            planned: self.flows.len() - self.streamed_flows(),
             retired: self.flows.retired_count(),
             packets: self.packets.capacity(),
         }
+    }
+
+    /// Flows of streamed workloads (made as the run goes: no plan entry; `workload::stream`).
+    pub fn streamed_flows(&self) -> usize {
+        self.maker
+            .as_ref()
+            .map_or(0, |m| m.streams.iter().map(|s| s.count as usize).sum())
     }
 
     /// Arena high-water mark (packets).

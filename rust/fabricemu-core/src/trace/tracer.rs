@@ -89,11 +89,13 @@ impl Tracer {
             packets: None,
             error: None,
         };
+        // Per flow only when rates.arrow is traced.
+        let rated_flows = if traces.rates.is_some() { num_flows } else { 0 };
         Self {
             spec,
             traces,
             links_last: IdVec::from_elem((0, 0), num_ports),
-            rates_last: IdVec::from_elem(NEVER, num_flows),
+            rates_last: IdVec::from_elem(NEVER, rated_flows),
             packets_on: false,
             packet_filter: None,
             packet_rows: 0,
@@ -183,7 +185,7 @@ impl Tracer {
 
     /// Per-flow state for `num_flows` flows in all (flows appended during the run).
     pub fn grow_flows(&mut self, num_flows: usize) {
-        while self.rates_last.len() < num_flows {
+        while self.traces.rates.is_some() && self.rates_last.len() < num_flows {
             self.rates_last.push(NEVER);
         }
     }

@@ -17,6 +17,7 @@ pub mod inference;
 pub mod permutation;
 pub mod poisson;
 pub mod replay;
+pub mod stream;
 pub mod synthetic;
 pub mod training;
 
@@ -207,7 +208,11 @@ impl<'a> IntoIterator for &'a PlanFlows {
 /// ([`BarrierEdge`]) or a timed arrival (`barrier_timers`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowPlan {
+    /// The planned flows, by flow id; a streamed plan's last workloads are in `streams` instead.
     pub flows: PlanFlows,
+    /// Open-loop workloads whose flows are made as the run goes (see [`stream`]): ids on from
+    /// `flows.len()`, in order. Empty unless the plan was made by [`plan_streamed`].
+    pub streams: Vec<stream::StreamedFlows>,
     pub barrier_sizes: Vec<u32>,
     /// Barrier-to-barrier arrivals (step graphs; empty otherwise).
     pub barrier_edges: Vec<BarrierEdge>,
@@ -232,6 +237,26 @@ pub struct FlowPlan {
 }
 
 impl FlowPlan {
+    /// Flows of the plan: planned and streamed.
+    pub fn total_flows(&self) -> usize {
+        self.flows.len() + self.streams.iter().map(|s| s.count as usize).sum::<usize>()
+    }
+
+    /// Plan the streamed workloads' flows now (for a run that keeps every flow, or runs on
+    /// threads): the same entries at the same ids.
+    pub fn materialise_streams(&mut self) {
+        if self.streams.is_empty() {
+            return;
+        }
+        let streams = std::mem::take(&mut self.streams);
+        let flows = &mut *self.flows;
+        flows.reserve_exact(streams.iter().map(|s| s.count as usize).sum());
+        for s in &streams {
+            debug_assert_eq!(flows.len(), s.first as usize);
+            flows.extend(s.flows());
+        }
+    }
+
     /// A new barrier that releases its waiting flows after `size` flows finished.
     pub fn barrier(&mut self, size: u32) -> u32 {
         self.barrier_sizes.push(size);
@@ -251,6 +276,34 @@ pub fn plan_with(
     seed: u64,
     in_network: Option<Box<collective::in_network::InNetworkPlan>>,
 ) -> Result<FlowPlan, ScenarioError> {
+    plan_all(workloads, seed, in_network, workloads.len())
+}
+
+/// [`plan_with`], the trailing open-loop workloads (`poisson`, `synthetic`) streamed: their flows
+/// are counted, not stored, and made as the run goes (see [`stream`]).
+pub fn plan_streamed(
+    workloads: &[NamedWorkload],
+    seed: u64,
+    in_network: Option<Box<collective::in_network::InNetworkPlan>>,
+) -> Result<FlowPlan, ScenarioError> {
+    let streams = |w: &NamedWorkload| {
+        w.reaction.is_none()
+            && matches!(
+                w.spec,
+                WorkloadSpec::Poisson(_) | WorkloadSpec::Synthetic(_)
+            )
+    };
+    let first = workloads.len() - workloads.iter().rev().take_while(|w| streams(w)).count();
+    plan_all(workloads, seed, in_network, first)
+}
+
+/// Plan `workloads`, streaming those from index `first_streamed` on.
+fn plan_all(
+    workloads: &[NamedWorkload],
+    seed: u64,
+    in_network: Option<Box<collective::in_network::InNetworkPlan>>,
+    first_streamed: usize,
+) -> Result<FlowPlan, ScenarioError> {
     let mut plan = FlowPlan {
         in_network,
         ..FlowPlan::default()
@@ -261,7 +314,7 @@ pub fn plan_with(
             plan.ops.len(),
             plan.flows.len(),
         );
-        expand(&mut plan, wi, &w.spec, seed)?;
+        expand(&mut plan, wi, &w.spec, seed, wi >= first_streamed)?;
         if let Some(reaction) = w.reaction {
             let made = &plan.ops[ops..];
             let mut endpoints: Vec<u32> = made.iter().flat_map(|o| o.nodes.clone()).collect();
@@ -315,6 +368,7 @@ fn expand(
     index: usize,
     spec: &WorkloadSpec,
     seed: u64,
+    stream: bool,
 ) -> Result<(), ScenarioError> {
     let mut rng = RngStream::WorkloadPlan(index).rng(seed);
     let wi = index as u32;
@@ -322,6 +376,8 @@ fn expand(
     let first_tag = plan.tag_names.len();
     let mut poisson_report = None;
     let mut synthetic_report = None;
+    // A streamed workload's count and bytes (its flows are not in `plan.flows`).
+    let mut streamed: Option<(u64, u64)> = None;
     match spec {
         WorkloadSpec::Flows { flows } => explicit::expand(plan, wi, flows),
         WorkloadSpec::Incast {
@@ -354,7 +410,9 @@ fn expand(
         } => all_to_all::expand(plan, wi, hosts, *size_bytes, *start_ps, *stagger_ps),
         WorkloadSpec::Poisson(p) => {
             let cdf = poisson::load_cdf(index, p)?;
-            poisson_report = Some(poisson::expand(plan, wi, p, &cdf, &mut rng));
+            let (report, made) = poisson::expand(plan, wi, p, &cdf, rng, stream);
+            poisson_report = Some(report);
+            streamed = stream.then_some((made, report.payload_bytes));
         }
         WorkloadSpec::Collective(c) => {
             let c = match &c.shuffle {
@@ -375,7 +433,12 @@ fn expand(
             replay::expand(plan, wi, &data, r.offset_ps)
         }
         WorkloadSpec::Synthetic(s) => {
-            synthetic_report = Some(synthetic::expand(plan, wi, index, s, seed));
+            let report = synthetic::expand(plan, wi, index, s, seed, stream);
+            synthetic_report = Some(report);
+            streamed = stream.then_some((
+                report.messages,
+                report.messages.saturating_mul(s.size_bytes),
+            ));
         }
         WorkloadSpec::Training(t) => training::expand(plan, index, t, seed),
         WorkloadSpec::Inference(i) => inference::expand(plan, index, i, seed)?,
@@ -384,13 +447,24 @@ fn expand(
             graph::plan_graph(plan, index, seed, &graph, &noise, &g.params);
         }
     }
-    let made = &plan.flows[first..];
+    let (flows, bytes) = match streamed {
+        Some((count, bytes)) => {
+            let s = plan.streams.last_mut().expect("a streamed workload");
+            s.count = u32::try_from(count).expect("a workload's flows fit in 32 bits");
+            (count, bytes)
+        }
+        None => {
+            let made = &plan.flows[first..];
+            let bytes = made
+                .iter()
+                .fold(0u64, |acc, f| acc.saturating_add(f.size_bytes));
+            (made.len() as u64, bytes)
+        }
+    };
     plan.reports.push(WorkloadReport {
         kind: spec.kind(),
-        flows: made.len() as u64,
-        bytes: made
-            .iter()
-            .fold(0u64, |acc, f| acc.saturating_add(f.size_bytes)),
+        flows,
+        bytes,
         poisson: poisson_report,
         synthetic: synthetic_report,
         tags: (plan.tag_names.len() - first_tag) as u32,

@@ -293,45 +293,90 @@ fn exponential(rng: &mut Rng, mean: f64) -> f64 {
     -(1.0 - rng.unit()).ln() * mean
 }
 
-pub fn expand(
-    plan: &mut FlowPlan,
+/// A Poisson workload's arrivals in time order (flow ids follow it), one flow per `next`: the
+/// whole draw sequence from one random stream, so the flows made as the run goes (a streamed
+/// plan, `workload::stream`) are the ones [`expand`] makes up front.
+#[derive(Clone)]
+pub struct PoissonArrivals {
+    spec: Arc<PoissonSpec>,
+    cdf: Arc<Cdf>,
+    rng: Rng,
     workload: u32,
-    spec: &PoissonSpec,
-    cdf: &Cdf,
-    rng: &mut Rng,
-) -> PoissonReport {
-    let mean_gap = mean_gap_ps(spec, cdf);
-    let n = spec.senders.len();
-    let end = spec.end_ps.unwrap_or(u64::MAX);
-    let limit = spec.count.unwrap_or(u64::MAX);
-    // Per sender: time since `start` of its next arrival (exact sum of the gaps), and a heap of
-    // (arrival in ps, sender) to merge the senders in time order.
-    let mut clock: Vec<f64> = Vec::with_capacity(n);
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n);
-    let at = |offset: f64| -> u64 {
-        let t = offset.round();
-        if t >= (u64::MAX - spec.start_ps) as f64 {
-            u64::MAX
-        } else {
-            spec.start_ps + t as u64
-        }
-    };
-    for s in 0..n {
-        let first = exponential(rng, mean_gap);
-        clock.push(first);
-        heap.push(Reverse((at(first), s as u32)));
+    mean_gap: f64,
+    end: u64,
+    limit: u64,
+    made: u64,
+    /// Per sender: time since `start` of its next arrival (exact sum of the gaps), and a heap
+    /// of (arrival in ps, sender) to merge the senders in time order.
+    clock: Vec<f64>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for PoissonArrivals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoissonArrivals")
+            .field("workload", &self.workload)
+            .field("made", &self.made)
+            .finish_non_exhaustive()
     }
-    let mut made = 0u64;
-    let mut payload = 0u64;
-    let mut wire = 0u64;
-    let mut last = spec.start_ps;
-    while let Some(Reverse((t, s))) = heap.pop() {
-        if t >= end || made >= limit {
-            break;
+}
+
+impl PoissonArrivals {
+    /// The arrivals of `spec` for workload `workload`, drawn from `rng` (its plan stream).
+    pub fn new(workload: u32, spec: Arc<PoissonSpec>, cdf: Arc<Cdf>, mut rng: Rng) -> Self {
+        let mean_gap = mean_gap_ps(&spec, &cdf);
+        let n = spec.senders.len();
+        let mut clock: Vec<f64> = Vec::with_capacity(n);
+        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n);
+        for s in 0..n {
+            let first = exponential(&mut rng, mean_gap);
+            clock.push(first);
+            heap.push(Reverse((at(&spec, first), s as u32)));
         }
-        if made % 4096 == 4095 && crate::budget::cancelled() {
-            break;
+        PoissonArrivals {
+            end: spec.end_ps.unwrap_or(u64::MAX),
+            limit: spec.count.unwrap_or(u64::MAX),
+            spec,
+            cdf,
+            rng,
+            workload,
+            mean_gap,
+            made: 0,
+            clock,
+            heap,
+            done: false,
         }
+    }
+}
+
+/// The arrival `offset` ps after the workload's start (saturating).
+fn at(spec: &PoissonSpec, offset: f64) -> u64 {
+    let t = offset.round();
+    if t >= (u64::MAX - spec.start_ps) as f64 {
+        u64::MAX
+    } else {
+        spec.start_ps + t as u64
+    }
+}
+
+impl Iterator for PoissonArrivals {
+    type Item = FlowInit;
+
+    fn next(&mut self) -> Option<FlowInit> {
+        if self.done {
+            return None;
+        }
+        let Some(Reverse((t, s))) = self.heap.pop() else {
+            self.done = true;
+            return None;
+        };
+        if t >= self.end || self.made >= self.limit {
+            self.done = true;
+            return None;
+        }
+        let spec = &*self.spec;
+        let rng = &mut self.rng;
         let si = s as usize;
         let src = spec.senders[si];
         let dst = match &spec.peers {
@@ -345,33 +390,71 @@ pub fn expand(
                 list[rng.below(list.len() as u64) as usize]
             }
         };
-        let size = cdf.sample(rng.unit());
-        plan.flows.push(FlowInit::at(
+        let size = self.cdf.sample(rng.unit());
+        self.made += 1;
+        self.clock[si] += exponential(rng, self.mean_gap);
+        self.heap.push(Reverse((at(spec, self.clock[si]), s)));
+        Some(FlowInit::at(
             NodeId::new(src),
             NodeId::new(dst),
             size,
             t,
-            workload,
+            self.workload,
+        ))
+    }
+}
+
+/// Generate every flow of `spec` into `plan` (`stream`: count them only, for a plan that makes
+/// them as the run goes; see `workload::stream`), and report what was generated.
+pub fn expand(
+    plan: &mut FlowPlan,
+    workload: u32,
+    spec: &PoissonSpec,
+    cdf: &Arc<Cdf>,
+    rng: Rng,
+    stream: bool,
+) -> (PoissonReport, u64) {
+    let arrivals = PoissonArrivals::new(workload, Arc::new(spec.clone()), Arc::clone(cdf), rng);
+    if stream {
+        plan.streams.push(super::stream::StreamedFlows::new(
+            plan.total_flows(),
+            super::stream::ArrivalStream::Poisson(arrivals.clone()),
         ));
+    }
+    let mut made = 0u64;
+    let mut payload = 0u64;
+    let mut wire = 0u64;
+    let mut last = spec.start_ps;
+    for f in arrivals {
+        if made % 4096 == 4095 && crate::budget::cancelled() {
+            break;
+        }
         made += 1;
+        let size = f.size_bytes;
         payload = payload.saturating_add(size);
         let packets = size.div_ceil(spec.mtu_bytes);
         wire = wire.saturating_add(size.saturating_add(packets.saturating_mul(spec.header_bytes)));
-        last = t;
-        clock[si] += exponential(rng, mean_gap);
-        heap.push(Reverse((at(clock[si]), s)));
+        last = match f.start {
+            super::Start::At(t) => t,
+            super::Start::After { .. } => last,
+        };
+        if !stream {
+            plan.flows.push(f);
+        }
     }
+    let limit = spec.count.unwrap_or(u64::MAX);
     let window_ps = match spec.end_ps {
         Some(e) if made < limit => e - spec.start_ps,
         _ => last - spec.start_ps,
     };
-    PoissonReport {
+    let report = PoissonReport {
         target_load: spec.load,
-        senders: n as u32,
+        senders: spec.senders.len() as u32,
         host_rate_bps: spec.host_rate_bps,
         window_ps,
         payload_bytes: payload,
         wire_bytes: wire,
         mean_flow_bytes: cdf.mean_bytes(),
-    }
+    };
+    (report, made)
 }

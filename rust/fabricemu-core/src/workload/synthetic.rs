@@ -14,6 +14,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -301,16 +302,17 @@ fn geometric_failures(rng: &mut Rng, p: f64) -> u64 {
 }
 
 /// Picks the destination of each message of a pattern.
-pub struct Destinations<'a> {
-    spec: &'a SyntheticSpec,
+#[derive(Clone)]
+pub struct Destinations {
+    spec: Arc<SyntheticSpec>,
     /// Pattern `permutation`: the destination of each host.
     perm: Vec<u32>,
     rng: Rng,
 }
 
-impl<'a> Destinations<'a> {
+impl Destinations {
     /// `perm_rng` draws the permutation (pattern `permutation` only), `rng` every later choice.
-    pub fn new(spec: &'a SyntheticSpec, rng: Rng, perm_rng: &mut Rng) -> Self {
+    pub fn new(spec: Arc<SyntheticSpec>, rng: Rng, perm_rng: &mut Rng) -> Self {
         let perm = match spec.pattern {
             SyntheticPattern::Permutation => {
                 let hosts: Vec<u32> = (0..spec.n_hosts).collect();
@@ -367,63 +369,121 @@ impl<'a> Destinations<'a> {
     }
 }
 
+/// A synthetic workload's messages in time order (flow ids follow it), one per `next`: the
+/// same draws whether the plan holds them all ([`expand`]) or makes them as the run goes
+/// (`workload::stream`).
+#[derive(Clone)]
+pub struct SyntheticArrivals {
+    spec: Arc<SyntheticSpec>,
+    workload: u32,
+    arrivals: Rng,
+    dests: Destinations,
+    /// Per host: the next candidate slot (Bernoulli); a heap of (arrival time, host).
+    next_slot: Vec<u64>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl std::fmt::Debug for SyntheticArrivals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyntheticArrivals")
+            .field("workload", &self.workload)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SyntheticArrivals {
+    /// The messages of `spec`, workload `workload` (index `index` in the scenario, whose
+    /// random streams it uses).
+    pub fn new(workload: u32, index: usize, spec: Arc<SyntheticSpec>, seed: u64) -> Self {
+        let (arrivals, dest_rng, mut perm_rng) = streams(seed, index);
+        let dests = Destinations::new(Arc::clone(&spec), dest_rng, &mut perm_rng);
+        let n = spec.n_hosts;
+        let mut a = SyntheticArrivals {
+            next_slot: vec![0u64; n as usize],
+            heap: BinaryHeap::with_capacity(n as usize),
+            spec,
+            workload,
+            arrivals,
+            dests,
+        };
+        for h in 0..n {
+            if let Some(t) = a.next_arrival(h, None) {
+                a.heap.push(Reverse((t, h)));
+            }
+        }
+        a
+    }
+
+    /// Host `h`'s next message after `now` (None: the first), if before the end.
+    fn next_arrival(&mut self, h: u32, now: Option<u64>) -> Option<u64> {
+        let spec = &*self.spec;
+        let rng = &mut self.arrivals;
+        let t = match spec.process {
+            ArrivalProcess::Bernoulli => {
+                let slot = &mut self.next_slot[h as usize];
+                let k = slot.saturating_add(geometric_failures(rng, spec.load));
+                *slot = k.saturating_add(1);
+                k.checked_mul(spec.slot_ps)
+                    .and_then(|o| o.checked_add(spec.start_ps))?
+            }
+            ArrivalProcess::Poisson => now
+                .unwrap_or(spec.start_ps)
+                .checked_add(exponential_ps(rng, spec.slot_ps as f64 / spec.load))?,
+        };
+        (t < spec.end_ps).then_some(t)
+    }
+}
+
+impl Iterator for SyntheticArrivals {
+    type Item = FlowInit;
+
+    fn next(&mut self) -> Option<FlowInit> {
+        let Reverse((t, src)) = self.heap.pop()?;
+        let dst = self.dests.pick(src);
+        if let Some(next) = self.next_arrival(src, Some(t)) {
+            self.heap.push(Reverse((next, src)));
+        }
+        Some(FlowInit::at(
+            NodeId::new(src),
+            NodeId::new(dst),
+            self.spec.size_bytes,
+            t,
+            self.workload,
+        ))
+    }
+}
+
 /// Generate every message of `spec` into `plan` (flows of workload `workload`, index `index` in
-/// the scenario, whose random streams it uses).
+/// the scenario, whose random streams it uses); `stream`: count them only, for a plan that makes
+/// them as the run goes (`workload::stream`).
 pub fn expand(
     plan: &mut FlowPlan,
     workload: u32,
     index: usize,
     spec: &SyntheticSpec,
     seed: u64,
+    stream: bool,
 ) -> SyntheticReport {
-    let (mut arrivals, dest_rng, mut perm_rng) = streams(seed, index);
-    let mut dests = Destinations::new(spec, dest_rng, &mut perm_rng);
-    let n = spec.n_hosts;
-    let slot = spec.slot_ps;
-    let mean_gap = slot as f64 / spec.load;
-    // Per host: the next candidate slot (Bernoulli); a heap of (arrival time, host).
-    let mut next_slot = vec![0u64; n as usize];
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n as usize);
-    let mut next_arrival = |h: u32, now: Option<u64>, rng: &mut Rng| -> Option<u64> {
-        let t = match spec.process {
-            ArrivalProcess::Bernoulli => {
-                let k = next_slot[h as usize].saturating_add(geometric_failures(rng, spec.load));
-                next_slot[h as usize] = k.saturating_add(1);
-                k.checked_mul(slot)
-                    .and_then(|o| o.checked_add(spec.start_ps))?
-            }
-            ArrivalProcess::Poisson => now
-                .unwrap_or(spec.start_ps)
-                .checked_add(exponential_ps(rng, mean_gap))?,
-        };
-        (t < spec.end_ps).then_some(t)
-    };
-    for h in 0..n {
-        if let Some(t) = next_arrival(h, None, &mut arrivals) {
-            heap.push(Reverse((t, h)));
-        }
+    let arrivals = SyntheticArrivals::new(workload, index, Arc::new(spec.clone()), seed);
+    if stream {
+        plan.streams.push(super::stream::StreamedFlows::new(
+            plan.total_flows(),
+            super::stream::ArrivalStream::Synthetic(arrivals.clone()),
+        ));
     }
     let mut messages = 0u64;
-    while let Some(Reverse((t, src))) = heap.pop() {
-        let dst = dests.pick(src);
-        plan.flows.push(FlowInit::at(
-            NodeId::new(src),
-            NodeId::new(dst),
-            spec.size_bytes,
-            t,
-            workload,
-        ));
+    for f in arrivals {
+        if !stream {
+            plan.flows.push(f);
+        }
         messages += 1;
         if messages.is_multiple_of(4096) && crate::budget::cancelled() {
             break;
         }
-        if let Some(next) = next_arrival(src, Some(t), &mut arrivals) {
-            heap.push(Reverse((next, src)));
-        }
     }
     SyntheticReport {
         target_load: spec.load,
-        senders: n,
+        senders: spec.n_hosts,
         host_rate_bps: spec.host_rate_bps,
         start_ps: spec.start_ps,
         end_ps: spec.end_ps,
@@ -453,9 +513,9 @@ mod tests {
         }
     }
 
-    fn dests(s: &SyntheticSpec, seed: u64) -> Destinations<'_> {
+    fn dests(s: &SyntheticSpec, seed: u64) -> Destinations {
         let (_, d, mut p) = streams(seed, 0);
-        Destinations::new(s, d, &mut p)
+        Destinations::new(Arc::new(s.clone()), d, &mut p)
     }
 
     #[test]
@@ -567,7 +627,7 @@ mod tests {
                 s.process = process;
                 s.load = load;
                 let mut plan = FlowPlan::default();
-                let r = expand(&mut plan, 0, 0, &s, 11);
+                let r = expand(&mut plan, 0, 0, &s, 11, false);
                 let slots = 64.0 * (s.end_ps as f64 / s.slot_ps as f64);
                 let mean = slots * load;
                 let sd = match process {

@@ -170,3 +170,65 @@ fn on_threads_flows_are_retired_spilled_and_forgotten_as_on_one() {
         );
     }
 }
+
+/// The dragonfly's synthetic traffic alone (`dragonfly()` without its incast), every flow's row
+/// kept (`trace.unfinished_flows`: an interrupted run writes rows of flows never started).
+fn dragonfly_streamed() -> String {
+    let d = dragonfly();
+    let cut = d.split("\n[[workload]]\nname = \"incast\"").next().unwrap();
+    assert_ne!(cut.len(), d.len());
+    format!("{cut}\n[trace]\nunfinished_flows = true\n")
+}
+
+/// Run `text` on one thread, its open-loop flows streamed or (`planned`) all planned at the build,
+/// for `slices` slices (None: to the end), spilling rows; write the outputs into `out`.
+/// Returns the flows streamed and the plan entries held.
+fn run_streamed(text: &str, out: &Path, planned: bool, slices: Option<u32>) -> (usize, usize) {
+    let (file, spec) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let json = scenario::to_json(&file);
+    let mut built = scenario::build(&spec).unwrap();
+    if planned {
+        built.plan.materialise_streams();
+    }
+    let mut sim = Simulation::new(built);
+    sim.open_traces(out, &output::metadata(&json, spec.seed))
+        .unwrap();
+    let mut n = 0;
+    while sim.step(200_000) == StepOutcome::Running && slices.is_none_or(|s| n + 1 < s) {
+        n += 1;
+    }
+    let held = (
+        sim.world().streamed_flows(),
+        sim.workload_plan().flows.len(),
+    );
+    output::write_outputs(out, &mut sim, &json, spec.seed, slices.is_some(), 0.0).unwrap();
+    held
+}
+
+/// Issue 19 item 2: an open-loop workload's flows are made as the run reaches them, not planned
+/// at the build; the outputs are those of the planned run, byte for byte, whether the run ends
+/// or is interrupted (with rows of flows never started), and those of two threads.
+#[test]
+fn streamed_open_loop_flows_give_the_planned_runs_files() {
+    let text = dragonfly_streamed();
+    for slices in [None, Some(3)] {
+        let (a, b) = (dir("streamed-a"), dir("streamed-b"));
+        let (streamed, entries) = run_streamed(&text, &a, false, slices);
+        let (none, all) = run_streamed(&text, &b, true, slices);
+        assert!(
+            streamed > 100_000 && entries == 0,
+            "{streamed} streamed, {entries} planned"
+        );
+        assert_eq!((none, all), (0, streamed));
+        for name in ["flows.arrow", "run.json"] {
+            same_file(&a, &b, name);
+        }
+        if slices.is_none() {
+            let c = dir("streamed-threads");
+            run_on(&text, 2, &c, true, None, 1 << 18);
+            for name in ["flows.arrow", "run.json"] {
+                same_file(&a, &c, name);
+            }
+        }
+    }
+}
