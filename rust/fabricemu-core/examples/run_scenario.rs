@@ -1,10 +1,11 @@
 //! Run a scenario file and print its statistics (for profiling the engine without Python):
-//! `cargo run --release --example run_scenario -- scenarios/permutation.toml`
+//! `cargo run --release --example run_scenario -- scenarios/permutation.toml [repeat] [out_dir]`
+//! (with `out_dir`, the run streams its traces there and writes its outputs, as `fabricemu run`).
 
 use std::time::Instant;
 
-use fabricemu_core::scenario::parse_toml;
-use fabricemu_core::Simulation;
+use fabricemu_core::scenario::{parse_toml, to_json};
+use fabricemu_core::{output, Simulation};
 
 /// The allocator the Python extension uses (`fabricemu_core::huge_pages`).
 #[global_allocator]
@@ -18,8 +19,9 @@ fn main() {
         .nth(2)
         .map(|s| s.parse().expect("repeat count"))
         .unwrap_or(1);
+    let out = std::env::args().nth(3).map(std::path::PathBuf::from);
     let text = std::fs::read_to_string(&path).expect("readable scenario");
-    let (_, spec) = parse_toml(&text, &path).unwrap_or_else(|e| {
+    let (file, spec) = parse_toml(&text, &path).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     });
@@ -27,6 +29,11 @@ fn main() {
         let t0 = Instant::now();
         let mut sim = Simulation::build(&spec).expect("buildable");
         let built = t0.elapsed().as_secs_f64();
+        let json = to_json(&file);
+        if let Some(dir) = &out {
+            std::fs::create_dir_all(dir).expect("an output folder");
+            (sim.open_traces(dir, &output::metadata(&json, spec.seed))).expect("traces open");
+        }
         let stats = sim.run_to_end();
         let wall = t0.elapsed().as_secs_f64();
         sim.check_conservation().expect("conservation");
@@ -51,6 +58,12 @@ fn main() {
         );
         if let Some(s) = sim.synthetic_stats() {
             println!("  synthetic: {s:?}");
+        }
+        if let Some(dir) = &out {
+            let t1 = Instant::now();
+            output::write_outputs(dir, &mut sim, &json, spec.seed, false, wall)
+                .expect("outputs written");
+            println!("  outputs written in {:.3}s", t1.elapsed().as_secs_f64());
         }
     }
 }

@@ -49,7 +49,18 @@ pub enum FlowState<'a> {
         record: usize,
         start_ps: u64,
         finish_ps: u64,
+        size_bytes: u64,
+        workload: u32,
     },
+}
+
+/// A spilled row's flow: its start and finish (a retired flow finished), size and workload.
+#[derive(Debug, Clone, Copy)]
+pub struct SpilledBrief {
+    pub start_ps: u64,
+    pub finish_ps: u64,
+    pub size_bytes: u64,
+    pub workload: u32,
 }
 
 /// Every flow's state, indexed by flow id (see the module documentation).
@@ -66,8 +77,9 @@ pub struct FlowTable {
     retired: usize,
     /// The first `spilled` rows (in retirement order) are on disk ([`FlowTable::spill_rows`]).
     spilled: usize,
-    /// Per spilled row: its flow's start and finish (a retired flow finished).
-    spilled_times: Vec<(u64, u64)>,
+    /// Per spilled row: what the run's reports read of it (a streamed flow has no plan entry
+    /// to read them from; see `workload::stream`).
+    spilled_briefs: Vec<SpilledBrief>,
     /// Slots in use at most at once.
     peak: usize,
     /// A partition's: one bit per flow id whose record may have changed since the view last
@@ -216,7 +228,12 @@ impl FlowTable {
         for i in from..to {
             let row = &self.rows[i / ROW_CHUNK][i % ROW_CHUNK];
             let finish = row.finish_ps.expect("a retired flow finished");
-            self.spilled_times.push((row.start_ps, finish));
+            self.spilled_briefs.push(SpilledBrief {
+                start_ps: row.start_ps,
+                finish_ps: finish,
+                size_bytes: row.size_bytes,
+                workload: row.workload,
+            });
         }
         self.spilled = to;
         for c in from / ROW_CHUNK..to / ROW_CHUNK {
@@ -247,11 +264,13 @@ impl FlowTable {
                 );
                 let i = (a & !RETIRED) as usize;
                 if i < self.spilled {
-                    let (start_ps, finish_ps) = self.spilled_times[i];
+                    let b = self.spilled_briefs[i];
                     FlowState::Spilled {
                         record: i,
-                        start_ps,
-                        finish_ps,
+                        start_ps: b.start_ps,
+                        finish_ps: b.finish_ps,
+                        size_bytes: b.size_bytes,
+                        workload: b.workload,
                     }
                 } else {
                     FlowState::Retired(&self.rows[i / ROW_CHUNK][i % ROW_CHUNK])
@@ -530,7 +549,21 @@ impl super::World {
     pub fn retired_row(&self, fid: FlowId, r: &FlowRow) -> FlowRow {
         let mut r = r.clone();
         if r.ideal_fct_ps == IDEAL_LATER {
-            r.ideal_fct_ps = self.ideal_fct(fid);
+            let streamed = (self.maker.as_ref()).is_some_and(|m| fid.index() >= m.inits.len());
+            r.ideal_fct_ps = if streamed {
+                // A streamed flow's entry is its row's ends, size and start: made again from
+                // its generator it would cost a pass over the stream.
+                let init = crate::workload::FlowInit::at(
+                    crate::ids::NodeId::new(r.src),
+                    crate::ids::NodeId::new(r.dst),
+                    r.size_bytes,
+                    r.start_ps,
+                    r.workload,
+                );
+                self.ideal_fct_of(fid, &self.flow_from_plan(fid, &init))
+            } else {
+                self.ideal_fct(fid)
+            };
         }
         r
     }
@@ -580,7 +613,20 @@ impl super::World {
                 num_packets: crate::transport::segment(r.size_bytes, self.transport.mtu as u64).0,
                 finish: r.finish_ps,
             },
-            state @ (FlowState::Unborn | FlowState::Spilled { .. }) => {
+            FlowState::Spilled {
+                start_ps,
+                finish_ps,
+                size_bytes,
+                workload,
+                ..
+            } => FlowBrief {
+                workload,
+                start: start_ps,
+                size_bytes,
+                num_packets: crate::transport::segment(size_bytes, self.transport.mtu as u64).0,
+                finish: Some(finish_ps),
+            },
+            FlowState::Unborn => {
                 let m = self
                     .maker
                     .as_ref()
@@ -588,20 +634,14 @@ impl super::World {
                 let init = m.init(fid);
                 FlowBrief {
                     workload: init.workload,
-                    start: match state {
-                        FlowState::Spilled { start_ps, .. } => start_ps,
-                        _ => self.start_of(fid),
-                    },
+                    start: self.start_of(fid),
                     size_bytes: init.size_bytes,
                     num_packets: crate::transport::segment(
                         init.size_bytes,
                         self.transport.mtu as u64,
                     )
                     .0,
-                    finish: match state {
-                        FlowState::Spilled { finish_ps, .. } => Some(finish_ps),
-                        _ => None,
-                    },
+                    finish: None,
                 }
             }
         }

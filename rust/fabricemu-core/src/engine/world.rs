@@ -415,11 +415,10 @@ pub struct MemoryFootprint {
     /// the records, so `flows` counts the most in use at once).
     pub per_flow: usize,
     /// Per flow id, for the whole run: PXN hops (GPU clusters), the rates.arrow sample state
-    /// (when traced), the record's index, the start order of a planned flow with a fixed start
-    /// and, in a run that retires flows, its header entropy.
+    /// (when traced), the record's index and, in a run that retires flows, its header entropy.
     pub per_message: usize,
-    /// Per planned flow, for the whole run: its plan entry (a streamed flow has none, see
-    /// `workload::stream`).
+    /// Per planned flow, for the whole run: its plan entry and its place in the start order (a
+    /// streamed flow has neither, see `workload::stream`).
     pub per_planned: usize,
     /// Per retired flow: its output row, kept until flows.arrow is written.
     pub per_retired: usize,
@@ -1311,7 +1310,6 @@ impl World {
             }
             + size_of::<Time>() * usize::from(self.tracer.traces.rates.is_some()) // rates_last
             + size_of::<u32>() // the flow table's index
-            + size_of::<FlowId>() // the start order of flows with a fixed start
             + if self.maker.is_some() {
                 size_of::<(u16, u32)>() // header entropy (the plan's flows are shared)
             } else {
@@ -1330,7 +1328,8 @@ impl World {
             per_host_port,
             per_flow,
             per_message,
-            per_planned: size_of::<crate::workload::FlowInit>(), // the plan the Simulation keeps
+            // The plan the Simulation keeps, and the start order of flows with a fixed start.
+            per_planned: size_of::<crate::workload::FlowInit>() + size_of::<FlowId>(),
             per_retired: size_of::<crate::trace::flows::FlowRow>(),
             per_packet,
             route_map: self.router.table().group_map_bytes() + self.faults.routes_bytes(),
