@@ -222,6 +222,8 @@ fn open_loop_flow_records_follow_the_flows_in_progress_not_the_messages() {
             fl.total(),
             fk.total()
         );
+        // An open-loop workload streams (`workload::stream`): no message holds a plan entry.
+        assert_eq!((fl.planned, fk.planned), (0, 0), "{name}: planned entries");
         // ... and what a message costs is what it states: its per-message state and its row
         // (the row store grows by chunks of 1,024 rows: a margin of 32 bytes per message) ...
         let stated = (fl.per_message + fl.per_retired) as f64;

@@ -6,10 +6,13 @@
 //! output row ([`FlowRow`], what flows.arrow gets) is all that remains, and the slot serves the
 //! next flow to start. A long open-loop run (Poisson, synthetic, replay) so holds transport state
 //! for the flows in progress only, not for every message of the run; what stays per message is
-//! its plan entry and, once it finished, its row. A run that writes its outputs to a folder
-//! spills the rows to disk at the end of each slice ([`FlowTable::spill_rows`], `flows_out`):
-//! then a finished message keeps only its start and finish here. On threads, the partitions'
-//! records are made lazily too, and the view retires flows as it folds them (`engine::parallel`).
+//! its slot in the index and header entropy, its plan entry unless its workload streams
+//! (`workload::stream`: poisson and synthetic flows are made as the run reaches them, merged
+//! into the start order by `World::next_streamed`) and, once it finished, its row. A run that
+//! writes its outputs to a folder spills the rows to disk at the end of each slice
+//! ([`FlowTable::spill_rows`], `flows_out`): then a finished message keeps only its start,
+//! finish, size and workload here. On threads, the partitions' records are made lazily too, and
+//! the view retires flows as it folds them (`engine::parallel`).
 //!
 //! Runs whose features look at any flow at any time (a control loop, plan amendments, faults
 //! that reroute and abandon flows, step graphs and collectives, in-network reduction, PXN
