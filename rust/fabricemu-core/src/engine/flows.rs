@@ -437,6 +437,11 @@ impl super::World {
         if self.flows.is_unborn(fid) {
             let f = self.planned_flow(fid);
             self.give_record(fid, f);
+            if let Some(m) = &mut self.maker {
+                if !m.foreign.is_empty() {
+                    m.foreign.remove(&fid.get()); // (another partition's streamed flow)
+                }
+            }
         }
     }
 
@@ -457,16 +462,32 @@ impl super::World {
             .min()
     }
 
-    /// Take stream `k`'s next flow, giving it its record from the entry the stream made.
-    pub(super) fn take_streamed(&mut self, k: usize) -> FlowId {
+    /// Take stream `k`'s next flow, giving it its record from the entry the stream made; false
+    /// if it is another partition's (its entry is kept until a packet of it comes in here).
+    pub(super) fn take_streamed(&mut self, k: usize) -> bool {
         let m = self.maker.as_mut().expect("a streamed run");
         let fid = FlowId::new(m.heads[k].id);
         let init = m.heads[k].pop();
+        if (self.partition.as_ref()).is_some_and(|p| !p.starts_flow(init.src)) {
+            if self.flows.is_unborn(fid) {
+                m.foreign.insert(fid.get(), init);
+            }
+            return false;
+        }
         if self.flows.is_unborn(fid) {
             let f = self.flow_from_plan(fid, &init);
             self.give_record(fid, f);
         }
-        fid
+        true
+    }
+
+    /// A partition forgets flow `fid` (the view retired it): its record, or its entry if it
+    /// never had one.
+    pub(super) fn forget_flow(&mut self, fid: FlowId) {
+        self.flows.forget(fid);
+        if let Some(m) = &mut self.maker {
+            m.foreign.remove(&fid.get());
+        }
     }
 
     /// When flow `fid` starts (NEVER: when a barrier releases it), from its record or its plan.

@@ -191,9 +191,10 @@ impl Simulation {
             warnings,
         } = built;
         let mut plan = plan;
-        // Streamed workloads (`workload::stream`) need a run that makes records as flows start,
-        // on one world; any other makes their flows now.
-        if scenario.threads > 1 || !world::retires_flows(&scenario, &fabric, &plan, &faults) {
+        // Streamed workloads (`workload::stream`) need a run that makes records as flows start
+        // (on threads too: each partition runs the streams, `World::start_static_flows`); any
+        // other makes their flows now.
+        if !world::retires_flows(&scenario, &fabric, &plan, &faults) {
             plan.materialise_streams();
         }
         // The plan is kept for the whole run: no slack left from growing it.

@@ -166,9 +166,9 @@ impl World {
                 return;
             }
             match stream {
-                Some(k) => {
-                    self.take_streamed(k);
-                }
+                // Every partition runs every stream; another partition's flow starts there.
+                Some(k) if !self.take_streamed(k) => continue,
+                Some(_) => {}
                 None => self.next_static += 1,
             }
             // Every partition runs this event: its rows are placed by flow, as one world

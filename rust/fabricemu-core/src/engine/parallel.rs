@@ -775,7 +775,7 @@ impl Parallel {
         }
         for w in self.parts.iter_mut() {
             for &fid in &retired {
-                w.flows.forget(fid);
+                w.forget_flow(fid);
             }
         }
         let parts = &self.parts;

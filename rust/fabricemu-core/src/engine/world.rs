@@ -245,6 +245,10 @@ pub(super) struct FlowMaker {
     pub heads: Vec<StreamHead>,
     /// Makes streamed flows' entries again for what reads them later (outputs, reports).
     pub cursor: std::sync::Mutex<crate::workload::stream::StreamCursor>,
+    /// A partition of a parallel run: the streamed flows other partitions started, by id, until
+    /// a packet of theirs first comes in here (their record is made then) or the view retires
+    /// them. Every partition runs every stream, starting only its own flows.
+    pub foreign: std::collections::HashMap<u32, crate::workload::FlowInit>,
 }
 
 /// A streamed workload as the run reaches it: its next flow, that flow's id, and the generator
@@ -282,7 +286,10 @@ impl StreamHead {
 impl FlowMaker {
     /// Flow `fid`'s plan entry (a streamed one made again).
     pub fn init(&self, fid: FlowId) -> crate::workload::FlowInit {
-        match self.inits.get(fid.index()) {
+        if let Some(f) = self.inits.get(fid.index()) {
+            return *f;
+        }
+        match self.foreign.get(&fid.get()) {
             Some(f) => *f,
             None => self
                 .cursor
@@ -588,6 +595,7 @@ impl World {
                 })
                 .collect(),
             cursor: Default::default(),
+            foreign: Default::default(),
         });
         let mut flows = FlowTable::default();
         flows.reserve(plan.total_flows(), maker.is_none());

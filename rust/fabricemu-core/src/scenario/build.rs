@@ -72,13 +72,9 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
             &fabric, r,
         ))
     });
-    // One thread: the trailing open-loop workloads stream (`workload::stream`); on threads every
-    // partition needs the whole plan.
-    let mut plan = if s.threads > 1 {
-        workload::plan_with(&s.workloads, s.seed, in_network)?
-    } else {
-        workload::plan_streamed(&s.workloads, s.seed, in_network)?
-    };
+    // The trailing open-loop workloads stream (`workload::stream`): a run that cannot make their
+    // flows as it goes plans them at its start (`Simulation::new`).
+    let mut plan = workload::plan_streamed(&s.workloads, s.seed, in_network)?;
     if let Some(inr) = &plan.in_network {
         warnings.extend(inr.warnings.iter().cloned());
     }

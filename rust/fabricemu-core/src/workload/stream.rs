@@ -13,8 +13,9 @@
 //!
 //! Only trailing workloads stream: the streamed flows' ids follow every planned flow's, so
 //! `FlowPlan::flows` stays indexed by flow id for the flows it holds. A run that cannot stream
-//! (it keeps every flow's record, or runs on threads) materialises them at its start
-//! ([`super::FlowPlan::materialise_streams`]).
+//! (it keeps every flow's record) materialises them at its start
+//! ([`super::FlowPlan::materialise_streams`]); on threads every partition runs every stream
+//! and starts its own flows (`engine::flows`, `World::take_streamed`).
 
 use super::poisson::PoissonArrivals;
 use super::synthetic::SyntheticArrivals;

@@ -224,6 +224,11 @@ fn streamed_open_loop_flows_give_the_planned_runs_files() {
             same_file(&a, &b, name);
         }
         if slices.is_none() {
+            // Two threads stream too: each partition runs the streams, starting its own flows.
+            let (_, spec) = parse_toml(&text, "t.toml").unwrap();
+            let sim = Simulation::build(&fabricemu_core::Scenario { threads: 2, ..spec }).unwrap();
+            assert_eq!(sim.world().streamed_flows(), streamed);
+            assert!(sim.workload_plan().flows.is_empty());
             let c = dir("streamed-threads");
             run_on(&text, 2, &c, true, None, 1 << 18);
             for name in ["flows.arrow", "run.json"] {
