@@ -752,7 +752,13 @@ def test_ctrl_c_stops_the_build(tmp_path: Path) -> None:
             "name": "slow-build",
             "stop": "all_flows_done",
             "topology": {"kind": "fat_tree", "k": 8},
-            "workload": [{"kind": "poisson", "cdf": "google_rpc", "load": 0.5, "count": 5_000_000}],
+            # The incast after it keeps the Poisson flows planned at the build: a trailing open-loop
+            # workload streams (its flows made as the run goes), and the build is then too quick
+            # for a Ctrl-C 0.05 s in to land in it.
+            "workload": [
+                {"kind": "poisson", "cdf": "google_rpc", "load": 0.5, "count": 5_000_000},
+                {"kind": "incast", "receiver": 0, "senders": 2, "size": "4KB"},
+            ],
         }
     )
     timer = threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT))
