@@ -165,11 +165,12 @@ impl World {
                 self.events.push(start, Event::NextFlowStarts);
                 return;
             }
-            match stream {
-                // Every partition runs every stream; another partition's flow starts there.
-                Some(k) if !self.take_streamed(k) => continue,
-                Some(_) => {}
-                None => self.next_static += 1,
+            if let Some(k) = stream {
+                if !self.take_streamed(k) {
+                    continue; // every partition runs every stream: another's flow starts there
+                }
+            } else {
+                self.next_static += 1;
             }
             // Every partition runs this event: its rows are placed by flow, as one world
             // starts the flows of one instant in id order.

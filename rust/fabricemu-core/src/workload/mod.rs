@@ -242,8 +242,8 @@ impl FlowPlan {
         self.flows.len() + self.streams.iter().map(|s| s.count as usize).sum::<usize>()
     }
 
-    /// Plan the streamed workloads' flows now (for a run that keeps every flow, or runs on
-    /// threads): the same entries at the same ids.
+    /// Plan the streamed workloads' flows now (for a run that keeps every flow from its start,
+    /// or an amended plan): the same entries at the same ids.
     pub fn materialise_streams(&mut self) {
         if self.streams.is_empty() {
             return;
