@@ -15,8 +15,9 @@
 //! when an instant comes, its events are gathered from every source into a batch and sorted by
 //! key once (a synchronised fabric's simultaneous events reach the lanes in no key order, and
 //! keeping the lanes in key order cost insertions and heap operations: 1.29x the instructions at
-//! 1,024 hosts). Profiling showed a single binary heap's sift loops were the engine's largest
-//! cost.
+//! 1,024 hosts); a large batch is sorted by buckets, so that an event's share of the sort does
+//! not grow with the fabric ([`sort_batch`]). Profiling showed a single binary heap's sift loops
+//! were the engine's largest cost.
 
 use crate::ids::{FlowId, PortId};
 use crate::units::Time;
@@ -524,6 +525,80 @@ pub struct EventQueue {
     /// and tie-break), half the bytes to move and compare in the sort.
     batch: Vec<BatchEntry>,
     batch_time: Time,
+    /// A large batch's sort: the entries by bucket, and the buckets' bounds (kept: a run in its
+    /// steady state allocates nothing).
+    sort_scratch: Vec<BatchEntry>,
+    sort_bounds: Vec<u32>,
+}
+
+/// Batches of at least this many events are bucket sorted ([`sort_batch`]).
+const BUCKET_SORT_FROM: usize = 128;
+
+/// Sort `batch` by descending key (the next event last). A synchronised fabric's instant holds
+/// thousands of events (every host of a permutation sends and receives at the same instants),
+/// and a comparison sort's cost per event grows with their number (log2 of it): a large batch is
+/// cut instead into about half as many buckets by key (their tie-breaks are hashes, spread
+/// evenly: a bucket holds one or two), in one counting pass and one scatter, and each bucket is
+/// sorted on its own. Keys spread unevenly (a few events of a later round, far above the rest)
+/// only make some buckets larger, each still sorted by comparison: the order is the same.
+fn sort_batch(batch: &mut [BatchEntry], scratch: &mut Vec<BatchEntry>, bounds: &mut Vec<u32>) {
+    let n = batch.len();
+    if n < BUCKET_SORT_FROM {
+        batch.sort_unstable_by_key(|e| std::cmp::Reverse(e.low));
+        return;
+    }
+    let (lo, hi) = batch
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), e| (lo.min(e.low), hi.max(e.low)));
+    // Bucket b holds keys hi - (b + 1) * 2^shift < key <= hi - b * 2^shift: at most n / 2 buckets.
+    let range_bits = 64 - (hi - lo).leading_zeros();
+    let shift = range_bits.saturating_sub((n / 2).ilog2());
+    let buckets = ((hi - lo) >> shift) as usize + 1;
+    bounds.clear();
+    bounds.resize(buckets + 1, 0);
+    for e in batch.iter() {
+        bounds[((hi - e.low) >> shift) as usize + 1] += 1;
+    }
+    for b in 1..=buckets {
+        bounds[b] += bounds[b - 1];
+    }
+    if scratch.len() < n {
+        scratch.resize(n, batch[0]);
+    }
+    // bounds[b] is bucket b's start; it advances to its end as the bucket fills.
+    for e in batch.iter() {
+        let b = ((hi - e.low) >> shift) as usize;
+        scratch[bounds[b] as usize] = *e;
+        bounds[b] += 1;
+    }
+    let mut start = 0;
+    for &end in &bounds[..buckets] {
+        let bucket = &mut scratch[start..end as usize];
+        if bucket.len() <= SMALL_BUCKET {
+            insertion_sort_descending(bucket);
+        } else {
+            bucket.sort_unstable_by_key(|e| std::cmp::Reverse(e.low));
+        }
+        start = end as usize;
+    }
+    batch.copy_from_slice(&scratch[..n]);
+}
+
+/// Buckets up to this size are sorted in place by insertion (most hold one or two entries; the
+/// general sort's set-up would cost more than the sort).
+const SMALL_BUCKET: usize = 8;
+
+#[inline(always)]
+fn insertion_sort_descending(v: &mut [BatchEntry]) {
+    for i in 1..v.len() {
+        let e = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1].low < e.low {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = e;
+    }
 }
 
 /// An event of the current instant's batch: the low word of its key, and the event.
@@ -560,6 +635,8 @@ impl EventQueue {
             last_source: GENERAL,
             batch: Vec::new(),
             batch_time: 0,
+            sort_scratch: Vec::new(),
+            sort_bounds: Vec::new(),
         }
     }
 
@@ -870,8 +947,11 @@ impl EventQueue {
         }
         if self.batch.len() > 1 {
             // Descending: the next event is the last.
-            self.batch
-                .sort_unstable_by_key(|e| std::cmp::Reverse(e.low));
+            sort_batch(
+                &mut self.batch,
+                &mut self.sort_scratch,
+                &mut self.sort_bounds,
+            );
         }
         Some(())
     }
@@ -880,6 +960,46 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_batch_is_sorted_as_a_comparison_sort_sorts_it() {
+        use crate::rng::mix64;
+        let (mut scratch, mut bounds) = (Vec::new(), Vec::new());
+        let mut x = 0u64;
+        let mut draw = || {
+            x += 1;
+            mix64(x)
+        };
+        for n in [2, 127, 128, 129, 1000, 4096, 9000] {
+            // Keys as the queue makes them: the kind over a 40-bit hash; then a few of a later
+            // round (far above the rest), duplicates, and keys in one narrow band.
+            let kinds = |e: u64, k: u64| (k << Event::KIND_SHIFT) | (e & ((1 << 40) - 1));
+            let mut cases: Vec<Vec<u64>> = vec![
+                (0..n).map(|_| kinds(draw(), draw() % 2)).collect(),
+                (0..n)
+                    .map(|i| kinds(draw(), 1) | if i % 97 == 0 { 1 << 50 } else { 0 })
+                    .collect(),
+                (0..n).map(|_| draw() % 7).collect(),
+                (0..n).map(|_| draw()).collect(),
+            ];
+            cases.push((0..n as u64).collect());
+            for keys in cases {
+                let entries: Vec<BatchEntry> = keys
+                    .iter()
+                    .map(|&low| BatchEntry {
+                        low,
+                        item: Event::LinkArrival(PortId::new(low as u32)),
+                    })
+                    .collect();
+                let mut want = entries.clone();
+                want.sort_unstable_by_key(|e| std::cmp::Reverse(e.low));
+                let mut got = entries;
+                sort_batch(&mut got, &mut scratch, &mut bounds);
+                let key = |v: &[BatchEntry]| v.iter().map(|e| (e.low, e.item)).collect::<Vec<_>>();
+                assert_eq!(key(&got), key(&want), "n = {n}");
+            }
+        }
+    }
 
     #[test]
     fn asking_whether_an_event_runs_before_a_key_keeps_later_pushes_in_order() {
