@@ -149,6 +149,30 @@ def test_resume_runs_interrupted_missing_and_changed_points_again(tmp_path: Path
     assert statuses(events) == {"ran": 3}
 
 
+def test_an_interrupt_while_the_table_is_written_still_leaves_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Every point ran; SIGTERM (or Ctrl-C) comes as sweep.arrow is being written: the table is
+    # written whole before the interrupt goes on, not left half-written or missing.
+    real = sweep_module._write_table_once
+    calls: List[Path] = []
+
+    def interrupted_once(path: Path, table: pa.Table) -> None:
+        calls.append(path)
+        if len(calls) == 1:
+            raise fabricemu.Terminated("terminated by signal 15 (SIGTERM)")
+        real(path, table)
+
+    monkeypatch.setattr(sweep_module, "_write_table_once", interrupted_once)
+    with pytest.raises(fabricemu.Terminated):
+        fabricemu.sweep(BASE, GRID, seeds=[1], out=tmp_path, jobs=1)
+    assert len(calls) == 2
+    table = open_sweep(tmp_path)
+    assert table.num_rows == 3
+    assert table.column("error").null_count == 3, "every point ran"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
 def test_explicit_points_parameter_columns_and_metadata(tmp_path: Path):
     points = [
         {"workload.0.size": "16KiB", "topology.k": 4},

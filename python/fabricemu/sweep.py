@@ -653,7 +653,18 @@ def _write(
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
-    """Write an Arrow IPC file under a temporary name, then rename it: complete or absent."""
+    """Write an Arrow IPC file under a temporary name, then rename it: complete or absent. An
+    interrupt (Ctrl-C, or SIGTERM as :class:`fabricemu.Terminated`) that comes while the table is
+    written does not leave the sweep without it: the table is written again, whole, and the
+    interrupt raised then (the rows are all known here; writing them takes a moment)."""
+    try:
+        _write_table_once(path, table)
+    except KeyboardInterrupt:
+        _write_table_once(path, table)
+        raise
+
+
+def _write_table_once(path: Path, table: pa.Table) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with pa.OSFile(os.fspath(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
