@@ -541,7 +541,7 @@ const BUCKET_SORT_FROM: usize = 128;
 /// evenly: a bucket holds one or two), in one counting pass and one scatter, and each bucket is
 /// sorted on its own. Keys spread unevenly (a few events of a later round, far above the rest)
 /// only make some buckets larger, each still sorted by comparison: the order is the same.
-fn sort_batch(batch: &mut [BatchEntry], scratch: &mut Vec<BatchEntry>, bounds: &mut Vec<u32>) {
+fn sort_batch(batch: &mut Vec<BatchEntry>, scratch: &mut Vec<BatchEntry>, bounds: &mut Vec<u32>) {
     let n = batch.len();
     if n < BUCKET_SORT_FROM {
         batch.sort_unstable_by_key(|e| std::cmp::Reverse(e.low));
@@ -581,7 +581,9 @@ fn sort_batch(batch: &mut [BatchEntry], scratch: &mut Vec<BatchEntry>, bounds: &
         }
         start = end as usize;
     }
-    batch.copy_from_slice(&scratch[..n]);
+    // The sorted entries become the batch (no copy back); the old batch is the next scratch.
+    scratch.truncate(n);
+    std::mem::swap(batch, scratch);
 }
 
 /// Buckets up to this size are sorted in place by insertion (most hold one or two entries; the
