@@ -29,12 +29,12 @@
 //! its flows and appending new ones that complete the same barrier: the barrier gains the new
 //! flows before it loses the old ones, and never releases in between.
 
-use super::queue::Event;
 use super::world::{new_flow, Barrier, World};
 use crate::ids::FlowId;
 use crate::rng::{Rng, RngStream};
 use crate::scenario::{RoutingSpec, TransportSpec};
 use crate::transport::NEVER;
+use crate::units::Time;
 use crate::workload::collective::in_network::InNetworkPlan;
 use crate::workload::{BarrierEdge, FlowInit, Start};
 
@@ -245,6 +245,8 @@ impl World {
         if self.amends.pxn_cluster {
             self.pxn.reserve(added);
         }
+        // Starts are scheduled once the flows are all known (an in-network call's included).
+        let mut starting: Vec<(Time, FlowId)> = Vec::new();
         for (k, f) in a.flows.iter().enumerate() {
             let fid = FlowId::new((nf_old + k) as u32);
             let sport = 49152 + self.amends.rng.below(16384) as u16;
@@ -266,7 +268,7 @@ impl World {
                 self.barriers[b as usize].remaining += 1;
             }
             match f.start {
-                Start::At(t) if starts[k] => self.events.push(t.max(now), Event::FlowStart(fid)),
+                Start::At(t) if starts[k] => starting.push((t.max(now), fid)),
                 Start::At(_) => {}
                 Start::After { barrier, gap } => {
                     let b = &mut self.barriers[barrier as usize];
@@ -274,7 +276,7 @@ impl World {
                         b.waiting.push((fid, gap));
                     } else if starts[k] {
                         let at = b.released_at.saturating_add(gap).max(now);
-                        self.events.push(at, Event::FlowStart(fid));
+                        starting.push((at, fid));
                     }
                 }
             }
@@ -286,6 +288,9 @@ impl World {
             self.inr_add_live_call(plan, tree, &new, op);
         } else if let Some(inr) = &mut self.in_network {
             inr.grow_flows(self.flows.len());
+        }
+        for (at, fid) in starting {
+            self.push_flow_start(at, fid);
         }
         for i in nf_old..self.flows.len() {
             let fid = FlowId::new(i as u32);
@@ -307,8 +312,7 @@ impl World {
                 from.then.push((e.to, e.delay));
             } else if runs {
                 self.pending_arrivals += 1;
-                self.events
-                    .push(now.saturating_add(e.delay), Event::BarrierArrive(e.to));
+                self.push_barrier_arrival(now.saturating_add(e.delay), e.to);
             }
         }
         // Cancellations.

@@ -40,6 +40,17 @@ const DONE: u64 = 1 << 63;
 const NONE16: u16 = u16::MAX;
 const NO_CALL: u32 = u32::MAX;
 
+/// What changes the calls' shared state (which call each tree runs, the calls waiting, the
+/// contexts held), which on threads every partition keeps alike: a flow of a call its tree does
+/// not run asks to start, or a flow of a call finishes. The partition where it happens tells
+/// the others (at once in a window run merged, else with the window's mail), and each makes the
+/// same change to its copy (`World::inr_told`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Gate {
+    Ask(FlowId),
+    Finished(FlowId),
+}
+
 struct RtNode {
     switch: NodeId,
     parent: Option<PortId>,
@@ -321,6 +332,49 @@ impl InNetwork {
         Some((tree.up_ports[rank], tree.window))
     }
 
+    /// Whether some call waits: for its tree (which runs an earlier call) or for free contexts.
+    /// On threads a window in which a call may end then runs merged (the end starts the
+    /// waiting call at once, in every partition).
+    pub fn has_waiters(&self) -> bool {
+        !self.waiting.is_empty() || self.trees.iter().any(|t| !t.queue.is_empty())
+    }
+
+    /// For a rank's flow of a call, the fewest bytes a packet of its result can bring (a
+    /// reduce-scatter's results for the other ranks' shards are headers): None for other flows.
+    pub fn result_bytes(&self, fid: FlowId, payload: u64, header: u64) -> Option<u64> {
+        let c = *self.flow_call.get(fid).filter(|&&c| c != NO_CALL)?;
+        Some(match self.calls[c as usize].op {
+            CollectiveOp::ReduceScatter => header,
+            _ => payload,
+        })
+    }
+
+    /// The run's counters from every partition's (`parts`, the first included): the calls,
+    /// contexts and waits are kept alike in each (take the first's), the engines' counts are
+    /// each switch's partition's (summed, the buffer peak the largest).
+    pub fn fold_counters<'a>(&mut self, parts: impl Iterator<Item = &'a InNetwork>) {
+        let mut c = InNetworkCounters::default();
+        for (i, p) in parts.enumerate() {
+            let q = &p.counters;
+            if i == 0 {
+                c = InNetworkCounters {
+                    operands: 0,
+                    combined: 0,
+                    duplicates: 0,
+                    repairs: 0,
+                    buffer_peak: 0,
+                    ..*q
+                };
+            }
+            c.operands += q.operands;
+            c.combined += q.combined;
+            c.duplicates += q.duplicates;
+            c.repairs += q.repairs;
+            c.buffer_peak = c.buffer_peak.max(q.buffer_peak);
+        }
+        self.counters = c;
+    }
+
     /// Packets held in the engines' output queues.
     pub fn queued(&self, arena: &crate::packet::PacketArena) -> u64 {
         self.engine_out.iter().map(|l| l.len(arena) as u64).sum()
@@ -338,13 +392,51 @@ impl World {
     /// An in-network flow asks to start: it runs if its tree is free or already runs its call;
     /// else it waits for the call before it. Returns whether it may start now.
     pub(super) fn inr_may_start(&mut self, fid: FlowId) -> bool {
-        let Some(inr) = &mut self.in_network else {
+        let Some(inr) = &self.in_network else {
             return true;
         };
         let c = inr.flow_call[fid];
         if c == NO_CALL {
             return true;
         }
+        if inr.trees[inr.calls[c as usize].tree as usize].active != c {
+            // Its tree starts running it, or it waits: every partition's copy must know.
+            self.inr_tell(Gate::Ask(fid), true);
+        }
+        self.inr_ask(fid)
+    }
+
+    /// On threads: tell the other partitions of `gate`, which happened here (`exact`: it must
+    /// be at its place in the order, so only in a window run merged).
+    fn inr_tell(&mut self, gate: Gate, exact: bool) {
+        if let Some(part) = &mut self.partition {
+            // The windows in which a call may start or end with calls waiting run merged
+            // (`Part::inr_pending`, `InNetwork::has_waiters`): a miss would be a bug, stopped
+            // here rather than run on in a different order than one world's.
+            assert!(
+                part.merged || !exact,
+                "parallel engine: an in-network call changed its tree's state outside a window \
+                 run merged"
+            );
+            part.outbox.inr.push(gate);
+        }
+    }
+
+    /// Another partition's `gate`, applied to this partition's copy of the calls' state (at
+    /// once in a window run merged, else at the window's end, when it starts nothing).
+    pub(super) fn inr_told(&mut self, gate: Gate) {
+        match gate {
+            Gate::Ask(fid) => {
+                self.inr_ask(fid);
+            }
+            Gate::Finished(fid) => self.inr_finish(fid),
+        }
+    }
+
+    /// [`World::inr_may_start`]'s change to the calls' state.
+    fn inr_ask(&mut self, fid: FlowId) -> bool {
+        let inr = self.in_network.as_mut().expect("in-network calls");
+        let c = inr.flow_call[fid];
         let t = inr.calls[c as usize].tree as usize;
         if inr.trees[t].active == NO_CALL && !inr.trees[t].holding {
             if let Some(pool) = &mut inr.pool {
@@ -386,13 +478,20 @@ impl World {
     /// A rank's flow of an in-network call finished; the last one frees the tree for the next
     /// waiting call, whose released flows start now.
     pub(super) fn inr_flow_finished(&mut self, fid: FlowId) {
-        let Some(inr) = &mut self.in_network else {
+        let Some(inr) = &self.in_network else {
             return;
         };
-        let c = inr.flow_call[fid];
-        if c == NO_CALL {
+        if inr.flow_call[fid] == NO_CALL {
             return;
         }
+        self.inr_tell(Gate::Finished(fid), false);
+        self.inr_finish(fid);
+    }
+
+    /// [`World::inr_flow_finished`]'s change to the calls' state.
+    fn inr_finish(&mut self, fid: FlowId) {
+        let inr = self.in_network.as_mut().expect("in-network calls");
+        let c = inr.flow_call[fid];
         let call = &mut inr.calls[c as usize];
         call.left -= 1;
         if call.left == 0 {
@@ -424,15 +523,8 @@ impl World {
             tree.queue.pop_front();
         }
         if let Some(next) = tree.queue.pop_front() {
-            let flows: Vec<FlowId> = inr.calls[next as usize]
-                .flows
-                .iter()
-                .copied()
-                .filter(|&f| self.flows[f].start != crate::transport::NEVER)
-                .collect();
-            for f in flows {
-                self.events.push(self.now, Event::FlowStart(f));
-            }
+            let flows = inr.calls[next as usize].flows.clone();
+            self.inr_release(&flows);
         }
     }
 
@@ -474,6 +566,7 @@ impl World {
         for n in &tree.nodes {
             pool[n.switch] += 1;
         }
+        let mut released = Vec::new();
         let mut i = 0;
         while i < inr.waiting.len() {
             let c = inr.waiting[i] as usize;
@@ -492,10 +585,27 @@ impl World {
             }
             tree.holding = true;
             inr.waiting.remove(i);
-            for &f in &inr.calls[c].flows {
-                if self.flows[f].start != crate::transport::NEVER {
-                    self.events.push(self.now, Event::FlowStart(f));
+            released.extend_from_slice(&inr.calls[c].flows);
+        }
+        self.inr_release(&released);
+    }
+
+    /// A waiting call's `flows` start now (those whose start has come: a flow that asked, or
+    /// one planned for a time; on threads, each partition its own, all told at once).
+    fn inr_release(&mut self, flows: &[FlowId]) {
+        for &f in flows {
+            if let Some(part) = &self.partition {
+                assert!(
+                    part.merged,
+                    "parallel engine: an in-network call released another outside a window run \
+                     merged"
+                );
+                if !part.starts_flow(self.flows[f].src) {
+                    continue;
                 }
+            }
+            if self.flows[f].start != crate::transport::NEVER {
+                self.push_flow_start(self.now, f);
             }
         }
     }

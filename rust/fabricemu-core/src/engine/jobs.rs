@@ -553,7 +553,7 @@ impl World {
             self.jobs.due.insert(b, job.clock(now));
             if end != NEVER {
                 self.pending_arrivals += 1;
-                self.events.push(end, Event::BarrierArrive(b));
+                self.push_barrier_arrival(end, b);
             }
             return false;
         }
@@ -594,7 +594,7 @@ impl World {
             .collect();
         for (&(fid, gap), _) in waiting.iter().zip(&starts).filter(|(_, &s)| s) {
             if gap == 0 && !paused {
-                self.events.push(now, Event::FlowStart(fid));
+                self.push_flow_start(now, fid);
             } else {
                 self.job_defer_flow(j, fid, gap);
             }
@@ -607,7 +607,7 @@ impl World {
             };
             if delay == 0 && !paused {
                 self.pending_arrivals += 1;
-                self.events.push(now, Event::BarrierArrive(next));
+                self.push_barrier_arrival(now, next);
             } else {
                 self.job_defer_arrival(j, next, delay);
             }
@@ -701,13 +701,13 @@ impl World {
         let (due, at) = self.job_delay(j, delay);
         self.jobs.due.insert(next, due);
         self.pending_arrivals += 1;
-        self.events.push(at, Event::BarrierArrive(next));
+        self.push_barrier_arrival(at, next);
     }
 
     pub(super) fn job_defer_flow(&mut self, j: usize, fid: FlowId, gap: Time) {
         let (due, at) = self.job_delay(j, gap);
         self.jobs.flow_due.insert(fid, due);
-        self.events.push(at, Event::FlowStart(fid));
+        self.push_flow_start(at, fid);
     }
 
     /// A `BarrierArrive(b)` popped: false if it is not due yet on its job's clock (it was pushed
@@ -727,7 +727,7 @@ impl World {
             return true;
         }
         if at != NEVER {
-            self.events.push(at, Event::BarrierArrive(b));
+            self.push_barrier_arrival(at, b);
         } else {
             self.pending_arrivals -= 1;
         }
@@ -752,7 +752,7 @@ impl World {
             return true;
         }
         if at != NEVER {
-            self.events.push(at, Event::FlowStart(fid));
+            self.push_flow_start(at, fid);
         }
         false
     }

@@ -363,7 +363,14 @@ impl Simulation {
                 return Err(e);
             }
         };
-        par.amend(a, &report.not_cancelled, &self.plan, homes, &self.world);
+        par.amend(
+            a,
+            &report.not_cancelled,
+            &self.plan,
+            homes,
+            &self.world,
+            None,
+        );
         Ok(report)
     }
 
@@ -392,6 +399,9 @@ impl Simulation {
                 algorithm.name()
             ));
         };
+        if self.parallel.is_some() {
+            return self.amend_in_network_on_threads(a, workload, hosts, algorithm, op);
+        }
         let Some(tree) = inr.place_live(workload, hosts, algorithm)? else {
             return Err(format!(
                 "{}: no free reduction context on a tree over hosts {hosts:?} now (the contexts \
@@ -407,6 +417,97 @@ impl Simulation {
         self.extend_plan(a);
         let first = report.first_flow;
         collective::in_network::add_call(&mut self.plan, tree, first, hosts, op);
+        Ok(report)
+    }
+
+    /// [`Simulation::amend_in_network`] on threads: the barriers' homes under the amended plan
+    /// first (the call's flows make the barriers they wait for counted everywhere: refused if
+    /// one was a single partition's), then the tree, the view, and every partition alike.
+    fn amend_in_network_on_threads(
+        &mut self,
+        a: &amend::Amendment,
+        workload: u32,
+        hosts: &[u32],
+        algorithm: crate::config::CollectiveAlgorithm,
+        op: crate::config::CollectiveOp,
+    ) -> Result<amend::AmendReport, String> {
+        self.plan.materialise_streams();
+        let lens = (
+            self.plan.flows.len(),
+            self.plan.barrier_sizes.len(),
+            self.plan.barrier_edges.len(),
+        );
+        let undo = |plan: &mut crate::workload::FlowPlan| {
+            plan.flows.truncate(lens.0);
+            plan.barrier_sizes.truncate(lens.1);
+            plan.barrier_edges.truncate(lens.2);
+        };
+        self.extend_plan(a);
+        let first = lens.0 as u32;
+        let inr = self
+            .plan
+            .in_network
+            .as_deref_mut()
+            .expect("checked by the caller");
+        // The call's flows, in any order, for the barriers' homes (its tree is placed after).
+        inr.add_call(
+            u32::MAX,
+            (first..first + a.flows.len() as u32).collect(),
+            op,
+        );
+        let par = self.parallel.as_ref().expect("on threads");
+        let homes = par.homes_after(&self.plan);
+        self.plan
+            .in_network
+            .as_deref_mut()
+            .expect("placed")
+            .pop_call();
+        let homes = match homes {
+            Ok(h) => h,
+            Err(e) => {
+                undo(&mut self.plan);
+                return Err(e);
+            }
+        };
+        let inr = self
+            .plan
+            .in_network
+            .as_deref_mut()
+            .expect("checked by the caller");
+        let tree = match inr.place_live(workload, hosts, algorithm) {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                undo(&mut self.plan);
+                return Err(format!(
+                    "{}: no free reduction context on a tree over hosts {hosts:?} now (the \
+                     contexts are held by other communicators for the run)",
+                    algorithm.name()
+                ));
+            }
+            Err(e) => {
+                undo(&mut self.plan);
+                return Err(e);
+            }
+        };
+        let inr = self.plan.in_network.as_deref().expect("placed");
+        let report = match self.world.amend_with(a, Some((inr, tree, op))) {
+            Ok(r) => r,
+            Err(e) => {
+                undo(&mut self.plan);
+                return Err(e.to_string());
+            }
+        };
+        collective::in_network::add_call(&mut self.plan, tree, first, hosts, op);
+        let par = self.parallel.as_mut().expect("on threads");
+        let not_cancelled = report.not_cancelled.clone();
+        par.amend(
+            a,
+            &not_cancelled,
+            &self.plan,
+            homes,
+            &self.world,
+            Some((tree, op)),
+        );
         Ok(report)
     }
 

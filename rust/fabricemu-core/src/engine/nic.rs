@@ -175,6 +175,11 @@ impl World {
             // Every partition runs this event: its rows are placed by flow, as one world
             // starts the flows of one instant in id order.
             self.tracer.place.within = fid.get();
+            if self.partition.is_some()
+                && self.in_network.as_ref().is_some_and(|i| i.is_member(fid))
+            {
+                self.forget_in_network_start();
+            }
             self.start_flow(fid);
         }
     }
@@ -761,18 +766,19 @@ impl World {
             if let Some(p) = self.partition.as_mut() {
                 p.released.push(b); // for the view's next fold
             }
-            let part = self.partition.as_ref();
-            for &(fid, gap) in &barrier.waiting {
+            let b = b as usize;
+            for k in 0..self.barriers[b].waiting.len() {
+                let (fid, gap) = self.barriers[b].waiting[k];
+                let part = self.partition.as_ref();
                 if part.is_none_or(|p| p.starts_flow(self.flows[fid].src)) {
-                    self.events
-                        .push(now.saturating_add(gap), Event::FlowStart(fid));
+                    self.push_flow_start(now.saturating_add(gap), fid);
                 }
             }
-            for &(next, delay) in &barrier.then {
-                if part.is_none_or(|p| p.runs_barrier(next)) {
+            for k in 0..self.barriers[b].then.len() {
+                let (next, delay) = self.barriers[b].then[k];
+                if self.partition.as_ref().is_none_or(|p| p.runs_barrier(next)) {
                     self.pending_arrivals += 1;
-                    self.events
-                        .push(now.saturating_add(delay), Event::BarrierArrive(next));
+                    self.push_barrier_arrival(now.saturating_add(delay), next);
                 }
             }
         }

@@ -63,9 +63,12 @@
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
 //! state across the fabric within a window (elastic jobs, in-network reduction, UGAL-G).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::in_network::Gate;
 use super::queue::{key_ahead, Event};
 use super::sampling::WaitCandidates;
 use super::tight::{tight_barriers, Tight};
@@ -116,6 +119,8 @@ pub(super) struct Mail {
     pub credits: Vec<(FlowId, u32, u32)>,
     /// Flows of tight barriers that started in the sender's partition (`Tight::flow_started`).
     pub started: Vec<u32>,
+    /// In-network calls: what changed their shared state here (`in_network::Gate`), in order.
+    pub inr: Vec<Gate>,
 }
 
 /// A world's partition: which it is, and the packets it sent to others during this window.
@@ -142,6 +147,16 @@ pub(super) struct Part {
     pub tight: Tight,
     /// The barriers released here since the view last folded the partitions.
     pub released: Vec<u32>,
+    /// In-network calls (`engine::in_network`): the times of this partition's pending events
+    /// that may start one of their flows (its start, or an arrival at a barrier whose release
+    /// may start one, [`in_network_feeders`]). A call starting changes state every partition
+    /// keeps alike, so a window that holds such an event anywhere runs merged.
+    pub inr_pending: BinaryHeap<Reverse<Time>>,
+    /// Per barrier: whether its release may start an in-network flow ([`in_network_feeders`]).
+    pub inr_feeders: Arc<Vec<bool>>,
+    /// Every partition is at this point of one world's order: a window run merged, or a
+    /// control boundary (where changes to the in-network calls' state may happen).
+    pub merged: bool,
 }
 
 impl Part {
@@ -219,6 +234,12 @@ pub fn barrier_homes(plan: &crate::workload::FlowPlan, owner: &IdVec<NodeId, u16
     for j in &plan.jobs {
         home[j.op_barriers()].fill(MIRRORED);
     }
+    // A release that may start an in-network call changes what every partition keeps alike.
+    for (h, feeds) in home.iter_mut().zip(in_network_feeders(plan)) {
+        if feeds {
+            *h = MIRRORED;
+        }
+    }
     for h in &mut home {
         if *h == UNSET {
             *h = MIRRORED; // only chained: it happens wherever its chain does
@@ -239,6 +260,37 @@ pub fn barrier_homes(plan: &crate::workload::FlowPlan, owner: &IdVec<NodeId, u16
         }
     }
     home
+}
+
+/// Per barrier of `plan`: whether its release may start a flow of an in-network call, itself
+/// (the flow waits for it) or through the barriers it chains to. Their releases must happen at
+/// their place in one world's order in every partition: they are counted everywhere
+/// ([`barrier_homes`]) and run merged when they may release (`engine::tight`).
+pub fn in_network_feeders(plan: &crate::workload::FlowPlan) -> Vec<bool> {
+    let mut feeds = vec![false; plan.barrier_sizes.len()];
+    let Some(inr) = &plan.in_network else {
+        return feeds;
+    };
+    for c in &inr.calls {
+        for &f in &c.flows {
+            if let crate::workload::Start::After { barrier, .. } = plan.flows[f as usize].start {
+                feeds[barrier as usize] = true;
+            }
+        }
+    }
+    loop {
+        let mut changed = false;
+        for e in &plan.barrier_edges {
+            if feeds[e.to as usize] && !feeds[e.from as usize] {
+                feeds[e.from as usize] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    feeds
 }
 
 /// The partitions of a parallel run.
@@ -274,9 +326,6 @@ pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<Str
     };
     if plan.jobs.iter().any(|j| elastic(&j)) {
         why.push("step workloads that go on elastically after failures (on_failure = \"elastic\")");
-    }
-    if plan.in_network.is_some() {
-        why.push("in-network workloads");
     }
     (!why.is_empty()).then(|| why.join("; "))
 }
@@ -350,8 +399,9 @@ impl World {
         barrier_home: &Arc<Vec<u16>>,
         tight: &[(u32, Vec<FlowId>)],
     ) {
-        if !tight.is_empty() {
-            // A tight barrier's window reads its flows' records wherever they finish.
+        if !tight.is_empty() || self.in_network.is_some() {
+            // A tight barrier's window reads its flows' records wherever they finish; an
+            // in-network call's end starts the waiting call's flows from their records.
             self.keep_all_flows();
         }
         // Records stay lazy (made where a flow starts or a packet of it first comes in), and the
@@ -364,6 +414,8 @@ impl World {
             flows: &self.flows,
             fabric: &self.fabric,
             mtu: self.transport.mtu as u64,
+            header: self.transport.header as u64,
+            in_network: self.in_network.as_ref(),
         };
         let tight = Tight::new(tight, &at);
         for p in self.fabric.ports() {
@@ -391,7 +443,71 @@ impl World {
             },
             tight,
             released: Vec::new(),
+            inr_pending: BinaryHeap::new(),
+            inr_feeders: Arc::new(Vec::new()),
+            merged: false,
         });
+    }
+
+    /// In-network calls on threads: remember the events already scheduled that may start a
+    /// call's flow here (this partition's planned starts of such flows, the timed arrivals at
+    /// barriers of `feeders`), for the windows they fall in to run merged.
+    pub(super) fn watch_in_network_starts(
+        &mut self,
+        feeders: &Arc<Vec<bool>>,
+        timers: &[(Time, u32)],
+    ) {
+        let Some(inr) = &self.in_network else {
+            return;
+        };
+        let mut pending = BinaryHeap::new();
+        for &f in &self.static_order {
+            if inr.is_member(f) {
+                pending.push(Reverse(self.start_of(f)));
+            }
+        }
+        for &(at, b) in timers {
+            if feeders[b as usize] {
+                pending.push(Reverse(at));
+            }
+        }
+        let part = self.partition.as_mut().expect("a partition");
+        part.inr_pending = pending;
+        part.inr_feeders = Arc::clone(feeders);
+    }
+
+    /// Schedule flow `fid`'s start at `at` (on threads, remembered if it is an in-network
+    /// call's: [`Part::inr_pending`]).
+    #[inline]
+    pub(super) fn push_flow_start(&mut self, at: Time, fid: FlowId) {
+        self.events.push(at, Event::FlowStart(fid));
+        if let (Some(part), Some(inr)) = (&mut self.partition, &self.in_network) {
+            if inr.is_member(fid) {
+                part.inr_pending.push(Reverse(at));
+            }
+        }
+    }
+
+    /// Schedule an arrival at barrier `b` at `at` (on threads, remembered if its release may
+    /// start an in-network call's flow: [`Part::inr_pending`]).
+    #[inline]
+    pub(super) fn push_barrier_arrival(&mut self, at: Time, b: u32) {
+        self.events.push(at, Event::BarrierArrive(b));
+        if let Some(part) = &mut self.partition {
+            if part.inr_feeders.get(b as usize).copied().unwrap_or(false) {
+                part.inr_pending.push(Reverse(at));
+            }
+        }
+    }
+
+    /// One of the events [`Part::inr_pending`] remembers runs now: forget it (the earliest).
+    #[inline]
+    pub(super) fn forget_in_network_start(&mut self) {
+        if let Some(part) = &mut self.partition {
+            if part.inr_pending.peek().is_some_and(|r| r.0 <= self.now) {
+                part.inr_pending.pop();
+            }
+        }
     }
 
     /// `pkt` left on link `p` toward another partition: it goes there whole, and is gone here.
@@ -531,6 +647,18 @@ impl World {
                 within: 0,
             };
         }
+        match ev {
+            Event::FlowStart(f) if self.in_network.as_ref().is_some_and(|i| i.is_member(f)) => {
+                self.forget_in_network_start()
+            }
+            Event::BarrierArrive(b)
+                if (self.partition.as_ref())
+                    .is_some_and(|p| p.inr_feeders.get(b as usize).copied().unwrap_or(false)) =>
+            {
+                self.forget_in_network_start()
+            }
+            _ => {}
+        }
         self.handle(ev);
         if matches!(
             ev,
@@ -593,14 +721,18 @@ impl Parallel {
         let owner = Arc::new(partition_nodes(fabric, parts));
         let homes = Arc::new(barrier_homes(plan, &owner));
         let tight = tight_barriers(plan, &homes, MIRRORED, fabric.shortest_delay().max(1));
+        let feeders = Arc::new(in_network_feeders(plan));
+        let timers = &plan.barrier_timers;
         // Built side by side, one thread each (a world of 65,536 hosts takes seconds).
         let parts: Vec<World> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..parts)
                 .map(|i| {
                     let (make, owner, homes, tight) = (&make, &owner, &homes, &tight);
+                    let feeders = &feeders;
                     s.spawn(move || {
                         let mut w = make();
                         w.make_partition(i, owner, homes, tight);
+                        w.watch_in_network_starts(feeders, timers);
                         w
                     })
                 })
@@ -726,6 +858,9 @@ impl Parallel {
             if !view.switches.trimmed.is_empty() {
                 view.switches.trimmed[p] = parts[o].switches.trimmed[p];
             }
+        }
+        if let Some(inr) = &mut view.in_network {
+            inr.fold_counters(parts.iter().filter_map(|w| w.in_network.as_ref()));
         }
         if !view.jobs.list.is_empty() {
             // Alike in every partition (each sees every op start and end, and every failure).
@@ -860,12 +995,25 @@ impl Parallel {
     /// The homes of the barriers of `plan`, amended (its barriers, flows and edges appended):
     /// Err if a barrier that existed before would change home (its arrivals so far were
     /// counted by its home alone).
+    ///
+    /// A barrier one partition ran that every partition counts from now on is taken over by
+    /// the others at the amendment ([`Parallel::amend`] copies its count), unless arrivals
+    /// chained to it may be pending (they were scheduled in its home only).
     pub fn homes_after(&self, plan: &crate::workload::FlowPlan) -> Result<Vec<u16>, String> {
         let homes = barrier_homes(plan, &self.owner);
-        match (self.homes.iter().zip(&homes)).position(|(a, b)| a != b) {
+        let chained: std::collections::HashSet<u32> =
+            plan.barrier_edges.iter().map(|e| e.to).collect();
+        let moves = |b: usize, old: u16, new: u16| {
+            old != new && (new != MIRRORED || chained.contains(&(b as u32)))
+        };
+        let changed = (self.homes.iter().zip(&homes).enumerate())
+            .position(|(b, (&old, &new))| moves(b, old, new));
+        match changed {
             None => Ok(homes),
             Some(b) => Err(format!(
-                "on {} threads this amendment would make barrier {b} wait for flows of more                  partitions than it did (its arrivals so far were counted in one): run it with                  threads = 1",
+                "on {} threads this amendment would make barrier {b} wait for flows of more \
+                 partitions than it did while arrivals chained to it may be pending in its \
+                 partition alone: run it with threads = 1",
                 self.parts.len()
             )),
         }
@@ -875,6 +1023,9 @@ impl Parallel {
     /// took `a`: the barriers' new `homes` ([`Parallel::homes_after`] of the amended `plan`),
     /// only the flows the view cancelled cancelled (a partition's copy of a flow knows whether
     /// it started only where it started), and the tight barriers brought up to date.
+    ///
+    /// `in_network`: the appended flows are an in-network call on this tree of the plan's, which
+    /// every partition learns alike (`World::amend_with`).
     pub fn amend(
         &mut self,
         a: &super::amend::Amendment,
@@ -882,6 +1033,7 @@ impl Parallel {
         plan: &crate::workload::FlowPlan,
         homes: Vec<u16>,
         view: &World,
+        in_network: Option<(u32, crate::config::CollectiveOp)>,
     ) {
         let homes = Arc::new(homes);
         let window = self.parts[0].fabric.shortest_delay().max(1);
@@ -893,9 +1045,39 @@ impl Parallel {
         let status = |fid: FlowId| {
             (!view.is_cancelled(fid)).then(|| view.flows.get(fid).is_none_or(|f| f.started))
         };
+        // A barrier its home ran that every partition counts from now on: each takes its count
+        // so far (`homes_after` allowed it: no chained arrival can be pending elsewhere).
+        for (b, (&old, &new)) in self.homes.iter().zip(homes.iter()).enumerate() {
+            if old != new && old != MIRRORED {
+                let h = &self.parts[old as usize].barriers[b];
+                let (remaining, latest, released_at, dead) =
+                    (h.remaining, h.latest, h.released_at, h.dead);
+                for w in &mut self.parts {
+                    let mine = &mut w.barriers[b];
+                    mine.remaining = remaining;
+                    mine.latest = latest;
+                    mine.released_at = released_at;
+                    mine.dead = dead;
+                }
+            }
+        }
+        let feeders = Arc::new(in_network_feeders(plan));
         for w in &mut self.parts {
-            w.partition.as_mut().expect("a partition").barrier_home = Arc::clone(&homes);
-            if let Err(e) = w.amend(&a) {
+            let part = w.partition.as_mut().expect("a partition");
+            part.barrier_home = Arc::clone(&homes);
+            part.inr_feeders = Arc::clone(&feeders);
+            // At a control boundary every partition is at the same point of the order.
+            part.merged = true;
+            let inr = in_network.map(|(tree, op)| {
+                let p = plan
+                    .in_network
+                    .as_deref()
+                    .expect("an in-network call's plan");
+                (p, tree, op)
+            });
+            let amended = w.amend_with(&a, inr);
+            w.partition.as_mut().expect("a partition").merged = false;
+            if let Err(e) = amended {
                 // Each partition's barriers are the view's where it runs them.
                 unreachable!("a partition refused what the view took: {e}");
             }
@@ -908,6 +1090,8 @@ impl Parallel {
                 flows: &w.flows,
                 fabric: &w.fabric,
                 mtu,
+                header: w.transport.header as u64,
+                in_network: w.in_network.as_ref(),
             };
             part.tight.amend(&tight, first, &a.cancel, &at, status);
         }
@@ -1012,6 +1196,9 @@ struct Status {
     /// A digest of its tight barriers' frontier (`Tight::digest`), which every partition must
     /// agree on.
     frontier: AtomicU64,
+    /// The earliest of its pending events that may start an in-network call's flow
+    /// (`Part::inr_pending`; NEVER: none).
+    inr_next: AtomicU64,
 }
 
 /// What the threads of one `Parallel::run` call share.
@@ -1064,11 +1251,16 @@ impl Shared {
     /// world's), and is an event like any. A window runs merged when a barrier of the tight
     /// barriers' `frontier` (the same in every partition) may release in it: when, from the
     /// next event on, the latest of the partitions' offsets for it ends before the window does.
+    ///
+    /// With in-network calls it also runs merged when an event that may start a call's flow
+    /// falls in it anywhere, and, while some call waits (`inr_waiting`, alike everywhere),
+    /// always: a call's end then starts the waiting one at once.
     fn decide(
         &self,
         plan: &WindowPlan,
         clock: &mut Clock,
         frontier: &[u32],
+        inr_waiting: bool,
     ) -> Result<(Time, bool), Halt> {
         let (end, next) = self.decide_end(plan, clock)?;
         let n = self.status.len();
@@ -1086,7 +1278,11 @@ impl Shared {
                 .unwrap_or(0);
             next.saturating_add(offset) < end
         });
-        Ok((end, merged))
+        let inr_next = (self.status.iter())
+            .map(|s| s.inr_next.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NEVER);
+        Ok((end, merged || inr_waiting || inr_next < end))
     }
 
     /// The next window's end, and the time of the next event anywhere (or check).
@@ -1188,6 +1384,8 @@ fn work(
         status
             .frontier
             .store(part.tight.digest(), Ordering::Relaxed);
+        let inr_next = part.inr_pending.peek().map_or(NEVER, |r| r.0);
+        status.inr_next.store(inr_next, Ordering::Relaxed);
         let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
         status.deadlock_check_at.store(asked, Ordering::Relaxed);
         if !shared.barrier.wait() {
@@ -1201,7 +1399,8 @@ fn work(
             .expect("a partition")
             .tight
             .frontier();
-        let (end, merged) = match shared.decide(plan, &mut clock, frontier) {
+        let inr_waiting = world.in_network.as_ref().is_some_and(|i| i.has_waiters());
+        let (end, merged) = match shared.decide(plan, &mut clock, frontier, inr_waiting) {
             Ok(next) => next,
             Err(halt) => {
                 match (halt, plan.stop) {
@@ -1244,6 +1443,7 @@ fn work(
             || !part.outbox.credits.is_empty()
             || !part.outbox.dead.is_empty()
             || !part.tight.started.is_empty()
+            || !part.outbox.inr.is_empty()
         {
             let mut boxes: Vec<_> = (0..n)
                 .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
@@ -1253,8 +1453,10 @@ fn work(
                     mail.arrivals.extend_from_slice(&part.outbox.arrivals);
                     mail.dead.extend_from_slice(&part.outbox.dead);
                     mail.started.extend_from_slice(&part.tight.started);
+                    mail.inr.extend_from_slice(&part.outbox.inr);
                 }
             }
+            part.outbox.inr.clear();
             part.outbox.arrivals.clear();
             part.outbox.dead.clear();
             part.tight.started.clear();
@@ -1287,6 +1489,7 @@ fn work(
                 credits,
                 dead,
                 started,
+                inr,
             } = &mut *mail;
             let part = world.partition.as_mut().expect("a partition");
             for b in started.drain(..) {
@@ -1312,6 +1515,11 @@ fn work(
             for b in dead.drain(..) {
                 world.barrier_dead(b);
             }
+            // Flows of in-network calls that finished there: in time, since no call waited
+            // (else the window ran merged and each was told at once).
+            for gate in inr.drain(..) {
+                world.inr_told(gate);
+            }
         }
     }
 }
@@ -1327,7 +1535,14 @@ fn merged_phase(me: usize, cells: &[Mutex<&mut World>], shared: &Shared, end: u1
             .map(|c| c.lock().unwrap_or_else(|e| e.into_inner()))
             .collect();
         let mut worlds: Vec<&mut World> = guards.iter_mut().map(|g| &mut ***g).collect();
+        let set_merged = |worlds: &mut [&mut World], on: bool| {
+            for w in worlds.iter_mut() {
+                w.partition.as_mut().expect("a partition").merged = on;
+            }
+        };
+        set_merged(&mut worlds, true);
         run_merged(&mut worlds, end);
+        set_merged(&mut worlds, false);
     }
     shared.barrier.wait()
 }
@@ -1366,23 +1581,19 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
             let (t, ev) = w.events.pop().expect("peeked");
             w.now = t;
             w.handle_in_partition(ev);
-            let told = !w
-                .partition
-                .as_ref()
-                .expect("a partition")
-                .outbox
-                .arrivals
-                .is_empty();
+            let outbox = &w.partition.as_ref().expect("a partition").outbox;
+            let told = !outbox.arrivals.is_empty() || !outbox.inr.is_empty();
             if told || w.events.peek_key_before(bound).is_none() {
                 break;
             }
         }
         let part = w.partition.as_mut().expect("a partition");
-        if part.outbox.arrivals.is_empty() {
+        if part.outbox.arrivals.is_empty() && part.outbox.inr.is_empty() {
             continue;
         }
         let arrivals = std::mem::take(&mut part.outbox.arrivals);
-        let round = w.events.round();
+        let gates = std::mem::take(&mut part.outbox.inr);
+        let (now, round) = (w.now, w.events.round());
         for (j, other) in parts.iter_mut().enumerate() {
             if j == i {
                 continue;
@@ -1390,6 +1601,15 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
             for &(at, b) in &arrivals {
                 other.events.follow(at, round);
                 other.barrier_arrive_at(b, at);
+            }
+            if !gates.is_empty() {
+                // As if the change had been made in this partition, at that point: a waiting
+                // call it starts starts here at this instant too.
+                other.events.follow(now, round);
+                other.now = now;
+                for &gate in &gates {
+                    other.inr_told(gate);
+                }
             }
         }
     }

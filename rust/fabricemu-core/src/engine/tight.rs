@@ -30,7 +30,8 @@ const NONE: u32 = u32::MAX;
 /// `mirrored`) that flows finishing count toward and whose release starts something (a flow or
 /// a chained arrival) sooner than `window` after it, each with the flows it counts. Also, at
 /// any delay, the ops' barriers of jobs that react to failures: their releases change the job's
-/// state (progress, checkpoints, pauses), which every partition must see in one world's order.
+/// state (progress, checkpoints, pauses), which every partition must see in one world's order;
+/// and those whose release may start an in-network call (`parallel::in_network_feeders`).
 pub fn tight_barriers(
     plan: &FlowPlan,
     home: &[u16],
@@ -55,6 +56,15 @@ pub fn tight_barriers(
     for j in &plan.jobs {
         soonest[j.op_barriers()].fill(0);
     }
+    // A release that may start an in-network call changes what every partition keeps alike.
+    for (s, feeds) in soonest
+        .iter_mut()
+        .zip(super::parallel::in_network_feeders(plan))
+    {
+        if feeds {
+            *s = 0;
+        }
+    }
     (counted.into_iter().enumerate())
         .filter(|(b, flows)| home[*b] == mirrored && !flows.is_empty() && soonest[*b] < window)
         .map(|(b, flows)| (b as u32, flows))
@@ -74,6 +84,10 @@ pub(super) struct Where<'a> {
     pub flows: &'a FlowTable,
     pub fabric: &'a Fabric,
     pub mtu: u64,
+    /// A packet's header bytes, and the in-network calls (a rank's flow of one is sent to
+    /// itself, but through the switches: its results come in over its links).
+    pub header: u64,
+    pub in_network: Option<&'a super::in_network::InNetwork>,
 }
 
 /// One partition's view of the tight barriers (indexed as [`tight_barriers`] lists them).
@@ -136,13 +150,18 @@ impl Tight {
             flows,
             fabric,
             mtu,
+            header,
+            in_network,
         } = *at;
         // A flow a partition forgot finished (the view retired it before an amendment made every
         // record kept): it waits neither to start nor to finish.
         let Some(f) = flows.get(fid) else {
             return;
         };
-        let to_itself = f.src == f.dst;
+        // An in-network rank's flow goes up its tree and its results come down: the smallest
+        // result packet is its full packet here.
+        let result = in_network.and_then(|i| i.result_bytes(fid, mtu, header));
+        let to_itself = f.src == f.dst && result.is_none();
         if !to_itself && !gone {
             self.unstarted[i as usize] += 1;
             if owner[f.src] == me {
@@ -155,7 +174,7 @@ impl Tight {
             let into: crate::units::Rate = (fabric.ports_of(f.dst))
                 .map(|p| fabric.rate_bps[fabric.peer_port[p]])
                 .sum();
-            let packet = crate::units::serialisation_ps(mtu, into.max(1));
+            let packet = crate::units::serialisation_ps(result.unwrap_or(mtu), into.max(1));
             self.barriers[i as usize]
                 .1
                 .push((fid, (!to_itself).then_some(packet)));
@@ -299,6 +318,8 @@ mod tests {
             flows: &w.flows,
             fabric: &w.fabric,
             mtu: w.transport.mtu as u64,
+            header: w.transport.header as u64,
+            in_network: None,
         }
     }
 

@@ -1129,13 +1129,16 @@ fn same_when_controlled(name: &str, text: &str) -> String {
     stats
 }
 
+/// An amendment that makes a barrier one partition ran wait for a flow of another: every
+/// partition takes over its count at the amendment, and the run is one world's. One whose
+/// barrier has arrivals chained to it (which may be pending in its partition alone) is refused.
 #[test]
-fn an_amendment_that_would_spread_a_barrier_over_partitions_is_refused_on_threads() {
+fn an_amendment_that_spreads_a_barrier_over_partitions_takes_its_count_over() {
     use fabricemu_core::engine::amend::Amendment;
     use fabricemu_core::ids::NodeId;
-    use fabricemu_core::workload::{FlowInit, Start};
+    use fabricemu_core::workload::{BarrierEdge, FlowInit, Start};
     // A ring over hosts of the first partition: its steps' barriers are that partition's. A flow
-    // of host 12 (the second partition's) waiting on one would spread it over both.
+    // of host 12 (the second partition's) waiting on one spreads it over both.
     let text = r#"
         seed = 1
         [topology]
@@ -1148,40 +1151,74 @@ fn an_amendment_that_would_spread_a_barrier_over_partitions_is_refused_on_thread
         hosts = [0, 1, 2, 3]
         size = "64KiB"
     "#;
-    for threads in [1, 2] {
+    let mut reference = None;
+    for threads in [1, 2, 3] {
         let with = text.replacen("seed = 1", &format!("seed = 1\nthreads = {threads}"), 1);
         let (_, s) = parse_toml(&with, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let mut sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        // Part of the ring first, to a control boundary (a window's end on threads): the
+        // barrier has counted arrivals when it spreads.
+        sim.enable_control(Some(6_000_000));
+        while !matches!(
+            sim.step_control(1 << 20),
+            fabricemu_core::control::ControlStep::Boundary(t) if t >= 6_000_000
+        ) {}
         let planned = sim.workload_plan().flows.len() as u64;
-        let barrier = (sim.workload_plan().flows.iter())
-            .find_map(|f| match f.start {
+        let barriers = sim.workload_plan().barrier_sizes.len() as u32;
+        let waits: Vec<u32> = (sim.workload_plan().flows.iter())
+            .filter_map(|f| match f.start {
                 Start::After { barrier, .. } => Some(barrier),
                 Start::At(_) => None,
             })
-            .expect("a ring step waits");
+            .collect();
+        // The last step's barrier: it has not released yet.
+        let barrier = *waits.last().expect("a ring step waits");
+        let w = sim.world();
+        let done = (0..w.flows.len() as u32).filter(|&f| {
+            let f = fabricemu_core::ids::FlowId::new(f);
+            w.flows.get(f).is_some_and(|f| f.finished())
+        });
+        assert!(done.count() > 0, "the ring is under way");
         let mut flow = FlowInit::at(NodeId::new(12), NodeId::new(13), 1000, 0, 0);
         flow.start = Start::After { barrier, gap: 0 };
+        // Chained to a barrier: refused on threads, the plan unchanged.
+        let mut chained = flow;
+        chained.src = NodeId::new(14);
+        let refused = Amendment {
+            flows: vec![chained],
+            barriers: vec![1],
+            edges: vec![BarrierEdge {
+                from: barriers,
+                to: barrier,
+                delay: 0,
+            }],
+            ..Amendment::default()
+        };
+        if threads > 1 {
+            let e = sim.amend(&refused).expect_err("refused").to_string();
+            assert!(e.contains(&format!("barrier {barrier}")), "{e}");
+            assert!(e.contains("threads = 1"), "{e}");
+            assert_eq!(sim.workload_plan().flows.len() as u64, planned);
+        }
         let a = Amendment {
             flows: vec![flow],
             ..Amendment::default()
         };
-        let r = sim.amend(&a);
-        let total = if threads == 1 {
-            r.unwrap_or_else(|e| panic!("{e}"));
-            planned + 1
-        } else {
-            let e = r.expect_err("refused on threads").to_string();
-            assert!(e.contains(&format!("barrier {barrier}")), "{e}");
-            assert!(e.contains("threads = 1"), "{e}");
-            assert_eq!(
-                sim.workload_plan().flows.len() as u64,
-                planned,
-                "plan unchanged"
-            );
-            planned
-        };
-        let stats = sim.run_to_end();
-        assert_eq!((stats.flows_total, stats.flows_finished), (total, total));
+        sim.amend(&a)
+            .unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        while sim.step_control(1 << 20) != fabricemu_core::control::ControlStep::Finished {}
+        let stats = sim.stats();
+        sim.check_conservation().unwrap();
+        assert_eq!(stats.flows_total, planned + 1);
+        assert_eq!(stats.flows_finished, planned + 1);
+        let rows = format!("{:?}", sim.flow_rows());
+        match &reference {
+            None => reference = Some((format!("{stats:?}"), rows)),
+            Some((st, r)) => {
+                assert_eq!(&format!("{stats:?}"), st, "stats with {threads} threads");
+                assert_eq!(&rows, r, "flow rows with {threads} threads");
+            }
+        }
     }
 }
 
@@ -1455,4 +1492,116 @@ fn an_amendment_after_partitions_forgot_retired_flows_runs_on() {
         .find(|r| r.flow_id == FlowId::new(planned).get() as u64)
         .expect("the appended flow's row");
     assert_eq!(appended.start_ps, released);
+}
+
+/// In-network reduction (`[switch.reduction]`): calls whose ranks and tree switches span the
+/// partitions, iterations back to back, calls waiting for free contexts, reduce-scatter and
+/// all-gather, and operands lost to full buffers (retransmitted, some of a call already over):
+/// the same on any number of threads.
+#[test]
+fn in_network_calls_are_the_same_on_any_number_of_threads() {
+    let s = same_for_any_threads(
+        "in_network",
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [switch]
+        buffer = "120KB"
+        [switch.reduction]
+        contexts = 1
+        on_exhausted = "wait"
+        [transport]
+        rto = "40us"
+        [[workload]]
+        name = "all"
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "in_network"
+        size = "256KiB"
+        iterations = 3
+        [[workload]]
+        name = "pod0"
+        kind = "collective"
+        op = "reduce_scatter"
+        algorithm = "in_network"
+        hosts = [0, 1, 2, 3]
+        size = "128KiB"
+        [[workload]]
+        name = "spread"
+        kind = "collective"
+        op = "all_gather"
+        algorithm = "in_network"
+        hosts = [0, 5, 10, 15]
+        size = "128KiB"
+        iterations = 2
+        compute_gap = "3us"
+        [[workload]]
+        kind = "permutation"
+        size = "400KB"
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total);
+    assert_eq!(s.in_network_calls, Some(6));
+    assert!(s.in_network_waits.is_some_and(|w| w > 0), "{s:?}");
+    assert!(s.packets_dropped > 0, "{s:?}");
+}
+
+/// Data-parallel gradient buckets reduced in the rail leaves of a GPU cluster (calls of one
+/// communicator queued behind each other) in a training step: the same on any number of threads.
+#[test]
+fn in_network_training_buckets_are_the_same_on_any_number_of_threads() {
+    let s = same_for_any_threads(
+        "in_network_training",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 8
+        hosts_per_leaf = 4
+        spines = 4
+        link_rate = "400Gbps"
+        fabric_link_rate = "1600Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 8
+        cabling = "rail"
+        scaleup = { kind = "nvswitch", gpus = 8, rate = "3600Gbps", latency = "250ns" }
+        [switch]
+        buffer = "32MiB"
+        [switch.reduction.leaf]
+        contexts = 2
+        [switch.reduction.spine]
+        enabled = false
+        [[workload]]
+        kind = "training"
+        dp = 4
+        tp = 8
+        pp = 1
+        micro_batches = 2
+        micro_batch_size = 1
+        layers = 2
+        hidden = 1024
+        seq_len = 512
+        gpu_flops = 989e12
+        efficiency = 0.5
+        dp_bucket = "256KiB"
+        algorithms = { dp = "in_network" }
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total);
+    assert!(s.in_network_calls.is_some_and(|c| c > 1), "{s:?}");
+}
+
+/// A policy that re-plans calls as in-network ones live (`allreduce_adaptive_in_network`): each
+/// partition learns the tree and the call alike at the boundary, the same on any number of
+/// threads.
+#[test]
+fn in_network_calls_chosen_live_are_the_same_on_any_number_of_threads() {
+    let text = include_str!("../../../../scenarios/allreduce_adaptive_in_network.toml");
+    let s = same_for_any_threads("in_network_live", text);
+    assert!(s.in_network_calls.is_some_and(|c| c >= 2), "{s:?}");
 }

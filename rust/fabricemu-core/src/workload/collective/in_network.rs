@@ -337,6 +337,11 @@ impl InNetworkPlan {
         self.calls.push(Call { tree, flows, op });
     }
 
+    /// Take back the call recorded last.
+    pub fn pop_call(&mut self) {
+        self.calls.pop();
+    }
+
     fn engine_bps(&self, n: NodeId) -> Option<u64> {
         let e = self.spec.engine(self.fabric.role[n])?;
         Some(e.throughput_bps.unwrap_or_else(|| {
