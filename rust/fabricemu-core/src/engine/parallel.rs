@@ -60,8 +60,14 @@
 //! barriers and runs merged the windows in which one may release (`engine::tight`), so each
 //! keeps the whole job's state alike; the view takes it from the first.
 //!
+//! In-network reduction runs partitioned: each switch's engine is its partition's, and the
+//! calls' shared state (which call each tree runs, the calls waiting, the contexts held) is kept
+//! alike in every partition. A change to it is told to the others at once in a window run
+//! merged (`in_network::Gate`); the windows in which a call may start ([`Part::inr_pending`],
+//! [`in_network_feeders`]), or end while another waits, run merged.
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (elastic jobs, in-network reduction, UGAL-G).
+//! state across the fabric within a window (elastic jobs, UGAL-G).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
