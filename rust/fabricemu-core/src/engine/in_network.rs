@@ -332,11 +332,17 @@ impl InNetwork {
         Some((tree.up_ports[rank], tree.window))
     }
 
-    /// Whether some call waits: for its tree (which runs an earlier call) or for free contexts.
-    /// On threads a window in which a call may end then runs merged (the end starts the
-    /// waiting call at once, in every partition).
-    pub fn has_waiters(&self) -> bool {
-        !self.waiting.is_empty() || self.trees.iter().any(|t| !t.queue.is_empty())
+    /// The trees whose running call's end would start a waiting call: one waits for the tree,
+    /// or calls wait for contexts and this is the tree's last call (its end frees them). On
+    /// threads a window in which such a call may end runs merged (`World::inr_end_offset`).
+    pub fn blocking_trees(&self, out: &mut Vec<u32>) {
+        out.clear();
+        for (i, t) in self.trees.iter().enumerate() {
+            let frees = !self.waiting.is_empty() && t.holding && t.calls_left == 1;
+            if t.active != NO_CALL && (!t.queue.is_empty() || frees) {
+                out.push(i as u32);
+            }
+        }
     }
 
     /// For a rank's flow of a call, the fewest bytes a packet of its result can bring (a
@@ -659,6 +665,45 @@ impl World {
         inr.trees[inr.calls[c as usize].tree as usize].epoch
     }
 
+    /// On threads: the soonest tree `t`'s running call can end as far as its ranks' flows in
+    /// this partition (`mine`) tell, as an offset from the next event anywhere, at most
+    /// `enough`. A flow not started cannot end in the next window (its start would have made
+    /// the window merged); one missing `n` result packets needs `n - 2` of the smallest
+    /// (`InNetwork::result_bytes`) on its host's links, as `engine::tight` bounds flows.
+    pub(super) fn inr_end_offset(
+        &self,
+        t: u32,
+        mine: impl Fn(NodeId) -> bool,
+        enough: Time,
+    ) -> Time {
+        let inr = self.in_network.as_ref().expect("in-network calls");
+        let c = inr.trees[t as usize].active;
+        let mtu = self.transport.mtu as u64;
+        let header = self.transport.header as u64;
+        let mut at = 0;
+        for &fid in &inr.calls[c as usize].flows {
+            let f = &self.flows[fid];
+            if !mine(f.dst) || f.finished() || self.amends.is_cancelled(fid) {
+                continue;
+            }
+            if !f.started {
+                return enough;
+            }
+            let into: crate::units::Rate = (self.fabric.ports_of(f.dst))
+                .map(|p| self.fabric.rate_bps[self.fabric.peer_port[p]])
+                .sum();
+            let bytes = inr.result_bytes(fid, mtu, header).unwrap_or(header);
+            let packet = serialisation_ps(bytes, into.max(1));
+            let ahead: u32 = f.received_ahead.iter().map(|w| w.count_ones()).sum();
+            let left = (f.num_packets as u64).saturating_sub(f.expected as u64 + ahead as u64);
+            at = at.max(left.saturating_sub(2).saturating_mul(packet));
+            if at >= enough {
+                return enough;
+            }
+        }
+        at
+    }
+
     /// An in-network packet arrived at switch `node` over link `p`.
     pub(super) fn inr_arrival(&mut self, node: NodeId, p: PortId, pkt: PacketId) {
         let packet = *self.packets.get(pkt);
@@ -902,5 +947,76 @@ impl World {
             false => 0,
         };
         self.packets.get_mut(pkt).wire_bytes = self.transport.header + payload + int_bytes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::{Simulation, StepOutcome};
+
+    /// The soonest a call can end, as its ranks' flows bound it (what a parallel run decides
+    /// its merged windows from while another call waits for it), is never after its end: two
+    /// jobs on one context per switch (the second waits for the first's communicator), sampled
+    /// every few dozen events of a one-world run.
+    #[test]
+    fn no_call_ends_sooner_than_its_flows_bound() {
+        for op in ["all_reduce", "reduce_scatter", "all_gather"] {
+            let text = format!(
+                r#"
+                seed = 1
+                [topology]
+                kind = "fat_tree"
+                k = 4
+                link_rate = "100Gbps"
+                link_delay = "500ns"
+                [switch.reduction]
+                contexts = 1
+                on_exhausted = "wait"
+                [[workload]]
+                kind = "collective"
+                op = "{op}"
+                algorithm = "in_network"
+                hosts = [0, 1, 2, 3, 4, 5]
+                size = "256KiB"
+                iterations = 2
+                [[workload]]
+                kind = "collective"
+                op = "all_reduce"
+                algorithm = "in_network"
+                hosts = [0, 1, 2, 3]
+                size = "64KiB"
+                "#
+            );
+            let (_, s) = crate::scenario::parse_toml(&text, "t.toml").expect("valid");
+            let mut sim = Simulation::build(&s).expect("builds");
+            sim.keep_all_flows();
+            let mut bounds: Vec<(u32, u64)> = Vec::new();
+            let mut trees = Vec::new();
+            while sim.step(37) == StepOutcome::Running {
+                let w = sim.world();
+                let inr = w.in_network.as_ref().expect("in-network calls");
+                inr.blocking_trees(&mut trees);
+                for &t in &trees {
+                    let offset = w.inr_end_offset(t, |_| true, u64::MAX);
+                    bounds.push((inr.trees[t as usize].active, w.now + offset));
+                }
+            }
+            let w = sim.world();
+            let inr = w.in_network.as_ref().expect("in-network calls");
+            assert!(bounds.iter().any(|&(c, b)| {
+                let start = inr.calls[c as usize]
+                    .flows
+                    .iter()
+                    .map(|&f| w.flows[f].start);
+                b > start.max().unwrap_or(0) + 1_000_000
+            }));
+            for (c, bound) in bounds {
+                let end = (inr.calls[c as usize].flows.iter())
+                    .map(|&f| w.flows[f].finish)
+                    .max()
+                    .expect("ranks");
+                assert!(end >= bound, "{op}: call {c} ended at {end}, bound {bound}");
+            }
+        }
     }
 }

@@ -783,7 +783,8 @@ impl Parallel {
             limit,
         };
         let tight = (self.parts[0].partition.as_ref()).map_or(0, |p| p.tight.len());
-        let shared = Shared::new(n, tight);
+        let trees = (self.parts[0].in_network.as_ref()).map_or(0, |i| i.num_trees());
+        let shared = Shared::new(n, tight, trees);
         let owner: &IdVec<NodeId, u16> = &self.owner;
         let start = Clock {
             window_end: self.window_end,
@@ -1220,6 +1221,11 @@ struct Shared {
     /// finishing there allow the barrier to release (`Tight::offset`), for the frontier's.
     offsets: Vec<AtomicU64>,
     tight: usize,
+    /// Per partition and in-network tree, at `partition * trees + tree`: the soonest the tree's
+    /// running call can end from the partition's flows (`World::inr_end_offset`), for the
+    /// trees whose call's end would start a waiting one.
+    inr_offsets: Vec<AtomicU64>,
+    trees: usize,
 }
 
 /// The windows' schedule, which every thread keeps alike (each decides it from the same
@@ -1233,8 +1239,10 @@ struct Clock {
 type Caught = Box<dyn std::any::Any + Send>;
 
 impl Shared {
-    fn new(n: usize, tight: usize) -> Self {
+    fn new(n: usize, tight: usize, trees: usize) -> Self {
         Self {
+            inr_offsets: (0..n * trees).map(|_| AtomicU64::new(0)).collect(),
+            trees,
             barrier: SpinBarrier::new(n),
             status: (0..n).map(|_| Status::default()).collect(),
             mail: (0..n * n).map(|_| Mutex::default()).collect(),
@@ -1259,14 +1267,14 @@ impl Shared {
     /// next event on, the latest of the partitions' offsets for it ends before the window does.
     ///
     /// With in-network calls it also runs merged when an event that may start a call's flow
-    /// falls in it anywhere, and, while some call waits (`inr_waiting`, alike everywhere),
-    /// always: a call's end then starts the waiting one at once.
+    /// falls in it anywhere, or when a call whose end starts a waiting one (`blocking`, trees
+    /// alike everywhere) may end in it: its end starts that call at once.
     fn decide(
         &self,
         plan: &WindowPlan,
         clock: &mut Clock,
         frontier: &[u32],
-        inr_waiting: bool,
+        blocking: &[u32],
     ) -> Result<(Time, bool), Halt> {
         let (end, next) = self.decide_end(plan, clock)?;
         let n = self.status.len();
@@ -1288,7 +1296,14 @@ impl Shared {
             .map(|s| s.inr_next.load(Ordering::Relaxed))
             .min()
             .unwrap_or(NEVER);
-        Ok((end, merged || inr_waiting || inr_next < end))
+        let ends = blocking.iter().any(|&t| {
+            let offset = (0..n)
+                .map(|p| self.inr_offsets[p * self.trees + t as usize].load(Ordering::Relaxed))
+                .max()
+                .unwrap_or(0);
+            next.saturating_add(offset) < end
+        });
+        Ok((end, merged || ends || inr_next < end))
     }
 
     /// The next window's end, and the time of the next event anywhere (or check).
@@ -1367,6 +1382,8 @@ fn work(
 ) -> (Clock, Halt) {
     let n = shared.status.len();
     let lock = |i: usize| cells[i].lock().unwrap_or_else(|e| e.into_inner());
+    // The in-network trees whose call's end would start a waiting one (alike everywhere).
+    let mut blocking: Vec<u32> = Vec::new();
     loop {
         let mut world = lock(me);
         let status = &shared.status[me];
@@ -1392,8 +1409,16 @@ fn work(
             .store(part.tight.digest(), Ordering::Relaxed);
         let inr_next = part.inr_pending.peek().map_or(NEVER, |r| r.0);
         status.inr_next.store(inr_next, Ordering::Relaxed);
+
         let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
         status.deadlock_check_at.store(asked, Ordering::Relaxed);
+        if let Some(inr) = &w.in_network {
+            inr.blocking_trees(&mut blocking);
+            for &t in &blocking {
+                let offset = w.inr_end_offset(t, |n| owner[n] as usize == me, plan.window_ps);
+                shared.inr_offsets[me * shared.trees + t as usize].store(offset, Ordering::Relaxed);
+            }
+        }
         if !shared.barrier.wait() {
             return (clock, Halt::ForNow);
         }
@@ -1405,8 +1430,7 @@ fn work(
             .expect("a partition")
             .tight
             .frontier();
-        let inr_waiting = world.in_network.as_ref().is_some_and(|i| i.has_waiters());
-        let (end, merged) = match shared.decide(plan, &mut clock, frontier, inr_waiting) {
+        let (end, merged) = match shared.decide(plan, &mut clock, frontier, &blocking) {
             Ok(next) => next,
             Err(halt) => {
                 match (halt, plan.stop) {
@@ -1890,7 +1914,7 @@ mod tests {
     /// and the panic is there to raise.
     #[test]
     fn a_panicking_thread_releases_the_others() {
-        let shared = Shared::new(2, 0);
+        let shared = Shared::new(2, 0, 0);
         let (waited, caught) = std::thread::scope(|s| {
             let sh = &shared;
             let other = s.spawn(move || sh.barrier.wait());
