@@ -579,6 +579,40 @@ def test_run_threads_runs_step_graphs_as_one_thread_does(cli, tmp_path):
     assert s1 == s2
 
 
+def test_run_threads_runs_in_network_reduction_as_one_thread_does(cli, tmp_path):
+    # The shipped example (all-reduces over every host back to back on switch reduction, a
+    # pod's reduce-scatter, a permutation), with its pod's call waiting for the contexts: the
+    # same collectives, flows and reduction counters on one thread and on two.
+    runs = {}
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}"
+        proc = cli(
+            "run",
+            str(ROOT / "scenarios" / "parallel_in_network.toml"),
+            "-o",
+            str(out),
+            "--threads",
+            str(threads),
+            "--set",
+            "switch.reduction.contexts=1",
+            "--set",
+            "switch.reduction.on_exhausted=wait",
+            "--quiet",
+        )
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads((out / "run.json").read_text())
+        runs[threads] = (
+            [read_arrow(out / f"{t}.arrow") for t in ("collectives", "flows")],
+            info["stats"],
+        )
+    (tables1, s1), (tables2, s2) = runs[1], runs[2]
+    assert s1["in_network_calls"] == 5 and s1["in_network_waits"] == 1, s1
+    assert s1["reduction_combined"] > 0 and s1["flows_finished"] == s1["flows_total"], s1
+    for a, b in zip(tables1, tables2):
+        assert a.equals(b)
+    assert s1 == s2
+
+
 def test_run_threads_writes_the_same_trace_files(cli, tmp_path):
     # Every streamed trace table, written by two partitions, holds the same rows as one world's
     # (the same bytes: tests/integration/parallel.rs).

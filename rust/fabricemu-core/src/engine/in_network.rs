@@ -417,7 +417,7 @@ impl World {
     fn inr_tell(&mut self, gate: Gate, exact: bool) {
         if let Some(part) = &mut self.partition {
             // The windows in which a call may start or end with calls waiting run merged
-            // (`Part::inr_pending`, `InNetwork::has_waiters`): a miss would be a bug, stopped
+            // (`Part::inr_pending`, `InNetwork::blocking_trees`): a miss would be a bug, stopped
             // here rather than run on in a different order than one world's.
             assert!(
                 part.merged || !exact,
