@@ -1605,3 +1605,90 @@ fn in_network_calls_chosen_live_are_the_same_on_any_number_of_threads() {
     let s = same_for_any_threads("in_network_live", text);
     assert!(s.in_network_calls.is_some_and(|c| c >= 2), "{s:?}");
 }
+
+/// In-network calls under random loss on their trees' links (operands and results lost,
+/// retransmitted, repaired by the root; a call's late copies dropped by a switch that runs the
+/// next call already), and NVLS in the NVSwitches of a GPU cluster: the same on any number of
+/// threads.
+#[test]
+fn in_network_losses_repairs_and_nvls_are_the_same_on_any_number_of_threads() {
+    let lossy = r#"
+        seed = 3
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 1
+        hosts_per_leaf = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [transport]
+        rto = "20us"
+        [switch.reduction]
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "in_network"
+        size = "512KiB"
+        iterations = 3
+        [[workload]]
+        kind = "collective"
+        op = "reduce_scatter"
+        algorithm = "in_network"
+        hosts = [2, 3, 4, 5]
+        size = "256KiB"
+        [[fault]]
+        link = ["leaf:0", "spine:0"]
+        direction = "a->b"
+        kind = "loss"
+        rate = 0.01
+        [[fault]]
+        link = ["leaf:1", "spine:0"]
+        direction = "b->a"
+        kind = "loss"
+        rate = 0.01
+        [[fault]]
+        link = ["host:1", "leaf:0"]
+        direction = "a->b"
+        kind = "loss"
+        rate = 0.01
+    "#
+    .replacen("seed = 3", "seed = 1", 1);
+    let s = same_for_any_threads("in_network_lossy", &lossy);
+    assert_eq!(s.flows_finished, s.flows_total);
+    assert!(s.corrupted_drops > 0 && s.retransmitted_packets > 0, "{s:?}");
+    let fixed = s.reduction_repairs.unwrap_or(0) + s.reduction_duplicates.unwrap_or(0);
+    assert!(fixed > 0, "{s:?}");
+    let s = same_for_any_threads(
+        "nvls",
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 8
+        hosts_per_leaf = 2
+        spines = 2
+        link_rate = "400Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 8
+        cabling = "rail"
+        scaleup = { kind = "nvswitch", gpus = 8, rate = "3600Gbps", latency = "250ns" }
+        [switch.reduction]
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "nvls"
+        hosts = [0, 1, 2, 3, 4, 5, 6, 7]
+        size = "4MiB"
+        iterations = 2
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "in_network"
+        hosts = [0, 8]
+        size = "1MiB"
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total);
+    assert!(s.in_network_calls.is_some_and(|c| c >= 3), "{s:?}");
+}
