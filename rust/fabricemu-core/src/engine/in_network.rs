@@ -689,13 +689,10 @@ impl World {
             if !f.started {
                 return enough;
             }
-            let into: crate::units::Rate = (self.fabric.ports_of(f.dst))
-                .map(|p| self.fabric.rate_bps[self.fabric.peer_port[p]])
-                .sum();
+            let into = super::tight::inbound_rate(&self.fabric, f.dst);
             let bytes = inr.result_bytes(fid, mtu, header).unwrap_or(header);
             let packet = serialisation_ps(bytes, into.max(1));
-            let ahead: u32 = f.received_ahead.iter().map(|w| w.count_ones()).sum();
-            let left = (f.num_packets as u64).saturating_sub(f.expected as u64 + ahead as u64);
+            let left = super::tight::packets_missing(f);
             at = at.max(left.saturating_sub(2).saturating_mul(packet));
             if at >= enough {
                 return enough;

@@ -171,9 +171,7 @@ impl Tight {
         if owner[f.dst] == me {
             // The most bits the host's links bring in per second: a full packet takes at least
             // its payload's time at that rate.
-            let into: crate::units::Rate = (fabric.ports_of(f.dst))
-                .map(|p| fabric.rate_bps[fabric.peer_port[p]])
-                .sum();
+            let into = inbound_rate(fabric, f.dst);
             let packet = crate::units::serialisation_ps(result.unwrap_or(mtu), into.max(1));
             self.barriers[i as usize]
                 .1
@@ -293,16 +291,31 @@ impl Tight {
             let Some(packet_ps) = packet_ps else {
                 return 0;
             };
-            let ahead: u32 = f.received_ahead.iter().map(|w| w.count_ones()).sum();
-            let got = f.expected as u64 + ahead as u64;
-            let left = (f.num_packets as u64).saturating_sub(got);
-            at = at.max(left.saturating_sub(2).saturating_mul(packet_ps));
+            at = at.max(
+                packets_missing(f)
+                    .saturating_sub(2)
+                    .saturating_mul(packet_ps),
+            );
             if at >= enough {
                 return enough;
             }
         }
         at
     }
+}
+
+/// The most bits `host`'s links bring in per second: a packet of `b` bytes takes at least
+/// `b` bytes' time at that rate.
+pub(super) fn inbound_rate(fabric: &Fabric, host: NodeId) -> crate::units::Rate {
+    (fabric.ports_of(host))
+        .map(|p| fabric.rate_bps[fabric.peer_port[p]])
+        .sum()
+}
+
+/// The packets flow `f` still misses at its receiver (in order or ahead of a gap).
+pub(super) fn packets_missing(f: &crate::transport::Flow) -> u64 {
+    let ahead: u32 = f.received_ahead.iter().map(|w| w.count_ones()).sum();
+    (f.num_packets as u64).saturating_sub(f.expected as u64 + ahead as u64)
 }
 
 #[cfg(test)]
