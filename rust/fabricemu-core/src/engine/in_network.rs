@@ -115,6 +115,9 @@ pub struct InNetwork {
     flow_call: IdVec<FlowId, u32>,
     /// Per flow of a call: its rank.
     flow_rank: IdVec<FlowId, u32>,
+    /// Per flow of a call: it asked to start and waits (its call waits for the tree or for
+    /// contexts); it starts when the call may run.
+    asked: IdVec<FlowId, bool>,
     slots: Vec<u64>,
     /// Per node: when its engine is free, its combined packets waiting for their time, bytes of
     /// partial aggregates held.
@@ -163,6 +166,7 @@ impl InNetwork {
             calls: Vec::new(),
             flow_call: IdVec::from_elem(NO_CALL, flows),
             flow_rank: IdVec::from_elem(0, flows),
+            asked: IdVec::from_elem(false, flows),
             slots: Vec::new(),
             engine_free: IdVec::from_elem(0, nn),
             engine_out: IdVec::from_elem(PacketList::EMPTY, nn),
@@ -293,6 +297,7 @@ impl InNetwork {
             let extra = n - self.flow_call.len();
             self.flow_call.extend(std::iter::repeat_n(NO_CALL, extra));
             self.flow_rank.extend(std::iter::repeat_n(0, extra));
+            self.asked.extend(std::iter::repeat_n(false, extra));
         }
     }
 
@@ -458,6 +463,7 @@ impl World {
                         inr.waiting.push_back(c);
                         inr.counters.waits += 1;
                     }
+                    inr.asked[fid] = true;
                     return false;
                 }
             }
@@ -478,6 +484,7 @@ impl World {
         if !tree.queue.contains(&c) {
             tree.queue.push_back(c);
         }
+        inr.asked[fid] = true;
         false
     }
 
@@ -596,10 +603,15 @@ impl World {
         self.inr_release(&released);
     }
 
-    /// A waiting call's `flows` start now (those whose start has come: a flow that asked, or
-    /// one planned for a time; on threads, each partition its own, all told at once).
+    /// A waiting call's `flows` that asked to start start now (on threads, each partition its
+    /// own, all told at once). The others ask when their own start comes (a later planned
+    /// time, a barrier not yet released) and find their call running.
     fn inr_release(&mut self, flows: &[FlowId]) {
         for &f in flows {
+            let inr = self.in_network.as_mut().expect("in-network calls");
+            if !std::mem::take(&mut inr.asked[f]) {
+                continue;
+            }
             if let Some(part) = &self.partition {
                 assert!(
                     part.merged,
@@ -610,9 +622,7 @@ impl World {
                     continue;
                 }
             }
-            if self.flows[f].start != crate::transport::NEVER {
-                self.push_flow_start(self.now, f);
-            }
+            self.push_flow_start(self.now, f);
         }
     }
 

@@ -613,3 +613,45 @@ fn reduce_scatter_and_all_gather_recover_losses() {
         }
     }
 }
+
+/// Two calls of one communicator that overlap (a step graph's ops with no dependency between
+/// them): the later one waits for the tree, and its flows, which asked to start when their
+/// op was ready, start when the first call ends (before, they were never started again: the
+/// run stopped with half its flows unfinished).
+#[test]
+fn a_call_waiting_for_its_tree_starts_when_the_one_before_ends() {
+    let sim = run(r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [switch.reduction]
+        [[workload]]
+        kind = "graph"
+        groups = [[0, 1, 2, 3]]
+        ops = [
+          { kind = "collective", op = "all_reduce", group = 0, size = "4MiB", algorithm = "in_network" },
+          { kind = "compute", rank = 0, duration = "1us" },
+          { kind = "collective", op = "all_reduce", group = 0, size = "1MiB", algorithm = "in_network", deps = [1] },
+        ]
+    "#);
+    let stats = sim.stats();
+    assert_eq!(
+        (stats.flows_finished, stats.flows_total),
+        (8, 8),
+        "{stats:?}"
+    );
+    assert_eq!(stats.in_network_calls, Some(2));
+    let rows = sim.flow_rows();
+    let first_end = (rows.iter())
+        .filter(|r| r.size_bytes == 4 << 20)
+        .filter_map(|r| r.finish_ps)
+        .max()
+        .expect("the first call's flows");
+    for r in rows.iter().filter(|r| r.size_bytes == 1 << 20) {
+        // Ready at 1 us, it waited for the first call's end (at its instant).
+        assert_eq!(r.start_ps, first_end, "{r:?}");
+    }
+}

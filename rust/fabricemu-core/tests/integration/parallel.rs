@@ -1694,3 +1694,34 @@ fn in_network_losses_repairs_and_nvls_are_the_same_on_any_number_of_threads() {
     assert_eq!(s.flows_finished, s.flows_total);
     assert!(s.in_network_calls.is_some_and(|c| c >= 3), "{s:?}");
 }
+
+/// Overlapping calls of one communicator over hosts of every pod (a step graph's ops with no
+/// dependency between them): the later one waits for the tree, and starts, in every partition,
+/// at the instant the first ends. The same on any number of threads.
+#[test]
+fn an_in_network_call_waiting_for_its_tree_is_the_same_on_any_number_of_threads() {
+    let s = same_for_any_threads(
+        "in_network_queued",
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [switch.reduction]
+        [[workload]]
+        kind = "graph"
+        iterations = 2
+        groups = [[0, 5, 10, 15]]
+        ops = [
+          { kind = "collective", op = "all_reduce", group = 0, size = "2MiB", algorithm = "in_network" },
+          { kind = "compute", rank = 0, duration = "1us" },
+          { kind = "collective", op = "all_reduce", group = 0, size = "1MiB", algorithm = "in_network", deps = [1] },
+          { kind = "collective", op = "reduce_scatter", group = 0, size = "1MiB", algorithm = "in_network", deps = [1] },
+        ]
+        "#,
+    );
+    assert_eq!(s.flows_finished, s.flows_total);
+    assert_eq!(s.in_network_calls, Some(6));
+}
