@@ -343,12 +343,7 @@ impl Simulation {
         }
         // On threads: the barriers' homes under the amended plan first (nothing changed on an
         // error), then the view (which checks the amendment), then every partition alike.
-        let lens = (
-            self.plan.flows.len(),
-            self.plan.barrier_sizes.len(),
-            self.plan.barrier_edges.len(),
-        );
-        self.extend_plan(a);
+        let before = self.extend_plan(a);
         let par = self.parallel.as_mut().expect("checked above");
         let report = par
             .homes_after(&self.plan)
@@ -357,9 +352,7 @@ impl Simulation {
         let (report, homes) = match report {
             Ok(r) => r,
             Err(e) => {
-                self.plan.flows.truncate(lens.0);
-                self.plan.barrier_sizes.truncate(lens.1);
-                self.plan.barrier_edges.truncate(lens.2);
+                self.take_back_plan(before);
                 return Err(e);
             }
         };
@@ -374,11 +367,25 @@ impl Simulation {
         Ok(report)
     }
 
-    /// Append what amendment `a` adds to the flow plan the outputs are made from.
-    fn extend_plan(&mut self, a: &amend::Amendment) {
+    /// Append what amendment `a` adds to the flow plan the outputs are made from; returns the
+    /// plan's flows, barriers and edges before, for [`Simulation::take_back_plan`].
+    fn extend_plan(&mut self, a: &amend::Amendment) -> (usize, usize, usize) {
+        let before = (
+            self.plan.flows.len(),
+            self.plan.barrier_sizes.len(),
+            self.plan.barrier_edges.len(),
+        );
         self.plan.flows.extend_from_slice(&a.flows);
         self.plan.barrier_sizes.extend_from_slice(&a.barriers);
         self.plan.barrier_edges.extend_from_slice(&a.edges);
+        before
+    }
+
+    /// Take back what [`Simulation::extend_plan`] appended (an amendment refused).
+    fn take_back_plan(&mut self, (flows, barriers, edges): (usize, usize, usize)) {
+        self.plan.flows.truncate(flows);
+        self.plan.barrier_sizes.truncate(barriers);
+        self.plan.barrier_edges.truncate(edges);
     }
 
     /// Apply `a`, whose appended flows are one in-network call (`algorithm` in_network or nvls,
@@ -432,18 +439,8 @@ impl Simulation {
         op: crate::config::CollectiveOp,
     ) -> Result<amend::AmendReport, String> {
         self.plan.materialise_streams();
-        let lens = (
-            self.plan.flows.len(),
-            self.plan.barrier_sizes.len(),
-            self.plan.barrier_edges.len(),
-        );
-        let undo = |plan: &mut crate::workload::FlowPlan| {
-            plan.flows.truncate(lens.0);
-            plan.barrier_sizes.truncate(lens.1);
-            plan.barrier_edges.truncate(lens.2);
-        };
-        self.extend_plan(a);
-        let first = lens.0 as u32;
+        let before = self.extend_plan(a);
+        let first = before.0 as u32;
         let inr = self
             .plan
             .in_network
@@ -465,7 +462,7 @@ impl Simulation {
         let homes = match homes {
             Ok(h) => h,
             Err(e) => {
-                undo(&mut self.plan);
+                self.take_back_plan(before);
                 return Err(e);
             }
         };
@@ -477,7 +474,7 @@ impl Simulation {
         let tree = match inr.place_live(workload, hosts, algorithm) {
             Ok(Some(t)) => t,
             Ok(None) => {
-                undo(&mut self.plan);
+                self.take_back_plan(before);
                 return Err(format!(
                     "{}: no free reduction context on a tree over hosts {hosts:?} now (the \
                      contexts are held by other communicators for the run)",
@@ -485,7 +482,7 @@ impl Simulation {
                 ));
             }
             Err(e) => {
-                undo(&mut self.plan);
+                self.take_back_plan(before);
                 return Err(e);
             }
         };
@@ -493,7 +490,7 @@ impl Simulation {
         let report = match self.world.amend_with(a, Some((inr, tree, op))) {
             Ok(r) => r,
             Err(e) => {
-                undo(&mut self.plan);
+                self.take_back_plan(before);
                 return Err(e.to_string());
             }
         };

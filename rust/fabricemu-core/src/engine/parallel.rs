@@ -191,6 +191,12 @@ impl Part {
         home == self.me || home == MIRRORED
     }
 
+    /// Whether barrier `b`'s release may start an in-network call's flow.
+    #[inline]
+    pub fn feeds_in_network(&self, b: u32) -> bool {
+        self.inr_feeders.get(b as usize).copied().unwrap_or(false)
+    }
+
     /// Barrier `b` died here: if another partition counts or runs it, tell the others.
     pub fn tell_dead(&mut self, b: u32) {
         if self.barrier_home[b as usize] != self.me {
@@ -500,7 +506,7 @@ impl World {
     pub(super) fn push_barrier_arrival(&mut self, at: Time, b: u32) {
         self.events.push(at, Event::BarrierArrive(b));
         if let Some(part) = &mut self.partition {
-            if part.inr_feeders.get(b as usize).copied().unwrap_or(false) {
+            if part.feeds_in_network(b) {
                 part.inr_pending.push(Reverse(at));
             }
         }
@@ -658,8 +664,7 @@ impl World {
                 self.forget_in_network_start()
             }
             Event::BarrierArrive(b)
-                if (self.partition.as_ref())
-                    .is_some_and(|p| p.inr_feeders.get(b as usize).copied().unwrap_or(false)) =>
+                if (self.partition.as_ref()).is_some_and(|p| p.feeds_in_network(b)) =>
             {
                 self.forget_in_network_start()
             }
