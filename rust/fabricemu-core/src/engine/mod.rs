@@ -10,6 +10,7 @@ mod in_network;
 mod jobs;
 pub mod live;
 mod nic;
+mod pace;
 pub mod parallel;
 mod ports;
 mod prefetch;
@@ -680,6 +681,16 @@ impl Simulation {
         }
         self.plan.flows.append(&mut a.flows);
         self.plan.barrier_sizes.append(&mut a.barriers);
+    }
+
+    /// Tests of the parallel engine: switch between running the windows on threads and on
+    /// one thread every `every` windows, whatever they cost (a run chooses by measuring them,
+    /// `engine::pace`; the outputs are the same either way). No effect on one thread.
+    #[doc(hidden)]
+    pub fn alternate_parallel_pace(&mut self, every: u32) {
+        if let Some(par) = &mut self.parallel {
+            par.alternate(every);
+        }
     }
 
     /// Per partition of a parallel run, the most flow records it held at once (its records are

@@ -73,8 +73,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use super::in_network::Gate;
+use super::pace::{timed, Pace, Watch};
 use super::queue::{key_ahead, Event};
 use super::sampling::WaitCandidates;
 use super::tight::{tight_barriers, Tight};
@@ -312,10 +314,14 @@ pub(super) struct Parallel {
     pub owner: Arc<IdVec<NodeId, u16>>,
     /// The partition that runs each barrier (see [`barrier_homes`]).
     pub homes: Arc<Vec<u16>>,
-    /// The end of the last window run (the lookahead grid's).
-    pub window_end: Time,
-    /// When the next PFC deadlock check runs, across all partitions (NEVER: none due).
-    pub deadlock_check_at: Time,
+    /// The windows' schedule, kept from one [`Parallel::run`] call to the next.
+    clock: Clock,
+    /// The windows run on one thread (faster, as measured: see `engine::pace`).
+    serial: bool,
+    /// The threads of all but the first partition, kept from one [`Parallel::run`] call to the
+    /// next: a thread started afresh at each control boundary may start on its starter's core,
+    /// and two threads on one core take turns only a scheduler slice at a time.
+    pool: rayon_core::ThreadPool,
     pub finished: bool,
     /// The last [`Parallel::run`] stopped at its limit.
     pub reached_limit: bool,
@@ -729,6 +735,7 @@ impl Parallel {
         parts: u16,
         make: impl Fn() -> World + Sync,
     ) -> Self {
+        let parts_n = parts;
         let owner = Arc::new(partition_nodes(fabric, parts));
         let homes = Arc::new(barrier_homes(plan, &owner));
         let tight = tight_barriers(plan, &homes, MIRRORED, fabric.shortest_delay().max(1));
@@ -754,11 +761,20 @@ impl Parallel {
                 .collect()
         });
         Self {
-            window_end: parts[0].window_ps,
+            clock: Clock {
+                window_end: parts[0].window_ps,
+                deadlock_check_at: NEVER,
+                pace: Pace::default(),
+            },
+            serial: false,
+            pool: rayon_core::ThreadPoolBuilder::new()
+                .num_threads(usize::from(parts_n).saturating_sub(1).max(1))
+                .thread_name(|i| format!("fabricemu-partition-{}", i + 1))
+                .build()
+                .expect("threads for the partitions"),
             parts,
             owner,
             homes,
-            deadlock_check_at: NEVER,
             finished: false,
             reached_limit: false,
         }
@@ -769,10 +785,12 @@ impl Parallel {
     /// and every partition's clock is at `limit`: a control boundary). The stop rules are one
     /// world's (`World::run_events_until`), taken at window ends, which the limit is one of.
     ///
-    /// Every partition runs on its own thread for the whole call (the first on this one), and
-    /// the threads meet at a barrier twice a window: once when each has posted its state (its
-    /// next event, its settled flows), from which each decides the same next window, and once
-    /// when each has posted the packets it sent to the others, which each then takes in.
+    /// Every partition runs on its own thread (the first on this one), and the threads meet at
+    /// a barrier twice a window: once when each has posted its state (its next event, its
+    /// settled flows), from which each decides the same next window, and once when each has
+    /// posted the packets it sent to the others, which each then takes in. While the windows
+    /// hold few events, the same steps run on this thread alone, one partition after another
+    /// ([`serial`]): a window's meeting costs more than its events would gain.
     pub fn run(&mut self, stop: StopAt, max_events: u64, limit: Time) -> bool {
         self.reached_limit = false;
         if self.finished {
@@ -791,34 +809,67 @@ impl Parallel {
         let trees = (self.parts[0].in_network.as_ref()).map_or(0, |i| i.num_trees());
         let shared = Shared::new(n, tight, trees);
         let owner: &IdVec<NodeId, u16> = &self.owner;
-        let start = Clock {
-            window_end: self.window_end,
-            deadlock_check_at: self.deadlock_check_at,
-        };
         // Each thread holds its own partition, but for the windows run merged, which one
         // thread runs across all of them.
-        let cells: Vec<Mutex<&mut World>> = self.parts.iter_mut().map(Mutex::new).collect();
-        let (clock, halt) = std::thread::scope(|s| {
-            let workers: Vec<_> = (1..n)
-                .map(|i| {
-                    let (shared, plan, cells) = (&shared, &plan, &cells);
-                    s.spawn(move || shared.guard(|| work(i, cells, shared, owner, plan, start)))
-                })
-                .collect();
-            let mine = shared.guard(|| work(0, &cells, &shared, owner, &plan, start));
-            for h in workers {
-                // A worker's panic was caught and poisoned the barrier; raise it here.
-                if let Err(p) = h.join().expect("caught in the worker") {
-                    std::panic::resume_unwind(p);
-                }
+        let mut cells: Vec<Mutex<&mut World>> = self.parts.iter_mut().map(Mutex::new).collect();
+        let mut clock = self.clock;
+        let halt = loop {
+            let (next, halt) = if self.serial {
+                let mut parts: Vec<&mut World> = (cells.iter_mut())
+                    .map(|c| &mut **c.get_mut().unwrap_or_else(|e| e.into_inner()))
+                    .collect();
+                serial(&mut parts, &shared, owner, &plan, clock)
+            } else {
+                threads(&self.pool, &cells, &shared, owner, &plan, clock)
+            };
+            clock = next;
+            if halt != Halt::Switch {
+                break halt;
             }
-            mine.unwrap_or_else(|p| std::panic::resume_unwind(p))
-        });
-        self.window_end = clock.window_end;
-        self.deadlock_check_at = clock.deadlock_check_at;
+            self.serial = !self.serial;
+        };
+        self.clock = clock;
         self.finished = halt == Halt::Ended;
         self.reached_limit = halt == Halt::Limit;
         self.finished
+    }
+}
+
+/// Every partition on its own thread (the first on this one) until the run stops or one
+/// thread would be faster ([`Halt::Switch`]).
+fn threads(
+    pool: &rayon_core::ThreadPool,
+    cells: &[Mutex<&mut World>],
+    shared: &Shared,
+    owner: &IdVec<NodeId, u16>,
+    plan: &WindowPlan,
+    start: Clock,
+) -> (Clock, Halt) {
+    let n = cells.len();
+    // A worker's panic, caught (it poisoned the barrier) and raised here.
+    let caught: Mutex<Option<Caught>> = Mutex::new(None);
+    let mine = pool.in_place_scope(|s| {
+        for i in 1..n {
+            let caught = &caught;
+            s.spawn(move |_| {
+                if let Err(p) = shared.guard(|| work(i, cells, shared, owner, plan, start)) {
+                    *caught.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+                }
+            });
+        }
+        shared.guard(|| work(0, cells, shared, owner, plan, start))
+    });
+    if let Some(p) = caught.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        std::panic::resume_unwind(p);
+    }
+    mine.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+impl Parallel {
+    /// Tests: switch between threads and one thread every `every` windows, whatever they
+    /// cost, so that both ways and the switches run (`Pace::alternating`).
+    pub fn alternate(&mut self, every: u32) {
+        self.clock.pace = Pace::alternating(every);
     }
 
     /// Fold the partitions into `view`: its clock, counters, ports and flow records become the
@@ -1182,6 +1233,9 @@ enum Halt {
     ForNow,
     /// The next event is at or after the call's limit.
     Limit,
+    /// The other way of running the windows (on threads, or on one) is now the faster
+    /// (`Pace::switch`).
+    Switch,
 }
 
 impl Halt {
@@ -1211,6 +1265,10 @@ struct Status {
     /// The earliest of its pending events that may start an in-network call's flow
     /// (`Part::inr_pending`; NEVER: none).
     inr_next: AtomicU64,
+    /// Its busy time in the last window, and (the first partition's) the window's wall time,
+    /// in ns (`engine::pace`).
+    busy: AtomicU64,
+    wall: AtomicU64,
 }
 
 /// What the threads of one `Parallel::run` call share.
@@ -1234,11 +1292,13 @@ struct Shared {
 }
 
 /// The windows' schedule, which every thread keeps alike (each decides it from the same
-/// statuses): the current window's end and the next deadlock check.
+/// statuses): the current window's end and the next deadlock check, and what they cost.
 #[derive(Debug, Clone, Copy)]
 struct Clock {
     window_end: Time,
     deadlock_check_at: Time,
+    /// What the windows cost, on threads or on one thread (which of the two runs them).
+    pace: Pace,
 }
 
 type Caught = Box<dyn std::any::Any + Send>;
@@ -1321,14 +1381,19 @@ impl Shared {
                 .min()
                 .unwrap_or(NEVER);
         }
-        let window_end = &mut clock.window_end;
         let sum = |get: fn(&Status) -> &AtomicU64| -> u64 {
             self.status
                 .iter()
                 .map(|s| get(s).load(Ordering::Relaxed))
                 .sum()
         };
-        if sum(|s| &s.events) >= plan.target {
+        let events = sum(|s| &s.events);
+        let busy = self.status.iter().map(|s| s.busy.load(Ordering::Relaxed));
+        clock
+            .pace
+            .count(busy, self.status[0].wall.load(Ordering::Relaxed));
+        let window_end = &mut clock.window_end;
+        if events >= plan.target {
             return Err(Halt::ForNow);
         }
         let next = self
@@ -1375,8 +1440,9 @@ impl Shared {
     }
 }
 
-/// Partition `me`'s thread: windows until the run stops (returns the schedule and whether the
-/// run ended). A poisoned barrier (another thread panicked) stops it at once.
+/// Partition `me`'s thread: windows until the run stops (returns the schedule and why it
+/// stopped), or until one thread would run the windows faster ([`Halt::Switch`], at a window's
+/// end, alike in every thread). A poisoned barrier (another thread panicked) stops it at once.
 fn work(
     me: usize,
     cells: &[Mutex<&mut World>],
@@ -1385,46 +1451,23 @@ fn work(
     plan: &WindowPlan,
     mut clock: Clock,
 ) -> (Clock, Halt) {
-    let n = shared.status.len();
     let lock = |i: usize| cells[i].lock().unwrap_or_else(|e| e.into_inner());
     // The in-network trees whose call's end would start a waiting one (alike everywhere).
     let mut blocking: Vec<u32> = Vec::new();
+    // This partition's busy time, and the windows' wall time (`engine::pace`).
+    let mut watch = Watch::new();
+    // A barrier's wait, which is no partition's work.
+    let meet = |watch: &mut Watch| {
+        watch.stop();
+        let passed = shared.barrier.wait();
+        watch.go();
+        passed
+    };
     loop {
         let mut world = lock(me);
-        let status = &shared.status[me];
-        let next = world.events.peek_time().unwrap_or(NEVER);
-        status.next.store(next, Ordering::Relaxed);
-        status.events.store(world.stats.events, Ordering::Relaxed);
-        status
-            .flows_settled
-            .store(world.flows_settled, Ordering::Relaxed);
-        status
-            .pending_arrivals
-            .store(world.pending_arrivals, Ordering::Relaxed);
-        let w = &mut **world;
-        let part = w.partition.as_mut().expect("a partition");
-        part.tight.prune(&w.barriers);
-        for k in 0..part.tight.frontier().len() {
-            let b = part.tight.frontier()[k];
-            let offset = part.tight.offset(b, &w.flows, plan.window_ps);
-            shared.offsets[me * shared.tight + b as usize].store(offset, Ordering::Relaxed);
-        }
-        status
-            .frontier
-            .store(part.tight.digest(), Ordering::Relaxed);
-        let inr_next = part.inr_pending.peek().map_or(NEVER, |r| r.0);
-        status.inr_next.store(inr_next, Ordering::Relaxed);
-
-        let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
-        status.deadlock_check_at.store(asked, Ordering::Relaxed);
-        if let Some(inr) = &w.in_network {
-            inr.blocking_trees(&mut blocking);
-            for &t in &blocking {
-                let offset = w.inr_end_offset(t, |n| owner[n] as usize == me, plan.window_ps);
-                shared.inr_offsets[me * shared.trees + t as usize].store(offset, Ordering::Relaxed);
-            }
-        }
-        if !shared.barrier.wait() {
+        let lap = watch.lap();
+        post_status(me, &mut world, shared, owner, plan, &mut blocking, lap);
+        if !meet(&mut watch) {
             return (clock, Halt::ForNow);
         }
         // Everyone reads the statuses before anyone writes them again: the next write comes
@@ -1438,12 +1481,7 @@ fn work(
         let (end, merged) = match shared.decide(plan, &mut clock, frontier, &blocking) {
             Ok(next) => next,
             Err(halt) => {
-                match (halt, plan.stop) {
-                    (Halt::Ended, StopAt::Time(stop)) => world.now = stop,
-                    // At a control boundary the world is as at `limit`, before its events.
-                    (Halt::Limit, _) => world.now = world.now.max(plan.limit),
-                    _ => {}
-                }
+                stop_at(&mut world, halt, plan);
                 return (clock, halt);
             }
         };
@@ -1452,116 +1490,293 @@ fn work(
             let check = clock.deadlock_check_at;
             if merged {
                 drop(world);
-                if !merged_phase(me, cells, shared, key_ahead(check, Event::DeadlockCheck)) {
+                let key = key_ahead(check, Event::DeadlockCheck);
+                if !merged_phase(me, cells, shared, key, &mut watch) {
                     return (clock, Halt::ForNow);
                 }
                 world = lock(me);
             }
-            match deadlock_check(me, &mut world, shared, check) {
+            post_waits(me, &mut world, shared, check);
+            if !meet(&mut watch) {
+                return (clock, Halt::ForNow);
+            }
+            // Read before anyone writes again: the next check is a window (two barriers) later.
+            match judge_deadlock(me, &mut world, shared, check) {
                 Some(at) => clock.deadlock_check_at = at,
                 None => return (clock, Halt::ended(world.finished)),
             }
         }
         if merged {
             drop(world);
-            if !merged_phase(me, cells, shared, (end as u128) << 64) {
+            if !merged_phase(me, cells, shared, (end as u128) << 64, &mut watch) {
                 return (clock, Halt::ForNow);
             }
             world = lock(me);
         } else {
             world.run_window(end);
         }
-        let world = &mut **world;
-        let part = world.partition.as_mut().expect("a partition");
-        if !part.outbox.packets.is_empty()
-            || !part.outbox.arrivals.is_empty()
-            || !part.outbox.credits.is_empty()
-            || !part.outbox.dead.is_empty()
-            || !part.tight.started.is_empty()
-            || !part.outbox.inr.is_empty()
-        {
-            let mut boxes: Vec<_> = (0..n)
-                .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
-                .collect();
-            for (to, mail) in boxes.iter_mut().enumerate() {
-                if to != me {
-                    mail.arrivals.extend_from_slice(&part.outbox.arrivals);
-                    mail.dead.extend_from_slice(&part.outbox.dead);
-                    mail.started.extend_from_slice(&part.tight.started);
-                    mail.inr.extend_from_slice(&part.outbox.inr);
-                }
-            }
-            part.outbox.inr.clear();
-            part.outbox.arrivals.clear();
-            part.outbox.dead.clear();
-            part.tight.started.clear();
-            for c in part.outbox.credits.drain(..) {
-                let to = owner[world.flows[c.0].dst] as usize;
-                boxes[to].credits.push(c);
-            }
-            let int = &mut part.outbox.int;
-            let mut int = (!int.is_empty()).then(|| int.drain(..));
-            for t in part.outbox.packets.drain(..) {
-                let to = &mut boxes[owner[world.fabric.peer_node[t.port]] as usize];
-                to.packets.push(t);
-                if let Some(records) = &mut int {
-                    to.int
-                        .push(records.next().expect("one INT stack per packet"));
-                }
-            }
-        }
-        if !shared.barrier.wait() {
+        post_mail(me, &mut world, shared, owner);
+        if !meet(&mut watch) {
             return (clock, Halt::ForNow);
         }
-        // In partition order, and each partition's sending order (a link's packets keep
-        // their order).
-        for from in 0..n {
-            let mut mail = shared.mail[from * n + me].lock().expect("not poisoned");
-            let Mail {
-                packets,
-                int,
-                arrivals,
-                credits,
-                dead,
-                started,
-                inr,
-            } = &mut *mail;
-            let part = world.partition.as_mut().expect("a partition");
-            for b in started.drain(..) {
-                part.tight.count_start(b);
-            }
-            if let Some(c) = &mut world.credits {
-                for (fid, owed, unsolicited) in credits.drain(..) {
-                    c.owed[fid] = owed;
-                    c.unsolicited_left[fid] = unsolicited;
+        take_mail(me, &mut world, shared);
+        if clock.pace.switch(false) {
+            return (clock, Halt::Switch);
+        }
+    }
+}
+
+/// Every partition's windows on this thread, the steps of [`work`] taken by one partition after
+/// another, until the run stops or the windows grow dense again ([`Halt::Switch`], at a
+/// window's end). A window's partitions need nothing from each other but its mail, so running
+/// them in turn gives what the threads give.
+fn serial(
+    parts: &mut [&mut World],
+    shared: &Shared,
+    owner: &IdVec<NodeId, u16>,
+    plan: &WindowPlan,
+    mut clock: Clock,
+) -> (Clock, Halt) {
+    let mut blocking: Vec<u32> = Vec::new();
+    // Each partition's busy time in the window (ns), and the windows' wall time, measured as
+    // on threads (`engine::pace`).
+    let mut busy = vec![0u64; parts.len()];
+    let mut watch = Watch::new();
+    loop {
+        let (_, wall) = watch.lap();
+        for (me, w) in parts.iter_mut().enumerate() {
+            let lap = (std::mem::take(&mut busy[me]), wall);
+            timed(&mut busy[me], || {
+                post_status(me, w, shared, owner, plan, &mut blocking, lap)
+            });
+        }
+        let frontier = parts[0]
+            .partition
+            .as_ref()
+            .expect("a partition")
+            .tight
+            .frontier();
+        let (end, merged) = match shared.decide(plan, &mut clock, frontier, &blocking) {
+            Ok(next) => next,
+            Err(halt) => {
+                for w in parts.iter_mut() {
+                    stop_at(w, halt, plan);
                 }
+                return (clock, halt);
             }
-            for (i, t) in packets.drain(..).enumerate() {
-                world.receive_remote(t, int.get(i));
+        };
+        for w in parts.iter_mut() {
+            w.deadlock_check_pending = clock.deadlock_check_at != NEVER;
+        }
+        if clock.deadlock_check_at < end {
+            let check = clock.deadlock_check_at;
+            if merged {
+                let start = Instant::now();
+                run_merged_flagged(parts, key_ahead(check, Event::DeadlockCheck));
+                watch.skip(start.elapsed());
             }
-            int.clear();
-            // Late, but what they release comes a window after them at the soonest: a barrier
-            // that releases sooner is told at once, in a window run merged.
-            for (at, b) in arrivals.drain(..) {
-                world.barrier_arrive_at(b, at);
+            for (me, w) in parts.iter_mut().enumerate() {
+                timed(&mut busy[me], || post_waits(me, w, shared, check));
             }
-            // Only counters change (the barrier never releases anywhere), and those are read at
-            // window ends: in time.
-            for b in dead.drain(..) {
-                world.barrier_dead(b);
+            // Each judges alike; the first partition's answer is the run's (as on threads).
+            let mut first = None;
+            for (me, w) in parts.iter_mut().enumerate().rev() {
+                first = timed(&mut busy[me], || judge_deadlock(me, w, shared, check));
             }
-            // Flows of in-network calls that finished there: in time, since no call waited
-            // (else the window ran merged and each was told at once).
-            for gate in inr.drain(..) {
-                world.inr_told(gate);
+            match first {
+                Some(at) => clock.deadlock_check_at = at,
+                None => return (clock, Halt::ended(parts[0].finished)),
             }
+        }
+        if merged {
+            let start = Instant::now();
+            run_merged_flagged(parts, (end as u128) << 64);
+            watch.skip(start.elapsed());
+        } else {
+            for (me, w) in parts.iter_mut().enumerate() {
+                timed(&mut busy[me], || w.run_window(end));
+            }
+        }
+        for (me, w) in parts.iter_mut().enumerate() {
+            timed(&mut busy[me], || post_mail(me, w, shared, owner));
+        }
+        for (me, w) in parts.iter_mut().enumerate() {
+            timed(&mut busy[me], || take_mail(me, w, shared));
+        }
+        if clock.pace.switch(true) {
+            return (clock, Halt::Switch);
+        }
+    }
+}
+
+/// Partition `me`'s state at a window's end, for the next window's decision (`Shared::decide`):
+/// its next event, counters, tight barriers' offsets, the in-network trees `blocking`, and its
+/// busy time and the window's wall time (ns).
+fn post_status(
+    me: usize,
+    w: &mut World,
+    shared: &Shared,
+    owner: &IdVec<NodeId, u16>,
+    plan: &WindowPlan,
+    blocking: &mut Vec<u32>,
+    (busy, wall): (u64, u64),
+) {
+    let status = &shared.status[me];
+    status.busy.store(busy, Ordering::Relaxed);
+    status.wall.store(wall, Ordering::Relaxed);
+    let next = w.events.peek_time().unwrap_or(NEVER);
+    status.next.store(next, Ordering::Relaxed);
+    status.events.store(w.stats.events, Ordering::Relaxed);
+    status
+        .flows_settled
+        .store(w.flows_settled, Ordering::Relaxed);
+    status
+        .pending_arrivals
+        .store(w.pending_arrivals, Ordering::Relaxed);
+    let part = w.partition.as_mut().expect("a partition");
+    part.tight.prune(&w.barriers);
+    for k in 0..part.tight.frontier().len() {
+        let b = part.tight.frontier()[k];
+        let offset = part.tight.offset(b, &w.flows, plan.window_ps);
+        shared.offsets[me * shared.tight + b as usize].store(offset, Ordering::Relaxed);
+    }
+    status
+        .frontier
+        .store(part.tight.digest(), Ordering::Relaxed);
+    let inr_next = part.inr_pending.peek().map_or(NEVER, |r| r.0);
+    status.inr_next.store(inr_next, Ordering::Relaxed);
+
+    let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
+    status.deadlock_check_at.store(asked, Ordering::Relaxed);
+    if let Some(inr) = &w.in_network {
+        inr.blocking_trees(blocking);
+        for &t in blocking.iter() {
+            let offset = w.inr_end_offset(t, |n| owner[n] as usize == me, plan.window_ps);
+            shared.inr_offsets[me * shared.trees + t as usize].store(offset, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Where a partition's clock stands when the windows stop for `halt`.
+fn stop_at(world: &mut World, halt: Halt, plan: &WindowPlan) {
+    match (halt, plan.stop) {
+        (Halt::Ended, StopAt::Time(stop)) => world.now = stop,
+        // At a control boundary the world is as at `limit`, before its events.
+        (Halt::Limit, _) => world.now = world.now.max(plan.limit),
+        _ => {}
+    }
+}
+
+/// Post what partition `me` sent the others in the window (`shared.mail[me * n + to]`).
+fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId, u16>) {
+    let n = shared.status.len();
+    let part = world.partition.as_mut().expect("a partition");
+    if part.outbox.packets.is_empty()
+        && part.outbox.arrivals.is_empty()
+        && part.outbox.credits.is_empty()
+        && part.outbox.dead.is_empty()
+        && part.tight.started.is_empty()
+        && part.outbox.inr.is_empty()
+    {
+        return;
+    }
+    let mut boxes: Vec<_> = (0..n)
+        .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
+        .collect();
+    for (to, mail) in boxes.iter_mut().enumerate() {
+        if to != me {
+            mail.arrivals.extend_from_slice(&part.outbox.arrivals);
+            mail.dead.extend_from_slice(&part.outbox.dead);
+            mail.started.extend_from_slice(&part.tight.started);
+            mail.inr.extend_from_slice(&part.outbox.inr);
+        }
+    }
+    part.outbox.inr.clear();
+    part.outbox.arrivals.clear();
+    part.outbox.dead.clear();
+    part.tight.started.clear();
+    for c in part.outbox.credits.drain(..) {
+        let to = owner[world.flows[c.0].dst] as usize;
+        boxes[to].credits.push(c);
+    }
+    let int = &mut part.outbox.int;
+    let mut int = (!int.is_empty()).then(|| int.drain(..));
+    for t in part.outbox.packets.drain(..) {
+        let to = &mut boxes[owner[world.fabric.peer_node[t.port]] as usize];
+        to.packets.push(t);
+        if let Some(records) = &mut int {
+            to.int
+                .push(records.next().expect("one INT stack per packet"));
+        }
+    }
+}
+
+/// Take in what the others sent partition `me` in the window: in partition order, and each
+/// partition's sending order (a link's packets keep their order).
+fn take_mail(me: usize, world: &mut World, shared: &Shared) {
+    let n = shared.status.len();
+    for from in 0..n {
+        let mut mail = shared.mail[from * n + me].lock().expect("not poisoned");
+        let Mail {
+            packets,
+            int,
+            arrivals,
+            credits,
+            dead,
+            started,
+            inr,
+        } = &mut *mail;
+        let part = world.partition.as_mut().expect("a partition");
+        for b in started.drain(..) {
+            part.tight.count_start(b);
+        }
+        if let Some(c) = &mut world.credits {
+            for (fid, owed, unsolicited) in credits.drain(..) {
+                c.owed[fid] = owed;
+                c.unsolicited_left[fid] = unsolicited;
+            }
+        }
+        for (i, t) in packets.drain(..).enumerate() {
+            world.receive_remote(t, int.get(i));
+        }
+        int.clear();
+        // Late, but what they release comes a window after them at the soonest: a barrier
+        // that releases sooner is told at once, in a window run merged.
+        for (at, b) in arrivals.drain(..) {
+            world.barrier_arrive_at(b, at);
+        }
+        // Only counters change (the barrier never releases anywhere), and those are read at
+        // window ends: in time.
+        for b in dead.drain(..) {
+            world.barrier_dead(b);
+        }
+        // Flows of in-network calls that finished there: in time, since no call waited
+        // (else the window ran merged and each was told at once).
+        for gate in inr.drain(..) {
+            world.inr_told(gate);
         }
     }
 }
 
 /// Every thread lets go of its partition, partition 0's thread runs all of them merged up to
 /// `end` (an event key), and every thread goes on. False when the run stops (a thread panicked).
-fn merged_phase(me: usize, cells: &[Mutex<&mut World>], shared: &Shared, end: u128) -> bool {
+fn merged_phase(
+    me: usize,
+    cells: &[Mutex<&mut World>],
+    shared: &Shared,
+    end: u128,
+    watch: &mut Watch,
+) -> bool {
+    // One thread either way: no partition's work, and not in the windows' wall time.
+    watch.stop();
+    let start = Instant::now();
+    let passed = merged_phase_run(me, cells, shared, end);
+    watch.skip(start.elapsed());
+    watch.go();
+    passed
+}
+
+fn merged_phase_run(me: usize, cells: &[Mutex<&mut World>], shared: &Shared, end: u128) -> bool {
     if !shared.barrier.wait() {
         return false;
     }
@@ -1570,16 +1785,21 @@ fn merged_phase(me: usize, cells: &[Mutex<&mut World>], shared: &Shared, end: u1
             .map(|c| c.lock().unwrap_or_else(|e| e.into_inner()))
             .collect();
         let mut worlds: Vec<&mut World> = guards.iter_mut().map(|g| &mut ***g).collect();
-        let set_merged = |worlds: &mut [&mut World], on: bool| {
-            for w in worlds.iter_mut() {
-                w.partition.as_mut().expect("a partition").merged = on;
-            }
-        };
-        set_merged(&mut worlds, true);
-        run_merged(&mut worlds, end);
-        set_merged(&mut worlds, false);
+        run_merged_flagged(&mut worlds, end);
     }
     shared.barrier.wait()
+}
+
+/// [`run_merged`], with every partition marked merged while it runs.
+fn run_merged_flagged(parts: &mut [&mut World], end: u128) {
+    let set_merged = |worlds: &mut [&mut World], on: bool| {
+        for w in worlds.iter_mut() {
+            w.partition.as_mut().expect("a partition").merged = on;
+        }
+    };
+    set_merged(parts, true);
+    run_merged(parts, end);
+    set_merged(parts, false);
 }
 
 /// Run every partition's events before `end` (an event key) as one world would, in the order of
@@ -1650,20 +1870,21 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
     }
 }
 
-/// The PFC deadlock check due at `at`, in partition `me`'s thread: run what comes before it,
-/// meet the others, and judge the whole fabric's wait-for graph as one world would at that
-/// event (each thread alike; partition 0 counts it). Returns the next check's time (NEVER:
-/// none), or None when the run stops (a deadlock ended it, or a thread panicked).
-fn deadlock_check(me: usize, world: &mut World, shared: &Shared, at: Time) -> Option<Time> {
+/// The first half of the PFC deadlock check due at `at`, in partition `me`: run what comes
+/// before it and post what its ports add to the fabric's wait-for graph. Once every partition
+/// posted, [`judge_deadlock`] judges the whole graph as one world would at that event.
+fn post_waits(me: usize, world: &mut World, shared: &Shared, at: Time) {
     world.run_before_key(key_ahead(at, Event::DeadlockCheck));
     world.now = at;
     let mut mine = WaitCandidates::default();
     world.wait_candidates(&mut mine);
     *shared.waits[me].lock().expect("not poisoned") = mine;
-    if !shared.barrier.wait() {
-        return None;
-    }
-    // Read before anyone writes again: the next check is a window (two barriers) later.
+}
+
+/// The second half of the deadlock check due at `at`, in partition `me` (each alike; partition
+/// 0 counts it): returns the next check's time (NEVER: none), or None when a deadlock ended
+/// the run.
+fn judge_deadlock(me: usize, world: &mut World, shared: &Shared, at: Time) -> Option<Time> {
     let mut all = WaitCandidates::default();
     for w in &shared.waits {
         let w = w.lock().expect("not poisoned");

@@ -25,9 +25,14 @@ fn build_with(text: &str, threads: u32) -> (String, fabricemu_core::Scenario, Si
 /// Run `text` with `threads`, writing the outputs into `dir` with the one-thread scenario's
 /// metadata (the outputs echo the scenario, whose `threads` differs), and return its stats and
 /// flow rows as text. With 3 threads it runs in slices of 1,009 events, so the partitions' threads
-/// stop and start again mid-run many times.
+/// stop and start again mid-run many times. With 5 it switches between running the windows on
+/// threads and on one thread every 5 windows, so every kind of window runs both ways (a run
+/// picks the faster by measuring them).
 fn run_with(text: &str, threads: u32, dir: &Path) -> (String, String, fabricemu_core::RunStats) {
     let (json, s, mut sim) = build_with(text, threads);
+    if threads == 5 {
+        sim.alternate_parallel_pace(5);
+    }
     if threads == 3 {
         while sim.step(1_009) == fabricemu_core::StepOutcome::Running {}
     } else {
