@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 
 /// The windows over which the costs are averaged before each choice.
 pub const EPOCH_WINDOWS: u32 = 32;
+/// The fewest windows after which one thread gives way to threads that would take under 60 %
+/// of its time.
+const EARLY_WINDOWS: u32 = 4;
 /// Epochs on one thread before threads are tried again, at first; doubled each time one
 /// thread stays the faster, up to [`PROBE_MAX`].
 const PROBE_FIRST: u32 = 4;
@@ -97,18 +100,22 @@ impl Pace {
             }
             return now;
         }
-        if self.windows < EPOCH_WINDOWS {
-            return false;
-        }
         let (n, wall, sum, max) = (
             u64::from(self.windows),
             self.wall,
             self.busy_sum,
             self.busy_max,
         );
+        // On threads: the busiest partition's work, and the meeting as last measured.
+        let threads = max.saturating_add(self.meeting.saturating_mul(n));
+        // Windows grown busy on one thread (a burst of traffic after a quiet spell) go back to
+        // threads without waiting for the epoch's end.
+        let burst = serial && self.windows >= EARLY_WINDOWS && threads < wall / 5 * 3;
+        if self.windows < EPOCH_WINDOWS && !burst {
+            return false;
+        }
         (self.windows, self.wall, self.busy_sum, self.busy_max) = (0, 0, 0, 0);
         if serial {
-            let threads = max.saturating_add(self.meeting.saturating_mul(n));
             if threads < wall / 5 * 4 {
                 self.probe_every = PROBE_FIRST;
                 return true;
@@ -174,8 +181,11 @@ impl Watch {
 
     /// The busy and wall time (ns) since the last lap (wall 0 at the first), and a new lap.
     pub fn lap(&mut self) -> (u64, u64) {
-        self.stop();
+        // One read of the clock ends the lap and starts the next.
         let now = Instant::now();
+        if self.running {
+            self.busy += now.saturating_duration_since(self.since);
+        }
         // At least 1 ns after the first lap: 0 says there was no window.
         let wall = self.lap_start.map_or(0, |s| {
             nanos(
@@ -186,7 +196,7 @@ impl Watch {
         });
         let busy = std::mem::take(&mut self.busy);
         (self.lap_start, self.skipped) = (Some(now), Duration::ZERO);
-        self.go();
+        (self.since, self.running) = (now, true);
         (nanos(busy), wall)
     }
 }
@@ -241,9 +251,19 @@ mod tests {
         let mut pace = Pace::default();
         epoch(&mut pace, &[10_000, 10_000], 40_000);
         assert!(pace.switch(false));
-        // Now 1 ms per partition: threads would take 1 ms + 30 us against 2 ms.
-        epoch(&mut pace, &[1_000_000, 1_000_000], 2_000_000);
-        assert!(pace.switch(true));
+        // Now 1 ms per partition: threads would take 1 ms + 30 us against 2 ms, known after a
+        // few windows.
+        for w in 1..=EARLY_WINDOWS {
+            pace.count([1_000_000, 1_000_000].into_iter(), 2_000_000);
+            assert_eq!(pace.switch(true), w == EARLY_WINDOWS, "window {w}");
+        }
+        // Not so for windows only a little busier than threads would take.
+        epoch(&mut pace, &[10_000, 10_000], 40_000);
+        assert!(pace.switch(false));
+        for _ in 0..EARLY_WINDOWS {
+            pace.count([20_000, 20_000].into_iter(), 40_000);
+            assert!(!pace.switch(true));
+        }
     }
 
     #[test]
