@@ -5,10 +5,10 @@
 //! barriers, and whatever the machine's scheduler adds (a preempted vCPU, or two threads put on
 //! one core, stretches a barrier to a scheduler slice). On one thread it costs every
 //! partition's work in turn. Which is cheaper depends on the windows (a few events each, or
-//! thousands; the barriers' bookkeeping) and on the machine, so neither is guessed: every
-//! window, each partition's busy time (its own steps, without waits) and the window's wall
-//! time are measured, and every [`EPOCH_WINDOWS`] windows the run keeps its way or takes the
-//! other. On one thread, threads are tried again now and then ([`Pace::switch`]), since their
+//! thousands; the barriers' bookkeeping) and on the machine, so neither is guessed: in one
+//! window of [`SAMPLE_EVERY`], each partition's busy time (its own steps, without waits) and
+//! the window's wall time are measured, and every [`EPOCH_WINDOWS`] measured windows the run
+//! keeps its way or takes the other. On one thread, threads are tried again now and then ([`Pace::switch`]), since their
 //! meeting's cost is known only from when they last ran.
 //!
 //! The choice changes the speed only: a window's partitions need nothing from each other but
@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-/// The windows over which the costs are averaged before each choice.
+/// The measured windows over which the costs are averaged before each choice.
 pub const EPOCH_WINDOWS: u32 = 32;
 /// The fewest windows after which one thread gives way to threads that would take under 60 %
 /// of its time.
@@ -139,13 +139,22 @@ impl Pace {
     }
 }
 
+/// One window in this many is measured: enough for the epochs' means, and the clock is read
+/// a few times a window only in those (a window of 16 events takes about 5 us).
+const SAMPLE_EVERY: u32 = 4;
+
 /// A partition's busy time and a window's wall time, as a thread runs its steps: `stop` before
-/// it waits (a barrier), `go` after; `lap` at each window's start gives the last window's.
+/// it waits (a barrier), `go` after; `lap` at each window's start gives the last window's, if
+/// it was measured. Every thread's watch measures the same windows (one in [`SAMPLE_EVERY`],
+/// counted by laps from the start).
 pub struct Watch {
+    /// This window is measured.
+    on: bool,
+    laps: u32,
     since: Instant,
     running: bool,
     busy: Duration,
-    lap_start: Option<Instant>,
+    lap_start: Instant,
     /// Within the lap: time that counts in neither (the windows run merged, which take one
     /// thread either way).
     skipped: Duration,
@@ -153,25 +162,35 @@ pub struct Watch {
 
 impl Watch {
     pub fn new() -> Self {
+        let now = Instant::now();
         Self {
-            since: Instant::now(),
+            on: false,
+            laps: 0,
+            since: now,
             running: true,
             busy: Duration::ZERO,
-            lap_start: None,
+            lap_start: now,
             skipped: Duration::ZERO,
         }
     }
 
+    /// Whether this window is measured.
+    pub fn on(&self) -> bool {
+        self.on
+    }
+
     pub fn stop(&mut self) {
-        if self.running {
+        if self.on && self.running {
             self.busy += self.since.elapsed();
             self.running = false;
         }
     }
 
     pub fn go(&mut self) {
-        self.since = Instant::now();
-        self.running = true;
+        if self.on {
+            self.since = Instant::now();
+            self.running = true;
+        }
     }
 
     /// Leave `d` (spent stopped) out of the lap's wall time too.
@@ -179,30 +198,39 @@ impl Watch {
         self.skipped += d;
     }
 
-    /// The busy and wall time (ns) since the last lap (wall 0 at the first), and a new lap.
+    /// The busy and wall time (ns) of the window just ended if it was measured (else wall 0),
+    /// and the next window.
     pub fn lap(&mut self) -> (u64, u64) {
+        let was_on = self.on;
+        self.laps = self.laps.wrapping_add(1);
+        self.on = self.laps.is_multiple_of(SAMPLE_EVERY);
+        if !was_on && !self.on {
+            return (0, 0);
+        }
         // One read of the clock ends the lap and starts the next.
         let now = Instant::now();
-        if self.running {
-            self.busy += now.saturating_duration_since(self.since);
-        }
-        // At least 1 ns after the first lap: 0 says there was no window.
-        let wall = self.lap_start.map_or(0, |s| {
-            nanos(
-                now.saturating_duration_since(s)
-                    .saturating_sub(self.skipped),
-            )
-            .max(1)
-        });
-        let busy = std::mem::take(&mut self.busy);
-        (self.lap_start, self.skipped) = (Some(now), Duration::ZERO);
-        (self.since, self.running) = (now, true);
-        (nanos(busy), wall)
+        let measured = if was_on {
+            if self.running {
+                self.busy += now.saturating_duration_since(self.since);
+            }
+            let wall = now.saturating_duration_since(self.lap_start);
+            // At least 1 ns: 0 says the window was not measured.
+            let wall = nanos(wall.saturating_sub(self.skipped)).max(1);
+            (nanos(self.busy), wall)
+        } else {
+            (0, 0)
+        };
+        (self.busy, self.skipped) = (Duration::ZERO, Duration::ZERO);
+        (self.lap_start, self.since, self.running) = (now, now, true);
+        measured
     }
 }
 
-/// Run `f`, adding the time it took to `busy` (ns).
-pub fn timed<T>(busy: &mut u64, f: impl FnOnce() -> T) -> T {
+/// Run `f`, adding the time it took to `busy` (ns) if `on`.
+pub fn timed<T>(on: bool, busy: &mut u64, f: impl FnOnce() -> T) -> T {
+    if !on {
+        return f();
+    }
     let start = Instant::now();
     let r = f();
     *busy += nanos(start.elapsed());
@@ -292,9 +320,14 @@ mod tests {
     #[test]
     fn a_watch_leaves_waits_and_skipped_time_out() {
         let mut w = Watch::new();
+        // The windows before the first measured one give nothing.
+        for _ in 1..SAMPLE_EVERY {
+            assert_eq!(w.lap(), (0, 0));
+            assert!(!w.on());
+        }
         let start = Instant::now();
-        let (_, first) = w.lap();
-        assert_eq!(first, 0, "the first lap has no window before it");
+        assert_eq!(w.lap(), (0, 0));
+        assert!(w.on());
         std::thread::sleep(Duration::from_millis(2));
         w.stop();
         std::thread::sleep(Duration::from_millis(4));
@@ -310,5 +343,8 @@ mod tests {
             wall >= busy && wall <= total - 4_000_000,
             "wall {wall} of {total}"
         );
+        // The next window is not measured.
+        assert!(!w.on());
+        assert_eq!(w.lap(), (0, 0));
     }
 }

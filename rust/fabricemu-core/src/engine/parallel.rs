@@ -1546,7 +1546,7 @@ fn serial(
         let (_, wall) = watch.lap();
         for (me, w) in parts.iter_mut().enumerate() {
             let lap = (std::mem::take(&mut busy[me]), wall);
-            timed(&mut busy[me], || {
+            timed(watch.on(), &mut busy[me], || {
                 post_status(me, w, shared, owner, plan, &mut blocking, lap)
             });
         }
@@ -1576,12 +1576,16 @@ fn serial(
                 watch.skip(start.elapsed());
             }
             for (me, w) in parts.iter_mut().enumerate() {
-                timed(&mut busy[me], || post_waits(me, w, shared, check));
+                timed(watch.on(), &mut busy[me], || {
+                    post_waits(me, w, shared, check)
+                });
             }
             // Each judges alike; the first partition's answer is the run's (as on threads).
             let mut first = None;
             for (me, w) in parts.iter_mut().enumerate().rev() {
-                first = timed(&mut busy[me], || judge_deadlock(me, w, shared, check));
+                first = timed(watch.on(), &mut busy[me], || {
+                    judge_deadlock(me, w, shared, check)
+                });
             }
             match first {
                 Some(at) => clock.deadlock_check_at = at,
@@ -1594,14 +1598,16 @@ fn serial(
             watch.skip(start.elapsed());
         } else {
             for (me, w) in parts.iter_mut().enumerate() {
-                timed(&mut busy[me], || w.run_window(end));
+                timed(watch.on(), &mut busy[me], || w.run_window(end));
             }
         }
         for (me, w) in parts.iter_mut().enumerate() {
-            timed(&mut busy[me], || post_mail(me, w, shared, owner));
+            timed(watch.on(), &mut busy[me], || {
+                post_mail(me, w, shared, owner)
+            });
         }
         for (me, w) in parts.iter_mut().enumerate() {
-            timed(&mut busy[me], || take_mail(me, w, shared));
+            timed(watch.on(), &mut busy[me], || take_mail(me, w, shared));
         }
         if clock.pace.switch(true) {
             return (clock, Halt::Switch);
