@@ -66,6 +66,11 @@
 //! merged (`in_network::Gate`); the windows in which a call may start ([`Part::inr_pending`],
 //! [`in_network_feeders`]), or end while another waits, run merged.
 //!
+//! The partitions' threads are a pool kept for the whole run. Where they do not pay (windows of
+//! a few events each, or a meeting stretched by the machine's scheduling), the windows run on
+//! one thread instead, the same steps one partition after another (`serial`): which way is
+//! measured as the run goes (`engine::pace`), and changes nothing but the speed.
+//!
 //! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
 //! state across the fabric within a window (elastic jobs, UGAL-G).
 
@@ -788,9 +793,10 @@ impl Parallel {
     /// Every partition runs on its own thread (the first on this one), and the threads meet at
     /// a barrier twice a window: once when each has posted its state (its next event, its
     /// settled flows), from which each decides the same next window, and once when each has
-    /// posted the packets it sent to the others, which each then takes in. While the windows
-    /// hold few events, the same steps run on this thread alone, one partition after another
-    /// ([`serial`]): a window's meeting costs more than its events would gain.
+    /// posted the packets it sent to the others, which each then takes in. Where that is
+    /// measured to be faster (windows of a few events each, a meeting stretched by the
+    /// machine's scheduling: `engine::pace`), the same steps run on this thread alone, one
+    /// partition after another ([`serial`]).
     pub fn run(&mut self, stop: StopAt, max_events: u64, limit: Time) -> bool {
         self.reached_limit = false;
         if self.finished {
@@ -833,39 +839,7 @@ impl Parallel {
         self.reached_limit = halt == Halt::Limit;
         self.finished
     }
-}
 
-/// Every partition on its own thread (the first on this one) until the run stops or one
-/// thread would be faster ([`Halt::Switch`]).
-fn threads(
-    pool: &rayon_core::ThreadPool,
-    cells: &[Mutex<&mut World>],
-    shared: &Shared,
-    owner: &IdVec<NodeId, u16>,
-    plan: &WindowPlan,
-    start: Clock,
-) -> (Clock, Halt) {
-    let n = cells.len();
-    // A worker's panic, caught (it poisoned the barrier) and raised here.
-    let caught: Mutex<Option<Caught>> = Mutex::new(None);
-    let mine = pool.in_place_scope(|s| {
-        for i in 1..n {
-            let caught = &caught;
-            s.spawn(move |_| {
-                if let Err(p) = shared.guard(|| work(i, cells, shared, owner, plan, start)) {
-                    *caught.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
-                }
-            });
-        }
-        shared.guard(|| work(0, cells, shared, owner, plan, start))
-    });
-    if let Some(p) = caught.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        std::panic::resume_unwind(p);
-    }
-    mine.unwrap_or_else(|p| std::panic::resume_unwind(p))
-}
-
-impl Parallel {
     /// Tests: switch between threads and one thread every `every` windows, whatever they
     /// cost, so that both ways and the switches run (`Pace::alternating`).
     pub fn alternate(&mut self, every: u32) {
@@ -1440,6 +1414,36 @@ impl Shared {
     }
 }
 
+/// Every partition on its own thread (the first on this one) until the run stops or one
+/// thread would be faster ([`Halt::Switch`]).
+fn threads(
+    pool: &rayon_core::ThreadPool,
+    cells: &[Mutex<&mut World>],
+    shared: &Shared,
+    owner: &IdVec<NodeId, u16>,
+    plan: &WindowPlan,
+    start: Clock,
+) -> (Clock, Halt) {
+    let n = cells.len();
+    // A worker's panic, caught (it poisoned the barrier) and raised here.
+    let caught: Mutex<Option<Caught>> = Mutex::new(None);
+    let mine = pool.in_place_scope(|s| {
+        for i in 1..n {
+            let caught = &caught;
+            s.spawn(move |_| {
+                if let Err(p) = shared.guard(|| work(i, cells, shared, owner, plan, start)) {
+                    *caught.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+                }
+            });
+        }
+        shared.guard(|| work(0, cells, shared, owner, plan, start))
+    });
+    if let Some(p) = caught.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        std::panic::resume_unwind(p);
+    }
+    mine.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
 /// Partition `me`'s thread: windows until the run stops (returns the schedule and why it
 /// stopped), or until one thread would run the windows faster ([`Halt::Switch`], at a window's
 /// end, alike in every thread). A poisoned barrier (another thread panicked) stops it at once.
@@ -1527,7 +1531,7 @@ fn work(
 }
 
 /// Every partition's windows on this thread, the steps of [`work`] taken by one partition after
-/// another, until the run stops or the windows grow dense again ([`Halt::Switch`], at a
+/// another, until the run stops or threads would be faster again ([`Halt::Switch`], at a
 /// window's end). A window's partitions need nothing from each other but its mail, so running
 /// them in turn gives what the threads give.
 fn serial(
