@@ -709,6 +709,15 @@ impl World {
         }
     }
 
+    /// The tight barriers that may release soon (`Tight::frontier`, alike in every partition).
+    fn tight_frontier(&self) -> &[u32] {
+        self.partition
+            .as_ref()
+            .expect("a partition")
+            .tight
+            .frontier()
+    }
+
     /// Packets created here, delivered or dropped here, or moved in or out, against those alive.
     pub(super) fn check_partition_conservation(&self) -> Result<(), String> {
         let part = self.partition.as_ref().expect("a partition");
@@ -1476,12 +1485,7 @@ fn work(
         }
         // Everyone reads the statuses before anyone writes them again: the next write comes
         // after the second barrier, which each thread reaches only after deciding.
-        let frontier = world
-            .partition
-            .as_ref()
-            .expect("a partition")
-            .tight
-            .frontier();
+        let frontier = world.tight_frontier();
         let (end, merged) = match shared.decide(plan, &mut clock, frontier, &blocking) {
             Ok(next) => next,
             Err(halt) => {
@@ -1554,12 +1558,7 @@ fn serial(
                 post_status(me, w, shared, owner, plan, &mut blocking, lap)
             });
         }
-        let frontier = parts[0]
-            .partition
-            .as_ref()
-            .expect("a partition")
-            .tight
-            .frontier();
+        let frontier = parts[0].tight_frontier();
         let (end, merged) = match shared.decide(plan, &mut clock, frontier, &blocking) {
             Ok(next) => next,
             Err(halt) => {
