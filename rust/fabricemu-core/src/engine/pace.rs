@@ -193,9 +193,11 @@ impl Watch {
         }
     }
 
-    /// Leave `d` (spent stopped) out of the lap's wall time too.
+    /// Leave `d` (spent stopped) out of the lap's wall time too, if it is measured.
     pub fn skip(&mut self, d: Duration) {
-        self.skipped += d;
+        if self.on {
+            self.skipped += d;
+        }
     }
 
     /// The busy and wall time (ns) of the window just ended if it was measured (else wall 0),
@@ -320,10 +322,12 @@ mod tests {
     #[test]
     fn a_watch_leaves_waits_and_skipped_time_out() {
         let mut w = Watch::new();
-        // The windows before the first measured one give nothing.
+        // The windows before the first measured one give nothing, and what they skip is not
+        // taken from it.
         for _ in 1..SAMPLE_EVERY {
             assert_eq!(w.lap(), (0, 0));
             assert!(!w.on());
+            w.skip(Duration::from_secs(1));
         }
         let start = Instant::now();
         assert_eq!(w.lap(), (0, 0));
