@@ -1333,24 +1333,23 @@ impl Shared {
             (self.status.iter()).all(|s| s.frontier.load(Ordering::Relaxed) == digest),
             "parallel engine: the partitions disagree on the barriers that may release"
         );
-        let merged = frontier.iter().any(|&b| {
-            let offset = (0..n)
-                .map(|p| self.offsets[p * self.tight + b as usize].load(Ordering::Relaxed))
-                .max()
-                .unwrap_or(0);
-            next.saturating_add(offset) < end
-        });
+        // Whether any of `ids` may end before the window does: by the latest of the partitions'
+        // bounds (`per` of them per partition in `offsets`), counted from the next event.
+        let any_within = |ids: &[u32], offsets: &[AtomicU64], per: usize| {
+            ids.iter().any(|&i| {
+                let offset = (0..n)
+                    .map(|p| offsets[p * per + i as usize].load(Ordering::Relaxed))
+                    .max()
+                    .unwrap_or(0);
+                next.saturating_add(offset) < end
+            })
+        };
+        let merged = any_within(frontier, &self.offsets, self.tight);
         let inr_next = (self.status.iter())
             .map(|s| s.inr_next.load(Ordering::Relaxed))
             .min()
             .unwrap_or(NEVER);
-        let ends = blocking.iter().any(|&t| {
-            let offset = (0..n)
-                .map(|p| self.inr_offsets[p * self.trees + t as usize].load(Ordering::Relaxed))
-                .max()
-                .unwrap_or(0);
-            next.saturating_add(offset) < end
-        });
+        let ends = any_within(blocking, &self.inr_offsets, self.trees);
         Ok((end, merged || ends || inr_next < end))
     }
 
