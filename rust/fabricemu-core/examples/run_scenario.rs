@@ -56,6 +56,12 @@ fn main() {
             stats.pfc_deadlocks,
             stats.lossless_drops,
         );
+        if let Some(w) = sim.parallel_windows() {
+            println!(
+                "  windows {} ({} merged, {} long), up to {} ps on a grid of {} ps",
+                w.count, w.merged, w.long, w.lookahead, w.grid
+            );
+        }
         if let Some(s) = sim.synthetic_stats() {
             println!("  synthetic: {s:?}");
         }

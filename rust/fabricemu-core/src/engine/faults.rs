@@ -628,6 +628,12 @@ impl World {
             if f.abandoned || f.finished() {
                 continue;
             }
+            if f.started
+                && f.num_packets - f.high_seq
+                    >= super::world::long_packets(&self.long_packets, f.src_port)
+            {
+                self.long_flows -= 1; // settled with packets never sent
+            }
             f.abandoned = true;
             f.rto_armed = false;
             // Nothing more to send: the NIC drops it from its round robin.

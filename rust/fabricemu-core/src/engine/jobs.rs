@@ -1187,6 +1187,10 @@ impl World {
         if f.finished() || f.withdrawn || f.abandoned || !f.started {
             return;
         }
+        if f.num_packets - f.high_seq >= super::world::long_packets(&self.long_packets, f.src_port)
+        {
+            self.long_flows -= 1; // settled with packets never sent
+        }
         f.withdrawn = true;
         f.abandoned = true;
         f.rto_armed = false;

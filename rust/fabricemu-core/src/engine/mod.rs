@@ -223,7 +223,22 @@ impl Simulation {
                 }
                 w
             };
-            parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, make)
+            // Windows longer than the shortest link where the fabric and plan stay as built.
+            let fixed = scenario.control.is_none()
+                && faults.is_empty()
+                && scenario.faults.is_empty()
+                && scenario.failure_processes.is_empty()
+                && fabric.ocs.is_none()
+                && plan.in_network.is_none()
+                && plan.jobs.is_empty();
+            let long = fixed.then_some(parallel::LongWindows {
+                cap: match scenario.switch.pfc {
+                    Some(_) => world::DEADLOCK_CHECK_PS,
+                    None => crate::transport::NEVER,
+                },
+                mtu: scenario.transport.mtu_bytes,
+            });
+            parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, long, make)
         });
         // A parallel run's view makes the records of flows as the partitions' first come in,
         // and retires them as one world would (`Parallel::fold_into`).
@@ -691,6 +706,14 @@ impl Simulation {
         if let Some(par) = &mut self.parallel {
             par.alternate(every);
         }
+    }
+
+    /// A parallel run's windows so far: how many, how many of them ran merged, and how long
+    /// they may be while the run cannot end within one (`Parallel::lookahead`) against the
+    /// shortest link's grid (`World::window_ps`). None on one thread.
+    #[doc(hidden)]
+    pub fn parallel_windows(&self) -> Option<parallel::Windows> {
+        self.parallel.as_ref().map(|p| p.windows())
     }
 
     /// Per partition of a parallel run, the most flow records it held at once (its records are

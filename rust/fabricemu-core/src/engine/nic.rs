@@ -76,7 +76,12 @@ impl World {
                 self.stats.retransmitted_packets += 1;
                 f.rtt_probe = None; // Karn: an ACK after a retransmission times nothing
             } else {
+                let never_sent = f.num_packets - f.high_seq;
                 f.high_seq = seq + 1;
+                let long = super::world::long_packets(&self.long_packets, f.src_port);
+                if never_sent >= long && f.num_packets - f.high_seq < long {
+                    self.long_flows -= 1;
+                }
                 if f.rtt_probe.is_none() && self.cc.sees_acks() {
                     f.rtt_probe = Some((seq, now));
                 }
@@ -199,6 +204,10 @@ impl World {
         let f = &mut self.flows[fid];
         f.start = now;
         f.started = true;
+        if f.num_packets - f.high_seq >= super::world::long_packets(&self.long_packets, f.src_port)
+        {
+            self.long_flows += 1;
+        }
         f.next_send = now;
         f.rto_deadline = now.saturating_add(self.transport.rto);
         f.rto_armed = true;
@@ -344,7 +353,10 @@ impl World {
                     // the slot is written again).
                     int.take_echo(pkt.index());
                 }
-                self.receive_data(p.flow, p.seq, p.flags)
+                self.receive_data(p.flow, p.seq, p.flags);
+                if !self.long_receive.is_empty() {
+                    self.count_long_receive(p.flow);
+                }
             }
             PacketKind::Ack => {
                 let ece = p.flags & flags::ECE != 0;
@@ -363,6 +375,23 @@ impl World {
             }
         }
         self.maybe_retire(p.flow);
+    }
+
+    /// Parallel runs with long windows: whether flow `fid` still misses enough packets at its
+    /// receiver that it cannot finish within one (`World::long_receive`), kept in the count.
+    /// What it misses only shrinks, so a flow counts from its first packet until the count
+    /// falls below the bound (at the latest when it finishes).
+    fn count_long_receive(&mut self, fid: FlowId) {
+        let f = &mut self.flows[fid];
+        let long = super::tight::packets_missing(f) >= self.long_receive[f.dst.index()] as u64;
+        if long != f.long_at_receiver {
+            f.long_at_receiver = long;
+            if long {
+                self.long_flows += 1;
+            } else {
+                self.long_flows -= 1;
+            }
+        }
     }
 
     fn receive_data(&mut self, fid: FlowId, seq: u32, pkt_flags: u16) {

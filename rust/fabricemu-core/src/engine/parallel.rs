@@ -34,6 +34,10 @@
 //! is given up on by its sender's partition, with the flows waiting for it: a barrier that
 //! other partitions count too dies there at the window's end (`Mail::dead`).
 //!
+//! Windows may be longer than the shortest link where the links between partitions are longer
+//! (a GPU cluster's scale-up links stay inside a partition): see [`Parallel::lookahead`] for
+//! the rules that keep one world's order, decided on the shortest link's grid.
+//!
 //! Optical circuit switching runs partitioned the same way: every partition reconfigures its
 //! copy of the circuits at its place in the order, a circuit going dark drops what each holds of
 //! it (as a failed link), and a circuit coming up may join two partitions (`World::wire_port`
@@ -101,6 +105,27 @@ use crate::units::Time;
 /// the rows of that many events (a few per event, and a sample's one per port) between the
 /// view's takings.
 pub const TRACED_SLICE_EVENTS: u64 = 1 << 16;
+
+/// What long windows need from the scenario (`Parallel::lookahead`): the longest a window may
+/// be (with PFC, the deadlock check's period) and the MTU's payload.
+#[derive(Debug, Clone, Copy)]
+pub struct LongWindows {
+    pub cap: Time,
+    pub mtu: u64,
+}
+
+/// A parallel run's windows so far (`Simulation::parallel_windows`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Windows {
+    pub count: u64,
+    pub merged: u64,
+    /// Windows that ended beyond the grid point after their start.
+    pub long: u64,
+    /// The longest a window may be (`Parallel::lookahead`) ...
+    pub lookahead: Time,
+    /// ... and the shortest link's grid (`World::window_ps`).
+    pub grid: Time,
+}
 
 /// A packet on its way to another partition: the link it is on (its egress port) and the packet
 /// (whose `arrive` says when it reaches the far end), and, when one-way latency is measured
@@ -319,6 +344,9 @@ pub(super) struct Parallel {
     pub owner: Arc<IdVec<NodeId, u16>>,
     /// The partition that runs each barrier (see [`barrier_homes`]).
     pub homes: Arc<Vec<u16>>,
+    /// The windows' length while the run cannot end within one (`Parallel::lookahead`; the
+    /// shortest link delay without long windows).
+    lookahead: Time,
     /// The windows' schedule, kept from one [`Parallel::run`] call to the next.
     clock: Clock,
     /// The windows run on one thread (faster, as measured: see `engine::pace`).
@@ -421,6 +449,7 @@ impl World {
         owner: &Arc<IdVec<NodeId, u16>>,
         barrier_home: &Arc<Vec<u16>>,
         tight: &[(u32, Vec<FlowId>)],
+        cut: Time,
     ) {
         if !tight.is_empty() || self.in_network.is_some() {
             // A tight barrier's window reads its flows' records wherever they finish; an
@@ -439,6 +468,7 @@ impl World {
             mtu: self.transport.mtu as u64,
             header: self.transport.header as u64,
             in_network: self.in_network.as_ref(),
+            cut,
         };
         let tight = Tight::new(tight, &at);
         for p in self.fabric.ports() {
@@ -747,12 +777,13 @@ impl Parallel {
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,
         parts: u16,
+        long: Option<LongWindows>,
         make: impl Fn() -> World + Sync,
     ) -> Self {
         let parts_n = parts;
         let owner = Arc::new(partition_nodes(fabric, parts));
         let homes = Arc::new(barrier_homes(plan, &owner));
-        let tight = tight_barriers(plan, &homes, MIRRORED, fabric.shortest_delay().max(1));
+        let (lookahead, cut, tight) = Self::lookahead(fabric, plan, &owner, &homes, long);
         let feeders = Arc::new(in_network_feeders(plan));
         let timers = &plan.barrier_timers;
         // Built side by side, one thread each (a world of 65,536 hosts takes seconds).
@@ -763,7 +794,7 @@ impl Parallel {
                     let feeders = &feeders;
                     s.spawn(move || {
                         let mut w = make();
-                        w.make_partition(i, owner, homes, tight);
+                        w.make_partition(i, owner, homes, tight, cut);
                         w.watch_in_network_starts(feeders, timers);
                         w
                     })
@@ -774,11 +805,38 @@ impl Parallel {
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
+        let mut parts = parts;
+        if let Some(l) = long.filter(|_| lookahead > parts[0].window_ps) {
+            // A flow is sent on one host port: packets never sent go no faster than its rate.
+            let long_packets: Vec<u32> = (fabric.host_ports())
+                .map(|p| {
+                    let packet = crate::units::serialisation_ps(l.mtu, fabric.rate_bps[p].max(1));
+                    (lookahead.div_ceil(packet.max(1)) + 1).min(u32::MAX as u64 - 1) as u32
+                })
+                .collect();
+            // A receiver missing `n` packets needs at least `n - 2` full packets' time on its
+            // links (`engine::tight`).
+            let long_receive: Vec<u32> = (fabric.hosts())
+                .map(|h| {
+                    let into = super::tight::inbound_rate(fabric, h).max(1);
+                    let packet = crate::units::serialisation_ps(l.mtu, into).max(1);
+                    (lookahead.div_ceil(packet) + 2).min(u32::MAX as u64) as u32
+                })
+                .collect();
+            for w in &mut parts {
+                w.long_packets = long_packets.clone();
+                w.long_receive = long_receive.clone();
+            }
+        }
         Self {
+            lookahead,
             clock: Clock {
                 window_end: parts[0].window_ps,
                 deadlock_check_at: NEVER,
                 pace: Pace::default(),
+                windows: 0,
+                merged: 0,
+                long: 0,
             },
             serial: false,
             pool: rayon_core::ThreadPoolBuilder::new()
@@ -792,6 +850,43 @@ impl Parallel {
             finished: false,
             reached_limit: false,
         }
+    }
+
+    /// The windows' length while the run cannot end within one, the shortest delay of a link
+    /// between two partitions (`cut`), and the tight barriers for that length. Nothing
+    /// reaches another partition sooner than `cut`, so windows that long are safe, with three
+    /// rules where one world's order is decided on a finer grid (`World::window_ps`, the
+    /// shortest link of all):
+    ///
+    /// - a run that waits for every flow stops at that grid's first point after its last flow
+    ///   settled: a window is long only while some flow has more packets never sent than fit
+    ///   in one (`World::long_packets`), else one grid step;
+    /// - a tight barrier (the window's length decides which are) may release sooner than a
+    ///   long window after the next event: the window then ends where its release may come
+    ///   (`Shared::decide`), and one whose flows have not all started is ruled out only for
+    ///   as long as its flows take to finish ([`Tight::reach`]);
+    /// - with PFC, a deadlock check is asked for a period ahead: no window is longer.
+    ///
+    /// Runs whose fabric or plan changes as they go (faults, circuits, a controller, jobs that
+    /// react to failures, in-network calls) keep the grid: `long` is None.
+    fn lookahead(
+        fabric: &Fabric,
+        plan: &crate::workload::FlowPlan,
+        owner: &IdVec<NodeId, u16>,
+        homes: &[u16],
+        long: Option<LongWindows>,
+    ) -> (Time, Time, Vec<(u32, Vec<FlowId>)>) {
+        let shortest = fabric.shortest_delay().max(1);
+        let cut = (fabric.ports())
+            .filter(|&p| owner[fabric.port_node[p]] != owner[fabric.peer_node[p]])
+            .map(|p| fabric.delay_ps[p])
+            .min()
+            .unwrap_or(NEVER);
+        let window = match long {
+            Some(l) => cut.min(l.cap).max(shortest.min(l.cap)),
+            None => shortest,
+        };
+        (window, cut, tight_barriers(plan, homes, MIRRORED, window))
     }
 
     /// Run windows until at least `max_events` more events ran, the run ended (true), or the
@@ -817,6 +912,7 @@ impl Parallel {
             stop,
             target: events.saturating_add(max_events),
             window_ps: self.parts[0].window_ps,
+            lookahead: self.lookahead,
             flows_total: self.parts[0].stats.flows_total,
             limit,
         };
@@ -847,6 +943,17 @@ impl Parallel {
         self.finished = halt == Halt::Ended;
         self.reached_limit = halt == Halt::Limit;
         self.finished
+    }
+
+    /// The windows run so far.
+    pub fn windows(&self) -> Windows {
+        Windows {
+            count: self.clock.windows,
+            merged: self.clock.merged,
+            long: self.clock.long,
+            lookahead: self.lookahead,
+            grid: self.parts[0].window_ps,
+        }
     }
 
     /// Tests: switch between threads and one thread every `every` windows, whatever they
@@ -1082,8 +1189,8 @@ impl Parallel {
         in_network: Option<(u32, crate::config::CollectiveOp)>,
     ) {
         let homes = Arc::new(homes);
-        let window = self.parts[0].fabric.shortest_delay().max(1);
-        let tight = tight_barriers(plan, &homes, MIRRORED, window);
+        // (A run with amendments has a controller: its windows are the shortest link's.)
+        let tight = tight_barriers(plan, &homes, MIRRORED, self.lookahead);
         let mut a = a.clone();
         a.cancel.retain(|f| !not_cancelled.contains(f));
         let first = FlowId::new(self.parts[0].flows.len() as u32);
@@ -1138,6 +1245,7 @@ impl Parallel {
                 mtu,
                 header: w.transport.header as u64,
                 in_network: w.in_network.as_ref(),
+                cut: 0, // (no longer read: `Tight::reach` tells nothing after an amendment)
             };
             part.tight.amend(&tight, first, &a.cancel, &at, status);
         }
@@ -1202,6 +1310,8 @@ struct WindowPlan {
     /// Stop (for now) once the partitions ran this many events in all.
     target: u64,
     window_ps: Time,
+    /// The windows' length while the run cannot end within one (`Parallel::lookahead`).
+    lookahead: Time,
     flows_total: u64,
     /// Stop before the first event at or after this time (NEVER: no limit).
     limit: Time,
@@ -1240,6 +1350,11 @@ struct Status {
     events: AtomicU64,
     flows_settled: AtomicU64,
     pending_arrivals: AtomicU64,
+    /// Its flows with more packets never sent than fit in a long window (`World::long_flows`).
+    long_flows: AtomicU64,
+    /// How long after the next event no tight barrier waiting for a flow to start can release
+    /// (`Tight::reach`).
+    reach: AtomicU64,
     /// The deadlock check it asked for in the window (NEVER: none).
     deadlock_check_at: AtomicU64,
     /// A digest of its tight barriers' frontier (`Tight::digest`), which every partition must
@@ -1282,6 +1397,10 @@ struct Clock {
     deadlock_check_at: Time,
     /// What the windows cost, on threads or on one thread (which of the two runs them).
     pace: Pace,
+    /// The windows decided so far, how many of them ran merged, and how many were long.
+    windows: u64,
+    merged: u64,
+    long: u64,
 }
 
 type Caught = Box<dyn std::any::Any + Send>;
@@ -1344,13 +1463,39 @@ impl Shared {
                 next.saturating_add(offset) < end
             })
         };
-        let merged = any_within(frontier, &self.offsets, self.tight);
+        let mut end = end;
+        let mut merged = any_within(frontier, &self.offsets, self.tight);
+        if merged && plan.lookahead > plan.window_ps {
+            // A long window ends where a tight barrier may first release, unless that is
+            // within one grid step: that step runs merged, as without long windows.
+            let soonest = (frontier.iter())
+                .map(|&i| {
+                    let offset = (0..n)
+                        .map(|p| self.offsets[p * self.tight + i as usize].load(Ordering::Relaxed))
+                        .max()
+                        .unwrap_or(0);
+                    next.saturating_add(offset)
+                })
+                .min()
+                .unwrap_or(NEVER);
+            let step = (next / plan.window_ps + 1).saturating_mul(plan.window_ps);
+            if soonest >= step {
+                end = end.min(soonest);
+                merged = false;
+            } else {
+                end = end.min(step);
+            }
+        }
         let inr_next = (self.status.iter())
             .map(|s| s.inr_next.load(Ordering::Relaxed))
             .min()
             .unwrap_or(NEVER);
         let ends = any_within(blocking, &self.inr_offsets, self.trees);
-        Ok((end, merged || ends || inr_next < end))
+        let merged = merged || ends || inr_next < end;
+        clock.windows += 1;
+        clock.merged += merged as u64;
+        clock.long += (end > (next / plan.window_ps + 1).saturating_mul(plan.window_ps)) as u64;
+        Ok((end, merged))
     }
 
     /// The next window's end, and the time of the next event anywhere (or check).
@@ -1386,6 +1531,23 @@ impl Shared {
             .min()
             .filter(|&t| t != NEVER);
         let w = plan.window_ps;
+        // A grid step from `t`, or a long window when the run cannot end within it and no
+        // tight barrier waiting for a flow to start can release within it.
+        let reach = (self.status.iter())
+            .map(|s| s.reach.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NEVER)
+            .min(plan.lookahead);
+        let long =
+            reach > w && (matches!(plan.stop, StopAt::Time(_)) || sum(|s| &s.long_flows) > 0);
+        let step = |t: Time| {
+            let grid = (t / w + 1).saturating_mul(w);
+            if long {
+                grid.max(t.saturating_add(reach))
+            } else {
+                grid
+            }
+        };
         // One world's order of the stop rules (`World::run_events_until`): all flows done, then
         // the limit (a control boundary, which windows end at), then the stop time.
         let limit = plan.limit;
@@ -1403,7 +1565,7 @@ impl Shared {
                     if done {
                         return Err(Halt::Ended);
                     }
-                    *window_end = (t / w + 1).saturating_mul(w);
+                    *window_end = step(t);
                 }
                 if at_limit(t) {
                     return Err(Halt::Limit);
@@ -1415,7 +1577,7 @@ impl Shared {
                     return Err(Halt::Limit);
                 }
                 let t = next.filter(|&t| t <= stop).ok_or(Halt::Ended)?;
-                let end = (t / w + 1).saturating_mul(w).min(stop.saturating_add(1));
+                let end = step(t).min(stop.saturating_add(1));
                 Ok((end.min(limit), t))
             }
         }
@@ -1641,11 +1803,13 @@ fn post_status(
     status
         .pending_arrivals
         .store(w.pending_arrivals, Ordering::Relaxed);
+    status.long_flows.store(w.long_flows, Ordering::Relaxed);
     let part = w.partition.as_mut().expect("a partition");
+    status.reach.store(part.tight.reach(), Ordering::Relaxed);
     part.tight.prune(&w.barriers);
     for k in 0..part.tight.frontier().len() {
         let b = part.tight.frontier()[k];
-        let offset = part.tight.offset(b, &w.flows, plan.window_ps);
+        let offset = part.tight.offset(b, &w.flows, plan.lookahead);
         shared.offsets[me * shared.tight + b as usize].store(offset, Ordering::Relaxed);
     }
     status

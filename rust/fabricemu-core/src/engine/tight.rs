@@ -88,6 +88,8 @@ pub(super) struct Where<'a> {
     /// itself, but through the switches: its results come in over its links).
     pub header: u64,
     pub in_network: Option<&'a super::in_network::InNetwork>,
+    /// The shortest delay of a link between two partitions (`Parallel::lookahead`).
+    pub cut: Time,
 }
 
 /// One partition's view of the tight barriers (indexed as [`tight_barriers`] lists them).
@@ -103,6 +105,15 @@ pub(super) struct Tight {
     frontier: Vec<u32>,
     /// The tight barriers of the flows that started here in this window, for the others.
     pub started: Vec<u32>,
+    /// Per tight barrier: the soonest one of its flows can finish after it starts
+    /// ([`Tight::reach`]) ...
+    soonest: Vec<Time>,
+    /// ... the tight barriers by it, and the first of them still waiting for a flow to start
+    /// (barriers only ever stop waiting).
+    by_soonest: Vec<u32>,
+    head: usize,
+    /// An amendment tracked barriers since: [`Tight::reach`] no longer tells.
+    amended: bool,
 }
 
 impl Tight {
@@ -117,7 +128,26 @@ impl Tight {
         for (b, fids) in tight {
             t.track(*b, fids, at, |_| Some(false));
         }
+        t.by_soonest = (0..t.barriers.len() as u32).collect();
+        t.by_soonest.sort_by_key(|&i| (t.soonest[i as usize], i));
         t
+    }
+
+    /// How long after the next event (anywhere) the tight barriers still waiting for a flow to
+    /// start (outside the frontier) cannot release: none of their flows can finish sooner
+    /// should it start at once (NEVER: none waits; 0 after an amendment). The parallel
+    /// engine's long windows are no longer (`Parallel::lookahead`).
+    pub fn reach(&mut self) -> Time {
+        if self.amended {
+            return 0;
+        }
+        while let Some(&i) = self.by_soonest.get(self.head) {
+            if self.unstarted[i as usize] > 0 {
+                return self.soonest[i as usize];
+            }
+            self.head += 1;
+        }
+        NEVER
     }
 
     /// Track tight barrier `b` (the next index), counted by `fids`; `status` says of each
@@ -132,6 +162,7 @@ impl Tight {
         let i = self.barriers.len() as u32;
         self.barriers.push((b, Vec::new()));
         self.unstarted.push(0);
+        self.soonest.push(NEVER);
         for &fid in fids {
             if let Some(started) = status(fid) {
                 self.add_flow(i, fid, at, started);
@@ -152,6 +183,7 @@ impl Tight {
             mtu,
             header,
             in_network,
+            cut,
         } = *at;
         // A flow a partition forgot finished (the view retired it before an amendment made every
         // record kept): it waits neither to start nor to finish.
@@ -162,17 +194,38 @@ impl Tight {
         // result packet is its full packet here.
         let result = in_network.and_then(|i| i.result_bytes(fid, mtu, header));
         let to_itself = f.src == f.dst && result.is_none();
+        // The most bits the receiver's links bring in per second: a full packet takes at least
+        // its payload's time at that rate.
+        let into = inbound_rate(fabric, f.dst);
+        let packet = crate::units::serialisation_ps(result.unwrap_or(mtu), into.max(1));
         if !to_itself && !gone {
             self.unstarted[i as usize] += 1;
             if owner[f.src] == me {
                 self.counts_toward[fid] = i;
             }
         }
+        if !to_itself {
+            // Started at once, its first packet crosses its sender's link and its receiver's
+            // (the same one, or more: one between partitions, if it crosses), and the rest come
+            // in at most at the receiver's rate; the last two count for nothing, as in
+            // `Tight::offset`.
+            let link = |n: NodeId, far: bool| {
+                (fabric.ports_of(n))
+                    .map(|p| fabric.delay_ps[if far { fabric.peer_port[p] } else { p }])
+                    .min()
+                    .unwrap_or(0)
+            };
+            let path = if owner[f.src] != owner[f.dst] {
+                cut
+            } else {
+                link(f.src, false).max(link(f.dst, true))
+            };
+            let rest = (f.num_packets as u64).saturating_sub(2);
+            let soonest = path.saturating_add(rest.saturating_mul(packet));
+            let s = &mut self.soonest[i as usize];
+            *s = (*s).min(soonest);
+        }
         if owner[f.dst] == me {
-            // The most bits the host's links bring in per second: a full packet takes at least
-            // its payload's time at that rate.
-            let into = inbound_rate(fabric, f.dst);
-            let packet = crate::units::serialisation_ps(result.unwrap_or(mtu), into.max(1));
             self.barriers[i as usize]
                 .1
                 .push((fid, (!to_itself).then_some(packet)));
@@ -194,6 +247,7 @@ impl Tight {
         status: impl Fn(FlowId) -> Option<bool>,
     ) {
         let flows = at.flows;
+        self.amended = true;
         self.counts_toward.resize(flows.len(), NONE);
         let index: std::collections::HashMap<u32, u32> = (self.barriers.iter().enumerate())
             .map(|(i, &(b, _))| (b, i as u32))
@@ -333,6 +387,7 @@ mod tests {
             mtu: w.transport.mtu as u64,
             header: w.transport.header as u64,
             in_network: None,
+            cut: 0,
         }
     }
 

@@ -209,6 +209,7 @@ pub(super) fn new_flow(
         abandoned: false,
         packets_alive: 0,
         withdrawn: false,
+        long_at_receiver: false,
     };
     (flow, ends.pxn)
 }
@@ -392,6 +393,18 @@ pub struct World {
     pub(super) window_ps: Time,
     /// The end of the current window (a multiple of `window_ps`).
     pub(super) window_end: Time,
+    /// The parallel engine's long windows (`Parallel::lookahead`), per host port: a flow sent
+    /// on it that has at least this many packets never sent cannot finish within one (empty:
+    /// windows are `window_ps`, nothing counted; see [`long_packets`]) ...
+    pub(super) long_packets: Vec<u32>,
+    /// ... and per host, as a receiver: a flow to it that misses at least this many packets
+    /// cannot finish within one either (the last two may be on their way or short; empty:
+    /// nothing counted) ...
+    pub(super) long_receive: Vec<u32>,
+    /// ... and the flows counted here by either (started here with that many packets never
+    /// sent, or received here missing that many; a flow may count on both sides): while any
+    /// partition counts one, the run cannot end within a long window.
+    pub(super) long_flows: u64,
     /// The parallel engine: this world's partition (None: the world is the whole fabric).
     pub(super) partition: Option<super::parallel::Part>,
     pub(super) finished: bool,
@@ -401,6 +414,12 @@ pub struct World {
     pub(super) live: super::live::LiveCounters,
     /// Plan amendments: cancelled flows and what appended flows need.
     pub(super) amends: super::amend::Amends,
+}
+
+/// `World::long_packets` of a flow sent on host port `port` (u32::MAX: none counted).
+#[inline]
+pub(super) fn long_packets(per_port: &[u32], port: PortId) -> u32 {
+    per_port.get(port.index()).copied().unwrap_or(u32::MAX)
 }
 
 /// What the engine's state costs per entity, from the sizes of the records in the World's
@@ -823,6 +842,9 @@ impl World {
             flows_settled: 0,
             window_ps,
             window_end: window_ps,
+            long_packets: Vec::new(),
+            long_receive: Vec::new(),
+            long_flows: 0,
             partition: None,
             finished: false,
             reached_limit: false,

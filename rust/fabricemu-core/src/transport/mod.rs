@@ -123,6 +123,9 @@ pub struct Flow {
     /// Withdrawn by an elastic job's re-formation (it was also `abandoned`: the sender stopped):
     /// its arrival at its barrier was taken back, and its finishing later counts for nothing.
     pub withdrawn: bool,
+    /// Receiver: counted in `World::long_flows` (it misses more packets than come in within
+    /// one of the parallel engine's long windows).
+    pub long_at_receiver: bool,
 
     // Cold: set up and finish, selective-recovery receiver, counters.
     pub size_bytes: u64,

@@ -684,6 +684,78 @@ fn gpu_clusters_with_pxn_relays_are_the_same_on_any_number_of_threads() {
     );
 }
 
+/// A rail-cabled GPU cluster whose scale-up links (5 ns) set one world's grid, while the links
+/// between partitions (the NICs' and the rails', 500 ns) allow windows 100x as long: ring
+/// all-reduces of 16 KiB back to back (each iteration ends with an all-gather inside every
+/// server, over the NVSwitch), beside a permutation of 4 MiB flows, and an 80 MiB transfer
+/// inside a server that ends last (its last acknowledgement comes back within a long window).
+const LONG_WINDOWS: &str = r#"
+    seed = 1
+    [topology]
+    kind = "leaf_spine"
+    leaves = 4
+    hosts_per_leaf = 4
+    spines = 2
+    link_rate = "400Gbps"
+    link_delay = "500ns"
+    [cluster]
+    gpus_per_server = 4
+    cabling = "rail"
+    scaleup = { kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "10ns" }
+    [[workload]]
+    kind = "collective"
+    op = "all_reduce"
+    algorithm = "hierarchical_ring"
+    hosts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    size = "16KiB"
+    iterations = 8
+    [[workload]]
+    kind = "permutation"
+    size = "4MiB"
+    [[workload]]
+    kind = "incast"
+    receiver = 1
+    senders = [2]
+    size = "80MiB"
+    "#;
+
+#[test]
+fn long_windows_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
+    // Windows are long while a 4 MiB flow has more packets to send than fit in one (the run
+    // cannot end within it) and no iteration's end can come within it: an iteration's
+    // all-gather inside the servers may start and finish within 500 ns, and its end starts the
+    // next iteration at once on every server. Taking windows of 500 ns there regardless
+    // changes these outputs (tried); so would ending the run at a long window's end.
+    let s = same_for_any_threads("long-windows", LONG_WINDOWS);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    let (_, _, mut sim) = build_with(LONG_WINDOWS, 2);
+    sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert_eq!((w.lookahead, w.grid), (500_000, 5_000), "{w:?}");
+    assert!(w.long > 0 && w.long < w.count, "{w:?}");
+    // The permutation alone: a tenth as many windows as grid steps in the run (those left are
+    // the last 20 us, when every flow but the last few has finished and those few miss fewer
+    // packets than a long window could bring in at their receivers' rate, all links counted).
+    let (head, _) = LONG_WINDOWS.split_once("[[workload]]").expect("workloads");
+    let alone = format!("{head}[[workload]]\nkind = \"permutation\"\nsize = \"4MiB\"\n");
+    let (_, _, mut sim) = build_with(&alone, 2);
+    let stats = sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert!(
+        w.count * 10 < stats.simulated_ps / w.grid,
+        "{w:?} {stats:?}"
+    );
+
+    // A fabric that may change (here a link that fails) keeps one world's grid.
+    let faulty = format!(
+        "{LONG_WINDOWS}\n[[fault]]\nlink = [\"leaf:0\", \"spine:0\"]\nat = \"50us\"\nuntil = \"60us\"\n"
+    );
+    let (_, _, mut sim) = build_with(&faulty, 2);
+    sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert_eq!((w.lookahead, w.long), (5_000, 0), "{w:?}");
+}
+
 #[test]
 fn sampled_and_per_packet_traces_are_the_same_on_any_number_of_threads() {
     // Every streamed table: queues and links sampled by every partition at the same instants
