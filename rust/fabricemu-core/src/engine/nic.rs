@@ -168,6 +168,7 @@ impl World {
             };
             if start > self.now {
                 self.events.push(start, Event::NextFlowStarts);
+                self.latest_pending = self.latest_pending.max(start);
                 return;
             }
             if let Some(k) = stream {

@@ -534,6 +534,7 @@ impl World {
     #[inline]
     pub(super) fn push_flow_start(&mut self, at: Time, fid: FlowId) {
         self.events.push(at, Event::FlowStart(fid));
+        self.latest_pending = self.latest_pending.max(at);
         if let (Some(part), Some(inr)) = (&mut self.partition, &self.in_network) {
             if inr.is_member(fid) {
                 part.inr_pending.push(Reverse(at));
@@ -546,6 +547,7 @@ impl World {
     #[inline]
     pub(super) fn push_barrier_arrival(&mut self, at: Time, b: u32) {
         self.events.push(at, Event::BarrierArrive(b));
+        self.latest_pending = self.latest_pending.max(at);
         if let Some(part) = &mut self.partition {
             if part.feeds_in_network(b) {
                 part.inr_pending.push(Reverse(at));
@@ -859,8 +861,10 @@ impl Parallel {
     /// shortest link of all):
     ///
     /// - a run that waits for every flow stops at that grid's first point after its last flow
-    ///   settled: a window is long only while some flow has more packets never sent than fit
-    ///   in one (`World::long_packets`), else one grid step;
+    ///   settled: a window is long only while some flow cannot finish within it (more packets
+    ///   never sent than its port sends in one, `World::long_packets`, or missing more than
+    ///   its receiver's links bring in, `World::long_receive`), or something the run waits for
+    ///   is scheduled at or after its end (`World::latest_pending`), else one grid step;
     /// - a tight barrier (the window's length decides which are) may release sooner than a
     ///   long window after the next event: the window then ends where its release may come
     ///   (`Shared::decide`), and one whose flows have not all started is ruled out only for
@@ -1352,6 +1356,8 @@ struct Status {
     pending_arrivals: AtomicU64,
     /// Its flows with more packets never sent than fit in a long window (`World::long_flows`).
     long_flows: AtomicU64,
+    /// The latest it scheduled of what the run waits for (`World::latest_pending`).
+    latest_pending: AtomicU64,
     /// How long after the next event no tight barrier waiting for a flow to start can release
     /// (`Tight::reach`).
     reach: AtomicU64,
@@ -1538,11 +1544,16 @@ impl Shared {
             .min()
             .unwrap_or(NEVER)
             .min(plan.lookahead);
-        let long =
-            reach > w && (matches!(plan.stop, StopAt::Time(_)) || sum(|s| &s.long_flows) > 0);
+        let latest = (self.status.iter())
+            .map(|s| s.latest_pending.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
+        let waits = matches!(plan.stop, StopAt::Time(_)) || sum(|s| &s.long_flows) > 0;
         let step = |t: Time| {
             let grid = (t / w + 1).saturating_mul(w);
-            if long {
+            let end = t.saturating_add(reach);
+            // (Something still to come at or after the window's end: the run cannot end in it.)
+            if reach > w && (waits || latest >= end) {
                 grid.max(t.saturating_add(reach))
             } else {
                 grid
@@ -1804,6 +1815,7 @@ fn post_status(
         .pending_arrivals
         .store(w.pending_arrivals, Ordering::Relaxed);
     status.long_flows.store(w.long_flows, Ordering::Relaxed);
+    (status.latest_pending).store(w.latest_pending, Ordering::Relaxed);
     let part = w.partition.as_mut().expect("a partition");
     status.reach.store(part.tight.reach(), Ordering::Relaxed);
     part.tight.prune(&w.barriers);

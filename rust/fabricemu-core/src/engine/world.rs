@@ -405,6 +405,11 @@ pub struct World {
     /// sent, or received here missing that many; a flow may count on both sides): while any
     /// partition counts one, the run cannot end within a long window.
     pub(super) long_flows: u64,
+    /// The latest time of anything scheduled here that the run waits for: a flow's start (its
+    /// sender's partition), an arrival at a barrier counted in `pending_arrivals`. Events run
+    /// in time order, so one at or after the next event has not run: the run cannot end
+    /// before it (the parallel engine's long windows, `Parallel::lookahead`).
+    pub(super) latest_pending: Time,
     /// The parallel engine: this world's partition (None: the world is the whole fabric).
     pub(super) partition: Option<super::parallel::Part>,
     pub(super) finished: bool,
@@ -703,11 +708,14 @@ impl World {
                     .map(|(t, _)| t),
             )
             .min();
+        // (The first flow's start is some partition's own, and every partition has the timers.)
+        let mut latest_pending = first_start.unwrap_or(0);
         if let Some(t) = first_start {
             events.push(t, Event::NextFlowStarts);
         }
         for &(at, b) in &plan.barrier_timers {
             events.push(at, Event::BarrierArrive(b));
+            latest_pending = latest_pending.max(at);
         }
         let jobs = super::jobs::Jobs::new(plan);
         for (at, e) in jobs.failure_events() {
@@ -844,6 +852,7 @@ impl World {
             window_end: window_ps,
             long_packets: Vec::new(),
             long_receive: Vec::new(),
+            latest_pending,
             long_flows: 0,
             partition: None,
             finished: false,

@@ -746,6 +746,33 @@ fn long_windows_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
         "{w:?} {stats:?}"
     );
 
+    // Iterations of a small all-reduce inside one server, 3 us of compute apart: nothing is
+    // left to send when the last one starts, but its start (and each arrival at a barrier
+    // after compute) was scheduled long before, so the windows before it are long. The one
+    // it starts in is a grid step: the iteration ends within 300 ns of it, its last
+    // acknowledgements within the 500 ns a long window would have run on.
+    let late = LONG_WINDOWS
+        .split_once("[[workload]]")
+        .expect("workloads")
+        .0
+        .to_string()
+        + r#"
+        [[workload]]
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "ring"
+        hosts = [0, 1, 2, 3]
+        size = "1KiB"
+        iterations = 3
+        compute_gap = "3us"
+        "#;
+    let s = same_for_any_threads("long-windows-late", &late);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    let (_, _, mut sim) = build_with(&late, 2);
+    sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert!(w.long > 0, "{w:?}");
+
     // A fabric that may change (here a link that fails) keeps one world's grid.
     let faulty = format!(
         "{LONG_WINDOWS}\n[[fault]]\nlink = [\"leaf:0\", \"spine:0\"]\nat = \"50us\"\nuntil = \"60us\"\n"
