@@ -35,7 +35,7 @@
 //! other partitions count too dies there at the window's end (`Mail::dead`).
 //!
 //! Windows may be longer than the shortest link where the links between partitions are longer
-//! (a GPU cluster's scale-up links stay inside a partition): see [`Parallel::lookahead`] for
+//! (a GPU cluster's scale-up links stay inside a partition): see `Parallel::lookahead` for
 //! the rules that keep one world's order, decided on the shortest link's grid.
 //!
 //! Optical circuit switching runs partitioned the same way: every partition reconfigures its
