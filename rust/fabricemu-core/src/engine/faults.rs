@@ -628,10 +628,7 @@ impl World {
             if f.abandoned || f.finished() {
                 continue;
             }
-            if f.started
-                && f.num_packets - f.high_seq
-                    >= super::world::long_packets(&self.long_packets, f.src_port)
-            {
+            if f.started && super::world::sends_long(&self.long_packets, f) {
                 self.long_flows -= 1; // settled with packets never sent
             }
             f.abandoned = true;

@@ -1187,8 +1187,7 @@ impl World {
         if f.finished() || f.withdrawn || f.abandoned || !f.started {
             return;
         }
-        if f.num_packets - f.high_seq >= super::world::long_packets(&self.long_packets, f.src_port)
-        {
+        if super::world::sends_long(&self.long_packets, f) {
             self.long_flows -= 1; // settled with packets never sent
         }
         f.withdrawn = true;

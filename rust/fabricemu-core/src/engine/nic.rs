@@ -76,10 +76,9 @@ impl World {
                 self.stats.retransmitted_packets += 1;
                 f.rtt_probe = None; // Karn: an ACK after a retransmission times nothing
             } else {
-                let never_sent = f.num_packets - f.high_seq;
+                let was_long = super::world::sends_long(&self.long_packets, f);
                 f.high_seq = seq + 1;
-                let long = super::world::long_packets(&self.long_packets, f.src_port);
-                if never_sent >= long && f.num_packets - f.high_seq < long {
+                if was_long && !super::world::sends_long(&self.long_packets, f) {
                     self.long_flows -= 1;
                 }
                 if f.rtt_probe.is_none() && self.cc.sees_acks() {
@@ -205,8 +204,7 @@ impl World {
         let f = &mut self.flows[fid];
         f.start = now;
         f.started = true;
-        if f.num_packets - f.high_seq >= super::world::long_packets(&self.long_packets, f.src_port)
-        {
+        if super::world::sends_long(&self.long_packets, f) {
             self.long_flows += 1;
         }
         f.next_send = now;

@@ -1458,35 +1458,29 @@ impl Shared {
             (self.status.iter()).all(|s| s.frontier.load(Ordering::Relaxed) == digest),
             "parallel engine: the partitions disagree on the barriers that may release"
         );
-        // Whether any of `ids` may end before the window does: by the latest of the partitions'
-        // bounds (`per` of them per partition in `offsets`), counted from the next event.
-        let any_within = |ids: &[u32], offsets: &[AtomicU64], per: usize| {
-            ids.iter().any(|&i| {
-                let offset = (0..n)
-                    .map(|p| offsets[p * per + i as usize].load(Ordering::Relaxed))
-                    .max()
-                    .unwrap_or(0);
-                next.saturating_add(offset) < end
-            })
-        };
-        let mut end = end;
-        let mut merged = any_within(frontier, &self.offsets, self.tight);
-        if merged && plan.lookahead > plan.window_ps {
-            // A long window ends where a tight barrier may first release, unless that is
-            // within one grid step: that step runs merged, as without long windows.
-            let soonest = (frontier.iter())
+        // The soonest any of `ids` may end: by the latest of the partitions' bounds (`per` of
+        // them per partition in `offsets`), counted from the next event (NEVER: none).
+        let soonest = |ids: &[u32], offsets: &[AtomicU64], per: usize| {
+            (ids.iter())
                 .map(|&i| {
                     let offset = (0..n)
-                        .map(|p| self.offsets[p * self.tight + i as usize].load(Ordering::Relaxed))
+                        .map(|p| offsets[p * per + i as usize].load(Ordering::Relaxed))
                         .max()
                         .unwrap_or(0);
                     next.saturating_add(offset)
                 })
                 .min()
-                .unwrap_or(NEVER);
-            let step = (next / plan.window_ps + 1).saturating_mul(plan.window_ps);
-            if soonest >= step {
-                end = end.min(soonest);
+                .unwrap_or(NEVER)
+        };
+        let release = soonest(frontier, &self.offsets, self.tight);
+        let step = (next / plan.window_ps + 1).saturating_mul(plan.window_ps);
+        let mut end = end;
+        let mut merged = release < end;
+        if merged && plan.lookahead > plan.window_ps {
+            // A long window ends where a tight barrier may first release, unless that is
+            // within one grid step: that step runs merged, as without long windows.
+            if release >= step {
+                end = release;
                 merged = false;
             } else {
                 end = end.min(step);
@@ -1496,11 +1490,11 @@ impl Shared {
             .map(|s| s.inr_next.load(Ordering::Relaxed))
             .min()
             .unwrap_or(NEVER);
-        let ends = any_within(blocking, &self.inr_offsets, self.trees);
+        let ends = soonest(blocking, &self.inr_offsets, self.trees) < end;
         let merged = merged || ends || inr_next < end;
         clock.windows += 1;
         clock.merged += merged as u64;
-        clock.long += (end > (next / plan.window_ps + 1).saturating_mul(plan.window_ps)) as u64;
+        clock.long += (end > step) as u64;
         Ok((end, merged))
     }
 
@@ -1554,7 +1548,7 @@ impl Shared {
             let end = t.saturating_add(reach);
             // (Something still to come at or after the window's end: the run cannot end in it.)
             if reach > w && (waits || latest >= end) {
-                grid.max(t.saturating_add(reach))
+                grid.max(end)
             } else {
                 grid
             }

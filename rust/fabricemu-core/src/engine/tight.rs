@@ -9,11 +9,11 @@
 //! cannot be ruled out from what its receivers have left to receive. A flow that has not started
 //! cannot finish within the next window: from its start its last packet crosses at least one
 //! link (with windows longer than the shortest link, those are no longer than the quickest flow
-//! of a barrier still waiting takes: [`Tight::reach`]). One still missing `n` packets at its receiver needs at least `n - 2` full packets' time
-//! on its receiver's links (the first may have been on its way since before, the last may be
-//! short). Each partition posts, for each frontier barrier, the soonest its own flows allow
-//! (an offset from the next event anywhere: nothing happens before it); the barrier's bound is
-//! the latest over the partitions.
+//! of a barrier still waiting takes: [`Tight::reach`]). One still missing `n` packets at its
+//! receiver needs at least `n - 2` full packets' time on its receiver's links (the first may
+//! have been on its way since before, the last may be short). Each partition posts, for each
+//! frontier barrier, the soonest its own flows allow (an offset from the next event anywhere:
+//! nothing happens before it); the barrier's bound is the latest over the partitions.
 
 use crate::ids::{FlowId, IdVec, NodeId};
 use crate::topology::Fabric;

@@ -395,7 +395,7 @@ pub struct World {
     pub(super) window_end: Time,
     /// The parallel engine's long windows (`Parallel::lookahead`), per host port: a flow sent
     /// on it that has at least this many packets never sent cannot finish within one (empty:
-    /// windows are `window_ps`, nothing counted; see [`long_packets`]) ...
+    /// windows are `window_ps`, nothing counted; see [`sends_long`]) ...
     pub(super) long_packets: Vec<u32>,
     /// ... and per host, as a receiver: a flow to it that misses at least this many packets
     /// cannot finish within one either (the last two may be on their way or short; empty:
@@ -421,10 +421,15 @@ pub struct World {
     pub(super) amends: super::amend::Amends,
 }
 
-/// `World::long_packets` of a flow sent on host port `port` (u32::MAX: none counted).
+/// Whether flow `f` has at least `World::long_packets` (`per_port`) of its sending port's
+/// packets never sent: it cannot finish within one of the parallel engine's long windows.
 #[inline]
-pub(super) fn long_packets(per_port: &[u32], port: PortId) -> u32 {
-    per_port.get(port.index()).copied().unwrap_or(u32::MAX)
+pub(super) fn sends_long(per_port: &[u32], f: &crate::transport::Flow) -> bool {
+    let long = per_port
+        .get(f.src_port.index())
+        .copied()
+        .unwrap_or(u32::MAX);
+    f.num_packets - f.high_seq >= long
 }
 
 /// What the engine's state costs per entity, from the sizes of the records in the World's
