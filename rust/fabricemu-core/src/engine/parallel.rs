@@ -382,7 +382,8 @@ pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<Str
 }
 
 /// The partition of every node: hosts in `parts` contiguous blocks (a pod, a leaf's hosts and a
-/// dragonfly group are contiguous; on a rail-cabled GPU cluster, servers dealt out in turn),
+/// dragonfly group are contiguous; a GPU cluster's servers or scale-up domains kept whole, dealt
+/// out in turn on rail cabling),
 /// then each switch with the partition most of its already placed neighbours are in (edge
 /// switches follow their hosts, aggregation their edges, ...), ties to the partition with the
 /// fewest switches so far. Any map gives the same outputs; this one cuts few links.
@@ -390,14 +391,29 @@ pub fn partition_nodes(fabric: &Fabric, parts: u16) -> IdVec<NodeId, u16> {
     const NONE: u16 = u16::MAX;
     let mut owner: IdVec<NodeId, u16> = IdVec::from_elem(NONE, fabric.num_nodes as usize);
     let hosts = fabric.num_hosts.max(1) as u64;
-    // On rail cabling every rail leaf reaches every server of its unit, so blocks of servers
-    // cut no fewer links than servers dealt out in turn; dealt out, each partition holds a
-    // share of every pipeline stage and replica, busy when the others are (measured on 2
-    // threads: GPT training 0.67x, MoE training 0.75x the time of blocks; an all-reduce 1.0x).
-    let rail = (fabric.cluster.as_ref()).filter(|c| c.spec.cabling == crate::config::Cabling::Rail);
+    // A server, or the scale-up domain it is in, stays whole: its links (a few ns) would
+    // otherwise be cut, and every window would be that short (an NVL72 domain spans 18
+    // servers). On rail cabling every rail leaf reaches every server of its unit, so blocks of
+    // servers cut no fewer links than servers dealt out in turn; dealt out, each partition
+    // holds a share of every pipeline stage and replica, busy when the others are (measured on
+    // 2 threads: GPT training 0.67x, MoE training 0.75x the time of blocks; an all-reduce 1.0x).
+    // Otherwise they go in contiguous blocks. (Fewer domains than partitions: servers, cut
+    // where they must be.)
+    let cluster = fabric.cluster.as_deref();
+    let by_domain = cluster.is_some_and(|c| c.domains >= parts as u32);
     for n in fabric.nodes().filter(|&n| fabric.is_host(n)) {
-        owner[n] = match rail {
-            Some(c) if n.get() < c.gpus => (c.server(n) % parts as u32) as u16,
+        owner[n] = match cluster {
+            Some(c) if n.get() < c.gpus => {
+                let (whole, wholes) = match c.domain(n).filter(|_| by_domain) {
+                    Some(d) => (d, c.domains),
+                    None => (c.server(n), c.servers),
+                };
+                if c.spec.cabling == crate::config::Cabling::Rail {
+                    (whole % parts as u32) as u16
+                } else {
+                    (whole as u64 * parts as u64 / wholes.max(1) as u64) as u16
+                }
+            }
             _ => (n.index() as u64 * parts as u64 / hosts) as u16,
         };
     }
@@ -469,6 +485,7 @@ impl World {
             header: self.transport.header as u64,
             in_network: self.in_network.as_ref(),
             cut,
+            ports: &self.ports,
         };
         let tight = Tight::new(tight, &at);
         for p in self.fabric.ports() {
@@ -1250,6 +1267,7 @@ impl Parallel {
                 header: w.transport.header as u64,
                 in_network: w.in_network.as_ref(),
                 cut: 0, // (no longer read: `Tight::reach` tells nothing after an amendment)
+                ports: &w.ports,
             };
             part.tight.amend(&tight, first, &a.cancel, &at, status);
         }

@@ -15,14 +15,14 @@
 //! frontier barrier, the soonest its own flows allow (an offset from the next event anywhere:
 //! nothing happens before it); the barrier's bound is the latest over the partitions.
 
-use crate::ids::{FlowId, IdVec, NodeId};
+use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::topology::Fabric;
 use crate::transport::NEVER;
 use crate::units::Time;
 use crate::workload::{FlowPlan, Start};
 
 use super::flows::FlowTable;
-use super::world::Barrier;
+use super::world::{Barrier, PortHot};
 
 /// No tight barrier.
 const NONE: u32 = u32::MAX;
@@ -91,6 +91,9 @@ pub(super) struct Where<'a> {
     pub in_network: Option<&'a super::in_network::InNetwork>,
     /// The shortest delay of a link between two partitions (`Parallel::lookahead`).
     pub cut: Time,
+    /// Per port, when a packet sent on it arrives at the far node: the link's delay plus the
+    /// far switch's forwarding latency (`PortHot::arrival_delay`).
+    pub ports: &'a IdVec<PortId, PortHot>,
 }
 
 /// One partition's view of the tight barriers (indexed as [`tight_barriers`] lists them).
@@ -185,6 +188,7 @@ impl Tight {
             header,
             in_network,
             cut,
+            ports,
         } = *at;
         // A flow a partition forgot finished (the view retired it before an amendment made every
         // record kept): it waits neither to start nor to finish.
@@ -206,21 +210,27 @@ impl Tight {
             }
         }
         if !to_itself {
-            // Started at once, its first packet crosses its sender's link and its receiver's
-            // (the same one, or more: one between partitions, if it crosses), and the rest come
-            // in at most at the receiver's rate; the last two count for nothing, as in
-            // `Tight::offset`.
-            let link = |n: NodeId, far: bool| {
-                (fabric.ports_of(n))
-                    .map(|p| fabric.delay_ps[if far { fabric.peer_port[p] } else { p }])
-                    .min()
-                    .unwrap_or(0)
-            };
-            let path = if owner[f.src] != owner[f.dst] {
-                cut
+            // Started at once, its first packet crosses its sender's link, the far switch, and
+            // its receiver's link (one link if they are linked: the least of the two), or more:
+            // one between partitions, if it crosses; the rest come in at most at the receiver's
+            // rate; the last two count for nothing, as in `Tight::offset`.
+            let out = (fabric.ports_of(f.src))
+                .map(|p| ports[p].arrival_delay)
+                .min()
+                .unwrap_or(0);
+            let last = (fabric.ports_of(f.dst))
+                .map(|p| ports[fabric.peer_port[p]].arrival_delay)
+                .min()
+                .unwrap_or(0);
+            let linked = (fabric.ports_of(f.src)).any(|p| fabric.peer_node[p] == f.dst);
+            let mut path = if linked {
+                out.min(last)
             } else {
-                link(f.src, false).max(link(f.dst, true))
+                out.saturating_add(last)
             };
+            if owner[f.src] != owner[f.dst] {
+                path = path.max(cut);
+            }
             let rest = (f.num_packets as u64).saturating_sub(2);
             let soonest = path.saturating_add(rest.saturating_mul(packet));
             let s = &mut self.soonest[i as usize];
@@ -388,6 +398,7 @@ mod tests {
             mtu: w.transport.mtu as u64,
             header: w.transport.header as u64,
             in_network: None,
+            ports: &w.ports,
             cut: 0,
         }
     }

@@ -784,6 +784,46 @@ fn long_windows_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
 }
 
 #[test]
+fn scale_up_domains_stay_whole_and_their_switch_latency_lengthens_windows() {
+    // Iterations back to back: each one's end is a barrier every partition counts, waiting for
+    // flows inside the servers (the all-gather over the NVSwitch) long before they start. Such
+    // a flow takes at least its GPU's link into the NVSwitch plus the switch's 250 ns plus the
+    // link out (`Tight::reach`); counting the links alone (5 ns) left the windows at the grid:
+    // 22,253 windows where there are now 748 (grid steps in the run: 34,783).
+    let back_to_back = LONG_WINDOWS
+        .replace("latency = \"10ns\"", "latency = \"250ns\"")
+        .replace(
+            "[[workload]]\n    kind = \"incast\"\n    receiver = 1\n    senders = [2]\n    size = \"80MiB\"",
+            "",
+        );
+    assert!(back_to_back.contains("250ns") && !back_to_back.contains("incast"));
+    let s = same_for_any_threads("scale-up-latency", &back_to_back);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    let (_, _, mut sim) = build_with(&back_to_back, 2);
+    let stats = sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert!(w.merged > 0, "{w:?}");
+    assert!(
+        w.count * 10 < stats.simulated_ps / w.grid,
+        "{w:?} {stats:?}"
+    );
+
+    // A scale-up domain of two servers (8 GPUs, as an NVL72 rack spans 18): on rail cabling
+    // the domains, not the servers, are dealt out to the partitions, so no NVLink is cut and
+    // windows run as long as the NIC links (with three or five threads, fewer domains than
+    // partitions: servers, and the grid).
+    let spanning = back_to_back.replace("gpus = 4, rate", "gpus = 8, rate");
+    assert!(spanning.contains("gpus = 8, rate"));
+    let s = same_for_any_threads("scale-up-spanning", &spanning);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    let (_, _, mut sim) = build_with(&spanning, 2);
+    sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert_eq!((w.lookahead, w.grid), (500_000, 5_000), "{w:?}");
+    assert!(w.long > 0, "{w:?}");
+}
+
+#[test]
 fn sampled_and_per_packet_traces_are_the_same_on_any_number_of_threads() {
     // Every streamed table: queues and links sampled by every partition at the same instants
     // (rows placed by port and link), rates rows of DCQCN senders, packet events (enqueue,
