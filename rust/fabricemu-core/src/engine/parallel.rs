@@ -663,6 +663,41 @@ impl World {
         sent.len() as u64
     }
 
+    /// Long windows: count the planned flows that start here, have not started, and cannot
+    /// finish within a long window once they do: their packets cross to another partition (no
+    /// sooner than the links between partitions, at least a window), or they have more packets
+    /// than their host port sends in one ([`super::world::sends_long`]). A flow starts no
+    /// sooner than the next event, so while one is left the run cannot end within a long
+    /// window (`World::long_flows`); each is uncounted as it starts.
+    fn count_unstarted_long(&mut self, plan: &crate::workload::FlowPlan) {
+        let part = self.partition.as_ref().expect("a partition");
+        let (me, owner) = (part.me, &part.owner);
+        let mtu = (self.transport.mtu as u64).max(1);
+        let mut unstarted = vec![0u64; plan.flows.len().div_ceil(64)];
+        let mut counted = 0;
+        for (i, f) in plan.flows.iter().enumerate() {
+            if owner[f.src] != me || f.src == f.dst || f.size_bytes == 0 {
+                continue;
+            }
+            // (Whichever of its host's ports it is sent on.)
+            let long = (self.fabric.ports_of(f.src))
+                .map(|p| {
+                    self.long_packets
+                        .get(p.index())
+                        .copied()
+                        .unwrap_or(u32::MAX)
+                })
+                .max()
+                .unwrap_or(u32::MAX);
+            if owner[f.dst] != me || f.size_bytes.div_ceil(mtu) >= u64::from(long) {
+                unstarted[i / 64] |= 1 << (i % 64);
+                counted += 1;
+            }
+        }
+        self.unstarted_long = unstarted;
+        self.long_flows += counted;
+    }
+
     /// A packet another partition sent on link `t.port` toward a node of this one: it reaches the
     /// far end at its `arrive` time, behind the link's earlier packets.
     fn receive_remote(&mut self, t: Transfer, int: Option<&IntStack>) {
@@ -845,6 +880,7 @@ impl Parallel {
             for w in &mut parts {
                 w.long_packets = long_packets.clone();
                 w.long_receive = long_receive.clone();
+                w.count_unstarted_long(plan);
             }
         }
         Self {

@@ -405,6 +405,9 @@ pub struct World {
     /// sent, or received here missing that many; a flow may count on both sides): while any
     /// partition counts one, the run cannot end within a long window.
     pub(super) long_flows: u64,
+    /// ... among them, as a bit per planned flow, those counted before they started
+    /// (`World::count_unstarted_long`; empty: none).
+    pub(super) unstarted_long: Vec<u64>,
     /// The latest time of anything scheduled here that the run waits for: a flow's start (its
     /// sender's partition), an arrival at a barrier counted in `pending_arrivals`. Events run
     /// in time order, so one at or after the next event has not run: the run cannot end
@@ -859,6 +862,7 @@ impl World {
             long_receive: Vec::new(),
             latest_pending,
             long_flows: 0,
+            unstarted_long: Vec::new(),
             partition: None,
             finished: false,
             reached_limit: false,

@@ -824,6 +824,30 @@ fn scale_up_domains_stay_whole_and_their_switch_latency_lengthens_windows() {
 }
 
 #[test]
+fn windows_are_long_while_a_flow_between_partitions_has_yet_to_start() {
+    // Iterations of a small hierarchical all-reduce, 3 us of compute apart: no flow ever has
+    // more packets to send than fit in a window, but until the last iteration some flow
+    // between servers (partitions) has yet to start, and it cannot finish within a window of
+    // its start: the run cannot end within one. Counting those flows, 141 windows where 1,228
+    // ran without (grid steps in the run: 14,479).
+    let (head, _) = LONG_WINDOWS.split_once("[[workload]]").expect("workloads");
+    let text = format!(
+        "{head}[[workload]]\nkind = \"collective\"\nop = \"all_reduce\"\n\
+         algorithm = \"hierarchical_ring\"\nhosts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]\n\
+         size = \"16KiB\"\niterations = 8\ncompute_gap = \"3us\"\n"
+    );
+    let s = same_for_any_threads("unstarted-long", &text);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    let (_, _, mut sim) = build_with(&text, 2);
+    let stats = sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert!(
+        w.count * 50 < stats.simulated_ps / w.grid,
+        "{w:?} {stats:?}"
+    );
+}
+
+#[test]
 fn sampled_and_per_packet_traces_are_the_same_on_any_number_of_threads() {
     // Every streamed table: queues and links sampled by every partition at the same instants
     // (rows placed by port and link), rates rows of DCQCN senders, packet events (enqueue,
