@@ -389,7 +389,9 @@ impl World {
     /// falls below the bound (at the latest when it finishes).
     fn count_long_receive(&mut self, fid: FlowId) {
         let f = &mut self.flows[fid];
-        let long = super::tight::packets_missing(f) >= self.long_receive[f.dst.index()] as u64;
+        let outside = super::tight::from_outside(&self.fabric, f.src, f.dst);
+        let bound = self.long_receive[f.dst.index()][outside as usize];
+        let long = super::tight::packets_missing(f) >= bound as u64;
         if long != f.long_at_receiver {
             f.long_at_receiver = long;
             if long {

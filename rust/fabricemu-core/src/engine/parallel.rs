@@ -869,12 +869,15 @@ impl Parallel {
                 })
                 .collect();
             // A receiver missing `n` packets needs at least `n - 2` full packets' time on its
-            // links (`engine::tight`).
-            let long_receive: Vec<u32> = (fabric.hosts())
+            // links (`engine::tight`): all of them, or but its scale-up link for data from
+            // outside its domain.
+            let long_receive: Vec<[u32; 2]> = (fabric.hosts())
                 .map(|h| {
-                    let into = super::tight::inbound_rate(fabric, h).max(1);
-                    let packet = crate::units::serialisation_ps(l.mtu, into).max(1);
-                    (lookahead.div_ceil(packet) + 2).min(u32::MAX as u64) as u32
+                    [false, true].map(|outside| {
+                        let into = super::tight::inbound_rate_from(fabric, h, outside).max(1);
+                        let packet = crate::units::serialisation_ps(l.mtu, into).max(1);
+                        (lookahead.div_ceil(packet) + 2).min(u32::MAX as u64) as u32
+                    })
                 })
                 .collect();
             for w in &mut parts {

@@ -201,7 +201,8 @@ impl Tight {
         let to_itself = f.src == f.dst && result.is_none();
         // The most bits the receiver's links bring in per second: a full packet takes at least
         // its payload's time at that rate.
-        let into = inbound_rate(fabric, f.dst);
+        let outside = result.is_none() && from_outside(fabric, f.src, f.dst);
+        let into = inbound_rate_from(fabric, f.dst, outside);
         let packet = crate::units::serialisation_ps(result.unwrap_or(mtu), into.max(1));
         if !to_itself && !gone {
             self.unstarted[i as usize] += 1;
@@ -372,9 +373,34 @@ impl Tight {
 /// The most bits `host`'s links bring in per second: a packet of `b` bytes takes at least
 /// `b` bytes' time at that rate.
 pub(super) fn inbound_rate(fabric: &Fabric, host: NodeId) -> crate::units::Rate {
+    inbound_rate_from(fabric, host, false)
+}
+
+/// The same for data from outside `host`'s scale-up domain (`outside`, [`from_outside`]):
+/// none of it comes in on its scale-up link.
+pub(super) fn inbound_rate_from(
+    fabric: &Fabric,
+    host: NodeId,
+    outside: bool,
+) -> crate::units::Rate {
+    let skip = (fabric.cluster.as_deref())
+        .filter(|_| outside)
+        .and_then(|c| c.scaleup_port(host));
     (fabric.ports_of(host))
+        .filter(|&p| Some(p) != skip)
         .map(|p| fabric.rate_bps[fabric.peer_port[p]])
         .sum()
+}
+
+/// Whether data from host `src` reaches GPU `dst` from outside `dst`'s scale-up domain: a
+/// scale-up switch links only its domain's GPUs, and a PXN transfer crosses the sender's
+/// domain, not the receiver's, so such data comes in on a NIC link.
+#[inline]
+pub(super) fn from_outside(fabric: &Fabric, src: NodeId, dst: NodeId) -> bool {
+    fabric.cluster.as_deref().is_some_and(|c| {
+        let gpu = |n: NodeId| n.get() < c.gpus;
+        c.domains > 0 && gpu(dst) && (!gpu(src) || c.domain(src) != c.domain(dst))
+    })
 }
 
 /// The packets flow `f` still misses at its receiver (in order or ahead of a gap).

@@ -399,8 +399,9 @@ pub struct World {
     pub(super) long_packets: Vec<u32>,
     /// ... and per host, as a receiver: a flow to it that misses at least this many packets
     /// cannot finish within one either (the last two may be on their way or short; empty:
-    /// nothing counted) ...
-    pub(super) long_receive: Vec<u32>,
+    /// nothing counted), from inside its scale-up domain and from outside
+    /// (`tight::from_outside`) ...
+    pub(super) long_receive: Vec<[u32; 2]>,
     /// ... and the flows counted here by either (started here with that many packets never
     /// sent, or received here missing that many; a flow may count on both sides): while any
     /// partition counts one, the run cannot end within a long window.

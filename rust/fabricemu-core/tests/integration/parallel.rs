@@ -733,16 +733,18 @@ fn long_windows_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
     let w = sim.parallel_windows().expect("two threads");
     assert_eq!((w.lookahead, w.grid), (500_000, 5_000), "{w:?}");
     assert!(w.long > 0 && w.long < w.count, "{w:?}");
-    // The permutation alone: a tenth as many windows as grid steps in the run (those left are
-    // the last 20 us, when every flow but the last few has finished and those few miss fewer
-    // packets than a long window could bring in at their receivers' rate, all links counted).
+    // The permutation alone: under an 80th as many windows as grid steps in the run (589 of
+    // 51,588; those left are the last few us, when the last flows miss fewer packets than a
+    // long window could bring in at their receivers' rate). Data from another server comes in
+    // on the receiver's NIC alone; with its NVLink counted too (4,000 Gbps where the NIC
+    // brings 400) it took 1,285.
     let (head, _) = LONG_WINDOWS.split_once("[[workload]]").expect("workloads");
     let alone = format!("{head}[[workload]]\nkind = \"permutation\"\nsize = \"4MiB\"\n");
     let (_, _, mut sim) = build_with(&alone, 2);
     let stats = sim.run_to_end();
     let w = sim.parallel_windows().expect("two threads");
     assert!(
-        w.count * 10 < stats.simulated_ps / w.grid,
+        w.count * 80 < stats.simulated_ps / w.grid,
         "{w:?} {stats:?}"
     );
 
