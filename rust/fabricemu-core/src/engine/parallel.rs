@@ -672,7 +672,7 @@ impl World {
     fn count_unstarted_long(&mut self, plan: &crate::workload::FlowPlan) {
         let part = self.partition.as_ref().expect("a partition");
         let (me, owner) = (part.me, &part.owner);
-        let mtu = (self.transport.mtu as u64).max(1);
+        let mtu = self.transport.mtu as u64;
         let mut unstarted = vec![0u64; plan.flows.len().div_ceil(64)];
         let mut counted = 0;
         for (i, f) in plan.flows.iter().enumerate() {
@@ -689,7 +689,8 @@ impl World {
                 })
                 .max()
                 .unwrap_or(u32::MAX);
-            if owner[f.dst] != me || f.size_bytes.div_ceil(mtu) >= u64::from(long) {
+            let (packets, _) = crate::transport::segment(f.size_bytes, mtu);
+            if owner[f.dst] != me || packets >= long {
                 unstarted[i / 64] |= 1 << (i % 64);
                 counted += 1;
             }
