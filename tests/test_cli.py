@@ -217,6 +217,40 @@ def test_ctrl_c_writes_partial_outputs(fabricemu_exe, tmp_path):
     assert table.column("finish_ps").null_count == 128, "no 1GB flow finished"
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+@pytest.mark.parametrize(
+    ("command", "sig", "code"), [("run", signal.SIGTERM, 143), ("sweep", signal.SIGINT, 130)]
+)
+def test_an_interrupt_while_loading_the_scenario_exits_as_interrupted(
+    fabricemu_exe, tmp_path, command, sig, code
+):
+    # The scenario is a named pipe: the command blocks reading it, after its signal handling is
+    # set up and before it has anything to save. Stopped there, it says so and exits 143 (SIGTERM)
+    # or 130 (Ctrl-C), as a stopped run does; not click's "Aborted!" and 1.
+    fifo = tmp_path / "scenario.toml"
+    os.mkfifo(fifo)
+    extra = ["--grid", "seed=1,2"] if command == "sweep" else []
+    proc = subprocess.Popen(
+        [fabricemu_exe, command, str(fifo), *extra, "-o", str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with open(fifo, "w", encoding="utf-8"):  # returns once the command opened it to read
+            proc.send_signal(sig)
+            _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr
+    assert "Aborted" not in stderr
+    assert "interrupted" in stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_bench_quick(cli, tmp_path):
     report = tmp_path / "bench.json"
     proc = cli("bench", "--quick", "--json", str(report), timeout=600)

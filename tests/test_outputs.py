@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 import psutil
 import pytest
@@ -187,9 +187,33 @@ def _all_gone(workers: List[psutil.Process], timeout: float) -> List[psutil.Proc
     return alive
 
 
+def _blocked_signals(pid: int) -> Dict[int, set]:  # type: ignore[type-arg]
+    """Each thread of process ``pid`` (by thread id): the signals it blocks (Linux's /proc)."""
+    blocked = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that just ended
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("SigBlk:"):
+                    mask = int(line.split()[1], 16)
+                    blocked[int(task.name)] = {n for n in range(1, 65) if mask >> (n - 1) & 1}
+    return blocked
+
+
 def test_sigterm_stops_a_sweep_and_its_workers(fabricemu_exe, tmp_path):
     proc, out, workers = _sweep(fabricemu_exe, tmp_path)
     try:
+        if Path("/proc/self/task").is_dir():
+            # The kernel gives a process's signal to any thread that does not block it, and one
+            # given to a helper thread would not wake the sweep's main thread where it waits: the
+            # pool's threads block SIGINT and SIGTERM; the main threads of the sweep and of its
+            # workers take them.
+            interrupts = {signal.SIGINT.value, signal.SIGTERM.value}
+            threads = _blocked_signals(proc.pid)
+            assert len(threads) >= 3, "the main thread and the pool's manager and feeder threads"
+            assert not threads.pop(proc.pid) & interrupts
+            assert all(interrupts <= b for b in threads.values()), threads
+            for worker in workers:
+                assert not _blocked_signals(worker.pid)[worker.pid] & interrupts
         proc.send_signal(signal.SIGTERM)  # the sweep process alone, as `kill` does
         proc.wait(timeout=60)
         alive = _all_gone(workers, timeout=15)

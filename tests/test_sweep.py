@@ -154,16 +154,16 @@ def test_an_interrupt_while_the_table_is_written_still_leaves_the_table(
 ):
     # Every point ran; SIGTERM (or Ctrl-C) comes as sweep.arrow is being written: the table is
     # written whole before the interrupt goes on, not left half-written or missing.
-    real = sweep_module._write_table_once
+    real = sweep_module._write_once
     calls: List[Path] = []
 
-    def interrupted_once(path: Path, table: pa.Table) -> None:
+    def interrupted_once(path: Path, table: pa.Table) -> pa.Table:
         calls.append(path)
         if len(calls) == 1:
             raise fabricemu.Terminated("terminated by signal 15 (SIGTERM)")
-        real(path, table)
+        return real(path, table)
 
-    monkeypatch.setattr(sweep_module, "_write_table_once", interrupted_once)
+    monkeypatch.setattr(sweep_module, "_write_once", interrupted_once)
     with pytest.raises(fabricemu.Terminated):
         fabricemu.sweep(BASE, GRID, seeds=[1], out=tmp_path, jobs=1)
     assert len(calls) == 2
@@ -171,6 +171,32 @@ def test_an_interrupt_while_the_table_is_written_still_leaves_the_table(
     assert table.num_rows == 3
     assert table.column("error").null_count == 3, "every point ran"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_an_interrupt_while_the_workers_wind_down_still_leaves_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Every point ran; SIGTERM comes while the pool waits for its idle workers to exit (the last
+    # wait of a sweep): the table of the points done is written before the interrupt goes on.
+    waits: List[bool] = []
+
+    class Pool(cf.ProcessPoolExecutor):
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+            super().shutdown(wait=wait, cancel_futures=cancel_futures)
+            if wait and not waits:
+                waits.append(wait)
+                raise fabricemu.Terminated("terminated by signal 15 (SIGTERM)")
+
+    def pool(workers: int) -> Pool:
+        return Pool(max_workers=workers, initializer=sweep_module._init_worker, initargs=(os.getpid(),))
+
+    monkeypatch.setattr(sweep_module, "_local_pool", pool)
+    with pytest.raises(fabricemu.Terminated):
+        fabricemu.sweep(BASE, GRID, seeds=[1], out=tmp_path, jobs=2)
+    assert waits == [True]
+    table = open_sweep(tmp_path)
+    assert table.num_rows == 3
+    assert table.column("error").null_count == 3, "every point ran"
 
 
 def test_explicit_points_parameter_columns_and_metadata(tmp_path: Path):

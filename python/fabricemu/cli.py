@@ -400,7 +400,21 @@ def _print_workloads(result: Any) -> None:
             click.echo(line)
 
 
+class _Commands(click.Group):
+    """The command group. Ctrl-C or SIGTERM that comes before a command has anything to save (while
+    it loads its scenario, say) exits as an interrupted command does, 130 or 143, not with click's
+    "Aborted!" and 1: a script that stops fabricemu sees why it ended."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            click.echo("interrupted", err=True)
+            sys.exit(_interrupt_code(e))
+
+
 @click.group(
+    cls=_Commands,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="""\b
 Examples:

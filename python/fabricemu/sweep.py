@@ -22,6 +22,7 @@ sweeps must do so under ``if __name__ == "__main__":``, as for any ``multiproces
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -36,7 +37,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -365,10 +366,9 @@ def sweep(
                     _write(out_dir, rows, points, param_names, base_scenario) if tmp is None else None
                 ),
             )
-        table = _build_table(rows, points, param_names, base_scenario)
         if tmp is None:
-            _write_table(out_dir / SWEEP_FILE, table)
-        return table
+            return _write(out_dir, rows, points, param_names, base_scenario)
+        return _build_table(rows, points, param_names, base_scenario)
     finally:
         if lock is not None:
             lock.__exit__(None, None, None)
@@ -448,27 +448,31 @@ def _run_points(
         return "failed" if result.get("error") else "ran"
 
     own = executor is None
-    pool: cf.Executor
+    pool: Optional[cf.Executor] = None
     if own:
         workers = min(jobs or os.cpu_count() or 1, len(pending))
-        pool = _local_pool(workers)
         limit = 2 * workers  # keep every worker busy; the rest wait here, cheap to cancel
     else:
-        assert executor is not None
-        pool = executor
         limit = jobs or len(pending)
 
     waiting = list(reversed(pending))
     in_flight: Dict[cf.Future[Dict[str, Any]], int] = {}
     completed: queue.SimpleQueue[cf.Future[Dict[str, Any]]] = queue.SimpleQueue()
     lost: List[int] = []
+    # From the pool's creation to its shutdown, an interrupt anywhere (waiting for a point, or for
+    # the pool to wind down once all are done) stops the workers and saves the table.
     try:
+        pool = _local_pool(workers) if own else executor
+        assert pool is not None
         while waiting or in_flight:
             while waiting and len(in_flight) < limit:
                 i = waiting.pop()
                 path = out_dir / RUNS_DIR / names[i]
                 try:
-                    future = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path))
+                    with _interrupts_to_main_thread():
+                        future = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path))
+                        in_flight[future] = i
+                        future.add_done_callback(completed.put)
                 except (RuntimeError, cf.BrokenExecutor) as e:
                     if own and isinstance(e, cf.BrokenExecutor):
                         lost.append(i)
@@ -479,8 +483,6 @@ def _run_points(
                         "failed",
                     )
                     continue
-                in_flight[future] = i
-                future.add_done_callback(completed.put)
             if not in_flight:
                 break
             try:
@@ -509,25 +511,61 @@ def _run_points(
                 pool.shutdown(wait=True)
             pool = _local_pool(1)
             path = out_dir / RUNS_DIR / names[i]
+            with _interrupts_to_main_thread():
+                future = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path))
+                in_flight[future] = i
             try:
-                result = pool.submit(point or run_point, _given(scenarios[i]), os.fspath(path)).result()
+                result = _result_of(future)
             except cf.BrokenExecutor:
                 result = {"error": "the worker process died while running this point"}
+            del in_flight[future]
             finish(i, row_of(i, result), status_of(result))
-    except BaseException:  # Ctrl-C, or an exception from progress: stop, keep what is done
-        for future in in_flight:
-            future.cancel()
-        if own:
-            _stop_workers(pool)
-        for i in range(total):
-            if rows[i] is None:
-                rows[i] = row_of(i, {"error": "interrupted", "ran": False})
-        on_interrupt(rows)
-        raise
-    finally:
         if own:
             pool.shutdown(wait=True)
+    except BaseException:  # Ctrl-C, or an exception from progress: stop, keep what is done
+        try:
+            for future in in_flight:
+                future.cancel()
+            if own and pool is not None:
+                _stop_workers(pool)
+        finally:
+            for i in range(total):
+                if rows[i] is None:
+                    rows[i] = row_of(i, {"error": "interrupted", "ran": False})
+            on_interrupt(rows)
+        raise
     return rows
+
+
+def _result_of(future: cf.Future[Dict[str, Any]]) -> Dict[str, Any]:
+    """The future's result, waited for in short steps: a wait without a timeout would not wake
+    for Ctrl-C."""
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except cf.TimeoutError:
+            continue
+
+
+@contextlib.contextmanager
+def _interrupts_to_main_thread() -> Iterator[None]:
+    """Inside the block SIGINT and SIGTERM are blocked in this thread, and so in every thread and
+    process it starts: the pool's manager and queue feeder threads, and its workers (which unblock
+    them, see :func:`_init_worker`). The kernel gives a process's signal to any thread that does
+    not block it; one given to a helper thread does not wake the main thread where it waits, and
+    the interrupt would come late, outside the code that saves the table. Signals that arrive
+    meanwhile are delivered when the block ends."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+_INTERRUPTS = {signal.SIGINT, signal.SIGTERM}
 
 
 def _local_pool(workers: int) -> cf.ProcessPoolExecutor:
@@ -542,6 +580,8 @@ def _init_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_now)
     threading.Thread(target=_watch_parent, args=(parent,), name="fabricemu-parent-watch", daemon=True).start()
+    if hasattr(signal, "pthread_sigmask"):  # forked with them blocked (see _interrupts_to_main_thread)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)
 
 
 def _exit_now(signum: int, frame: object) -> None:
@@ -648,23 +688,20 @@ def _write(
     points: Sequence[Mapping[str, Any]],
     param_names: Sequence[str],
     base: Scenario,
-) -> None:
-    _write_table(out_dir / SWEEP_FILE, _build_table(rows, points, param_names, base))
-
-
-def _write_table(path: Path, table: pa.Table) -> None:
-    """Write an Arrow IPC file under a temporary name, then rename it: complete or absent. An
-    interrupt (Ctrl-C, or SIGTERM as :class:`fabricemu.Terminated`) that comes while the table is
-    written does not leave the sweep without it: the table is written again, whole, and the
-    interrupt raised then (the rows are all known here; writing them takes a moment)."""
+) -> pa.Table:
+    """Build the sweep's table and write it as an Arrow IPC file under a temporary name, then
+    rename it: complete or absent. An interrupt (Ctrl-C, or SIGTERM as
+    :class:`fabricemu.Terminated`) that comes meanwhile does not leave the sweep without it: the
+    table is built and written again, whole, and the interrupt raised then (the rows are all known
+    here; writing them takes a moment)."""
     try:
-        _write_table_once(path, table)
+        return _write_once(out_dir / SWEEP_FILE, _build_table(rows, points, param_names, base))
     except KeyboardInterrupt:
-        _write_table_once(path, table)
+        _write_once(out_dir / SWEEP_FILE, _build_table(rows, points, param_names, base))
         raise
 
 
-def _write_table_once(path: Path, table: pa.Table) -> None:
+def _write_once(path: Path, table: pa.Table) -> pa.Table:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with pa.OSFile(os.fspath(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
@@ -673,6 +710,7 @@ def _write_table_once(path: Path, table: pa.Table) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+    return table
 
 
 # -- comparing runs and sweeps ---------------------------------------------------------------------
