@@ -79,6 +79,9 @@ impl std::hash::Hasher for GroupHasher {
     }
 }
 
+/// No group (`Paths::last_group`).
+const NO_GROUP: u32 = u32::MAX;
+
 /// Deduplicated port lists, numbered in order of first appearance.
 #[derive(Clone, Default)]
 pub(super) struct Groups {
@@ -102,6 +105,18 @@ impl Groups {
 
     pub fn get(&self, g: u32) -> &[PortId] {
         &self.ports[self.start[g as usize] as usize..self.start[g as usize + 1] as usize]
+    }
+
+    /// The id of the group of `members`, trying group `*last` first (a switch's group toward
+    /// the previous destination; `NO_GROUP`: none), and leaving it in `*last`. A switch's
+    /// group is mostly the same for destination after destination (all its uplinks, toward
+    /// every host outside its pod), and comparing one list costs less than hashing it.
+    fn id_after(&mut self, members: &[PortId], last: &mut u32) -> u32 {
+        if *last != NO_GROUP && self.get(*last) == members {
+            return *last;
+        }
+        *last = self.id(members);
+        *last
     }
 
     /// The id of the group of `members`.
@@ -139,6 +154,9 @@ pub(super) struct Paths {
     /// Every group `entry` has named since the last compaction; [`Paths::numbered`] renumbers
     /// them as a search from scratch would.
     interned: Groups,
+    /// Per switch: its group in `interned` toward the destination searched last (`NO_GROUP`:
+    /// none), tried first for the next (`Groups::id_after`).
+    last_group: Vec<u32>,
     members: Vec<PortId>,
     fifo: std::collections::VecDeque<u32>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
@@ -185,6 +203,7 @@ impl Paths {
             dist: vec![UNREACHED; n],
             entry: vec![0; n],
             interned: Groups::new(),
+            last_group: vec![NO_GROUP; switches],
             members: Vec::new(),
             fifo: std::collections::VecDeque::new(),
             heap: std::collections::BinaryHeap::new(),
@@ -326,7 +345,9 @@ impl Paths {
                 // A switch a search reached has a link to one a step nearer (possibly only
                 // empty with no live link: then an empty group, as the search found).
                 self.collect_members(d, s, ds);
-                self.interned.id(&self.members) + 1
+                self.interned
+                    .id_after(&self.members, &mut self.last_group[s])
+                    + 1
             };
         }
     }
@@ -386,6 +407,7 @@ impl Paths {
                 live.id(out.get(g));
             }
             self.interned = live;
+            self.last_group.fill(NO_GROUP); // ids of the groups before
         }
         out
     }
@@ -402,5 +424,36 @@ impl Paths {
             + std::mem::size_of_val(&self.adj[..])
             + std::mem::size_of_val(&self.link_of_port[..])
             + std::mem::size_of_val(&self.interned.ports[..]) * 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_found_through_the_last_one_has_the_id_a_lookup_gives() {
+        let p = PortId::new;
+        let mut groups = Groups::new();
+        let mut last = NO_GROUP;
+        assert_eq!(groups.id_after(&[p(1), p(2)], &mut last), 0);
+        assert_eq!(last, 0);
+        assert_eq!(
+            groups.id_after(&[p(1), p(2)], &mut last),
+            0,
+            "the last group"
+        );
+        assert_eq!(groups.id_after(&[p(3)], &mut last), 1);
+        assert_eq!(last, 1);
+        assert_eq!(
+            groups.id_after(&[p(1), p(2)], &mut last),
+            0,
+            "an earlier group"
+        );
+        assert_eq!(last, 0);
+        // A list that only starts like the last group is a group of its own.
+        assert_eq!(groups.id_after(&[p(1)], &mut last), 2);
+        assert_eq!(groups.len(), 3);
+        assert_eq!(groups.id(&[p(1)]), 2);
     }
 }
