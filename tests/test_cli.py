@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -236,11 +237,22 @@ def test_an_interrupt_while_loading_the_scenario_exits_as_interrupted(
         stderr=subprocess.PIPE,
         text=True,
     )
+    writer = None
     try:
-        with open(fifo, "w", encoding="utf-8"):  # returns once the command opened it to read
-            proc.send_signal(sig)
-            _, stderr = proc.communicate(timeout=60)
+        # Opening the pipe to write succeeds once the command opened it to read (bounded, should
+        # the command fail before it does).
+        deadline = time.monotonic() + 60
+        while writer is None and proc.poll() is None and time.monotonic() < deadline:
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                time.sleep(0.02)
+        assert writer is not None, "the command never opened its scenario"
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
     finally:
+        if writer is not None:
+            os.close(writer)
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
