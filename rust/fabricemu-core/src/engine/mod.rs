@@ -223,11 +223,10 @@ impl Simulation {
                 }
                 w
             };
-            // Windows longer than the shortest link where the fabric and plan stay as built.
+            // Windows longer than the shortest link where the plan stays as built and the fabric
+            // changes only by scheduled faults (each partition applies each, and they only slow
+            // flows down, until a flow cut off for good may be given up on: `LongWindows`).
             let fixed = scenario.control.is_none()
-                && faults.is_empty()
-                && scenario.faults.is_empty()
-                && scenario.failure_processes.is_empty()
                 && fabric.ocs.is_none()
                 && plan.in_network.is_none()
                 && plan.jobs.is_empty();
@@ -237,6 +236,7 @@ impl Simulation {
                     None => crate::transport::NEVER,
                 },
                 mtu: scenario.transport.mtu_bytes,
+                until: parallel::LongWindows::give_ups_from(&faults),
             });
             parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, long, make)
         });

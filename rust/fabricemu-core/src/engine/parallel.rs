@@ -107,11 +107,37 @@ use crate::units::Time;
 pub const TRACED_SLICE_EVENTS: u64 = 1 << 16;
 
 /// What long windows need from the scenario (`Parallel::lookahead`): the longest a window may
-/// be (with PFC, the deadlock check's period) and the MTU's payload.
+/// be (with PFC, the deadlock check's period), the MTU's payload, and when they stop: from
+/// `until` on, a flow cut off for good by a fault may be given up on at once (the run could
+/// end within a window), so the windows keep the grid (NEVER: no such time).
 #[derive(Debug, Clone, Copy)]
 pub struct LongWindows {
     pub cap: Time,
     pub mtu: u64,
+    pub until: Time,
+}
+
+impl LongWindows {
+    /// `until` for a run with these scheduled faults. A flow is given up on only once no
+    /// fault event is left (`Faults::settled`), at a retransmission timeout that finds its
+    /// destination cut off: from the last fault event on, if a link stays down after it. When
+    /// every link comes back, everything is reachable again and nothing is given up on.
+    pub fn give_ups_from(faults: &[crate::topology::faults::LinkFault]) -> Time {
+        use crate::scenario::FaultKind;
+        let down = |f: &crate::topology::faults::LinkFault| matches!(f.kind, FaultKind::Down);
+        if !faults.iter().any(|f| down(f) && f.until_ps.is_none()) {
+            return NEVER;
+        }
+        (faults.iter())
+            .map(|f| {
+                let noticed = if down(f) { f.detection_ps } else { 0 };
+                let start = f.at_ps.saturating_add(noticed);
+                f.until_ps
+                    .map_or(start, |u| start.max(u.saturating_add(noticed)))
+            })
+            .max()
+            .unwrap_or(NEVER)
+    }
 }
 
 /// A parallel run's windows so far (`Simulation::parallel_windows`).
@@ -347,6 +373,8 @@ pub(super) struct Parallel {
     /// The windows' length while the run cannot end within one (`Parallel::lookahead`; the
     /// shortest link delay without long windows).
     lookahead: Time,
+    /// No window is long past this time (`LongWindows::until`).
+    long_until: Time,
     /// The windows' schedule, kept from one [`Parallel::run`] call to the next.
     clock: Clock,
     /// The windows run on one thread (faster, as measured: see `engine::pace`).
@@ -889,6 +917,7 @@ impl Parallel {
         }
         Self {
             lookahead,
+            long_until: long.map_or(NEVER, |l| l.until),
             clock: Clock {
                 window_end: parts[0].window_ps,
                 deadlock_check_at: NEVER,
@@ -928,8 +957,10 @@ impl Parallel {
     ///   as long as its flows take to finish ([`Tight::reach`]);
     /// - with PFC, a deadlock check is asked for a period ahead: no window is longer.
     ///
-    /// Runs whose fabric or plan changes as they go (faults, circuits, a controller, jobs that
-    /// react to failures, in-network calls) keep the grid: `long` is None.
+    /// Runs whose plan or fabric changes as they go (circuits, a controller, jobs that react to
+    /// failures, in-network calls) keep the grid: `long` is None. Scheduled faults only slow
+    /// flows down, and no window is long once a flow may be given up on
+    /// (`LongWindows::until`).
     fn lookahead(
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,
@@ -974,6 +1005,7 @@ impl Parallel {
             target: events.saturating_add(max_events),
             window_ps: self.parts[0].window_ps,
             lookahead: self.lookahead,
+            long_until: self.long_until,
             flows_total: self.parts[0].stats.flows_total,
             limit,
         };
@@ -1372,8 +1404,10 @@ struct WindowPlan {
     /// Stop (for now) once the partitions ran this many events in all.
     target: u64,
     window_ps: Time,
-    /// The windows' length while the run cannot end within one (`Parallel::lookahead`).
+    /// The windows' length while the run cannot end within one (`Parallel::lookahead`) ...
     lookahead: Time,
+    /// ... and none ends later than this, if it is longer than a grid step.
+    long_until: Time,
     flows_total: u64,
     /// Stop before the first event at or after this time (NEVER: no limit).
     limit: Time,
@@ -1603,7 +1637,7 @@ impl Shared {
         let waits = matches!(plan.stop, StopAt::Time(_)) || sum(|s| &s.long_flows) > 0;
         let step = |t: Time| {
             let grid = (t / w + 1).saturating_mul(w);
-            let end = t.saturating_add(reach);
+            let end = t.saturating_add(reach).min(plan.long_until);
             // (Something still to come at or after the window's end: the run cannot end in it.)
             if reach > w && (waits || latest >= end) {
                 grid.max(end)
@@ -2290,6 +2324,38 @@ fn absorb(into: &mut RunStats, s: &RunStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_windows_stop_at_the_last_fault_event_only_when_a_link_stays_down() {
+        use crate::scenario::FaultKind;
+        use crate::topology::faults::{FaultSource, LinkFault};
+        let fault = |kind, at_ps, until_ps| LinkFault {
+            source: FaultSource::Fault(0),
+            kind_name: "down",
+            kind,
+            target: "leaf:0--spine:0".into(),
+            links: Vec::new().into(),
+            at_ps,
+            until_ps,
+            detection_ps: 10,
+        };
+        let restored = fault(FaultKind::Down, 100, Some(200));
+        let slow = fault(FaultKind::Degrade { rate_bps: 1 }, 50, None);
+        let late = fault(FaultKind::Delay { added_ps: 5 }, 300, Some(400));
+        assert_eq!(LongWindows::give_ups_from(&[]), NEVER);
+        // Every link comes back (a slow or delayed link is not cut off): never.
+        assert_eq!(
+            LongWindows::give_ups_from(&[restored.clone(), slow.clone()]),
+            NEVER
+        );
+        // One stays down: from the last fault event on, its end or its detection included.
+        let cut = fault(FaultKind::Down, 150, None);
+        assert_eq!(
+            LongWindows::give_ups_from(&[restored.clone(), cut.clone()]),
+            210
+        );
+        assert_eq!(LongWindows::give_ups_from(&[cut, restored, late]), 400);
+    }
 
     /// A ring's per-rank steps run where the rank is; an iteration's end, which flows of every
     /// partition reach, is mirrored, and so is a barrier chained to another partition's.

@@ -774,15 +774,60 @@ fn long_windows_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
     sim.run_to_end();
     let w = sim.parallel_windows().expect("two threads");
     assert!(w.long > 0, "{w:?}");
+}
 
-    // A fabric that may change (here a link that fails) keeps one world's grid.
-    let faulty = format!(
-        "{LONG_WINDOWS}\n[[fault]]\nlink = [\"leaf:0\", \"spine:0\"]\nat = \"50us\"\nuntil = \"60us\"\n"
-    );
-    let (_, _, mut sim) = build_with(&faulty, 2);
+#[test]
+fn long_windows_go_on_under_faults_until_a_flow_may_be_given_up() {
+    // Faults only slow flows down (a link down or lossy: retransmissions; degraded: slower;
+    // delayed: later), and every partition applies each at its place in the order, so windows
+    // stay long under them: here a GPU's NIC link down and back (what it queues and carries
+    // is lost), a lossy one and a delayed one, all between partitions, while the permutation
+    // runs.
+    let faults = r#"
+        [transport]
+        rto = "20us"
+        [[fault]]
+        link = ["leaf:0", "gpu:0"]
+        at = "5us"
+        until = "25us"
+        detection = "2us"
+        [[fault]]
+        link = ["leaf:1", "gpu:1"]
+        kind = "loss"
+        rate = 0.02
+        at = "2us"
+        until = "60us"
+        [[fault]]
+        link = ["leaf:2", "gpu:2"]
+        kind = "delay"
+        delay = "3us"
+        at = "4us"
+        until = "30us"
+        "#;
+    let text = format!("{LONG_WINDOWS}{faults}");
+    let s = same_for_any_threads("long-windows-faults", &text);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    assert!(s.link_fault_drops > 0 && s.corrupted_drops > 0, "{s:?}");
+    let (_, _, mut sim) = build_with(&text, 2);
     sim.run_to_end();
     let w = sim.parallel_windows().expect("two threads");
-    assert_eq!((w.lookahead, w.long), (5_000, 0), "{w:?}");
+    assert_eq!(w.lookahead, 500_000, "{w:?}");
+    assert!(w.long * 2 > w.count, "{w:?}");
+
+    // A GPU cut off for good as the run starts: once no fault is left to come (its detection,
+    // 1 us in), a flow to or from it is given up at its next timeout, and with it the
+    // iterations waiting for it, which could end the run at once. From the last fault event
+    // on, the windows keep the grid.
+    let cut = format!(
+        "{LONG_WINDOWS}\n[transport]\nrto = \"20us\"\n\
+         [[fault]]\nlink = [\"leaf:2\", \"gpu:6\"]\nat = \"0us\"\ndetection = \"1us\"\n"
+    );
+    let s = same_for_any_threads("long-windows-cut-off", &cut);
+    assert!(s.flows_unreachable > 0, "{s:?}");
+    let (_, _, mut sim) = build_with(&cut, 2);
+    sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert!(w.long > 0 && w.long * 4 < w.count, "{w:?}");
 }
 
 #[test]
