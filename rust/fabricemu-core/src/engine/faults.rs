@@ -624,8 +624,11 @@ impl World {
             let Some(fid) = work.pop() else {
                 return;
             };
+            // (A flow that finished at its receiver, here or, on threads, in another partition:
+            // one world's one record says so.)
+            let elsewhere = (self.partition.as_ref()).is_some_and(|p| p.finished_elsewhere(fid));
             let f = &mut self.flows[fid];
-            if f.abandoned || f.finished() {
+            if f.abandoned || f.finished() || elsewhere {
                 continue;
             }
             if f.started && super::world::sends_long(&self.long_packets, f) {

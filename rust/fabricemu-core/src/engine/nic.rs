@@ -540,6 +540,9 @@ impl World {
         if self.in_network.is_some() {
             self.inr_flow_finished(fid);
         }
+        if let Some(part) = &mut self.partition {
+            part.tell_finished(fid, self.flows[fid].src);
+        }
         if let Some(barrier) = barrier {
             self.barrier_arrive(barrier);
             if let Some(part) = &mut self.partition {

@@ -31,7 +31,8 @@
 //! failed link it holds: the near end's partition what is queued and what it sent in this
 //! window (still in its outbox: `World::lose_wire_of`), the far end's what earlier windows
 //! delivered onto the wire; the near end writes all their drop rows. A flow cut off for good
-//! is given up on by its sender's partition, with the flows waiting for it: a barrier that
+//! is given up on by its sender's partition, with the flows waiting for it, unless its
+//! receiver's partition told it the flow finished there (`Mail::finished`): a barrier that
 //! other partitions count too dies there at the window's end (`Mail::dead`).
 //!
 //! Windows may be longer than the shortest link where the links between partitions are longer
@@ -185,6 +186,8 @@ pub(super) struct Mail {
     pub started: Vec<u32>,
     /// In-network calls: what changed their shared state here (`in_network::Gate`), in order.
     pub inr: Vec<Gate>,
+    /// Flows the receiving partition sends that finished here (`Part::tell_finished`).
+    pub finished: Vec<FlowId>,
 }
 
 /// A world's partition: which it is, and the packets it sent to others during this window.
@@ -221,6 +224,12 @@ pub(super) struct Part {
     /// Every partition is at this point of one world's order: a window run merged, or a
     /// control boundary (where changes to the in-network calls' state may happen).
     pub merged: bool,
+    /// Flows that finished here and their sender's partition, to tell it (`tell_finished`).
+    finished_out: Vec<(FlowId, u16)>,
+    /// Flows sent from here that finished at their receiver in another partition (a bit per
+    /// flow id): a sender's timeout gives up on none of them, as one world's, whose one record
+    /// says the flow finished, gives up on none (`World::give_up`).
+    finished_elsewhere: Vec<u64>,
 }
 
 impl Part {
@@ -269,6 +278,36 @@ impl Part {
         if self.barrier_home[b as usize] == MIRRORED {
             self.outbox.arrivals.push((now, b));
         }
+    }
+
+    /// Flow `fid`, sent by `src`, finished here: if its sender is another partition's, tell it
+    /// (at the window's end). A flow whose acknowledgements are cut off finishes at its
+    /// receiver while its sender still waits, and a sender's partition that gave up on it at a
+    /// timeout would count it twice, and end its barriers, which one world does not.
+    #[inline]
+    pub fn tell_finished(&mut self, fid: FlowId, src: NodeId) {
+        let to = self.owner[src];
+        if to != self.me {
+            self.finished_out.push((fid, to));
+        }
+    }
+
+    /// Whether flow `fid` (sent from here) finished at its receiver in another partition, as
+    /// told so far.
+    #[inline]
+    pub fn finished_elsewhere(&self, fid: FlowId) -> bool {
+        let i = fid.index();
+        self.finished_elsewhere
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    fn mark_finished_elsewhere(&mut self, fid: FlowId) {
+        let i = fid.index();
+        if self.finished_elsewhere.len() <= i / 64 {
+            self.finished_elsewhere.resize(i / 64 + 1, 0);
+        }
+        self.finished_elsewhere[i / 64] |= 1 << (i % 64);
     }
 }
 
@@ -544,6 +583,8 @@ impl World {
             inr_pending: BinaryHeap::new(),
             inr_feeders: Arc::new(Vec::new()),
             merged: false,
+            finished_out: Vec::new(),
+            finished_elsewhere: Vec::new(),
         });
     }
 
@@ -1947,6 +1988,7 @@ fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId
         && part.outbox.dead.is_empty()
         && part.tight.started.is_empty()
         && part.outbox.inr.is_empty()
+        && part.finished_out.is_empty()
     {
         return;
     }
@@ -1968,6 +2010,9 @@ fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId
     for c in part.outbox.credits.drain(..) {
         let to = owner[world.flows[c.0].dst] as usize;
         boxes[to].credits.push(c);
+    }
+    for (fid, to) in part.finished_out.drain(..) {
+        boxes[to as usize].finished.push(fid);
     }
     let int = &mut part.outbox.int;
     let mut int = (!int.is_empty()).then(|| int.drain(..));
@@ -1995,10 +2040,14 @@ fn take_mail(me: usize, world: &mut World, shared: &Shared) {
             dead,
             started,
             inr,
+            finished,
         } = &mut *mail;
         let part = world.partition.as_mut().expect("a partition");
         for b in started.drain(..) {
             part.tight.count_start(b);
+        }
+        for fid in finished.drain(..) {
+            part.mark_finished_elsewhere(fid);
         }
         if let Some(c) = &mut world.credits {
             for (fid, owed, unsolicited) in credits.drain(..) {
