@@ -284,6 +284,7 @@ impl Simulation {
         self.keep_all_flows();
         if let Some(par) = &mut self.parallel {
             par.track_wires(); // it may fail links
+            par.keep_the_grid(); // and re-plan: the long windows' bounds no longer hold
         }
         match &mut self.control {
             Some(c) => {

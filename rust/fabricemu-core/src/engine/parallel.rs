@@ -1404,6 +1404,13 @@ impl Parallel {
             .collect()
     }
 
+    /// No window is long from now on: a controller attached to the run may fail links and
+    /// re-plan calls at its boundaries, which the long windows' bounds (worked out from the
+    /// build) know nothing of. As a `[control]` section's run, which never has them.
+    pub fn keep_the_grid(&mut self) {
+        self.long_until = 0;
+    }
+
     /// Keep every packet sent toward another partition until it arrived (`Part::on_wire`), as
     /// runs with faults do: a live controller may fail a link at any boundary. Before the run.
     pub fn track_wires(&mut self) {

@@ -848,6 +848,17 @@ fn long_windows_go_on_under_faults_until_a_flow_may_be_given_up() {
 }
 
 #[test]
+fn a_controller_attached_to_a_run_keeps_its_windows_on_the_grid() {
+    // A controller attached from Python (`Simulation::enable_control`) may fail links and
+    // re-plan calls at its boundaries, as a `[control]` section's may: no window is long.
+    let (_, _, mut sim) = build_with(LONG_WINDOWS, 2);
+    sim.enable_control(Some(20_000_000));
+    while sim.step_control(1 << 20) != fabricemu_core::control::ControlStep::Finished {}
+    let w = sim.parallel_windows().expect("two threads");
+    assert!(w.count > 0 && w.long == 0, "{w:?}");
+}
+
+#[test]
 fn scale_up_domains_stay_whole_and_their_switch_latency_lengthens_windows() {
     // Iterations back to back: each one's end is a barrier every partition counts, waiting for
     // flows inside the servers (the all-gather over the NVSwitch) long before they start. Such
