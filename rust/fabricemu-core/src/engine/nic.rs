@@ -201,12 +201,8 @@ impl World {
         if let Some(part) = &mut self.partition {
             part.tight.flow_started(fid); // the others learn of it at the window's end
         }
-        if let Some(w) = self.unstarted_long.get_mut(fid.index() / 64) {
-            let bit = 1 << (fid.index() % 64);
-            if *w & bit != 0 {
-                *w &= !bit;
-                self.long_flows -= 1; // counted as one that cannot finish within a window
-            }
+        if crate::transport::window::clear(&mut self.unstarted_long, fid.index() as u32) {
+            self.long_flows -= 1; // counted as one that cannot finish within a window
         }
         let f = &mut self.flows[fid];
         f.start = now;

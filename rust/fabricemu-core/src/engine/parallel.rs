@@ -296,18 +296,11 @@ impl Part {
     /// told so far.
     #[inline]
     pub fn finished_elsewhere(&self, fid: FlowId) -> bool {
-        let i = fid.index();
-        self.finished_elsewhere
-            .get(i / 64)
-            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+        crate::transport::window::get(&self.finished_elsewhere, fid.index() as u32)
     }
 
     fn mark_finished_elsewhere(&mut self, fid: FlowId) {
-        let i = fid.index();
-        if self.finished_elsewhere.len() <= i / 64 {
-            self.finished_elsewhere.resize(i / 64 + 1, 0);
-        }
-        self.finished_elsewhere[i / 64] |= 1 << (i % 64);
+        crate::transport::window::set(&mut self.finished_elsewhere, fid.index() as u32);
     }
 }
 
@@ -760,7 +753,7 @@ impl World {
                 .unwrap_or(u32::MAX);
             let (packets, _) = crate::transport::segment(f.size_bytes, mtu);
             if owner[f.dst] != me || packets >= long {
-                unstarted[i / 64] |= 1 << (i % 64);
+                crate::transport::window::set(&mut unstarted, i as u32);
                 counted += 1;
             }
         }

@@ -231,6 +231,16 @@ pub mod window {
         bits.get(w).is_some_and(|x| x & (1 << b) != 0)
     }
 
+    /// Unmark `offset`; true if it was marked.
+    pub fn clear(bits: &mut [u64], offset: u32) -> bool {
+        let (w, b) = ((offset / 64) as usize, offset % 64);
+        bits.get_mut(w).is_some_and(|x| {
+            let was = *x & (1 << b) != 0;
+            *x &= !(1 << b);
+            was
+        })
+    }
+
     /// Slide the window by `n` packets (the cumulative point advanced by n).
     pub fn shift(bits: &mut Vec<u64>, n: u32) {
         let words = (n / 64) as usize;
@@ -287,6 +297,16 @@ pub mod window {
             assert_eq!(count(&b), 1);
             shift(&mut b, 68);
             assert!(b.is_empty());
+        }
+
+        #[test]
+        fn a_cleared_mark_says_whether_it_was_there() {
+            let mut b = Vec::new();
+            assert!(!clear(&mut b, 5), "beyond the words held");
+            set(&mut b, 5);
+            set(&mut b, 69);
+            assert!(clear(&mut b, 69) && !get(&b, 69) && get(&b, 5));
+            assert!(!clear(&mut b, 69));
         }
     }
 }
