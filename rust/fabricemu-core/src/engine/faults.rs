@@ -634,11 +634,21 @@ impl World {
             if f.started && super::world::sends_long(&self.long_packets, f) {
                 self.long_flows -= 1; // settled with packets never sent
             }
+            if crate::transport::window::clear(&mut self.unstarted_long, fid.index() as u32) {
+                self.long_flows -= 1; // counted as one that cannot finish within a window
+            }
+            if std::mem::take(&mut f.long_at_receiver) {
+                self.long_flows -= 1; // its receiver (here) misses packets that never come
+            }
             f.abandoned = true;
             f.rto_armed = false;
             // Nothing more to send: the NIC drops it from its round robin.
             f.next_seq = f.num_packets;
             f.resend.clear();
+            if let Some(p) = (self.partition.as_mut()).filter(|p| f.started && p.starts_flow(f.src))
+            {
+                p.tell_given_up(fid, f.dst);
+            }
             if self.partition.as_ref().is_none_or(|p| p.starts_flow(f.src)) {
                 self.stats.flows_unreachable += 1;
                 self.flows_settled += 1;

@@ -236,7 +236,7 @@ impl Simulation {
                     None => crate::transport::NEVER,
                 },
                 mtu: scenario.transport.mtu_bytes,
-                until: parallel::LongWindows::give_ups_from(&faults),
+                give_ups_from: parallel::LongWindows::give_ups_from(&faults),
             });
             parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, long, make)
         });

@@ -217,6 +217,9 @@ impl World {
         self.events
             .push_after_recurring(self.transport.rto, Event::Retransmit(fid));
         let line = f.rate_bps;
+        if self.partition.as_ref().is_some_and(|p| p.notes_cut_offs()) {
+            self.note_if_cut_off(fid); // a timeout may give up on it (`earliest_give_up`)
+        }
         let path = if self.cc.needs_path() {
             self.flow_base_path(fid)
         } else {
@@ -384,7 +387,11 @@ impl World {
     /// What it misses only shrinks, so a flow counts from its first packet until the count
     /// falls below the bound (at the latest when it finishes).
     fn count_long_receive(&mut self, fid: FlowId) {
+        let elsewhere = (self.partition.as_ref()).is_some_and(|p| p.given_up_elsewhere(fid));
         let f = &mut self.flows[fid];
+        if f.abandoned || elsewhere {
+            return; // its sender gave up on it: it misses nothing that may come
+        }
         let outside = super::tight::from_outside(&self.fabric, f.src, f.dst);
         let bound = self.long_receive[f.dst.index()][outside as usize];
         let long = super::tight::packets_missing(f) >= bound as u64;

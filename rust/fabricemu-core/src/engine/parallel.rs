@@ -108,18 +108,19 @@ use crate::units::Time;
 pub const TRACED_SLICE_EVENTS: u64 = 1 << 16;
 
 /// What long windows need from the scenario (`Parallel::lookahead`): the longest a window may
-/// be (with PFC, the deadlock check's period), the MTU's payload, and when they stop: from
-/// `until` on, a flow cut off for good by a fault may be given up on at once (the run could
-/// end within a window), so the windows keep the grid (NEVER: no such time).
+/// be (with PFC, the deadlock check's period), the MTU's payload, and from when a flow cut off
+/// for good by a fault may be given up on at once, which could end the run within a window
+/// (NEVER: never). From then on no window runs past the soonest timeout that may give up on a
+/// flow (`World::earliest_give_up`).
 #[derive(Debug, Clone, Copy)]
 pub struct LongWindows {
     pub cap: Time,
     pub mtu: u64,
-    pub until: Time,
+    pub give_ups_from: Time,
 }
 
 impl LongWindows {
-    /// `until` for a run with these scheduled faults. A flow is given up on only once no
+    /// `give_ups_from` for a run with these scheduled faults. A flow is given up on only once no
     /// fault event is left (`Faults::settled`), at a retransmission timeout that finds its
     /// destination cut off: from the last fault event on, if a link stays down after it. When
     /// every link comes back, everything is reachable again and nothing is given up on.
@@ -186,8 +187,18 @@ pub(super) struct Mail {
     pub started: Vec<u32>,
     /// In-network calls: what changed their shared state here (`in_network::Gate`), in order.
     pub inr: Vec<Gate>,
-    /// Flows the receiving partition sends that finished here (`Part::tell_finished`).
-    pub finished: Vec<FlowId>,
+    /// What became of flows the receiving partition sends or receives: finished here
+    /// (`Part::tell_finished`), or given up on here (`Part::tell_given_up`).
+    pub news: Vec<(FlowId, FlowNews)>,
+}
+
+/// What one partition tells another of a flow (`Mail::news`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FlowNews {
+    /// It finished at its receiver here: its sender's timeout gives up on it no more.
+    Finished,
+    /// Its sender here gave up on it: its receiver no longer counts it as missing packets.
+    GivenUp,
 }
 
 /// A world's partition: which it is, and the packets it sent to others during this window.
@@ -224,12 +235,17 @@ pub(super) struct Part {
     /// Every partition is at this point of one world's order: a window run merged, or a
     /// control boundary (where changes to the in-network calls' state may happen).
     pub merged: bool,
-    /// Flows that finished here and their sender's partition, to tell it (`tell_finished`).
-    finished_out: Vec<(FlowId, u16)>,
+    /// What became of flows here, for the partition to tell (`tell_finished`, `tell_given_up`).
+    news_out: Vec<(FlowId, u16, FlowNews)>,
     /// Flows sent from here that finished at their receiver in another partition (a bit per
     /// flow id): a sender's timeout gives up on none of them, as one world's, whose one record
     /// says the flow finished, gives up on none (`World::give_up`).
     finished_elsewhere: Vec<u64>,
+    /// Flows received here that their sender's partition gave up on (a bit per flow id).
+    given_up_elsewhere: Vec<u64>,
+    /// Once no fault event is left: the flows sent from here whose destination is cut off, and
+    /// which a timeout may still give up on (`World::earliest_give_up`; None before).
+    cut_off: Option<Vec<FlowId>>,
 }
 
 impl Part {
@@ -288,8 +304,26 @@ impl Part {
     pub fn tell_finished(&mut self, fid: FlowId, src: NodeId) {
         let to = self.owner[src];
         if to != self.me {
-            self.finished_out.push((fid, to));
+            self.news_out.push((fid, to, FlowNews::Finished));
         }
+    }
+
+    /// Flow `fid`, received by `dst`, was given up on here: if its receiver is another
+    /// partition's, tell it (at the window's end), which then no longer counts the packets it
+    /// misses (`World::long_flows`): they never come.
+    #[inline]
+    pub fn tell_given_up(&mut self, fid: FlowId, dst: NodeId) {
+        let to = self.owner[dst];
+        if to != self.me {
+            self.news_out.push((fid, to, FlowNews::GivenUp));
+        }
+    }
+
+    /// Whether flow `fid` (received here) was given up on by its sender's partition, as told
+    /// so far.
+    #[inline]
+    pub fn given_up_elsewhere(&self, fid: FlowId) -> bool {
+        crate::transport::window::get(&self.given_up_elsewhere, fid.index() as u32)
     }
 
     /// Whether flow `fid` (sent from here) finished at its receiver in another partition, as
@@ -299,8 +333,19 @@ impl Part {
         crate::transport::window::get(&self.finished_elsewhere, fid.index() as u32)
     }
 
+    /// Whether flows starting here are checked for a destination cut off for good (once no
+    /// fault event is left, `World::earliest_give_up`).
+    #[inline]
+    pub fn notes_cut_offs(&self) -> bool {
+        self.cut_off.is_some()
+    }
+
     fn mark_finished_elsewhere(&mut self, fid: FlowId) {
         crate::transport::window::set(&mut self.finished_elsewhere, fid.index() as u32);
+    }
+
+    fn mark_given_up_elsewhere(&mut self, fid: FlowId) {
+        crate::transport::window::set(&mut self.given_up_elsewhere, fid.index() as u32);
     }
 }
 
@@ -405,8 +450,10 @@ pub(super) struct Parallel {
     /// The windows' length while the run cannot end within one (`Parallel::lookahead`; the
     /// shortest link delay without long windows).
     lookahead: Time,
-    /// No window is long past this time (`LongWindows::until`).
+    /// No window is long past this time (0: none is, `keep_the_grid`).
     long_until: Time,
+    /// From this time on a timeout may give up on a flow (`LongWindows::give_ups_from`).
+    give_ups_from: Time,
     /// The windows' schedule, kept from one [`Parallel::run`] call to the next.
     clock: Clock,
     /// The windows run on one thread (faster, as measured: see `engine::pace`).
@@ -576,8 +623,10 @@ impl World {
             inr_pending: BinaryHeap::new(),
             inr_feeders: Arc::new(Vec::new()),
             merged: false,
-            finished_out: Vec::new(),
+            news_out: Vec::new(),
             finished_elsewhere: Vec::new(),
+            given_up_elsewhere: Vec::new(),
+            cut_off: None,
         });
     }
 
@@ -606,6 +655,57 @@ impl World {
         let part = self.partition.as_mut().expect("a partition");
         part.inr_pending = pending;
         part.inr_feeders = Arc::clone(feeders);
+    }
+
+    /// The soonest a timeout here may give up on a flow, once no fault event is left (before,
+    /// none does): a flow is given up on only at a timeout with no progress for `rto`, which
+    /// comes at its deadline or later (a deadline only moves later), and only if its destination
+    /// is cut off, which stays as it is from then on. So the first call finds the flows sent
+    /// from here that are cut off (`Part::cut_off`; those that start later join as they start,
+    /// [`World::note_if_cut_off`]), and each call takes the soonest of their deadlines, or a
+    /// timeout of a flow started from `next` on, an `rto` after it.
+    pub(super) fn earliest_give_up(&mut self, next: Time) -> Time {
+        let part = self.partition.as_ref().expect("a partition");
+        if part.cut_off.is_none() {
+            let cut: Vec<FlowId> = (self.flows.live())
+                .filter(|(_, f)| f.started && f.rto_armed && part.starts_flow(f.src))
+                .map(|(fid, _)| fid)
+                .collect();
+            let cut = cut.into_iter().filter(|&f| self.is_cut_off(f)).collect();
+            self.partition.as_mut().expect("a partition").cut_off = Some(cut);
+        }
+        let part = self.partition.as_mut().expect("a partition");
+        let (cut, elsewhere) = (part.cut_off.as_mut(), &part.finished_elsewhere);
+        let cut = cut.expect("made above");
+        let flows = &self.flows;
+        // Given up on, or finished at the receiver (no timeout gives up on it then, and its
+        // timer stops): no longer one that may be.
+        cut.retain(|&fid| {
+            let done = crate::transport::window::get(elsewhere, fid.index() as u32);
+            flows.get(fid).is_some_and(|f| f.rto_armed) && !done
+        });
+        let soonest = cut.iter().map(|&f| self.flows[f].rto_deadline).min();
+        soonest
+            .unwrap_or(NEVER)
+            .min(next.saturating_add(self.transport.rto))
+    }
+
+    /// Flow `fid` started here after the faults settled: remember it if its destination is cut
+    /// off (`earliest_give_up`).
+    pub(super) fn note_if_cut_off(&mut self, fid: FlowId) {
+        if self.is_cut_off(fid) {
+            let part = self.partition.as_mut().expect("a partition");
+            part.cut_off
+                .as_mut()
+                .expect("after the faults settled")
+                .push(fid);
+        }
+    }
+
+    /// Whether flow `fid`'s packets or its acknowledgements cannot reach their destination
+    /// (`World::retransmit_timer` gives up on such a flow).
+    fn is_cut_off(&self, fid: FlowId) -> bool {
+        !(self.reachable(fid, true) && self.reachable(fid, false))
     }
 
     /// Schedule flow `fid`'s start at `at` (on threads, remembered if it is an in-network
@@ -951,7 +1051,8 @@ impl Parallel {
         }
         Self {
             lookahead,
-            long_until: long.map_or(NEVER, |l| l.until),
+            long_until: NEVER,
+            give_ups_from: long.map_or(NEVER, |l| l.give_ups_from),
             clock: Clock {
                 window_end: parts[0].window_ps,
                 deadlock_check_at: NEVER,
@@ -1040,6 +1141,7 @@ impl Parallel {
             window_ps: self.parts[0].window_ps,
             lookahead: self.lookahead,
             long_until: self.long_until,
+            give_ups_from: self.give_ups_from,
             flows_total: self.parts[0].stats.flows_total,
             limit,
         };
@@ -1447,8 +1549,11 @@ struct WindowPlan {
     window_ps: Time,
     /// The windows' length while the run cannot end within one (`Parallel::lookahead`) ...
     lookahead: Time,
-    /// ... and none ends later than this, if it is longer than a grid step.
+    /// ... and none ends later than this, if it is longer than a grid step ...
     long_until: Time,
+    /// ... nor, from this time on, later than the soonest timeout that may give up on a flow
+    /// (`Status::give_up_at`).
+    give_ups_from: Time,
     flows_total: u64,
     /// Stop before the first event at or after this time (NEVER: no limit).
     limit: Time,
@@ -1491,6 +1596,9 @@ struct Status {
     long_flows: AtomicU64,
     /// The latest it scheduled of what the run waits for (`World::latest_pending`).
     latest_pending: AtomicU64,
+    /// The soonest a timeout here may give up on a flow (`World::earliest_give_up`; NEVER:
+    /// none may).
+    give_up_at: AtomicU64,
     /// How long after the next event no tight barrier waiting for a flow to start can release
     /// (`Tight::reach`).
     reach: AtomicU64,
@@ -1676,9 +1784,15 @@ impl Shared {
             .max()
             .unwrap_or(0);
         let waits = matches!(plan.stop, StopAt::Time(_)) || sum(|s| &s.long_flows) > 0;
+        // A give-up settles a flow at once (and ends the barriers waiting for it): a window
+        // that holds one is a grid step, as one world's stop rules are checked on the grid.
+        let give_up = (self.status.iter())
+            .map(|s| s.give_up_at.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NEVER);
         let step = |t: Time| {
             let grid = (t / w + 1).saturating_mul(w);
-            let end = t.saturating_add(reach).min(plan.long_until);
+            let end = (t.saturating_add(reach)).min(plan.long_until).min(give_up);
             // (Something still to come at or after the window's end: the run cannot end in it.)
             if reach > w && (waits || latest >= end) {
                 grid.max(end)
@@ -1943,6 +2057,14 @@ fn post_status(
         .store(w.pending_arrivals, Ordering::Relaxed);
     status.long_flows.store(w.long_flows, Ordering::Relaxed);
     (status.latest_pending).store(w.latest_pending, Ordering::Relaxed);
+    let give_up_at = if plan.give_ups_from == NEVER || plan.long_until == 0 {
+        NEVER // nothing is given up on, or no window is long anyway
+    } else if !w.faults.settled() {
+        plan.give_ups_from
+    } else {
+        w.earliest_give_up(next)
+    };
+    status.give_up_at.store(give_up_at, Ordering::Relaxed);
     let part = w.partition.as_mut().expect("a partition");
     status.reach.store(part.tight.reach(), Ordering::Relaxed);
     part.tight.prune(&w.barriers);
@@ -1988,7 +2110,7 @@ fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId
         && part.outbox.dead.is_empty()
         && part.tight.started.is_empty()
         && part.outbox.inr.is_empty()
-        && part.finished_out.is_empty()
+        && part.news_out.is_empty()
     {
         return;
     }
@@ -2011,8 +2133,8 @@ fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId
         let to = owner[world.flows[c.0].dst] as usize;
         boxes[to].credits.push(c);
     }
-    for (fid, to) in part.finished_out.drain(..) {
-        boxes[to as usize].finished.push(fid);
+    for (fid, to, news) in part.news_out.drain(..) {
+        boxes[to as usize].news.push((fid, news));
     }
     let int = &mut part.outbox.int;
     let mut int = (!int.is_empty()).then(|| int.drain(..));
@@ -2040,14 +2162,24 @@ fn take_mail(me: usize, world: &mut World, shared: &Shared) {
             dead,
             started,
             inr,
-            finished,
+            news,
         } = &mut *mail;
         let part = world.partition.as_mut().expect("a partition");
         for b in started.drain(..) {
             part.tight.count_start(b);
         }
-        for fid in finished.drain(..) {
-            part.mark_finished_elsewhere(fid);
+        for (fid, news) in news.drain(..) {
+            match news {
+                FlowNews::Finished => part.mark_finished_elsewhere(fid),
+                FlowNews::GivenUp => {
+                    part.mark_given_up_elsewhere(fid);
+                    if let Some(f) = world.flows.get_mut(fid) {
+                        if std::mem::take(&mut f.long_at_receiver) {
+                            world.long_flows -= 1;
+                        }
+                    }
+                }
+            }
         }
         if let Some(c) = &mut world.credits {
             for (fid, owed, unsolicited) in credits.drain(..) {
@@ -2375,7 +2507,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn long_windows_stop_at_the_last_fault_event_only_when_a_link_stays_down() {
+    fn give_ups_may_come_from_the_last_fault_event_only_when_a_link_stays_down() {
         use crate::scenario::FaultKind;
         use crate::topology::faults::{FaultSource, LinkFault};
         let fault = |kind, at_ps, until_ps| LinkFault {
