@@ -530,9 +530,12 @@ impl World {
     }
 
     fn flow_finished(&mut self, fid: FlowId) {
+        let elsewhere = (self.partition.as_ref()).is_some_and(|p| p.given_up_elsewhere(fid));
         let f = &mut self.flows[fid];
-        if f.withdrawn {
-            return; // an elastic job gave it up: it counts for nothing
+        if f.withdrawn || f.abandoned || elsewhere {
+            // An elastic job gave it up, or its sender did (its destination cut off for good)
+            // before its last packet came in: it was settled then, and counts for nothing now.
+            return;
         }
         f.finish = self.now;
         f.received_ahead = Vec::new();

@@ -32,7 +32,7 @@
 //! window (still in its outbox: `World::lose_wire_of`), the far end's what earlier windows
 //! delivered onto the wire; the near end writes all their drop rows. A flow cut off for good
 //! is given up on by its sender's partition, with the flows waiting for it, unless its
-//! receiver's partition told it the flow finished there (`Mail::finished`): a barrier that
+//! receiver's partition told it the flow finished there (`Mail::news`): a barrier that
 //! other partitions count too dies there at the window's end (`Mail::dead`).
 //!
 //! Windows may be longer than the shortest link where the links between partitions are longer
@@ -108,38 +108,36 @@ use crate::units::Time;
 pub const TRACED_SLICE_EVENTS: u64 = 1 << 16;
 
 /// What long windows need from the scenario (`Parallel::lookahead`): the longest a window may
-/// be (with PFC, the deadlock check's period), the MTU's payload, and from when a flow cut off
-/// for good by a fault may be given up on at once, which could end the run within a window
-/// (NEVER: never). From then on no window runs past the soonest timeout that may give up on a
-/// flow (`World::earliest_give_up`).
+/// be (with PFC, the deadlock check's period) and the MTU's payload.
 #[derive(Debug, Clone, Copy)]
 pub struct LongWindows {
     pub cap: Time,
     pub mtu: u64,
-    pub give_ups_from: Time,
 }
 
-impl LongWindows {
-    /// `give_ups_from` for a run with these scheduled faults. A flow is given up on only once no
-    /// fault event is left (`Faults::settled`), at a retransmission timeout that finds its
-    /// destination cut off: from the last fault event on, if a link stays down after it. When
-    /// every link comes back, everything is reachable again and nothing is given up on.
-    pub fn give_ups_from(faults: &[crate::topology::faults::LinkFault]) -> Time {
-        use crate::scenario::FaultKind;
-        let down = |f: &crate::topology::faults::LinkFault| matches!(f.kind, FaultKind::Down);
-        if !faults.iter().any(|f| down(f) && f.until_ps.is_none()) {
-            return NEVER;
-        }
-        (faults.iter())
-            .map(|f| {
-                let noticed = if down(f) { f.detection_ps } else { 0 };
-                let start = f.at_ps.saturating_add(noticed);
-                f.until_ps
-                    .map_or(start, |u| start.max(u.saturating_add(noticed)))
-            })
-            .max()
-            .unwrap_or(NEVER)
+/// From when a timeout may give up on a flow, in a run with these scheduled faults (NEVER:
+/// never). A flow is given up on only once no fault event is left (`Faults::settled`), at a
+/// retransmission timeout that finds its destination cut off: from the last fault event on, if
+/// a link stays down after it. When every link comes back, everything is reachable again and
+/// nothing is given up on. From then on no window runs past the soonest timeout that may give
+/// up on a flow (`World::earliest_give_up`), which could end the run at once, and the window
+/// that holds it runs merged: a flow's finish at its receiver and its sender's give-up then
+/// come in one world's order, each told to the other's partition at once.
+pub fn give_ups_from(faults: &[crate::topology::faults::LinkFault]) -> Time {
+    use crate::scenario::FaultKind;
+    let down = |f: &crate::topology::faults::LinkFault| matches!(f.kind, FaultKind::Down);
+    if !faults.iter().any(|f| down(f) && f.until_ps.is_none()) {
+        return NEVER;
     }
+    (faults.iter())
+        .map(|f| {
+            let noticed = if down(f) { f.detection_ps } else { 0 };
+            let start = f.at_ps.saturating_add(noticed);
+            f.until_ps
+                .map_or(start, |u| start.max(u.saturating_add(noticed)))
+        })
+        .max()
+        .unwrap_or(NEVER)
 }
 
 /// A parallel run's windows so far (`Simulation::parallel_windows`).
@@ -452,7 +450,7 @@ pub(super) struct Parallel {
     lookahead: Time,
     /// No window is long past this time (0: none is, `keep_the_grid`).
     long_until: Time,
-    /// From this time on a timeout may give up on a flow (`LongWindows::give_ups_from`).
+    /// From this time on a timeout may give up on a flow ([`give_ups_from`]).
     give_ups_from: Time,
     /// The windows' schedule, kept from one [`Parallel::run`] call to the next.
     clock: Clock,
@@ -688,6 +686,25 @@ impl World {
         soonest
             .unwrap_or(NEVER)
             .min(next.saturating_add(self.transport.rto))
+    }
+
+    /// Another partition tells what became of flow `fid` (`Mail::news`): it finished at its
+    /// receiver there (this partition, its sender's, gives it up no more), or its sender there
+    /// gave up on it (this partition, its receiver's, counts its missing packets no more and
+    /// its finish for nothing).
+    pub(super) fn take_news(&mut self, fid: FlowId, what: FlowNews) {
+        let part = self.partition.as_mut().expect("a partition");
+        match what {
+            FlowNews::Finished => part.mark_finished_elsewhere(fid),
+            FlowNews::GivenUp => {
+                part.mark_given_up_elsewhere(fid);
+                if let Some(f) = self.flows.get_mut(fid) {
+                    if std::mem::take(&mut f.long_at_receiver) {
+                        self.long_flows -= 1;
+                    }
+                }
+            }
+        }
     }
 
     /// Flow `fid` started here after the faults settled: remember it if its destination is cut
@@ -989,12 +1006,14 @@ impl World {
 
 impl Parallel {
     /// `parts` worlds of `fabric` (one thread each), each made from the same build by `make`,
-    /// split by [`partition_nodes`].
+    /// split by [`partition_nodes`]; from `give_ups_from` on ([`give_ups_from`]) a timeout may
+    /// give up on a flow.
     pub fn new(
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,
         parts: u16,
         long: Option<LongWindows>,
+        give_ups_from: Time,
         make: impl Fn() -> World + Sync,
     ) -> Self {
         let parts_n = parts;
@@ -1052,7 +1071,7 @@ impl Parallel {
         Self {
             lookahead,
             long_until: NEVER,
-            give_ups_from: long.map_or(NEVER, |l| l.give_ups_from),
+            give_ups_from,
             clock: Clock {
                 window_end: parts[0].window_ps,
                 deadlock_check_at: NEVER,
@@ -1732,7 +1751,12 @@ impl Shared {
             .min()
             .unwrap_or(NEVER);
         let ends = soonest(blocking, &self.inr_offsets, self.trees) < end;
-        let merged = merged || ends || inr_next < end;
+        // (A window that may hold a give-up is a grid step: `decide_end`.)
+        let give_up = (self.status.iter())
+            .map(|s| s.give_up_at.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NEVER);
+        let merged = merged || ends || inr_next < end || give_up < end;
         clock.windows += 1;
         clock.merged += merged as u64;
         clock.long += (end > step) as u64;
@@ -1785,7 +1809,8 @@ impl Shared {
             .unwrap_or(0);
         let waits = matches!(plan.stop, StopAt::Time(_)) || sum(|s| &s.long_flows) > 0;
         // A give-up settles a flow at once (and ends the barriers waiting for it): a window
-        // that holds one is a grid step, as one world's stop rules are checked on the grid.
+        // that may hold one is a grid step, as one world's stop rules are checked on the grid,
+        // and runs merged (`decide`).
         let give_up = (self.status.iter())
             .map(|s| s.give_up_at.load(Ordering::Relaxed))
             .min()
@@ -2168,18 +2193,8 @@ fn take_mail(me: usize, world: &mut World, shared: &Shared) {
         for b in started.drain(..) {
             part.tight.count_start(b);
         }
-        for (fid, news) in news.drain(..) {
-            match news {
-                FlowNews::Finished => part.mark_finished_elsewhere(fid),
-                FlowNews::GivenUp => {
-                    part.mark_given_up_elsewhere(fid);
-                    if let Some(f) = world.flows.get_mut(fid) {
-                        if std::mem::take(&mut f.long_at_receiver) {
-                            world.long_flows -= 1;
-                        }
-                    }
-                }
-            }
+        for (fid, what) in news.drain(..) {
+            world.take_news(fid, what);
         }
         if let Some(c) = &mut world.credits {
             for (fid, owed, unsolicited) in credits.drain(..) {
@@ -2287,12 +2302,22 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
             let (t, ev) = w.events.pop().expect("peeked");
             w.now = t;
             w.handle_in_partition(ev);
-            let outbox = &w.partition.as_ref().expect("a partition").outbox;
-            let told = !outbox.arrivals.is_empty() || !outbox.inr.is_empty();
+            let part = w.partition.as_ref().expect("a partition");
+            let outbox = &part.outbox;
+            let told =
+                !outbox.arrivals.is_empty() || !outbox.inr.is_empty() || !part.news_out.is_empty();
             if told || w.events.peek_key_before(bound).is_none() {
                 break;
             }
         }
+        // A flow finished or given up on here: its other end's partition learns of it now, as
+        // one world's one record tells it (a finish before a give-up stops it, and after it
+        // counts for nothing).
+        let news = std::mem::take(&mut w.partition.as_mut().expect("a partition").news_out);
+        for &(fid, to, what) in &news {
+            parts[to as usize].take_news(fid, what);
+        }
+        let w = &mut *parts[i];
         let part = w.partition.as_mut().expect("a partition");
         if part.outbox.arrivals.is_empty() && part.outbox.inr.is_empty() {
             continue;
@@ -2523,19 +2548,13 @@ mod tests {
         let restored = fault(FaultKind::Down, 100, Some(200));
         let slow = fault(FaultKind::Degrade { rate_bps: 1 }, 50, None);
         let late = fault(FaultKind::Delay { added_ps: 5 }, 300, Some(400));
-        assert_eq!(LongWindows::give_ups_from(&[]), NEVER);
+        assert_eq!(give_ups_from(&[]), NEVER);
         // Every link comes back (a slow or delayed link is not cut off): never.
-        assert_eq!(
-            LongWindows::give_ups_from(&[restored.clone(), slow.clone()]),
-            NEVER
-        );
+        assert_eq!(give_ups_from(&[restored.clone(), slow.clone()]), NEVER);
         // One stays down: from the last fault event on, its end or its detection included.
         let cut = fault(FaultKind::Down, 150, None);
-        assert_eq!(
-            LongWindows::give_ups_from(&[restored.clone(), cut.clone()]),
-            210
-        );
-        assert_eq!(LongWindows::give_ups_from(&[cut, restored, late]), 400);
+        assert_eq!(give_ups_from(&[restored.clone(), cut.clone()]), 210);
+        assert_eq!(give_ups_from(&[cut, restored, late]), 400);
     }
 
     /// A ring's per-rank steps run where the rank is; an iteration's end, which flows of every

@@ -871,6 +871,29 @@ fn long_windows_go_on_under_faults_until_a_flow_may_be_given_up() {
     sim.run_to_end();
     let w = sim.parallel_windows().expect("two threads");
     assert!(w.long * 2 > w.count, "{w:?}");
+
+    // GPU 12 sends nothing (its links out are down, its links in are up): flows to it and
+    // through its NIC (a PXN relay) carry their data but lose their acknowledgements, so their
+    // senders give up on them at a timeout. Flow 8 -> 13 is given up on at 63.61 us, before its
+    // last packet comes in at 65.16 us: it is settled once, as given up. One world counted it
+    // twice, finished too, so that its count of settled flows passed the total and the run went
+    // on to 116.1 us, until no event was left; two threads, whose long window ended at the next
+    // timeout, found every flow counted there and stopped at 65.326 us. The run ends at the last
+    // give-up (flow 12 -> 6, 65.328 us). Each window that may hold a give-up runs merged: a
+    // finish and a give-up come in one world's order, each told to the other end at once.
+    let deaf = format!(
+        "{head}[[workload]]\nkind = \"permutation\"\nsize = \"1MiB\"\n\
+         [transport]\nrto = \"58062ns\"\n\
+         [[fault]]\nlink = [\"gpu:12\", \"leaf:0\"]\ndirection = \"a->b\"\nat = \"5us\"\ndetection = \"1us\"\n\
+         [[fault]]\nlink = [\"gpu:12\", \"nvswitch:3\"]\ndirection = \"a->b\"\nat = \"5us\"\ndetection = \"1us\"\n"
+    );
+    let s = same_for_any_threads("give-up-and-finish", &deaf);
+    let settled = (s.flows_finished, s.flows_unreachable, s.simulated_ps);
+    assert_eq!(settled, (13, 3, 65_327_667), "{s:?}");
+    let (_, _, mut sim) = build_with(&deaf, 2);
+    sim.run_to_end();
+    let w = sim.parallel_windows().expect("two threads");
+    assert!(w.merged > 0 && w.long * 2 > w.count, "{w:?}");
 }
 
 #[test]
