@@ -161,7 +161,7 @@ impl World {
         }
         for (i, t) in at.into_iter().enumerate() {
             self.events.push(t, Event::CircuitsChange(i as u32));
-            self.faults.expect_events(1);
+            self.faults.expect_event_at(t);
         }
     }
 
@@ -178,7 +178,7 @@ impl World {
         // this one then starts when that one ends.
         if let Some(end) = c.pending.as_ref().map(|p| p.end) {
             self.events.push(end, Event::CircuitsChange(i));
-            self.faults.expect_events(1);
+            self.faults.expect_event_at(end);
             return;
         }
         self.start_reconfiguration(target, r, CircuitSource::Schedule(i))
@@ -273,7 +273,7 @@ impl World {
         }
         self.events
             .push(now.saturating_add(r), Event::CircuitsUp(index));
-        self.faults.expect_events(1);
+        self.faults.expect_event_at(now.saturating_add(r));
         self.reroute_after(detection);
         Ok(index)
     }
@@ -357,7 +357,8 @@ impl World {
         } else {
             self.events
                 .push(self.now.saturating_add(detection), Event::CircuitsRoute);
-            self.faults.expect_events(1);
+            self.faults
+                .expect_event_at(self.now.saturating_add(detection));
         }
     }
 

@@ -90,6 +90,8 @@ pub(super) struct Faults {
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
     /// may come back.
     events_left: u32,
+    /// The latest time any such event was scheduled for (0: none ever was).
+    last_event_at: Time,
     /// Per port: down faults covering its link now, and since when it is down.
     down_count: IdVec<PortId, u32>,
     down_since: IdVec<PortId, Time>,
@@ -145,6 +147,7 @@ impl Faults {
             toggled: Vec::new(),
             routes: KeptRoutes(None),
             events_left: 0,
+            last_event_at: 0,
             down_count: IdVec::from_elem(0, n),
             down_since: IdVec::from_elem(0, n),
             down_ps: 0,
@@ -158,7 +161,7 @@ impl Faults {
 
     /// A fault added during the run (a controller's): its number. The per-port state is made
     /// here if the scenario had no faults. Its events are scheduled by the caller
-    /// ([`Faults::expect_events`]).
+    /// ([`Faults::expect_event_at`]).
     pub fn add(&mut self, fault: Fault, num_ports: usize) -> u32 {
         if self.down_count.len() < num_ports {
             self.down_count = IdVec::from_elem(0, num_ports);
@@ -196,9 +199,18 @@ impl Faults {
         self.events_left == 0
     }
 
-    /// `n` more events to come that may change what is reachable (OCS changes use the count too).
-    pub fn expect_events(&mut self, n: u32) {
-        self.events_left += n;
+    /// One more event to come, at `at`, that may change what is reachable (OCS changes use the
+    /// count too).
+    pub fn expect_event_at(&mut self, at: Time) {
+        self.events_left += 1;
+        self.last_event_at = self.last_event_at.max(at);
+    }
+
+    /// The latest time an event that may change what is reachable was scheduled for (0: none
+    /// ever was): while some are to come, the soonest a flow may be given up on (on threads,
+    /// `World::earliest_give_up`).
+    pub fn last_event_at(&self) -> Time {
+        self.last_event_at
     }
 
     /// One of those events happened.
@@ -300,17 +312,17 @@ impl World {
             );
             let i = i as u32;
             self.events.push(at, Event::FaultStart(i));
-            self.faults.events_left += 1;
+            self.faults.expect_event_at(at);
             if down {
                 self.events.push(at + detection, Event::FaultDetected(i));
-                self.faults.events_left += 1;
+                self.faults.expect_event_at(at + detection);
             }
             if let Some(u) = until {
                 self.events.push(u, Event::FaultEnd(i));
-                self.faults.events_left += 1;
+                self.faults.expect_event_at(u);
                 if down {
                     self.events.push(u + detection, Event::FaultDetected(i));
-                    self.faults.events_left += 1;
+                    self.faults.expect_event_at(u + detection);
                 }
             }
         }

@@ -292,11 +292,11 @@ impl World {
         };
         let i = self.faults.add(Fault::new(spec), self.ports.len());
         self.events.push(self.now, Event::FaultStart(i));
-        self.faults.expect_events(1);
+        self.faults.expect_event_at(self.now);
         if matches!(kind, FaultKind::Down) {
             self.events
                 .push(self.now + detection_ps, Event::FaultDetected(i));
-            self.faults.expect_events(1);
+            self.faults.expect_event_at(self.now + detection_ps);
         }
         Ok(i)
     }
@@ -319,11 +319,11 @@ impl World {
             let (down, detection) = (matches!(spec.kind, FaultKind::Down), spec.detection_ps);
             self.faults.mark_ending(i);
             self.events.push(self.now, Event::FaultEnd(i));
-            self.faults.expect_events(1);
+            self.faults.expect_event_at(self.now);
             if down {
                 self.events
                     .push(self.now + detection, Event::FaultDetected(i));
-                self.faults.expect_events(1);
+                self.faults.expect_event_at(self.now + detection);
             }
             ended.push(i);
         }

@@ -225,7 +225,8 @@ impl Simulation {
             };
             // Windows longer than the shortest link where the plan stays as built and the fabric
             // changes only by scheduled faults (each partition applies each, and they only slow
-            // flows down, until a flow cut off for good may be given up on: `LongWindows`).
+            // flows down; a give-up, which may settle the last flows at once, ends a window:
+            // `World::earliest_give_up`).
             let fixed = scenario.control.is_none()
                 && fabric.ocs.is_none()
                 && plan.in_network.is_none()
@@ -237,15 +238,7 @@ impl Simulation {
                 },
                 mtu: scenario.transport.mtu_bytes,
             });
-            // A controller's faults (and an optical switch's changes) are not known at the build:
-            // their give-ups come in grid windows, not merged (docs/parallel.md, "Not yet").
-            let give_ups_from = if scenario.control.is_none() && fabric.ocs.is_none() {
-                parallel::give_ups_from(&faults)
-            } else {
-                crate::transport::NEVER
-            };
-            let threads = scenario.threads as u16;
-            parallel::Parallel::new(&fabric, &plan, threads, long, give_ups_from, make)
+            parallel::Parallel::new(&fabric, &plan, scenario.threads as u16, long, make)
         });
         // A parallel run's view makes the records of flows as the partitions' first come in,
         // and retires them as one world would (`Parallel::fold_into`).

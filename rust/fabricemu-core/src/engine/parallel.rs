@@ -115,31 +115,6 @@ pub struct LongWindows {
     pub mtu: u64,
 }
 
-/// From when a timeout may give up on a flow, in a run with these scheduled faults (NEVER:
-/// never). A flow is given up on only once no fault event is left (`Faults::settled`), at a
-/// retransmission timeout that finds its destination cut off: from the last fault event on, if
-/// a link stays down after it. When every link comes back, everything is reachable again and
-/// nothing is given up on. From then on no window runs past the soonest timeout that may give
-/// up on a flow (`World::earliest_give_up`), which could end the run at once, and the window
-/// that holds it runs merged: a flow's finish at its receiver and its sender's give-up then
-/// come in one world's order, each told to the other's partition at once.
-pub fn give_ups_from(faults: &[crate::topology::faults::LinkFault]) -> Time {
-    use crate::scenario::FaultKind;
-    let down = |f: &crate::topology::faults::LinkFault| matches!(f.kind, FaultKind::Down);
-    if !faults.iter().any(|f| down(f) && f.until_ps.is_none()) {
-        return NEVER;
-    }
-    (faults.iter())
-        .map(|f| {
-            let noticed = if down(f) { f.detection_ps } else { 0 };
-            let start = f.at_ps.saturating_add(noticed);
-            f.until_ps
-                .map_or(start, |u| start.max(u.saturating_add(noticed)))
-        })
-        .max()
-        .unwrap_or(NEVER)
-}
-
 /// A parallel run's windows so far (`Simulation::parallel_windows`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Windows {
@@ -338,6 +313,12 @@ impl Part {
         self.cut_off.is_some()
     }
 
+    /// A fault event is to come (a controller's, an optical switch's): what is cut off may
+    /// change, and is found anew once none is left.
+    fn forget_cut_offs(&mut self) {
+        self.cut_off = None;
+    }
+
     fn mark_finished_elsewhere(&mut self, fid: FlowId) {
         crate::transport::window::set(&mut self.finished_elsewhere, fid.index() as u32);
     }
@@ -450,8 +431,6 @@ pub(super) struct Parallel {
     lookahead: Time,
     /// No window is long past this time (0: none is, `keep_the_grid`).
     long_until: Time,
-    /// From this time on a timeout may give up on a flow ([`give_ups_from`]).
-    give_ups_from: Time,
     /// The windows' schedule, kept from one [`Parallel::run`] call to the next.
     clock: Clock,
     /// The windows run on one thread (faster, as measured: see `engine::pace`).
@@ -1006,14 +985,12 @@ impl World {
 
 impl Parallel {
     /// `parts` worlds of `fabric` (one thread each), each made from the same build by `make`,
-    /// split by [`partition_nodes`]; from `give_ups_from` on ([`give_ups_from`]) a timeout may
-    /// give up on a flow.
+    /// split by [`partition_nodes`].
     pub fn new(
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,
         parts: u16,
         long: Option<LongWindows>,
-        give_ups_from: Time,
         make: impl Fn() -> World + Sync,
     ) -> Self {
         let parts_n = parts;
@@ -1071,7 +1048,6 @@ impl Parallel {
         Self {
             lookahead,
             long_until: NEVER,
-            give_ups_from,
             clock: Clock {
                 window_end: parts[0].window_ps,
                 deadlock_check_at: NEVER,
@@ -1160,7 +1136,6 @@ impl Parallel {
             window_ps: self.parts[0].window_ps,
             lookahead: self.lookahead,
             long_until: self.long_until,
-            give_ups_from: self.give_ups_from,
             flows_total: self.parts[0].stats.flows_total,
             limit,
         };
@@ -1568,11 +1543,8 @@ struct WindowPlan {
     window_ps: Time,
     /// The windows' length while the run cannot end within one (`Parallel::lookahead`) ...
     lookahead: Time,
-    /// ... and none ends later than this, if it is longer than a grid step ...
+    /// ... and none ends later than this, if it is longer than a grid step.
     long_until: Time,
-    /// ... nor, from this time on, later than the soonest timeout that may give up on a flow
-    /// (`Status::give_up_at`).
-    give_ups_from: Time,
     flows_total: u64,
     /// Stop before the first event at or after this time (NEVER: no limit).
     limit: Time,
@@ -2082,10 +2054,13 @@ fn post_status(
         .store(w.pending_arrivals, Ordering::Relaxed);
     status.long_flows.store(w.long_flows, Ordering::Relaxed);
     (status.latest_pending).store(w.latest_pending, Ordering::Relaxed);
-    let give_up_at = if plan.give_ups_from == NEVER || plan.long_until == 0 {
-        NEVER // nothing is given up on, or no window is long anyway
+    let give_up_at = if w.faults.len() == 0 && w.circuits.is_none() {
+        NEVER // nothing was ever cut off
     } else if !w.faults.settled() {
-        plan.give_ups_from
+        // None is given up on until no fault event is left (and what is cut off then is
+        // found anew): at the last one scheduled, at the soonest.
+        w.partition.as_mut().expect("a partition").forget_cut_offs();
+        w.faults.last_event_at()
     } else {
         w.earliest_give_up(next)
     };
@@ -2530,32 +2505,6 @@ fn absorb(into: &mut RunStats, s: &RunStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn give_ups_may_come_from_the_last_fault_event_only_when_a_link_stays_down() {
-        use crate::scenario::FaultKind;
-        use crate::topology::faults::{FaultSource, LinkFault};
-        let fault = |kind, at_ps, until_ps| LinkFault {
-            source: FaultSource::Fault(0),
-            kind_name: "down",
-            kind,
-            target: "leaf:0--spine:0".into(),
-            links: Vec::new().into(),
-            at_ps,
-            until_ps,
-            detection_ps: 10,
-        };
-        let restored = fault(FaultKind::Down, 100, Some(200));
-        let slow = fault(FaultKind::Degrade { rate_bps: 1 }, 50, None);
-        let late = fault(FaultKind::Delay { added_ps: 5 }, 300, Some(400));
-        assert_eq!(give_ups_from(&[]), NEVER);
-        // Every link comes back (a slow or delayed link is not cut off): never.
-        assert_eq!(give_ups_from(&[restored.clone(), slow.clone()]), NEVER);
-        // One stays down: from the last fault event on, its end or its detection included.
-        let cut = fault(FaultKind::Down, 150, None);
-        assert_eq!(give_ups_from(&[restored.clone(), cut.clone()]), 210);
-        assert_eq!(give_ups_from(&[cut, restored, late]), 400);
-    }
 
     /// A ring's per-rank steps run where the rank is; an iteration's end, which flows of every
     /// partition reach, is mirrored, and so is a barrier chained to another partition's.

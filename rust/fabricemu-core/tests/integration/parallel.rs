@@ -896,6 +896,68 @@ fn long_windows_go_on_under_faults_until_a_flow_may_be_given_up() {
     assert!(w.merged > 0 && w.long * 2 > w.count, "{w:?}");
 }
 
+/// A controller that cuts GPU 6 off for good at its first boundary (all its links down), run
+/// with `threads`: its stats, flow rows and the windows run merged.
+fn cut_off_by_a_controller(threads: u32, dir: &Path) -> (String, String, u64) {
+    use fabricemu_core::control::actions::LiveFault;
+    use fabricemu_core::control::{Action, ControlStep};
+    let (head, _) = LONG_WINDOWS.split_once("[[workload]]").expect("workloads");
+    let text = format!(
+        "{head}[[workload]]\nkind = \"permutation\"\nsize = \"1MiB\"\n\
+         [transport]\nrto = \"20us\"\n"
+    );
+    let (json, s, mut sim) = build_with(&text, threads);
+    sim.enable_control(Some(5_000_000));
+    let gpu = fabricemu_core::ids::NodeId::new(6);
+    let links: Vec<u32> = sim.world().fabric.ports_of(gpu).map(|p| p.get()).collect();
+    loop {
+        match sim.step_control(if threads == 3 { 1_009 } else { 1 << 20 }) {
+            ControlStep::Finished => break,
+            ControlStep::Running => {}
+            ControlStep::Boundary(5_000_000) => {
+                for &link in &links {
+                    let down = Action::Fault {
+                        link,
+                        kind: LiveFault::Down,
+                        detection_ps: Some(1_000_000),
+                    };
+                    sim.apply_action("script", &down)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                }
+            }
+            ControlStep::Boundary(_) => {}
+        }
+    }
+    sim.check_conservation().unwrap();
+    let merged = sim.parallel_windows().map_or(0, |w| w.merged);
+    output::write_outputs(dir, &mut sim, &json, s.seed, false, 0.0).unwrap();
+    (
+        format!("{:?}", sim.stats()),
+        format!("{:?}", sim.flow_rows()),
+        merged,
+    )
+}
+
+#[test]
+fn a_gpu_a_controller_cuts_off_for_good_is_given_up_on_alike_on_any_number_of_threads() {
+    // The controller's faults are not known at the build: from its action until their last
+    // event (the detection, 1 us on) no window runs past that event, and then each window that
+    // may hold a give-up runs merged, as for scheduled faults.
+    let one = scratch("parallel", "controller-cut-1");
+    let (stats, rows, _) = cut_off_by_a_controller(1, &one);
+    assert!(!stats.contains("flows_unreachable: 0,"), "{stats}");
+    let reference = files(&one);
+    for threads in [2, 3, 5] {
+        let dir = scratch("parallel", &format!("controller-cut-{threads}"));
+        let (st, r, merged) = cut_off_by_a_controller(threads, &dir);
+        assert_eq!(st, stats, "stats with {threads} threads");
+        assert_eq!(r, rows, "flow rows with {threads} threads");
+        assert!(merged > 0, "{threads} threads: no window ran merged");
+        assert_same_files("controller-cut", threads, &reference, &dir);
+    }
+    let _ = fs::remove_dir_all(&one);
+}
+
 #[test]
 fn a_controller_attached_to_a_run_keeps_its_windows_on_the_grid() {
     // A controller attached from Python (`Simulation::enable_control`) may fail links and
