@@ -90,7 +90,7 @@ pub(super) struct Faults {
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
     /// may come back.
     events_left: u32,
-    /// The latest time any such event was scheduled for (0: none ever was).
+    /// The latest time any such event was scheduled for (0 before the first).
     last_event_at: Time,
     /// Per port: down faults covering its link now, and since when it is down.
     down_count: IdVec<PortId, u32>,
@@ -206,8 +206,8 @@ impl Faults {
         self.last_event_at = self.last_event_at.max(at);
     }
 
-    /// The latest time an event that may change what is reachable was scheduled for (0: none
-    /// ever was): while some are to come, the soonest a flow may be given up on (on threads,
+    /// The latest time an event that may change what is reachable was scheduled for (0 before
+    /// the first): while some are to come, the soonest a flow may be given up on (on threads,
     /// `World::earliest_give_up`).
     pub fn last_event_at(&self) -> Time {
         self.last_event_at
