@@ -657,13 +657,12 @@ impl World {
             // Nothing more to send: the NIC drops it from its round robin.
             f.next_seq = f.num_packets;
             f.resend.clear();
-            if let Some(p) = (self.partition.as_mut()).filter(|p| f.started && p.starts_flow(f.src))
-            {
-                p.tell_given_up(fid, f.dst);
-            }
             if self.partition.as_ref().is_none_or(|p| p.starts_flow(f.src)) {
                 self.stats.flows_unreachable += 1;
                 self.flows_settled += 1;
+                if let Some(p) = (self.partition.as_mut()).filter(|_| f.started) {
+                    p.tell(fid, f.dst, super::parallel::FlowNews::GivenUp);
+                }
             }
             dead_barriers.extend(f.completes);
         }

@@ -547,7 +547,11 @@ impl World {
             self.inr_flow_finished(fid);
         }
         if let Some(part) = &mut self.partition {
-            part.tell_finished(fid, self.flows[fid].src);
+            part.tell(
+                fid,
+                self.flows[fid].src,
+                super::parallel::FlowNews::Finished,
+            );
         }
         if let Some(barrier) = barrier {
             self.barrier_arrive(barrier);

@@ -160,8 +160,8 @@ pub(super) struct Mail {
     pub started: Vec<u32>,
     /// In-network calls: what changed their shared state here (`in_network::Gate`), in order.
     pub inr: Vec<Gate>,
-    /// What became of flows the receiving partition sends or receives: finished here
-    /// (`Part::tell_finished`), or given up on here (`Part::tell_given_up`).
+    /// What became of flows the receiving partition sends or receives: finished here, or given
+    /// up on here (`Part::tell`).
     pub news: Vec<(FlowId, FlowNews)>,
 }
 
@@ -208,7 +208,7 @@ pub(super) struct Part {
     /// Every partition is at this point of one world's order: a window run merged, or a
     /// control boundary (where changes to the in-network calls' state may happen).
     pub merged: bool,
-    /// What became of flows here, for the partition to tell (`tell_finished`, `tell_given_up`).
+    /// What became of flows here, for the partition to tell (`Part::tell`).
     news_out: Vec<(FlowId, u16, FlowNews)>,
     /// Flows sent from here that finished at their receiver in another partition (a bit per
     /// flow id): a sender's timeout gives up on none of them, as one world's, whose one record
@@ -269,26 +269,18 @@ impl Part {
         }
     }
 
-    /// Flow `fid`, sent by `src`, finished here: if its sender is another partition's, tell it
-    /// (at the window's end). A flow whose acknowledgements are cut off finishes at its
-    /// receiver while its sender still waits, and a sender's partition that gave up on it at a
-    /// timeout would count it twice, and end its barriers, which one world does not.
+    /// What became of flow `fid` here: if its other end (`node`: its sender when it finished
+    /// here, its receiver when it was given up on here) is another partition's, tell it (at the
+    /// window's end, or at once in a window run merged). A flow whose acknowledgements are cut
+    /// off finishes at its receiver while its sender still waits: a sender's partition that
+    /// gave up on it at a timeout would count it twice, and end its barriers, which one world
+    /// does not. A receiver's partition told of a give-up counts neither the packets the flow
+    /// misses (`World::long_flows`: they never come) nor its finish.
     #[inline]
-    pub fn tell_finished(&mut self, fid: FlowId, src: NodeId) {
-        let to = self.owner[src];
+    pub fn tell(&mut self, fid: FlowId, node: NodeId, what: FlowNews) {
+        let to = self.owner[node];
         if to != self.me {
-            self.news_out.push((fid, to, FlowNews::Finished));
-        }
-    }
-
-    /// Flow `fid`, received by `dst`, was given up on here: if its receiver is another
-    /// partition's, tell it (at the window's end), which then no longer counts the packets it
-    /// misses (`World::long_flows`): they never come.
-    #[inline]
-    pub fn tell_given_up(&mut self, fid: FlowId, dst: NodeId) {
-        let to = self.owner[dst];
-        if to != self.me {
-            self.news_out.push((fid, to, FlowNews::GivenUp));
+            self.news_out.push((fid, to, what));
         }
     }
 
@@ -642,26 +634,24 @@ impl World {
     /// [`World::note_if_cut_off`]), and each call takes the soonest of their deadlines, or a
     /// timeout of a flow started from `next` on, an `rto` after it.
     pub(super) fn earliest_give_up(&mut self, next: Time) -> Time {
+        let kept = self.partition.as_mut().expect("a partition").cut_off.take();
         let part = self.partition.as_ref().expect("a partition");
-        if part.cut_off.is_none() {
-            let cut: Vec<FlowId> = (self.flows.live())
-                .filter(|(_, f)| f.started && f.rto_armed && part.starts_flow(f.src))
+        let mut cut = kept.unwrap_or_else(|| {
+            (self.flows.live())
+                .filter(|(fid, f)| {
+                    f.started && f.rto_armed && part.starts_flow(f.src) && self.is_cut_off(*fid)
+                })
                 .map(|(fid, _)| fid)
-                .collect();
-            let cut = cut.into_iter().filter(|&f| self.is_cut_off(f)).collect();
-            self.partition.as_mut().expect("a partition").cut_off = Some(cut);
-        }
-        let part = self.partition.as_mut().expect("a partition");
-        let (cut, elsewhere) = (part.cut_off.as_mut(), &part.finished_elsewhere);
-        let cut = cut.expect("made above");
-        let flows = &self.flows;
+                .collect()
+        });
         // Given up on, or finished at the receiver (no timeout gives up on it then, and its
         // timer stops): no longer one that may be.
         cut.retain(|&fid| {
-            let done = crate::transport::window::get(elsewhere, fid.index() as u32);
-            flows.get(fid).is_some_and(|f| f.rto_armed) && !done
+            let armed = self.flows.get(fid).is_some_and(|f| f.rto_armed);
+            armed && !part.finished_elsewhere(fid)
         });
         let soonest = cut.iter().map(|&f| self.flows[f].rto_deadline).min();
+        self.partition.as_mut().expect("a partition").cut_off = Some(cut);
         soonest
             .unwrap_or(NEVER)
             .min(next.saturating_add(self.transport.rto))
@@ -1724,15 +1714,19 @@ impl Shared {
             .unwrap_or(NEVER);
         let ends = soonest(blocking, &self.inr_offsets, self.trees) < end;
         // (A window that may hold a give-up is a grid step: `decide_end`.)
-        let give_up = (self.status.iter())
-            .map(|s| s.give_up_at.load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(NEVER);
-        let merged = merged || ends || inr_next < end || give_up < end;
+        let merged = merged || ends || inr_next < end || self.soonest_give_up() < end;
         clock.windows += 1;
         clock.merged += merged as u64;
         clock.long += (end > step) as u64;
         Ok((end, merged))
+    }
+
+    /// The soonest any partition may give up on a flow (`Status::give_up_at`).
+    fn soonest_give_up(&self) -> Time {
+        (self.status.iter())
+            .map(|s| s.give_up_at.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NEVER)
     }
 
     /// The next window's end, and the time of the next event anywhere (or check).
@@ -1783,10 +1777,7 @@ impl Shared {
         // A give-up settles a flow at once (and ends the barriers waiting for it): a window
         // that may hold one is a grid step, as one world's stop rules are checked on the grid,
         // and runs merged (`decide`).
-        let give_up = (self.status.iter())
-            .map(|s| s.give_up_at.load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(NEVER);
+        let give_up = self.soonest_give_up();
         let step = |t: Time| {
             let grid = (t / w + 1).saturating_mul(w);
             let end = (t.saturating_add(reach)).min(plan.long_until).min(give_up);
