@@ -61,6 +61,10 @@ fn main() {
                 "  windows {} ({} merged, {} long), up to {} ps on a grid of {} ps",
                 w.count, w.merged, w.long, w.lookahead, w.grid
             );
+            println!(
+                "  flow records at most, per partition: {:?}",
+                sim.partition_peak_records()
+            );
         }
         if let Some(s) = sim.synthetic_stats() {
             println!("  synthetic: {s:?}");

@@ -233,11 +233,9 @@ impl World {
         // Barriers.
         self.barriers.extend(a.barriers.iter().map(|&n| Barrier {
             remaining: n,
-            waiting: Vec::new(),
-            then: Vec::new(),
+            dead: false,
             released_at: NEVER,
             latest: 0,
-            dead: false,
         }));
         // Flows: every per-flow array grows once.
         let added = a.flows.len();
@@ -271,11 +269,11 @@ impl World {
                 Start::At(t) if starts[k] => starting.push((t.max(now), fid)),
                 Start::At(_) => {}
                 Start::After { barrier, gap } => {
-                    let b = &mut self.barriers[barrier as usize];
-                    if b.released_at == NEVER {
-                        b.waiting.push((fid, gap));
+                    let released_at = self.barriers[barrier as usize].released_at;
+                    if released_at == NEVER {
+                        self.links.waiting_mut(barrier).push((fid, gap));
                     } else if starts[k] {
-                        let at = b.released_at.saturating_add(gap).max(now);
+                        let at = released_at.saturating_add(gap).max(now);
                         starting.push((at, fid));
                     }
                 }
@@ -307,9 +305,8 @@ impl World {
             if (e.to as usize) < nb_old {
                 self.barriers[e.to as usize].remaining += 1;
             }
-            let from = &mut self.barriers[e.from as usize];
-            if from.released_at == NEVER {
-                from.then.push((e.to, e.delay));
+            if self.barriers[e.from as usize].released_at == NEVER {
+                self.links.then_mut(e.from).push((e.to, e.delay));
             } else if runs {
                 self.pending_arrivals += 1;
                 self.push_barrier_arrival(now.saturating_add(e.delay), e.to);
@@ -354,9 +351,11 @@ impl World {
         }
         if report.cancelled > 0 {
             let cancelled = &self.amends.cancelled;
-            for b in &mut self.barriers {
-                if b.released_at == NEVER {
-                    b.waiting.retain(|&(fid, _)| !cancelled[fid.index()]);
+            for (b, barrier) in self.barriers.iter().enumerate() {
+                let b = b as u32;
+                let waits = |l: &[(FlowId, Time)]| l.iter().any(|&(f, _)| cancelled[f.index()]);
+                if barrier.released_at == NEVER && waits(self.links.waiting(b)) {
+                    (self.links.waiting_mut(b)).retain(|&(fid, _)| !cancelled[fid.index()]);
                 }
             }
         }

@@ -627,8 +627,8 @@ impl World {
                 if std::mem::replace(&mut barrier.dead, true) {
                     continue;
                 }
-                work.extend(barrier.waiting.iter().map(|&(w, _)| w));
-                dead_barriers.extend(barrier.then.iter().map(|&(next, _)| next));
+                work.extend(self.links.waiting(b).iter().map(|&(w, _)| w));
+                dead_barriers.extend(self.links.then(b).iter().map(|&(next, _)| next));
                 if let (true, Some(part)) = (tell, &mut self.partition) {
                     part.tell_dead(b);
                 }
@@ -639,6 +639,7 @@ impl World {
             // (A flow that finished at its receiver, here or, on threads, in another partition:
             // one world's one record says so.)
             let elsewhere = (self.partition.as_ref()).is_some_and(|p| p.finished_elsewhere(fid));
+            self.materialise(fid); // (a partition's flow that never came here: its planned record)
             let f = &mut self.flows[fid];
             if f.abandoned || f.finished() || elsewhere {
                 continue;

@@ -422,6 +422,15 @@ impl super::World {
         }
     }
 
+    /// Flow `fid`'s sender: from its record, or its plan if it has none yet.
+    pub(super) fn flow_src(&self, fid: FlowId) -> crate::ids::NodeId {
+        match (self.flows.get(fid), &self.maker) {
+            (Some(f), _) => f.src,
+            (None, Some(m)) => m.init(fid).src,
+            (None, None) => unreachable!("a flow without a record has its plan"),
+        }
+    }
+
     /// Packets of flow `fid` its receiver holds in order so far (all of them once it retired).
     pub fn packets_received_in_order(&self, fid: FlowId) -> u32 {
         match self.flows.state(fid) {

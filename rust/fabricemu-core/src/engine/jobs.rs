@@ -583,11 +583,12 @@ impl World {
         if let Some(p) = self.partition.as_mut() {
             p.released.push(b); // for the view's next fold
         }
-        let waiting = std::mem::take(&mut barrier.waiting);
-        let then = std::mem::take(&mut barrier.then);
+        // (Taken out while the flows start and the arrivals go: nothing then reads them.)
+        let links = std::mem::take(&mut self.links);
+        let (waiting, then) = (links.waiting(b), links.then(b));
         // In a partition: only its senders' flows start and its barriers' arrivals happen.
         let part = self.partition.as_ref();
-        let starts = |w: &World, fid: FlowId| part.is_none_or(|p| p.starts_flow(w.flows[fid].src));
+        let starts = |w: &World, fid: FlowId| part.is_none_or(|p| p.starts_flow(w.flow_src(fid)));
         let starts: Vec<bool> = waiting.iter().map(|&(fid, _)| starts(self, fid)).collect();
         let runs: Vec<bool> = (then.iter())
             .map(|&(next, _)| part.is_none_or(|p| p.runs_barrier(next)))
@@ -612,9 +613,7 @@ impl World {
                 self.job_defer_arrival(j, next, delay);
             }
         }
-        let barrier = &mut self.barriers[b as usize];
-        barrier.waiting = waiting;
-        barrier.then = then;
+        self.links = links;
     }
 
     /// Elastic job `j`: if `b` is the ready barrier of a compute op whose rank is excluded now,
@@ -643,9 +642,7 @@ impl World {
             .position(|&t| t == NEVER)
             .unwrap_or(job.iteration_end.len()) as u32;
         if job.op_iteration[k] > current {
-            let duration = self.barriers[b as usize]
-                .then
-                .iter()
+            let duration = (self.links.then(b).iter())
                 .find(|&&(n, _)| n == done)
                 .map_or(0, |&(_, d)| d);
             self.jobs.list[j].elastic.held.push((k, duration));
@@ -739,7 +736,7 @@ impl World {
         let Some(&due) = self.jobs.flow_due.get(&fid) else {
             return true;
         };
-        let w = self.flows[fid].workload;
+        let w = self.flow_brief(fid).workload; // (it may have no record yet: not started)
         let j = self
             .jobs
             .list
@@ -908,7 +905,10 @@ impl World {
         let cut = job.plan.episodes[k as usize].endpoints.clone();
         for f in job.plan.flows.clone() {
             let fid = FlowId::new(f as u32);
-            let fl = &self.flows[fid];
+            // (A partition's flow without a record here did not start here.)
+            let Some(fl) = self.flows.get(fid) else {
+                continue;
+            };
             let touches = cut.binary_search(&fl.src.get()).is_ok()
                 || cut.binary_search(&fl.dst.get()).is_ok();
             if !touches || !fl.started || !fl.rto_armed || fl.sender_stopped() {

@@ -1,6 +1,7 @@
 //! The engine: event queue, world state in flat arrays, run loop and run statistics.
 
 pub mod amend;
+mod barriers;
 pub mod circuits;
 mod faults;
 pub mod flows;
@@ -210,7 +211,7 @@ impl Simulation {
         }
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
-                let mut w = World::new(
+                let mut w = World::new_partition(
                     &scenario,
                     fabric.clone(),
                     &plan,

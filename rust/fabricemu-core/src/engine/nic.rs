@@ -816,16 +816,15 @@ impl World {
             if let Some(p) = self.partition.as_mut() {
                 p.released.push(b); // for the view's next fold
             }
-            let b = b as usize;
-            for k in 0..self.barriers[b].waiting.len() {
-                let (fid, gap) = self.barriers[b].waiting[k];
+            for k in 0..self.links.waiting(b).len() {
+                let (fid, gap) = self.links.waiting(b)[k];
                 let part = self.partition.as_ref();
-                if part.is_none_or(|p| p.starts_flow(self.flows[fid].src)) {
+                if part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) {
                     self.push_flow_start(now.saturating_add(gap), fid);
                 }
             }
-            for k in 0..self.barriers[b].then.len() {
-                let (next, delay) = self.barriers[b].then[k];
+            for k in 0..self.links.then(b).len() {
+                let (next, delay) = self.links.then(b)[k];
                 if self.partition.as_ref().is_none_or(|p| p.runs_barrier(next)) {
                     self.pending_arrivals += 1;
                     self.push_barrier_arrival(now.saturating_add(delay), next);

@@ -543,9 +543,10 @@ impl World {
         tight: &[(u32, Vec<FlowId>)],
         cut: Time,
     ) {
-        if !tight.is_empty() || self.in_network.is_some() {
-            // A tight barrier's window reads its flows' records wherever they finish; an
-            // in-network call's end starts the waiting call's flows from their records.
+        if (!tight.is_empty() && self.retiring) || self.in_network.is_some() {
+            // A tight barrier's window reads its flows' records wherever they finish (one the
+            // view retired, this partition would have forgotten); an in-network call's end
+            // starts the waiting call's flows from their records.
             self.keep_all_flows();
         }
         // Records stay lazy (made where a flow starts or a packet of it first comes in), and the
@@ -562,17 +563,16 @@ impl World {
             in_network: self.in_network.as_ref(),
             cut,
             ports: &self.ports,
+            maker: self.maker.as_ref(),
         };
         let tight = Tight::new(tight, &at);
         for p in self.fabric.ports() {
             self.ports[p].remote = owner[self.fabric.peer_node[p]] != me;
         }
-        let src_of = |f: FlowId| match (self.flows.get(f), &self.maker) {
-            (Some(r), _) => r.src,
-            (None, Some(m)) => m.init(f).src,
-            (None, None) => unreachable!("a flow without a record has its plan"),
-        };
-        self.static_order.retain(|&f| owner[src_of(f)] == me);
+        let static_order = std::mem::take(&mut self.static_order);
+        self.static_order = (static_order.into_iter())
+            .filter(|&f| owner[self.flow_src(f)] == me)
+            .collect();
         self.tracer.hold_rows();
         self.partition = Some(Part {
             me,
@@ -1335,11 +1335,9 @@ impl Parallel {
             self.owner[first.src] as usize,
             self.owner[first.dst] as usize,
         );
-        let mut f = parts[src]
-            .flows
-            .get(fid)
-            .expect("a flow touched anywhere started at its sender")
-            .clone();
+        // (Its sender's partition may not have made its record yet: a partition whose records
+        // are lazy gave up on it, waiting at a barrier that died, before its sender's heard.)
+        let mut f = parts[src].flow_record(fid).into_owned();
         if let Some(r) = parts[dst].flows.get(fid) {
             f.finish = r.finish;
             f.expected = r.expected;
@@ -1460,6 +1458,7 @@ impl Parallel {
                 in_network: w.in_network.as_ref(),
                 cut: 0, // (no longer read: `Tight::reach` tells nothing after an amendment)
                 ports: &w.ports,
+                maker: w.maker.as_ref(),
             };
             part.tight.amend(&tight, first, &a.cancel, &at, status);
         }

@@ -73,8 +73,8 @@ pub fn tight_barriers(
 }
 
 /// A flow that finishes here, with its receiver's time for one full packet (None: sent to
-/// itself, nothing to tell).
-type Received = (FlowId, Option<Time>);
+/// itself, nothing to tell) and its packets (all missing while it has no record here).
+type Received = (FlowId, Option<Time>, u32);
 
 /// What a partition's [`Tight`] is worked out from: which partition it is, the node map, the
 /// flows' records (their ends) and the fabric with the MTU (a full packet's time at a host).
@@ -94,6 +94,22 @@ pub(super) struct Where<'a> {
     /// Per port, when a packet sent on it arrives at the far node: the link's delay plus the
     /// far switch's forwarding latency (`PortHot::arrival_delay`).
     pub ports: &'a IdVec<PortId, PortHot>,
+    /// The plan of the flows without a record here (a partition whose records are lazy).
+    pub maker: Option<&'a super::world::FlowMaker>,
+}
+
+impl Where<'_> {
+    /// Flow `fid`'s sender, receiver and packets: from its record, or its plan if it has none
+    /// here yet (None: the partition forgot it, it finished).
+    fn ends(&self, fid: FlowId) -> Option<(NodeId, NodeId, u32)> {
+        if let Some(f) = self.flows.get(fid) {
+            return Some((f.src, f.dst, f.num_packets));
+        }
+        let m = self.maker.filter(|_| self.flows.is_unborn(fid))?;
+        let init = m.init(fid);
+        let (packets, _) = crate::transport::segment(init.size_bytes, self.mtu);
+        Some((init.src, init.dst, packets))
+    }
 }
 
 /// One partition's view of the tight barriers (indexed as [`tight_barriers`] lists them).
@@ -182,31 +198,31 @@ impl Tight {
         let Where {
             me,
             owner,
-            flows,
             fabric,
             mtu,
             header,
             in_network,
             cut,
             ports,
+            ..
         } = *at;
         // A flow a partition forgot finished (the view retired it before an amendment made every
         // record kept): it waits neither to start nor to finish.
-        let Some(f) = flows.get(fid) else {
+        let Some((src, dst, num_packets)) = at.ends(fid) else {
             return;
         };
         // An in-network rank's flow goes up its tree and its results come down: the smallest
         // result packet is its full packet here.
         let result = in_network.and_then(|i| i.result_bytes(fid, mtu, header));
-        let to_itself = f.src == f.dst && result.is_none();
+        let to_itself = src == dst && result.is_none();
         // The most bits the receiver's links bring in per second: a full packet takes at least
         // its payload's time at that rate.
-        let outside = result.is_none() && from_outside(fabric, f.src, f.dst);
-        let into = inbound_rate_from(fabric, f.dst, outside);
+        let outside = result.is_none() && from_outside(fabric, src, dst);
+        let into = inbound_rate_from(fabric, dst, outside);
         let packet = crate::units::serialisation_ps(result.unwrap_or(mtu), into.max(1));
         if !to_itself && !gone {
             self.unstarted[i as usize] += 1;
-            if owner[f.src] == me {
+            if owner[src] == me {
                 self.counts_toward[fid] = i;
             }
         }
@@ -215,32 +231,32 @@ impl Tight {
             // its receiver's link (one link if they are linked: the least of the two), or more:
             // one between partitions, if it crosses; the rest come in at most at the receiver's
             // rate; the last two count for nothing, as in `Tight::offset`.
-            let out = (fabric.ports_of(f.src))
+            let out = (fabric.ports_of(src))
                 .map(|p| ports[p].arrival_delay)
                 .min()
                 .unwrap_or(0);
-            let last = (fabric.ports_of(f.dst))
+            let last = (fabric.ports_of(dst))
                 .map(|p| ports[fabric.peer_port[p]].arrival_delay)
                 .min()
                 .unwrap_or(0);
-            let linked = (fabric.ports_of(f.src)).any(|p| fabric.peer_node[p] == f.dst);
+            let linked = (fabric.ports_of(src)).any(|p| fabric.peer_node[p] == dst);
             let mut path = if linked {
                 out.min(last)
             } else {
                 out.saturating_add(last)
             };
-            if owner[f.src] != owner[f.dst] {
+            if owner[src] != owner[dst] {
                 path = path.max(cut);
             }
-            let rest = (f.num_packets as u64).saturating_sub(2);
+            let rest = (num_packets as u64).saturating_sub(2);
             let soonest = path.saturating_add(rest.saturating_mul(packet));
             let s = &mut self.soonest[i as usize];
             *s = (*s).min(soonest);
         }
-        if owner[f.dst] == me {
+        if owner[dst] == me {
             self.barriers[i as usize]
                 .1
-                .push((fid, (!to_itself).then_some(packet)));
+                .push((fid, (!to_itself).then_some(packet), num_packets));
         }
     }
 
@@ -270,7 +286,7 @@ impl Tight {
                 continue;
             };
             self.counts_toward[fid] = NONE;
-            self.barriers[i as usize].1.retain(|&(g, _)| g != fid);
+            self.barriers[i as usize].1.retain(|&(g, _, _)| g != fid);
             if f.src != f.dst {
                 self.count_start(i); // it never will: no longer waited for
             }
@@ -347,21 +363,22 @@ impl Tight {
         let mut at = 0;
         let mut k = 0;
         while k < list.len() {
-            let (fid, packet_ps) = list[k];
-            let f = &flows[fid];
-            if f.finished() {
+            let (fid, packet_ps, packets) = list[k];
+            // (No record here yet: no packet of it came in.)
+            let missing = match flows.get(fid) {
+                Some(f) if f.finished() => None,
+                Some(f) => Some(packets_missing(f)),
+                None => flows.is_unborn(fid).then_some(packets as u64),
+            };
+            let Some(missing) = missing else {
                 list.swap_remove(k);
                 continue;
-            }
+            };
             k += 1;
             let Some(packet_ps) = packet_ps else {
                 return 0;
             };
-            at = at.max(
-                packets_missing(f)
-                    .saturating_sub(2)
-                    .saturating_mul(packet_ps),
-            );
+            at = at.max(missing.saturating_sub(2).saturating_mul(packet_ps));
             if at >= enough {
                 return enough;
             }
@@ -426,6 +443,7 @@ mod tests {
             in_network: None,
             ports: &w.ports,
             cut: 0,
+            maker: None,
         }
     }
 
@@ -469,7 +487,7 @@ mod tests {
         assert_eq!(t.unstarted, [1, 1]);
         assert_eq!(t.frontier(), &[] as &[u32]);
         let waits = |t: &Tight, i: usize| -> Vec<FlowId> {
-            t.barriers[i].1.iter().map(|&(fid, _)| fid).collect()
+            t.barriers[i].1.iter().map(|&(fid, _, _)| fid).collect()
         };
         assert_eq!(waits(&t, 0), [f[0], f[2]]);
         assert_eq!(waits(&t, 1), [f[3], f[5]]);

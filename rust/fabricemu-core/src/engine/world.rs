@@ -8,6 +8,8 @@
 //! (`wake_at`); a link holds its packets in flight in a FIFO, with one `LinkArrival` per packet
 //! (see `transmit` for why not one per link).
 
+pub(super) use super::barriers::Barrier;
+use super::barriers::BarrierLinks;
 use super::circuits::Circuits;
 use super::faults::{Fault, Faults};
 use super::flows::FlowTable;
@@ -214,24 +216,6 @@ pub(super) fn new_flow(
     (flow, ends.pxn)
 }
 
-/// A count of arrivals (flows that finished, chained barriers, timed arrivals) that releases,
-/// when it reaches zero, the flows waiting on it (each after its gap) and one arrival at each
-/// chained barrier (after the edge's delay).
-#[derive(Debug, Default)]
-pub(super) struct Barrier {
-    pub remaining: u32,
-    pub waiting: Vec<(FlowId, Time)>,
-    /// Chained barriers (a step graph's dependencies and compute durations).
-    pub then: Vec<(u32, Time)>,
-    /// When it released (NEVER: not yet).
-    pub released_at: Time,
-    /// Its latest arrival so far: it releases at the time of its last (which, in a partition
-    /// told of another partition's arrivals only at a window's end, may come before others).
-    pub latest: Time,
-    /// It can never release: a flow it waits for was given up on.
-    pub dead: bool,
-}
-
 /// What makes a flow's record when it starts, in runs that retire flows (see `engine::flows`).
 pub(super) struct FlowMaker {
     /// The plan's flows, by flow id (shared with the Simulation's plan, not a copy).
@@ -370,6 +354,8 @@ pub struct World {
     pub(super) static_order: Vec<FlowId>,
     pub(super) next_static: usize,
     pub(super) barriers: Vec<Barrier>,
+    /// Per barrier, the flows waiting for it and the barriers chained after it.
+    pub(super) links: BarrierLinks,
     /// Step workloads that react to failures (`on_failure`): their clocks and freezes.
     pub jobs: super::jobs::Jobs,
     /// `BarrierArrive` events not yet handled: a run that waits for every flow also waits for
@@ -524,6 +510,15 @@ pub(super) fn retires_flows(
         && plan.jobs.is_empty()
 }
 
+/// Whether the partitions of a parallel run that keeps every flow's record may make a flow's
+/// record when the flow first comes to them (it starts there, a packet of it comes in, it is
+/// given up on there), as a run that retires flows does: unless a feature reads flows other
+/// partitions run. A controller may read any flow; an in-network call's setup rewrites every
+/// member's record at the build.
+pub(super) fn partition_records_lazy(s: &Scenario, plan: &FlowPlan) -> bool {
+    s.control.is_none() && plan.in_network.is_none()
+}
+
 impl World {
     /// The world of a built scenario (see `scenario::build`): its fabric, flow plan, resolved
     /// faults and PFC state. Nothing is checked here.
@@ -534,6 +529,34 @@ impl World {
         faults: &[LinkFault],
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
+    ) -> Self {
+        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, false)
+    }
+
+    /// [`World::new`] for a partition of a parallel run (`Parallel::new` makes it one): where
+    /// the run keeps every flow's record, a partition makes a flow's when the flow first comes
+    /// to it, if no feature of the run reads other partitions' flows
+    /// ([`partition_records_lazy`]). Records made at the build cost a world's worth of memory
+    /// per thread, and on a 164k-flow training run most of a partition's build time.
+    pub(super) fn new_partition(
+        s: &Scenario,
+        fabric: Fabric,
+        plan: &FlowPlan,
+        faults: &[LinkFault],
+        pfc: Option<Pfc>,
+        reserved_headroom: &IdVec<NodeId, u64>,
+    ) -> Self {
+        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, true)
+    }
+
+    fn build(
+        s: &Scenario,
+        fabric: Fabric,
+        plan: &FlowPlan,
+        faults: &[LinkFault],
+        pfc: Option<Pfc>,
+        reserved_headroom: &IdVec<NodeId, u64>,
+        partition: bool,
     ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
@@ -612,7 +635,8 @@ impl World {
             retires || plan.streams.is_empty(),
             "streams are materialised"
         );
-        let mut maker = retires.then(|| FlowMaker {
+        let lazy = retires || (partition && partition_records_lazy(s, plan));
+        let mut maker = lazy.then(|| FlowMaker {
             inits: plan.flows.share(),
             entropy: Vec::with_capacity(plan.total_flows()),
             streams: plan.streams.clone(),
@@ -631,22 +655,21 @@ impl World {
             foreign: Default::default(),
         });
         let mut flows = FlowTable::default();
-        flows.reserve(plan.total_flows(), maker.is_none());
-        let mut barriers: Vec<Barrier> = plan
+        // Room for every record unless flows retire (their slots are reused): a lazy partition
+        // makes most of them, and a doubling array would copy them, with every page cleared
+        // twice. The room is address space only until a record is made in it.
+        flows.reserve(plan.total_flows(), !retires);
+        let barriers: Vec<Barrier> = plan
             .barrier_sizes
             .iter()
             .map(|&n| Barrier {
                 remaining: n,
-                waiting: Vec::new(),
-                then: Vec::new(),
+                dead: false,
                 released_at: NEVER,
                 latest: 0,
-                dead: false,
             })
             .collect();
-        for e in &plan.barrier_edges {
-            barriers[e.from as usize].then.push((e.to, e.delay));
-        }
+        let links = BarrierLinks::of_plan(plan);
         let mut static_order = Vec::new();
         let mut pxn = IdVec::new();
         for (id, f) in plan.flows.iter().enumerate() {
@@ -654,16 +677,19 @@ impl World {
             // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
             let sport = 49152 + sport_rng.below(16384) as u16;
             let label = label_rng.below(1 << 20) as u32;
-            match f.start {
-                Start::At(_) => static_order.push(id),
-                Start::After { barrier, gap } => barriers[barrier as usize].waiting.push((id, gap)),
+            if let Start::At(_) = f.start {
+                static_order.push(id);
             }
             match &mut maker {
                 Some(m) => {
                     // The record is made when the flow starts (`World::materialise`), and its
-                    // congestion-control state with it.
+                    // congestion-control state with it; its PXN hops now (read by any
+                    // partition its packets cross).
                     m.entropy.push((sport, label));
                     flows.push_unborn();
+                    if pxn_cluster {
+                        pxn.push(new_flow(&fabric, &s.routing, t, f, sport, label).1);
+                    }
                 }
                 None => {
                     let (flow, ends) = new_flow(&fabric, &s.routing, t, f, sport, label);
@@ -825,7 +851,7 @@ impl World {
             synth: super::synthetic::SynthMeter::new(s),
             flows,
             lazy_records: maker.is_some(),
-            retiring: maker.is_some(),
+            retiring: retires,
             maker,
             pxn,
             relays,
@@ -841,6 +867,7 @@ impl World {
             static_order,
             next_static: 0,
             barriers,
+            links,
             jobs,
             pending_arrivals: plan.barrier_timers.len() as u64,
             transport: TransportParams {

@@ -2079,3 +2079,54 @@ fn an_in_network_call_waiting_for_its_tree_is_the_same_on_any_number_of_threads(
     assert_eq!(s.flows_finished, s.flows_total);
     assert_eq!(s.in_network_calls, Some(6));
 }
+
+#[test]
+fn partitions_of_a_run_that_keeps_every_record_make_only_those_of_flows_that_come_to_them() {
+    // A training step graph keeps every flow's record for the whole run (one world makes them
+    // all at the build). A partition makes a flow's record only when the flow starts there, a
+    // packet of it comes in or a give-up reaches it; its outputs stay one world's.
+    let text = r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        hosts_per_leaf = 8
+        spines = 2
+        link_rate = "400Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 4
+        cabling = "rail"
+        scaleup = { kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "250ns" }
+        [[workload]]
+        name = "gpt"
+        kind = "training"
+        dp = 4
+        tp = 4
+        pp = 2
+        micro_batches = 2
+        micro_batch_size = 1
+        layers = 2
+        hidden = 512
+        seq_len = 128
+        gpu_flops = 989e12
+        efficiency = 0.5
+        dp_bucket = "256KiB"
+        iterations = 2
+        "#;
+    let s = same_for_any_threads("records", text);
+    assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
+    let (_, _, mut sim) = build_with(text, 2);
+    let total = sim.stats().flows_total as usize;
+    assert_eq!(
+        sim.partition_peak_records(),
+        vec![0, 0],
+        "none at the build"
+    );
+    sim.run_to_end();
+    let peaks = sim.partition_peak_records();
+    assert!(
+        peaks.iter().all(|&p| p > 0 && p < total),
+        "{peaks:?} of {total}"
+    );
+}

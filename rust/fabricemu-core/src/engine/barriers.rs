@@ -1,0 +1,193 @@
+//! Barriers: counts of arrivals that start flows and chained barriers when they release (a
+//! collective's steps, a step graph's ops, a training step's dependencies).
+//!
+//! A training plan has a barrier per op and a flow per transfer: 343,298 barriers and 391,680
+//! waiting flows in `scenarios/parallel_training.toml`. Each barrier's counters are a small
+//! struct; which flows wait for it and which barriers it arrives at are kept flat, by barrier
+//! ([`BarrierLinks`]), not as two small vectors per barrier: those cost two allocations per
+//! barrier at the build, about 57 MB per world there, and a parallel run builds one world per
+//! partition and its view.
+
+use std::collections::HashMap;
+
+use crate::ids::FlowId;
+use crate::units::Time;
+use crate::workload::{FlowPlan, Start};
+
+/// A count of arrivals (flows that finished, chained barriers, timed arrivals) that releases,
+/// when it reaches zero, the flows waiting on it (each after its gap) and one arrival at each
+/// chained barrier (after the edge's delay): those are its [`BarrierLinks`].
+#[derive(Debug, Default)]
+pub(super) struct Barrier {
+    pub remaining: u32,
+    /// It can never release: a flow it waits for was given up on.
+    pub dead: bool,
+    /// When it released (NEVER: not yet).
+    pub released_at: Time,
+    /// Its latest arrival so far: it releases at the time of its last (which, in a partition
+    /// told of another partition's arrivals only at a window's end, may come before others).
+    pub latest: Time,
+}
+
+/// Per barrier, the flows waiting for it (each with its gap) and the barriers chained after it
+/// (a step graph's dependencies and compute durations, each with its delay): the plan's in two
+/// flat arrays indexed by barrier, and the lists of the barriers an amendment changed or made,
+/// apart (copied out of the flat arrays the first time one changes).
+#[derive(Debug, Clone, Default)]
+pub(super) struct BarrierLinks {
+    /// Barrier `b`'s waiting flows are `waiting[waiting_from[b]..waiting_from[b + 1]]`.
+    waiting_from: Vec<u32>,
+    waiting: Vec<(FlowId, Time)>,
+    /// Barrier `b`'s chained barriers are `then[then_from[b]..then_from[b + 1]]`.
+    then_from: Vec<u32>,
+    then: Vec<(u32, Time)>,
+    /// Barriers an amendment changed or made: their lists (these replace the flat arrays').
+    amended: HashMap<u32, Lists>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Lists {
+    waiting: Vec<(FlowId, Time)>,
+    then: Vec<(u32, Time)>,
+}
+
+impl BarrierLinks {
+    /// The links of `plan`'s barriers: its flows that start after a barrier, in id order, and
+    /// its edges, in plan order (the orders the releases start them in).
+    pub fn of_plan(plan: &FlowPlan) -> Self {
+        let n = plan.barrier_sizes.len();
+        let waits = plan
+            .flows
+            .iter()
+            .enumerate()
+            .filter_map(|(id, f)| match f.start {
+                Start::After { barrier, gap } => Some((barrier, (FlowId::new(id as u32), gap))),
+                Start::At(_) => None,
+            });
+        let (waiting_from, waiting) = by_barrier(n, waits);
+        let edges = (plan.barrier_edges.iter()).map(|e| (e.from, (e.to, e.delay)));
+        let (then_from, then) = by_barrier(n, edges);
+        Self {
+            waiting_from,
+            waiting,
+            then_from,
+            then,
+            amended: HashMap::new(),
+        }
+    }
+
+    /// The flows waiting for barrier `b`, each with its gap.
+    #[inline]
+    pub fn waiting(&self, b: u32) -> &[(FlowId, Time)] {
+        if let Some(l) = self.amended_lists(b) {
+            return &l.waiting;
+        }
+        match self.waiting_from.get(b as usize + 1) {
+            Some(&end) => &self.waiting[self.waiting_from[b as usize] as usize..end as usize],
+            None => &[],
+        }
+    }
+
+    /// The barriers chained after barrier `b`, each with its delay.
+    #[inline]
+    pub fn then(&self, b: u32) -> &[(u32, Time)] {
+        if let Some(l) = self.amended_lists(b) {
+            return &l.then;
+        }
+        match self.then_from.get(b as usize + 1) {
+            Some(&end) => &self.then[self.then_from[b as usize] as usize..end as usize],
+            None => &[],
+        }
+    }
+
+    /// Barrier `b`'s waiting flows, to change (an amendment).
+    pub fn waiting_mut(&mut self, b: u32) -> &mut Vec<(FlowId, Time)> {
+        &mut self.lists_mut(b).waiting
+    }
+
+    /// Barrier `b`'s chained barriers, to change (an amendment).
+    pub fn then_mut(&mut self, b: u32) -> &mut Vec<(u32, Time)> {
+        &mut self.lists_mut(b).then
+    }
+
+    #[inline]
+    fn amended_lists(&self, b: u32) -> Option<&Lists> {
+        if self.amended.is_empty() {
+            return None;
+        }
+        self.amended.get(&b)
+    }
+
+    fn lists_mut(&mut self, b: u32) -> &mut Lists {
+        if !self.amended.contains_key(&b) {
+            let lists = Lists {
+                waiting: self.waiting(b).to_vec(),
+                then: self.then(b).to_vec(),
+            };
+            self.amended.insert(b, lists);
+        }
+        self.amended.get_mut(&b).expect("just made")
+    }
+}
+
+/// `items` (barrier, entry) grouped by barrier, each barrier's in the order they come: the
+/// offsets (`n + 1`) and the entries.
+fn by_barrier<T: Copy>(
+    n: usize,
+    items: impl Iterator<Item = (u32, T)> + Clone,
+) -> (Vec<u32>, Vec<T>) {
+    let mut from = vec![0u32; n + 1];
+    for (b, _) in items.clone() {
+        from[b as usize + 1] += 1;
+    }
+    for b in 0..n {
+        from[b + 1] += from[b];
+    }
+    let mut next = from.clone();
+    let mut out = Vec::with_capacity(from[n] as usize);
+    // Slots filled out of order: start from copies of any entry, then place each.
+    if let Some((_, first)) = items.clone().next() {
+        out.resize(from[n] as usize, first);
+    }
+    for (b, item) in items {
+        let at = &mut next[b as usize];
+        out[*at as usize] = item;
+        *at += 1;
+    }
+    (from, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_grouped_by_barrier_in_the_order_they_come() {
+        let items = [(2u32, 'a'), (0, 'b'), (2, 'c'), (0, 'd'), (3, 'e')];
+        let (from, out) = by_barrier(4, items.iter().copied());
+        assert_eq!(from, vec![0, 2, 2, 4, 5]);
+        assert_eq!(out, vec!['b', 'd', 'a', 'c', 'e']);
+        let (from, out) = by_barrier::<char>(2, std::iter::empty());
+        assert_eq!((from, out), (vec![0, 0, 0], vec![]));
+    }
+
+    #[test]
+    fn an_amended_barrier_keeps_its_lists_apart_and_new_barriers_start_empty() {
+        let mut l = BarrierLinks {
+            waiting_from: vec![0, 1, 1],
+            waiting: vec![(FlowId::new(7), 5)],
+            then_from: vec![0, 0, 1],
+            then: vec![(0, 9)],
+            amended: HashMap::new(),
+        };
+        assert_eq!(l.waiting(0), &[(FlowId::new(7), 5)]);
+        assert_eq!(l.then(1), &[(0, 9)]);
+        assert!(l.waiting(5).is_empty() && l.then(5).is_empty()); // made by an amendment
+        l.waiting_mut(0).push((FlowId::new(8), 0));
+        l.then_mut(5).push((1, 3));
+        assert_eq!(l.waiting(0), &[(FlowId::new(7), 5), (FlowId::new(8), 0)]);
+        assert_eq!(l.then(0), &[] as &[(u32, Time)]);
+        assert_eq!(l.then(5), &[(1, 3)]);
+        assert_eq!(l.then(1), &[(0, 9)]); // untouched
+    }
+}
