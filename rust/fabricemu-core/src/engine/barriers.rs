@@ -51,7 +51,20 @@ struct Lists {
     then: Vec<(u32, Time)>,
 }
 
+// 24 B of counters per barrier (two vectors and their heap blocks before 2026-12-04).
+const _: () = assert!(std::mem::size_of::<Barrier>() == 24);
+
 impl BarrierLinks {
+    /// A barrier's counters and the starts of its two lists.
+    pub const BYTES_PER_BARRIER: usize = std::mem::size_of::<Barrier>() + 2 * 4;
+    /// A waiting flow with its gap, or a chained barrier with its delay.
+    pub const BYTES_PER_LINK: usize = 16;
+
+    /// Links of the plan's barriers (amended lists aside).
+    pub fn len(&self) -> usize {
+        self.waiting.len() + self.then.len()
+    }
+
     /// The links of `plan`'s barriers: its flows that start after a barrier, in id order, and
     /// its edges, in plan order (the orders the releases start them in).
     pub fn of_plan(plan: &FlowPlan) -> Self {

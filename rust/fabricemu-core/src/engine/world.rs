@@ -454,6 +454,11 @@ pub struct MemoryFootprint {
     /// The route table's (switch, destination) group map, whole, and what updates it after
     /// faults (`routing::RouteBuilder`).
     pub route_map: usize,
+    /// Per barrier (step graphs, collectives, incast rounds): its counters and where its links
+    /// start (`engine::barriers`).
+    pub per_barrier: usize,
+    /// Per link of a barrier: a flow waiting for it, or a barrier chained after it.
+    pub per_barrier_link: usize,
     pub ports: usize,
     pub nodes: usize,
     pub host_ports: usize,
@@ -467,6 +472,8 @@ pub struct MemoryFootprint {
     pub retired: usize,
     /// Arena slots (the most packets alive at once so far).
     pub packets: usize,
+    pub barriers: usize,
+    pub barrier_links: usize,
 }
 
 impl MemoryFootprint {
@@ -481,6 +488,8 @@ impl MemoryFootprint {
             + self.per_retired * self.retired
             + self.per_packet * self.packets
             + self.route_map
+            + self.per_barrier * self.barriers
+            + self.per_barrier_link * self.barrier_links
     }
 }
 
@@ -1409,6 +1418,8 @@ impl World {
             per_retired: size_of::<crate::trace::flows::FlowRow>(),
             per_packet,
             route_map: self.router.table().group_map_bytes() + self.faults.routes_bytes(),
+            per_barrier: BarrierLinks::BYTES_PER_BARRIER,
+            per_barrier_link: BarrierLinks::BYTES_PER_LINK,
             ports: self.ports.len(),
             nodes: self.fabric.num_nodes as usize,
             host_ports: self.nics.ring.len(),
@@ -1417,6 +1428,8 @@ impl World {
             planned: self.flows.len() - self.streamed_flows(),
             retired: self.flows.retired_count(),
             packets: self.packets.capacity(),
+            barriers: self.barriers.len(),
+            barrier_links: self.links.len(),
         }
     }
 
