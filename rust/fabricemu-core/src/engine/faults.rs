@@ -639,6 +639,9 @@ impl World {
             // (A flow that finished at its receiver, here or, on threads, in another partition:
             // one world's one record says so.)
             let elsewhere = (self.partition.as_ref()).is_some_and(|p| p.finished_elsewhere(fid));
+            if self.flows.is_retired(fid) {
+                continue; // a partition forgot it: the view retired it, done for good
+            }
             self.materialise(fid); // (a partition's flow that never came here: its planned record)
             let f = &mut self.flows[fid];
             if f.abandoned || f.finished() || elsewhere {

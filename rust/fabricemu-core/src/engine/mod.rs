@@ -243,7 +243,10 @@ impl Simulation {
         });
         // A parallel run's view makes the records of flows as the partitions' first come in,
         // and retires them as one world would (`Parallel::fold_into`).
-        let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
+        let mut world = match &parallel {
+            Some(_) => World::new_view(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom),
+            None => World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom),
+        };
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }
@@ -817,22 +820,19 @@ impl Simulation {
             let Some(tag) = init.collective else {
                 continue;
             };
-            // (Runs with collectives keep every flow's record.)
-            let Some(f) = self.world.flows.get(id) else {
-                continue;
-            };
             if self.world.is_cancelled(id) {
                 continue; // a call re-planned by a controller: its new flows count instead
             }
+            // (From its record, or its row: a parallel run's view retires flows.)
+            let f = self.world.flow_brief(id);
             let a = &mut agg[first_row[tag.instance as usize] + tag.iteration as usize];
             a.flows += 1;
             a.bytes = a.bytes.saturating_add(f.size_bytes);
-            let finish = f.finished().then_some(f.finish);
-            if let Some(t) = finish {
+            if let Some(t) = f.finish {
                 a.finished += 1;
                 a.last = a.last.max(t);
             }
-            a.tiers.add(&tag, f.size_bytes, f.start, finish);
+            a.tiers.add(&tag, f.size_bytes, f.start, f.finish);
         }
         let mut rows = Vec::with_capacity(total);
         for (ci, c) in plan.collectives.iter().enumerate() {

@@ -519,6 +519,14 @@ pub(super) fn retires_flows(
         && plan.jobs.is_empty()
 }
 
+/// Which copy of the run a world is: the one world, or a parallel run's partition or view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Copy {
+    World,
+    Partition,
+    View,
+}
+
 /// Whether the partitions of a parallel run that keeps every flow's record may make a flow's
 /// record when the flow first comes to them (it starts there, a packet of it comes in, it is
 /// given up on there), as a run that retires flows does: unless a feature reads flows other
@@ -539,7 +547,7 @@ impl World {
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
     ) -> Self {
-        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, false)
+        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, Copy::World)
     }
 
     /// [`World::new`] for a partition of a parallel run (`Parallel::new` makes it one): where
@@ -555,7 +563,31 @@ impl World {
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
     ) -> Self {
-        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, true)
+        Self::build(
+            s,
+            fabric,
+            plan,
+            faults,
+            pfc,
+            reserved_headroom,
+            Copy::Partition,
+        )
+    }
+
+    /// [`World::new`] for the view of a parallel run (`Parallel::fold_into`): where its
+    /// partitions make records lazily, so does the view, and it retires a flow once the folded
+    /// record says it is done for good, as in a run that retires flows (the partitions then
+    /// forget it). A partition reads no flow that is done for good; the view's outputs read a
+    /// retired flow's row.
+    pub(super) fn new_view(
+        s: &Scenario,
+        fabric: Fabric,
+        plan: &FlowPlan,
+        faults: &[LinkFault],
+        pfc: Option<Pfc>,
+        reserved_headroom: &IdVec<NodeId, u64>,
+    ) -> Self {
+        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, Copy::View)
     }
 
     fn build(
@@ -565,7 +597,7 @@ impl World {
         faults: &[LinkFault],
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
-        partition: bool,
+        copy: Copy,
     ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
@@ -644,7 +676,7 @@ impl World {
             retires || plan.streams.is_empty(),
             "streams are materialised"
         );
-        let lazy = retires || (partition && partition_records_lazy(s, plan));
+        let lazy = retires || (copy != Copy::World && partition_records_lazy(s, plan));
         let mut maker = lazy.then(|| FlowMaker {
             inits: plan.flows.share(),
             entropy: Vec::with_capacity(plan.total_flows()),
@@ -860,7 +892,7 @@ impl World {
             synth: super::synthetic::SynthMeter::new(s),
             flows,
             lazy_records: maker.is_some(),
-            retiring: retires,
+            retiring: retires || (copy == Copy::View && maker.is_some()),
             maker,
             pxn,
             relays,
