@@ -237,3 +237,59 @@ fn streamed_open_loop_flows_give_the_planned_runs_files() {
         }
     }
 }
+
+/// A training step graph on a GPU cluster (collectives, sends, computes): one world keeps every
+/// flow's record; on threads the view retires flows done for good and spills their rows.
+fn training() -> String {
+    "seed = 1\n[topology]\nkind = \"leaf_spine\"\nleaves = 4\nhosts_per_leaf = 8\nspines = 2\n\
+     link_rate = \"400Gbps\"\nlink_delay = \"500ns\"\n[cluster]\ngpus_per_server = 4\n\
+     cabling = \"rail\"\n\
+     scaleup = { kind = \"nvswitch\", gpus = 4, rate = \"3600Gbps\", latency = \"250ns\" }\n\
+     [[workload]]\nname = \"gpt\"\nkind = \"training\"\ndp = 4\ntp = 4\npp = 2\n\
+     micro_batches = 2\nmicro_batch_size = 1\nlayers = 2\nhidden = 512\nseq_len = 128\n\
+     gpu_flops = 989e12\nefficiency = 0.5\ndp_bucket = \"256KiB\"\niterations = 2"
+        .to_string()
+}
+
+/// Every file of `a` is `b`'s, byte for byte.
+fn same_files(a: &Path, b: &Path) {
+    let names = |d: &Path| {
+        let mut v: Vec<String> = (std::fs::read_dir(d).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(a), names(b));
+    for name in names(a) {
+        same_file(a, b, &name);
+    }
+}
+
+/// On threads, a run that keeps every record on one world (a step graph) retires its flows in
+/// the view and spills their rows: every file is one world's; interrupted (where a parallel run
+/// stops depends on its windows), spilled or not, every file is the same.
+#[test]
+fn on_threads_a_step_graph_run_retires_and_spills_its_flows_with_one_worlds_files() {
+    let (a, b) = (dir("steps-1"), dir("steps-2"));
+    let one = run(&training(), &a, true, None, 2_000);
+    let two = run_on(&training(), 2, &b, true, None, 2_000);
+    same_files(&a, &b);
+    assert_eq!(one.spilled, 0, "one world keeps every record");
+    assert!(two.spilled > 0, "the view spilled rows");
+    let total = one.peak_records[0]; // (one world made every record at the build)
+    assert!(
+        two.peak_records.iter().all(|&p| p < total / 4),
+        "{:?} records of {total}",
+        two.peak_records
+    );
+    let (c, d) = (dir("steps-cut-spilled"), dir("steps-cut-kept"));
+    let spilled = run_on(&training(), 2, &c, true, Some(3), 2_000);
+    let kept = run_on(&training(), 2, &d, false, Some(3), 2_000);
+    same_files(&c, &d);
+    assert!(spilled.spilled > 0 && kept.spilled == 0);
+    assert_eq!(kept.kept, spilled.spilled + spilled.kept);
+    for d in [a, b, c, d] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
