@@ -92,24 +92,18 @@ impl BarrierLinks {
     /// The flows waiting for barrier `b`, each with its gap.
     #[inline]
     pub fn waiting(&self, b: u32) -> &[(FlowId, Time)] {
-        if let Some(l) = self.amended_lists(b) {
-            return &l.waiting;
-        }
-        match self.waiting_from.get(b as usize + 1) {
-            Some(&end) => &self.waiting[self.waiting_from[b as usize] as usize..end as usize],
-            None => &[],
+        match self.amended_lists(b) {
+            Some(l) => &l.waiting,
+            None => of_barrier(&self.waiting_from, &self.waiting, b),
         }
     }
 
     /// The barriers chained after barrier `b`, each with its delay.
     #[inline]
     pub fn then(&self, b: u32) -> &[(u32, Time)] {
-        if let Some(l) = self.amended_lists(b) {
-            return &l.then;
-        }
-        match self.then_from.get(b as usize + 1) {
-            Some(&end) => &self.then[self.then_from[b as usize] as usize..end as usize],
-            None => &[],
+        match self.amended_lists(b) {
+            Some(l) => &l.then,
+            None => of_barrier(&self.then_from, &self.then, b),
         }
     }
 
@@ -140,6 +134,15 @@ impl BarrierLinks {
             self.amended.insert(b, lists);
         }
         self.amended.get_mut(&b).expect("just made")
+    }
+}
+
+/// Barrier `b`'s entries of `items` grouped by [`by_barrier`] (none for a barrier made since).
+#[inline]
+fn of_barrier<'a, T>(from: &[u32], items: &'a [T], b: u32) -> &'a [T] {
+    match from.get(b as usize + 1) {
+        Some(&end) => &items[from[b as usize] as usize..end as usize],
+        None => &[],
     }
 }
 

@@ -211,13 +211,14 @@ impl Simulation {
         }
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
-                let mut w = World::new_partition(
+                let mut w = World::build(
                     &scenario,
                     fabric.clone(),
                     &plan,
                     &faults,
                     pfc.clone(),
                     &reserved_headroom,
+                    world::Instance::Partition,
                 );
                 if let Some(f) = &packet_filter {
                     w.tracer.trace_packets(f.clone());
@@ -243,10 +244,19 @@ impl Simulation {
         });
         // A parallel run's view makes the records of flows as the partitions' first come in,
         // and retires them as one world would (`Parallel::fold_into`).
-        let mut world = match &parallel {
-            Some(_) => World::new_view(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom),
-            None => World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom),
+        let instance = match &parallel {
+            Some(_) => world::Instance::View,
+            None => world::Instance::Whole,
         };
+        let mut world = World::build(
+            &scenario,
+            fabric,
+            &plan,
+            &faults,
+            pfc,
+            &reserved_headroom,
+            instance,
+        );
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }

@@ -519,10 +519,10 @@ pub(super) fn retires_flows(
         && plan.jobs.is_empty()
 }
 
-/// Which copy of the run a world is: the one world, or a parallel run's partition or view.
+/// Which world of the run a world is: the one world, or a parallel run's partition or view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Copy {
-    World,
+pub(super) enum Instance {
+    Whole,
     Partition,
     View,
 }
@@ -547,22 +547,6 @@ impl World {
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
     ) -> Self {
-        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, Copy::World)
-    }
-
-    /// [`World::new`] for a partition of a parallel run (`Parallel::new` makes it one): where
-    /// the run keeps every flow's record, a partition makes a flow's when the flow first comes
-    /// to it, if no feature of the run reads other partitions' flows
-    /// ([`partition_records_lazy`]). Records made at the build cost a world's worth of memory
-    /// per thread, and on a 164k-flow training run most of a partition's build time.
-    pub(super) fn new_partition(
-        s: &Scenario,
-        fabric: Fabric,
-        plan: &FlowPlan,
-        faults: &[LinkFault],
-        pfc: Option<Pfc>,
-        reserved_headroom: &IdVec<NodeId, u64>,
-    ) -> Self {
         Self::build(
             s,
             fabric,
@@ -570,34 +554,25 @@ impl World {
             faults,
             pfc,
             reserved_headroom,
-            Copy::Partition,
+            Instance::Whole,
         )
     }
 
-    /// [`World::new`] for the view of a parallel run (`Parallel::fold_into`): where its
-    /// partitions make records lazily, so does the view, and it retires a flow once the folded
-    /// record says it is done for good, as in a run that retires flows (the partitions then
-    /// forget it). A partition reads no flow that is done for good; the view's outputs read a
-    /// retired flow's row.
-    pub(super) fn new_view(
+    /// [`World::new`] as `instance` of the run. Where the run keeps every flow's record, a
+    /// parallel run's partition makes a flow's when the flow first comes to it, if no feature
+    /// reads other partitions' flows ([`partition_records_lazy`]): records made at the build
+    /// cost a world's worth of memory per thread, and on a 164k-flow training run most of a
+    /// partition's build time. Its view then does too, and retires a flow once the folded record
+    /// says it is done for good, as in a run that retires flows (the partitions forget it: none
+    /// reads a flow done for good; the outputs read a retired flow's row).
+    pub(super) fn build(
         s: &Scenario,
         fabric: Fabric,
         plan: &FlowPlan,
         faults: &[LinkFault],
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
-    ) -> Self {
-        Self::build(s, fabric, plan, faults, pfc, reserved_headroom, Copy::View)
-    }
-
-    fn build(
-        s: &Scenario,
-        fabric: Fabric,
-        plan: &FlowPlan,
-        faults: &[LinkFault],
-        pfc: Option<Pfc>,
-        reserved_headroom: &IdVec<NodeId, u64>,
-        copy: Copy,
+        instance: Instance,
     ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
@@ -676,7 +651,7 @@ impl World {
             retires || plan.streams.is_empty(),
             "streams are materialised"
         );
-        let lazy = retires || (copy != Copy::World && partition_records_lazy(s, plan));
+        let lazy = retires || (instance != Instance::Whole && partition_records_lazy(s, plan));
         let mut maker = lazy.then(|| FlowMaker {
             inits: plan.flows.share(),
             entropy: Vec::with_capacity(plan.total_flows()),
@@ -892,7 +867,7 @@ impl World {
             synth: super::synthetic::SynthMeter::new(s),
             flows,
             lazy_records: maker.is_some(),
-            retiring: retires || (copy == Copy::View && maker.is_some()),
+            retiring: retires || (instance == Instance::View && maker.is_some()),
             maker,
             pxn,
             relays,

@@ -256,3 +256,39 @@ pub fn repo_file(rel: &str) -> String {
         .join(rel);
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// Megatron-style training steps (TP in each server's NVSwitch domain, PP and DP across
+/// servers) of `dp` replicas on a rail-optimised GPU cluster of 32 GPUs.
+pub fn gpt_steps(dp: u32) -> String {
+    format!(
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        hosts_per_leaf = 8
+        spines = 2
+        link_rate = "400Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 4
+        cabling = "rail"
+        scaleup = {{ kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "250ns" }}
+        [[workload]]
+        name = "gpt"
+        kind = "training"
+        dp = {dp}
+        tp = 4
+        pp = 2
+        micro_batches = 2
+        micro_batch_size = 1
+        layers = 2
+        hidden = 512
+        seq_len = 128
+        gpu_flops = 989e12
+        efficiency = 0.5
+        dp_bucket = "256KiB"
+        iterations = 2
+        "#
+    )
+}

@@ -241,14 +241,7 @@ fn streamed_open_loop_flows_give_the_planned_runs_files() {
 /// A training step graph on a GPU cluster (collectives, sends, computes): one world keeps every
 /// flow's record; on threads the view retires flows done for good and spills their rows.
 fn training() -> String {
-    "seed = 1\n[topology]\nkind = \"leaf_spine\"\nleaves = 4\nhosts_per_leaf = 8\nspines = 2\n\
-     link_rate = \"400Gbps\"\nlink_delay = \"500ns\"\n[cluster]\ngpus_per_server = 4\n\
-     cabling = \"rail\"\n\
-     scaleup = { kind = \"nvswitch\", gpus = 4, rate = \"3600Gbps\", latency = \"250ns\" }\n\
-     [[workload]]\nname = \"gpt\"\nkind = \"training\"\ndp = 4\ntp = 4\npp = 2\n\
-     micro_batches = 2\nmicro_batch_size = 1\nlayers = 2\nhidden = 512\nseq_len = 128\n\
-     gpu_flops = 989e12\nefficiency = 0.5\ndp_bucket = \"256KiB\"\niterations = 2"
-        .to_string()
+    crate::common::gpt_steps(4)
 }
 
 /// Every file of `a` is `b`'s, byte for byte.

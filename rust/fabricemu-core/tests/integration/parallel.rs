@@ -3,7 +3,7 @@
 //! drops and retransmissions, ECN and CNPs, per-switch random draws, a time stop); and the
 //! scenarios it does not run yet refused naming `threads` and the feature.
 
-use crate::common::{scenario_error, scratch};
+use crate::common::{gpt_steps, scenario_error, scratch};
 use fabricemu_core::output;
 use fabricemu_core::scenario::{normalised_json, parse_toml};
 use fabricemu_core::Simulation;
@@ -581,36 +581,8 @@ fn training_and_inference_steps_are_the_same_on_any_number_of_threads() {
     // LLM serving steps with continuous batching, on a GPU cluster split over partitions. Every
     // op's start and end (ops.arrow, steps.arrow) is a barrier's release: folded into the view
     // from where it ran.
-    let s = same_for_any_threads(
-        "steps",
-        r#"
-        seed = 1
-        [topology]
-        kind = "leaf_spine"
-        leaves = 4
-        hosts_per_leaf = 8
-        spines = 2
-        link_rate = "400Gbps"
-        link_delay = "500ns"
-        [cluster]
-        gpus_per_server = 4
-        cabling = "rail"
-        scaleup = { kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "250ns" }
-        [[workload]]
-        name = "gpt"
-        kind = "training"
-        dp = 2
-        tp = 4
-        pp = 2
-        micro_batches = 2
-        micro_batch_size = 1
-        layers = 2
-        hidden = 512
-        seq_len = 128
-        gpu_flops = 989e12
-        efficiency = 0.5
-        dp_bucket = "256KiB"
-        iterations = 2
+    let text = gpt_steps(2)
+        + r#"
         [[workload]]
         name = "serve"
         kind = "inference"
@@ -624,8 +596,8 @@ fn training_and_inference_steps_are_the_same_on_any_number_of_threads() {
         prompt_tokens = 64
         decode_steps = 3
         max_batch = 4
-        "#,
-    );
+        "#;
+    let s = same_for_any_threads("steps", &text);
     assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
     assert!(s.flows_total > 100, "{s:?}");
 }
@@ -2086,38 +2058,10 @@ fn partitions_of_a_step_graph_run_hold_only_the_records_of_flows_in_progress() {
     // the build). A partition makes a flow's record only when the flow starts there, a packet
     // of it comes in or a give-up reaches it, and forgets it once the view, folding, retires
     // it; the outputs stay one world's.
-    let text = r#"
-        seed = 1
-        [topology]
-        kind = "leaf_spine"
-        leaves = 4
-        hosts_per_leaf = 8
-        spines = 2
-        link_rate = "400Gbps"
-        link_delay = "500ns"
-        [cluster]
-        gpus_per_server = 4
-        cabling = "rail"
-        scaleup = { kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "250ns" }
-        [[workload]]
-        name = "gpt"
-        kind = "training"
-        dp = 4
-        tp = 4
-        pp = 2
-        micro_batches = 2
-        micro_batch_size = 1
-        layers = 2
-        hidden = 512
-        seq_len = 128
-        gpu_flops = 989e12
-        efficiency = 0.5
-        dp_bucket = "256KiB"
-        iterations = 2
-        "#;
-    let s = same_for_any_threads("records", text);
+    let text = gpt_steps(4);
+    let s = same_for_any_threads("records", &text);
     assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
-    let (_, _, mut sim) = build_with(text, 2);
+    let (_, _, mut sim) = build_with(&text, 2);
     let total = sim.stats().flows_total as usize;
     assert_eq!(
         sim.partition_peak_records(),
