@@ -14,9 +14,13 @@
 //! finish, size and workload here. On threads, the partitions' records are made lazily too, and
 //! the view retires flows as it folds them (`engine::parallel`).
 //!
-//! Runs whose features look at any flow at any time (a control loop, plan amendments, faults
-//! that reroute and abandon flows, step graphs and collectives, in-network reduction, PXN
-//! relays) keep every flow's record for the whole run, as before: [`FlowTable::keep_all`].
+//! Runs whose features look at any flow at any time (a control loop, plan amendments,
+//! in-network reduction, elastic jobs) keep every flow's record for the whole run:
+//! [`super::World::keep_all_flows`]. Faults, optical switches, step graphs, collectives, jobs
+//! that restart or stall, and PXN relays read only flows in progress (a give-up skips a flow
+//! done for good, a job's resume looks at flows in flight, a report reads a flow's row), so
+//! their runs retire flows too (since 2026-12-04; before, they kept every record: a training
+//! run of 391,680 flows held 247 MiB instead of 143).
 
 use std::ops::{Index, IndexMut};
 

@@ -196,7 +196,7 @@ impl Simulation {
         // Streamed workloads (`workload::stream`) need a run that makes records as flows start
         // (on threads too: each partition runs the streams, `World::start_static_flows`); any
         // other makes their flows now.
-        if !world::retires_flows(&scenario, &fabric, &plan, &faults) {
+        if !world::retires_flows(&scenario, &plan) {
             plan.materialise_streams();
         }
         // The plan is kept for the whole run: no slack left from growing it.
@@ -211,14 +211,13 @@ impl Simulation {
         }
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
-                let mut w = World::build(
+                let mut w = World::new(
                     &scenario,
                     fabric.clone(),
                     &plan,
                     &faults,
                     pfc.clone(),
                     &reserved_headroom,
-                    world::Instance::Partition,
                 );
                 if let Some(f) = &packet_filter {
                     w.tracer.trace_packets(f.clone());
@@ -244,19 +243,7 @@ impl Simulation {
         });
         // A parallel run's view makes the records of flows as the partitions' first come in,
         // and retires them as one world would (`Parallel::fold_into`).
-        let instance = match &parallel {
-            Some(_) => world::Instance::View,
-            None => world::Instance::Whole,
-        };
-        let mut world = World::build(
-            &scenario,
-            fabric,
-            &plan,
-            &faults,
-            pfc,
-            &reserved_headroom,
-            instance,
-        );
+        let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }

@@ -543,10 +543,10 @@ impl World {
         tight: &[(u32, Vec<FlowId>)],
         cut: Time,
     ) {
-        if (!tight.is_empty() && self.retiring) || self.in_network.is_some() {
-            // A tight barrier's window reads its flows' records wherever they finish (one the
-            // view retired, this partition would have forgotten); an in-network call's end
-            // starts the waiting call's flows from their records.
+        if self.in_network.is_some() {
+            // An in-network call's end starts the waiting call's flows from their records. (A
+            // tight barrier reads its flows' records where they finish: one this partition has
+            // not made yet misses all its packets, one it forgot finished.)
             self.keep_all_flows();
         }
         // Records stay lazy (made where a flow starts or a packet of it first comes in), and the
@@ -1252,7 +1252,7 @@ impl Parallel {
         // view records are up to date). A flow now done for good (one world would have retired
         // it: its merged record says so) the view retires, and the partitions forget.
         let mut retired = Vec::new();
-        // Partitions that keep every record (a tight barrier reads them) keep them to the end.
+        // Partitions that keep every record (an in-network call reads them) keep them to the end.
         let retiring = view.retiring && parts.iter().all(|w| w.lazy_records);
         for (i, &word) in touched.iter().enumerate() {
             let mut bits = word;

@@ -498,42 +498,17 @@ impl MemoryFootprint {
 pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 
 /// Whether a run retires flows when they are done (their records recycled): unless a feature
-/// of the run may look at any flow at any time (see `engine::flows`).
-pub(super) fn retires_flows(
-    s: &Scenario,
-    fabric: &Fabric,
-    plan: &FlowPlan,
-    faults: &[LinkFault],
-) -> bool {
-    let pxn_cluster = (fabric.cluster.as_deref())
-        .is_some_and(|c| c.spec.cross_rail == crate::config::CrossRail::Pxn && c.domains > 0);
-    s.control.is_none()
-        && faults.is_empty()
-        && s.faults.is_empty()
-        && s.failure_processes.is_empty()
-        && fabric.ocs.is_none()
-        && !pxn_cluster
-        && plan.in_network.is_none()
-        && plan.collectives.is_empty()
-        && plan.ops.is_empty()
-        && plan.jobs.is_empty()
-}
-
-/// Which world of the run a world is: the one world, or a parallel run's partition or view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Instance {
-    Whole,
-    Partition,
-    View,
-}
-
-/// Whether the partitions of a parallel run that keeps every flow's record may make a flow's
-/// record when the flow first comes to them (it starts there, a packet of it comes in, it is
-/// given up on there), as a run that retires flows does: unless a feature reads flows other
-/// partitions run. A controller may read any flow; an in-network call's setup rewrites every
-/// member's record at the build.
-pub(super) fn partition_records_lazy(s: &Scenario, plan: &FlowPlan) -> bool {
-    s.control.is_none() && plan.in_network.is_none()
+/// of the run may look at any flow at any time (see `engine::flows`): a controller, an
+/// in-network call (its setup rewrites every member's record at the build), an elastic job (its
+/// re-plans read the records of its ops' finished flows).
+pub(super) fn retires_flows(s: &Scenario, plan: &FlowPlan) -> bool {
+    let elastic = (plan.jobs.iter()).any(|j| {
+        matches!(
+            j.reaction.on_failure,
+            crate::workload::graph::reaction::OnFailure::Elastic { .. }
+        )
+    });
+    s.control.is_none() && plan.in_network.is_none() && !elastic
 }
 
 impl World {
@@ -546,33 +521,6 @@ impl World {
         faults: &[LinkFault],
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
-    ) -> Self {
-        Self::build(
-            s,
-            fabric,
-            plan,
-            faults,
-            pfc,
-            reserved_headroom,
-            Instance::Whole,
-        )
-    }
-
-    /// [`World::new`] as `instance` of the run. Where the run keeps every flow's record, a
-    /// parallel run's partition makes a flow's when the flow first comes to it, if no feature
-    /// reads other partitions' flows ([`partition_records_lazy`]): records made at the build
-    /// cost a world's worth of memory per thread, and on a 164k-flow training run most of a
-    /// partition's build time. Its view then does too, and retires a flow once the folded record
-    /// says it is done for good, as in a run that retires flows (the partitions forget it: none
-    /// reads a flow done for good; the outputs read a retired flow's row).
-    pub(super) fn build(
-        s: &Scenario,
-        fabric: Fabric,
-        plan: &FlowPlan,
-        faults: &[LinkFault],
-        pfc: Option<Pfc>,
-        reserved_headroom: &IdVec<NodeId, u64>,
-        instance: Instance,
     ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
@@ -646,13 +594,12 @@ impl World {
         let mut label_rng = RngStream::FlowLabels.rng(s.seed);
         // Flows are retired when done (their records recycled) unless a feature of the run may
         // look at any flow at any time (see `engine::flows`).
-        let retires = retires_flows(s, &fabric, plan, faults);
+        let retires = retires_flows(s, plan);
         debug_assert!(
             retires || plan.streams.is_empty(),
             "streams are materialised"
         );
-        let lazy = retires || (instance != Instance::Whole && partition_records_lazy(s, plan));
-        let mut maker = lazy.then(|| FlowMaker {
+        let mut maker = retires.then(|| FlowMaker {
             inits: plan.flows.share(),
             entropy: Vec::with_capacity(plan.total_flows()),
             streams: plan.streams.clone(),
@@ -867,7 +814,7 @@ impl World {
             synth: super::synthetic::SynthMeter::new(s),
             flows,
             lazy_records: maker.is_some(),
-            retiring: retires || (instance == Instance::View && maker.is_some()),
+            retiring: retires,
             maker,
             pxn,
             relays,

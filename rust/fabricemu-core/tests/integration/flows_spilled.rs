@@ -42,6 +42,7 @@ fn dir(name: &str) -> PathBuf {
 
 /// What a run left: rows spilled and rows kept in memory at the end, the most flow records held
 /// at once (one world's; on threads, each partition's).
+#[derive(Debug)]
 struct Held {
     spilled: usize,
     kept: usize,
@@ -238,8 +239,8 @@ fn streamed_open_loop_flows_give_the_planned_runs_files() {
     }
 }
 
-/// A training step graph on a GPU cluster (collectives, sends, computes): one world keeps every
-/// flow's record; on threads the view retires flows done for good and spills their rows.
+/// A training step graph on a GPU cluster (collectives, sends, computes): its flows retire
+/// (since 2026-12-04; before, a step graph kept every flow's record for the whole run).
 fn training() -> String {
     crate::common::gpt_steps(4)
 }
@@ -259,18 +260,18 @@ fn same_files(a: &Path, b: &Path) {
     }
 }
 
-/// On threads, a run that keeps every record on one world (a step graph) retires its flows in
-/// the view and spills their rows: every file is one world's; interrupted (where a parallel run
-/// stops depends on its windows), spilled or not, every file is the same.
+/// A step graph's flows retire and their rows spill, on one world and, in the view, on threads:
+/// every file is one world's; interrupted (where a parallel run stops depends on its windows),
+/// spilled or not, every file is the same.
 #[test]
 fn on_threads_a_step_graph_run_retires_and_spills_its_flows_with_one_worlds_files() {
     let (a, b) = (dir("steps-1"), dir("steps-2"));
     let one = run(&training(), &a, true, None, 2_000);
     let two = run_on(&training(), 2, &b, true, None, 2_000);
     same_files(&a, &b);
-    assert_eq!(one.spilled, 0, "one world keeps every record");
-    assert!(two.spilled > 0, "the view spilled rows");
-    let total = one.peak_records[0]; // (one world made every record at the build)
+    assert!(one.spilled > 0 && two.spilled > 0, "rows spilled");
+    let total = one.spilled + one.kept;
+    assert!(one.peak_records[0] < total / 4, "{one:?} of {total}");
     assert!(
         two.peak_records.iter().all(|&p| p < total / 4),
         "{:?} records of {total}",

@@ -2054,10 +2054,10 @@ fn an_in_network_call_waiting_for_its_tree_is_the_same_on_any_number_of_threads(
 
 #[test]
 fn partitions_of_a_step_graph_run_hold_only_the_records_of_flows_in_progress() {
-    // A training step graph keeps every flow's record for the whole run on one world (made at
-    // the build). A partition makes a flow's record only when the flow starts there, a packet
-    // of it comes in or a give-up reaches it, and forgets it once the view, folding, retires
-    // it; the outputs stay one world's.
+    // A partition makes a flow's record only when the flow starts there, a packet of it comes
+    // in or a give-up reaches it, and forgets it once the view, folding, retires it; the
+    // outputs stay one world's. (Before 2026-12-04 a step graph kept every flow's record for the
+    // whole run, made at the build, in every partition.)
     let text = gpt_steps(4);
     let s = same_for_any_threads("records", &text);
     assert_eq!(s.flows_finished, s.flows_total, "{s:?}");
