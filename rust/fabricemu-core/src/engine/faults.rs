@@ -640,9 +640,9 @@ impl World {
             // one world's one record says so.)
             let elsewhere = (self.partition.as_ref()).is_some_and(|p| p.finished_elsewhere(fid));
             if self.flows.is_retired(fid) {
-                continue; // a partition forgot it: the view retired it, done for good
+                continue; // done for good (retired; on threads, forgotten once the view retired it)
             }
-            self.materialise(fid); // (a partition's flow that never came here: its planned record)
+            self.materialise(fid); // (not started, or on threads never came here: from its plan)
             let f = &mut self.flows[fid];
             if f.abandoned || f.finished() || elsewhere {
                 continue;

@@ -905,7 +905,7 @@ impl World {
         let cut = job.plan.episodes[k as usize].endpoints.clone();
         for f in job.plan.flows.clone() {
             let fid = FlowId::new(f as u32);
-            // (A partition's flow without a record here did not start here.)
+            // (A flow without a record did not start, here, or is done for good.)
             let Some(fl) = self.flows.get(fid) else {
                 continue;
             };
