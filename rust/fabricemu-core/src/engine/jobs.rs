@@ -350,7 +350,7 @@ impl Job {
     }
 
     fn is_elastic(&self) -> bool {
-        matches!(self.plan.reaction.on_failure, OnFailure::Elastic { .. })
+        self.plan.is_elastic()
     }
 
     /// The job's clock at `t`: time not frozen since 0.
@@ -508,7 +508,7 @@ impl Jobs {
     pub fn new(plan: &FlowPlan) -> Self {
         let mut jobs = Jobs::default();
         for (j, p) in plan.jobs.iter().enumerate() {
-            let elastic = matches!(p.reaction.on_failure, OnFailure::Elastic { .. });
+            let elastic = p.is_elastic();
             for (k, ep) in p.episodes.iter().enumerate() {
                 if elastic {
                     for t in ep.waves() {

@@ -445,13 +445,7 @@ pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<Str
             why.push("routing ugal_g (reads queues of other switches)");
         }
     }
-    let elastic = |j: &&crate::workload::graph::reaction::JobPlan| {
-        matches!(
-            j.reaction.on_failure,
-            crate::workload::graph::reaction::OnFailure::Elastic { .. }
-        )
-    };
-    if plan.jobs.iter().any(|j| elastic(&j)) {
+    if plan.jobs.iter().any(|j| j.is_elastic()) {
         why.push("step workloads that go on elastically after failures (on_failure = \"elastic\")");
     }
     (!why.is_empty()).then(|| why.join("; "))
@@ -569,10 +563,9 @@ impl World {
         for p in self.fabric.ports() {
             self.ports[p].remote = owner[self.fabric.peer_node[p]] != me;
         }
-        let static_order = std::mem::take(&mut self.static_order);
-        self.static_order = (static_order.into_iter())
-            .filter(|&f| owner[self.flow_src(f)] == me)
-            .collect();
+        let mut static_order = std::mem::take(&mut self.static_order);
+        static_order.retain(|&f| owner[self.flow_src(f)] == me);
+        self.static_order = static_order;
         self.tracer.hold_rows();
         self.partition = Some(Part {
             me,

@@ -502,12 +502,7 @@ pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 /// in-network call (its setup rewrites every member's record at the build), an elastic job (its
 /// re-plans read the records of its ops' finished flows).
 pub(super) fn retires_flows(s: &Scenario, plan: &FlowPlan) -> bool {
-    let elastic = (plan.jobs.iter()).any(|j| {
-        matches!(
-            j.reaction.on_failure,
-            crate::workload::graph::reaction::OnFailure::Elastic { .. }
-        )
-    });
+    let elastic = plan.jobs.iter().any(|j| j.is_elastic());
     s.control.is_none() && plan.in_network.is_none() && !elastic
 }
 
@@ -618,10 +613,7 @@ impl World {
             foreign: Default::default(),
         });
         let mut flows = FlowTable::default();
-        // Room for every record unless flows retire (their slots are reused): a lazy partition
-        // makes most of them, and a doubling array would copy them, with every page cleared
-        // twice. The room is address space only until a record is made in it.
-        flows.reserve(plan.total_flows(), !retires);
+        flows.reserve(plan.total_flows(), maker.is_none());
         let barriers: Vec<Barrier> = plan
             .barrier_sizes
             .iter()
@@ -646,12 +638,13 @@ impl World {
             match &mut maker {
                 Some(m) => {
                     // The record is made when the flow starts (`World::materialise`), and its
-                    // congestion-control state with it; its PXN hops now (read by any
-                    // partition its packets cross).
+                    // congestion-control state with it; its PXN hops now (the relays read them
+                    // for every packet of it, wherever they are).
                     m.entropy.push((sport, label));
                     flows.push_unborn();
                     if pxn_cluster {
-                        pxn.push(new_flow(&fabric, &s.routing, t, f, sport, label).1);
+                        let (fwd, rev) = header_keys(&s.routing, f, sport, label);
+                        pxn.push(endpoint_ports(&fabric, f.src, f.dst, fwd, rev).pxn);
                     }
                 }
                 None => {

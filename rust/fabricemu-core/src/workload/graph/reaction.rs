@@ -393,6 +393,11 @@ pub struct JobPlan {
 /// An elastic job re-plans its collectives during the run over the surviving ranks: refused
 /// for collectives whose switch contexts are placed when the run is built (in-network, NVLS).
 impl JobPlan {
+    /// Whether the job goes on without the ranks a failure cuts off (`on_failure = "elastic"`).
+    pub fn is_elastic(&self) -> bool {
+        matches!(self.reaction.on_failure, OnFailure::Elastic { .. })
+    }
+
     /// The barriers of the job's ops (each op's ready and done, in op order): their releases
     /// are the ops' starts and ends, from which the job's state follows.
     pub fn op_barriers(&self) -> std::ops::Range<usize> {
