@@ -597,7 +597,7 @@ impl World {
             if gap == 0 && !paused {
                 self.push_flow_start(now, fid);
             } else {
-                self.job_defer_flow(j, fid, gap);
+                self.job_defer_flow(j, fid, now, gap);
             }
         }
         for (&(next, delay), _) in then.iter().zip(&runs).filter(|(_, &r)| r) {
@@ -610,7 +610,7 @@ impl World {
                 self.pending_arrivals += 1;
                 self.push_barrier_arrival(now, next);
             } else {
-                self.job_defer_arrival(j, next, delay);
+                self.job_defer_arrival(j, next, now, delay);
             }
         }
         self.links = links;
@@ -682,27 +682,32 @@ impl World {
             }
         }
         for (done, duration) in run {
-            self.job_defer_arrival(j, done, duration);
+            self.job_defer_arrival(j, done, now, duration);
         }
     }
 
     /// When a delayed event of job `j` (due `delay` after now on its clock) happens; remembers
-    /// the due time in `due` under `key`.
-    pub(super) fn job_delay(&self, j: usize, delay: Time) -> (Time, Time) {
+    /// the due time in `due` under `key`. `now` is the release that schedules it: on threads,
+    /// a partition told of a barrier's last arrival in a window run merged releases it at that
+    /// arrival's time, ahead of its own clock (a partition with no host of the job's ranks may
+    /// be far behind), and a delay counted from its clock would come due early.
+    pub(super) fn job_delay(&self, j: usize, now: Time, delay: Time) -> (Time, Time) {
         let job = &self.jobs.list[j];
-        let due = job.clock(self.now).saturating_add(delay);
+        let due = job.clock(now).saturating_add(delay);
         (due, job.thaw(due))
     }
 
-    pub(super) fn job_defer_arrival(&mut self, j: usize, next: u32, delay: Time) {
-        let (due, at) = self.job_delay(j, delay);
+    /// Barrier `next`'s arrival, `delay` after `now` on job `j`'s clock.
+    pub(super) fn job_defer_arrival(&mut self, j: usize, next: u32, now: Time, delay: Time) {
+        let (due, at) = self.job_delay(j, now, delay);
         self.jobs.due.insert(next, due);
         self.pending_arrivals += 1;
         self.push_barrier_arrival(at, next);
     }
 
-    pub(super) fn job_defer_flow(&mut self, j: usize, fid: FlowId, gap: Time) {
-        let (due, at) = self.job_delay(j, gap);
+    /// Flow `fid`'s start, `gap` after `now` on job `j`'s clock.
+    pub(super) fn job_defer_flow(&mut self, j: usize, fid: FlowId, now: Time, gap: Time) {
+        let (due, at) = self.job_delay(j, now, gap);
         self.jobs.flow_due.insert(fid, due);
         self.push_flow_start(at, fid);
     }

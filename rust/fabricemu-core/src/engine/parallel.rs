@@ -1070,10 +1070,11 @@ impl Parallel {
     ///   as long as its flows take to finish ([`Tight::reach`]);
     /// - with PFC, a deadlock check is asked for a period ahead: no window is longer.
     ///
-    /// Runs whose plan or fabric changes as they go (circuits, a controller, jobs that react to
-    /// failures, in-network calls) keep the grid: `long` is None. Scheduled faults only slow
-    /// flows down, and no window is long once a flow may be given up on
-    /// (`LongWindows::until`).
+    /// Runs whose plan or fabric changes as they go (circuits, a controller, elastic jobs,
+    /// in-network calls) keep the grid: `long` is None. Scheduled faults only slow flows down,
+    /// and no window is long once a flow may be given up on (`World::earliest_give_up`). Jobs
+    /// that stall or restart keep their plan (a freeze only delays what they start), and their
+    /// ops' barriers are tight at any delay: their windows are long too (since 2026-12-05).
     fn lookahead(
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,

@@ -1670,6 +1670,119 @@ fn jobs_that_stall_or_restart_on_failures_are_the_same_on_any_number_of_threads(
     }
 }
 
+/// A training job on a rail-cabled GPU cluster (16 GPUs, tensor-parallel inside each server
+/// over the NVSwitch, data-parallel across its rails) that reacts to failures (`reaction`), with
+/// GPU NIC links failing at `faults` (link, down at, up at; ps). Its scale-up links (5 ns) set
+/// one world's grid; the links between partitions take 500 ns.
+fn gpu_job(reaction: &str, iterations: u32, faults: &[(&str, u64, u64)]) -> String {
+    let mut text = format!(
+        r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 4
+        hosts_per_leaf = 4
+        spines = 2
+        link_rate = "400Gbps"
+        link_delay = "500ns"
+        [cluster]
+        gpus_per_server = 4
+        cabling = "rail"
+        scaleup = {{ kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "10ns" }}
+        [transport]
+        rto = "20us"
+        [[workload]]
+        kind = "training"
+        dp = 4
+        tp = 4
+        layers = 2
+        hidden = 512
+        seq_len = 256
+        forward = "20us"
+        iterations = {iterations}
+        {reaction}
+        "#
+    );
+    for (link, at, until) in faults {
+        text += &format!("[[fault]]\nlink = {link}\nat = \"{at}ps\"\nuntil = \"{until}ps\"\n");
+    }
+    text
+}
+
+#[test]
+fn jobs_that_stall_or_restart_keep_long_windows_and_are_the_same_on_any_number_of_threads() {
+    // A job's plan stays as built when it stalls or restarts (a freeze only delays what it
+    // starts), so its windows are long (500 ns where the grid is 5 ns), as without it; its
+    // ops' barriers still run merged where they may release. Two failures: one during an
+    // iteration, one later on another GPU (a restart loses the iterations since its last
+    // checkpoint).
+    let faults = [
+        (r#"["gpu:3", "leaf:3"]"#, 100_000_000, 160_000_000),
+        (r#"["gpu:9", "leaf:1"]"#, 1_100_000_000, 1_120_000_000),
+    ];
+    for (name, reaction) in [
+        ("stall", "on_failure = \"stall\"\ndetection = \"10us\""),
+        (
+            "restart",
+            "on_failure = \"restart\"\nrestart_time = \"50us\"\ncheckpoint_interval = 2\n\
+             detection = \"10us\"",
+        ),
+        (
+            "restart-saving",
+            "on_failure = \"restart\"\nrestart_time = \"40us\"\ncheckpoint_interval = 1\n\
+             checkpoint_time = \"15us\"\ndetection = \"10us\"",
+        ),
+    ] {
+        let text = gpu_job(reaction, 6, &faults);
+        let mut sim = crate::common::build(&text);
+        sim.run_to_end();
+        let job = &sim.jobs()[0];
+        assert_eq!(job.outcomes.len(), 2, "{name}: {:?}", job.outcomes);
+        if name == "restart" {
+            let lost = job.outcomes.iter().any(|o| o.lost_iterations > 0);
+            assert!(lost, "{name}: {:?} {:?}", job.outcomes, job.iteration_end);
+        }
+        if name == "restart-saving" {
+            assert!(job.checkpoint_pause_ps >= 5 * 15_000_000, "{name}");
+        }
+        let s = same_for_any_threads(&format!("gpu-job-{name}"), &text);
+        assert_eq!(s.flows_finished, s.flows_total, "{name}: {s:?}");
+        let (_, _, mut sim) = build_with(&text, 2);
+        sim.run_to_end();
+        let w = sim.parallel_windows().expect("two threads");
+        assert_eq!((w.lookahead, w.grid), (500_000, 5_000), "{name}: {w:?}");
+        // (Before 2026-12-05 every window was a grid step: 38,215 for the stalling job.)
+        assert!(w.long * 10 > w.count * 8 && w.merged > 0, "{name}: {w:?}");
+    }
+}
+
+#[test]
+fn a_failure_a_fifth_of_a_long_window_after_a_gpu_job_ends_finds_it_ended() {
+    // The job's last op ends with a flow finishing in one partition; a failure 100 ns later
+    // (a fifth of a long window) must find the job over in every partition, as in one world.
+    let reaction = "on_failure = \"stall\"\ndetection = \"10us\"";
+    let mut clean = crate::common::build(&gpu_job(reaction, 2, &[]));
+    clean.run_to_end();
+    let end = (clean.op_rows().iter())
+        .filter_map(|r| r.end_ps)
+        .max()
+        .expect("ops ended");
+    let late = [(r#"["gpu:3", "leaf:3"]"#, end + 100_000, end + 50_000_000)];
+    let text = gpu_job(reaction, 2, &late);
+    let mut sim = crate::common::build(&text);
+    sim.run_to_end();
+    let job = &sim.jobs()[0];
+    assert!(job.outcomes.is_empty(), "{:?}", job.outcomes);
+    same_for_any_threads("gpu-job-ended", &text);
+    // A failure 100 ns before it ends freezes it.
+    let early = [(r#"["gpu:3", "leaf:3"]"#, end - 100_000, end + 50_000_000)];
+    let text = gpu_job(reaction, 2, &early);
+    let mut sim = crate::common::build(&text);
+    sim.run_to_end();
+    assert_eq!(sim.jobs()[0].outcomes.len(), 1);
+    same_for_any_threads("gpu-job-ending", &text);
+}
+
 #[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
