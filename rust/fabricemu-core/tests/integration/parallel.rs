@@ -1670,38 +1670,16 @@ fn jobs_that_stall_or_restart_on_failures_are_the_same_on_any_number_of_threads(
     }
 }
 
-/// A training job on a rail-cabled GPU cluster (16 GPUs, tensor-parallel inside each server
-/// over the NVSwitch, data-parallel across its rails) that reacts to failures (`reaction`), with
-/// GPU NIC links failing at `faults` (link, down at, up at; ps). Its scale-up links (5 ns) set
-/// one world's grid; the links between partitions take 500 ns.
+/// A training job on [`LONG_WINDOWS`]' GPU cluster (16 GPUs, tensor-parallel inside each
+/// server over the NVSwitch, data-parallel across its rails) that reacts to failures
+/// (`reaction`), with GPU NIC links failing at `faults` (link, down at, up at; ps). Its
+/// scale-up links (5 ns) set one world's grid; the links between partitions take 500 ns.
 fn gpu_job(reaction: &str, iterations: u32, faults: &[(&str, u64, u64)]) -> String {
+    let (cluster, _) = LONG_WINDOWS.split_once("[[workload]]").expect("workloads");
     let mut text = format!(
-        r#"
-        seed = 1
-        [topology]
-        kind = "leaf_spine"
-        leaves = 4
-        hosts_per_leaf = 4
-        spines = 2
-        link_rate = "400Gbps"
-        link_delay = "500ns"
-        [cluster]
-        gpus_per_server = 4
-        cabling = "rail"
-        scaleup = {{ kind = "nvswitch", gpus = 4, rate = "3600Gbps", latency = "10ns" }}
-        [transport]
-        rto = "20us"
-        [[workload]]
-        kind = "training"
-        dp = 4
-        tp = 4
-        layers = 2
-        hidden = 512
-        seq_len = 256
-        forward = "20us"
-        iterations = {iterations}
-        {reaction}
-        "#
+        "{cluster}[transport]\nrto = \"20us\"\n[[workload]]\nkind = \"training\"\n\
+         dp = 4\ntp = 4\nlayers = 2\nhidden = 512\nseq_len = 256\nforward = \"20us\"\n\
+         iterations = {iterations}\n{reaction}\n"
     );
     for (link, at, until) in faults {
         text += &format!("[[fault]]\nlink = {link}\nat = \"{at}ps\"\nuntil = \"{until}ps\"\n");
