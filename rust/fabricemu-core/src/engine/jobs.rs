@@ -502,6 +502,10 @@ pub struct Jobs {
     /// Compute ops' done barriers whose pending timed arrival no longer counts (an elastic job
     /// ended the compute early: its rank was excluded).
     stale: std::collections::HashSet<u32>,
+    /// Barriers whose release a freeze deferred: they release at its end by an arrival every
+    /// partition schedules for itself, so no window need run merged for them (on threads,
+    /// `Tight::prune`), even while the job stays frozen.
+    held: std::collections::HashSet<u32>,
 }
 
 impl Jobs {
@@ -521,6 +525,12 @@ impl Jobs {
             jobs.list.push(Job::new(p.clone(), plan));
         }
         jobs
+    }
+
+    /// Whether a freeze deferred barrier `b`'s release (`Jobs::held`).
+    #[inline]
+    pub fn is_held(&self, b: u32) -> bool {
+        !self.held.is_empty() && self.held.contains(&b)
     }
 
     /// The job barrier `b` belongs to.
@@ -551,6 +561,7 @@ impl World {
         if let Some(end) = job.frozen_until(now) {
             self.barriers[b as usize].remaining = 1;
             self.jobs.due.insert(b, job.clock(now));
+            self.jobs.held.insert(b);
             if end != NEVER {
                 self.pending_arrivals += 1;
                 self.push_barrier_arrival(end, b);

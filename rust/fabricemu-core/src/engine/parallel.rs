@@ -2051,7 +2051,7 @@ fn post_status(
     status.give_up_at.store(give_up_at, Ordering::Relaxed);
     let part = w.partition.as_mut().expect("a partition");
     status.reach.store(part.tight.reach(), Ordering::Relaxed);
-    part.tight.prune(&w.barriers);
+    part.tight.prune(&w.barriers, |b| w.jobs.is_held(b));
     for k in 0..part.tight.frontier().len() {
         let b = part.tight.frontier()[k];
         let offset = part.tight.offset(b, &w.flows, plan.lookahead);

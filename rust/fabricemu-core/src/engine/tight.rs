@@ -332,12 +332,16 @@ impl Tight {
         }
     }
 
-    /// Drop from the frontier the barriers that released or died.
-    pub fn prune(&mut self, barriers: &[Barrier]) {
+    /// Drop from the frontier the barriers that released or died, and those whose release a
+    /// job's freeze deferred (`held`: each partition releases them at the freeze's end by an
+    /// arrival of its own, whatever their flows do; every partition deferred them at the same
+    /// point, as their last arrival came in a window run merged).
+    pub fn prune(&mut self, barriers: &[Barrier], held: impl Fn(u32) -> bool) {
         let list = &self.barriers;
         self.frontier.retain(|&i| {
-            let b = &barriers[list[i as usize].0 as usize];
-            b.released_at == NEVER && !b.dead
+            let id = list[i as usize].0;
+            let b = &barriers[id as usize];
+            b.released_at == NEVER && !b.dead && !held(id)
         });
     }
 
