@@ -697,11 +697,11 @@ impl World {
         }
     }
 
-    /// When a delayed event of job `j` (due `delay` after now on its clock) happens; remembers
-    /// the due time in `due` under `key`. `now` is the release that schedules it: on threads,
-    /// a partition told of a barrier's last arrival in a window run merged releases it at that
-    /// arrival's time, ahead of its own clock (a partition with no host of the job's ranks may
-    /// be far behind), and a delay counted from its clock would come due early.
+    /// A delayed event of job `j`, `delay` after `now` on its clock: when it is due on that
+    /// clock, and when it happens (after the freezes). `now` is the release that schedules it:
+    /// on threads, a partition told of a barrier's last arrival in a window run merged releases
+    /// it at that arrival's time, ahead of its own clock (a partition with no host of the job's
+    /// ranks may be far behind), and a delay counted from its clock would come due early.
     pub(super) fn job_delay(&self, j: usize, now: Time, delay: Time) -> (Time, Time) {
         let job = &self.jobs.list[j];
         let due = job.clock(now).saturating_add(delay);

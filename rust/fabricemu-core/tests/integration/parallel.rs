@@ -1617,6 +1617,48 @@ fn reacting_job_with(
     )
 }
 
+/// The reactions the job tests run: stall, restart every 2 iterations (`restart_time`), and
+/// restart with a checkpoint saved every iteration (15 us each, 40 us to restart), each
+/// noticed `detection` after the failure.
+fn reactions(detection: &str, restart_time: &str) -> [(&'static str, String); 3] {
+    [
+        (
+            "stall",
+            format!("on_failure = \"stall\"\ndetection = \"{detection}\""),
+        ),
+        (
+            "restart",
+            format!(
+                "on_failure = \"restart\"\nrestart_time = \"{restart_time}\"\n\
+                 checkpoint_interval = 2\ndetection = \"{detection}\""
+            ),
+        ),
+        (
+            "restart-saving",
+            format!(
+                "on_failure = \"restart\"\nrestart_time = \"40us\"\ncheckpoint_interval = 1\n\
+                 checkpoint_time = \"15us\"\ndetection = \"{detection}\""
+            ),
+        ),
+    ]
+}
+
+/// What a run of [`reactions`]' `name` must exercise: both failures hit the job, a restart
+/// loses work, the saving restart pauses for its checkpoints.
+fn assert_reacted(name: &str, text: &str) {
+    let mut sim = crate::common::build(text);
+    sim.run_to_end();
+    let job = &sim.jobs()[0];
+    assert_eq!(job.outcomes.len(), 2, "{name}: {:?}", job.outcomes);
+    if name == "restart" {
+        let lost = job.outcomes.iter().any(|o| o.lost_iterations > 0);
+        assert!(lost, "{name}: {:?} {:?}", job.outcomes, job.iteration_end);
+    }
+    if name == "restart-saving" {
+        assert!(job.checkpoint_pause_ps >= 5 * 15_000_000, "{name}");
+    }
+}
+
 #[test]
 fn a_failure_just_after_a_job_ends_finds_it_ended_on_any_number_of_threads() {
     // The job ends with its all-reduce (nothing follows its end, so no window has to run merged
@@ -1641,31 +1683,9 @@ fn a_failure_just_after_a_job_ends_finds_it_ended_on_any_number_of_threads() {
 
 #[test]
 fn jobs_that_stall_or_restart_on_failures_are_the_same_on_any_number_of_threads() {
-    for (name, reaction) in [
-        ("stall", "on_failure = \"stall\"\ndetection = \"20us\""),
-        (
-            "restart",
-            "on_failure = \"restart\"\nrestart_time = \"100us\"\ncheckpoint_interval = 2\n\
-             detection = \"20us\"",
-        ),
-        (
-            "restart-saving",
-            "on_failure = \"restart\"\nrestart_time = \"40us\"\ncheckpoint_interval = 1\n\
-             checkpoint_time = \"15us\"\ndetection = \"20us\"",
-        ),
-    ] {
-        let text = reacting_job(reaction);
-        // What the run must exercise: both failures hit the job, a restart loses work.
-        let mut sim = crate::common::build(&text);
-        sim.run_to_end();
-        let job = &sim.jobs()[0];
-        assert_eq!(job.outcomes.len(), 2, "{name}: {:?}", job.outcomes);
-        if name == "restart" {
-            assert!(job.outcomes.iter().any(|o| o.lost_iterations > 0), "{name}");
-        }
-        if name == "restart-saving" {
-            assert!(job.checkpoint_pause_ps >= 5 * 15_000_000, "{name}");
-        }
+    for (name, reaction) in reactions("20us", "100us") {
+        let text = reacting_job(&reaction);
+        assert_reacted(name, &text);
         same_for_any_threads(&format!("job-{name}"), &text);
     }
 }
@@ -1698,31 +1718,9 @@ fn jobs_that_stall_or_restart_keep_long_windows_and_are_the_same_on_any_number_o
         (r#"["gpu:3", "leaf:3"]"#, 100_000_000, 160_000_000),
         (r#"["gpu:9", "leaf:1"]"#, 1_100_000_000, 1_120_000_000),
     ];
-    for (name, reaction) in [
-        ("stall", "on_failure = \"stall\"\ndetection = \"10us\""),
-        (
-            "restart",
-            "on_failure = \"restart\"\nrestart_time = \"50us\"\ncheckpoint_interval = 2\n\
-             detection = \"10us\"",
-        ),
-        (
-            "restart-saving",
-            "on_failure = \"restart\"\nrestart_time = \"40us\"\ncheckpoint_interval = 1\n\
-             checkpoint_time = \"15us\"\ndetection = \"10us\"",
-        ),
-    ] {
-        let text = gpu_job(reaction, 6, &faults);
-        let mut sim = crate::common::build(&text);
-        sim.run_to_end();
-        let job = &sim.jobs()[0];
-        assert_eq!(job.outcomes.len(), 2, "{name}: {:?}", job.outcomes);
-        if name == "restart" {
-            let lost = job.outcomes.iter().any(|o| o.lost_iterations > 0);
-            assert!(lost, "{name}: {:?} {:?}", job.outcomes, job.iteration_end);
-        }
-        if name == "restart-saving" {
-            assert!(job.checkpoint_pause_ps >= 5 * 15_000_000, "{name}");
-        }
+    for (name, reaction) in reactions("10us", "50us") {
+        let text = gpu_job(&reaction, 6, &faults);
+        assert_reacted(name, &text);
         let s = same_for_any_threads(&format!("gpu-job-{name}"), &text);
         assert_eq!(s.flows_finished, s.flows_total, "{name}: {s:?}");
         let (_, _, mut sim) = build_with(&text, 2);
