@@ -842,10 +842,10 @@ impl World {
 
     /// A packet another partition sent on link `t.port` toward a node of this one: it reaches the
     /// far end at its `arrive` time, behind the link's earlier packets.
-    fn receive_remote(&mut self, t: Transfer, int: Option<&IntStack>) {
+    fn receive_remote(&mut self, from: usize, t: Transfer, int: Option<&IntStack>) {
+        let arrival = super::queue::Event::LinkArrival(t.port);
         if t.lost {
-            self.events
-                .push(t.packet.arrive, super::queue::Event::LinkArrival(t.port));
+            self.events.push_in_stream(from, t.packet.arrive, arrival);
             return;
         }
         if self.lazy_records {
@@ -861,8 +861,8 @@ impl World {
             l.sent(id.index(), t.sent);
         }
         self.ports[t.port].pipe.push_back(&mut self.packets, id);
-        self.events
-            .push(t.packet.arrive, super::queue::Event::LinkArrival(t.port));
+        // (In a lane per sending partition: see `EventQueue::push_in_stream`.)
+        self.events.push_in_stream(from, t.packet.arrive, arrival);
         self.partition.as_mut().expect("a partition").moved_in += 1;
     }
 
@@ -2162,7 +2162,7 @@ fn take_mail(me: usize, world: &mut World, shared: &Shared) {
             }
         }
         for (i, t) in packets.drain(..).enumerate() {
-            world.receive_remote(t, int.get(i));
+            world.receive_remote(from, t, int.get(i));
         }
         int.clear();
         // Late, but what they release comes a window after them at the soonest: a barrier
