@@ -21,6 +21,8 @@
 //! arbitrary delays but nearly in time order: a lane per sending partition
 //! ([`EventQueue::push_in_stream`]).
 
+use std::hint::select_unpredictable;
+
 use crate::ids::{FlowId, PortId};
 use crate::units::Time;
 
@@ -160,12 +162,6 @@ fn time_of(key: u128) -> Time {
     (key >> 64) as Time
 }
 
-/// The smallest key at `key`'s time.
-#[inline]
-fn time_key(key: u128) -> u128 {
-    key >> 64 << 64
-}
-
 /// A 4-ary min-heap on `key` (four children per node halve a binary heap's depth).
 struct Heap<T: Copy> {
     v: Vec<Entry<T>>,
@@ -260,79 +256,88 @@ impl<T: Copy> Heap<T> {
 
 /// Leaf of the general heap in the tournament tree; lane `l` is leaf `l + 1`.
 const GENERAL: u32 = 0;
-/// Key of a source with no event (no real key is this large: events are never scheduled at
+/// Time of a source with no event in the tournament (events are never scheduled at
 /// `Time::MAX`).
-const NO_KEY: u128 = u128::MAX;
+const NO_TIME: Time = Time::MAX;
 
-/// A winner tree over the sources' head keys: leaves at `cap..2 * cap`, each inner node the
-/// smaller of its two children, the earliest event at node 1. Changing one source's head costs
-/// one comparison per level (log2 of the number of sources, a handful here), against the four
-/// children per level a heap of heads compares.
+/// A source's head in the tournament: the time of its earliest event, and the source.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Head {
+    time: Time,
+    leaf: u32,
+}
+
+/// A winner tree over the sources' head times: leaves at `cap..2 * cap`, each inner node the
+/// earlier of its two children, the earliest at node 1. Changing one source's head costs one
+/// comparison per level (log2 of the number of sources, a handful here), against the four
+/// children per level a heap of heads compares. It orders by time alone: an instant's events
+/// are gathered from every source whose head is at that time and sorted by key together, so
+/// which of two sources at one time wins does not matter (16-byte nodes and one 64-bit
+/// comparison per level, where whole keys took 32 bytes and two).
 struct Tournament {
     cap: usize,
-    w: Vec<Entry<u32>>,
+    w: Vec<Head>,
 }
 
 impl Tournament {
     fn new(cap: usize) -> Self {
         let mut w = vec![
-            Entry {
-                key: NO_KEY,
-                item: 0
+            Head {
+                time: NO_TIME,
+                leaf: 0
             };
             2 * cap
         ];
         for (leaf, e) in w[cap..].iter_mut().enumerate() {
-            e.item = leaf as u32;
+            e.leaf = leaf as u32;
         }
         Self { cap, w }
     }
 
     #[inline]
-    fn top(&self) -> Entry<u32> {
+    fn top(&self) -> Head {
         self.w[1]
     }
 
-    /// Set `leaf`'s head key and replay its matches up to the root.
+    /// Set `leaf`'s head time and replay its matches up to the root.
     #[inline]
-    fn update(&mut self, leaf: u32, key: u128) {
+    fn update(&mut self, leaf: u32, time: Time) {
         let mut n = self.cap + leaf as usize;
-        self.w[n].key = key;
+        self.w[n].time = time;
         // The match winner at the current node, carried up in registers.
         let mut win = self.w[n];
         while n > 1 {
             let b = self.w[n ^ 1];
-            if b.key <= win.key {
-                win = b;
-            }
+            win = select_unpredictable(b.time <= win.time, b, win);
             n >>= 1;
-            if self.w[n].key == win.key && self.w[n].item == win.item {
+            if self.w[n] == win {
                 break; // unchanged from here up
             }
             self.w[n] = win;
         }
     }
 
-    /// Set the key of the leaf that is the current winner (so every node on its path holds it and
-    /// changes: no early exit to test for).
+    /// Set the time of the leaf that is the current winner (so every node on its path holds it
+    /// and changes: no early exit to test for), and return the new winner (the caller's next
+    /// look at the top, from registers rather than the node just stored).
     #[inline]
-    fn replace_winner(&mut self, key: u128) {
-        let leaf = self.w[1].item;
+    fn replace_winner(&mut self, time: Time) -> Head {
+        let leaf = self.w[1].leaf;
         let mut n = self.cap + leaf as usize;
-        self.w[n].key = key;
-        let mut win = Entry { key, item: leaf };
+        let mut win = Head { time, leaf };
+        self.w[n] = win;
         while n > 1 {
+            // Which side wins is a coin toss to the branch predictor: a conditional move.
             let b = self.w[n ^ 1];
-            if b.key <= win.key {
-                win = b;
-            }
+            win = select_unpredictable(b.time <= win.time, b, win);
             n >>= 1;
             self.w[n] = win;
         }
+        win
     }
 
-    /// Room for `leaves` sources, keeping every leaf's key. The tree has exactly one leaf per
-    /// source (not a power of two): node `n` is the smaller of `2n` and `2n + 1` for every inner
+    /// Room for `leaves` sources, keeping every leaf's time. The tree has exactly one leaf per
+    /// source (not a power of two): node `n` is the earlier of `2n` and `2n + 1` for every inner
     /// node, so node 1 is the earliest of all leaves for any count, and a leaf's path to it is
     /// log2 of the sources long, not of the next power of two.
     fn reserve(&mut self, leaves: usize) {
@@ -343,7 +348,7 @@ impl Tournament {
         t.w[t.cap..t.cap + self.cap].copy_from_slice(&self.w[self.cap..]);
         for n in (1..t.cap).rev() {
             let (a, b) = (t.w[2 * n], t.w[2 * n + 1]);
-            t.w[n] = if a.key < b.key { a } else { b };
+            t.w[n] = if a.time < b.time { a } else { b };
         }
         *self = t;
     }
@@ -422,11 +427,15 @@ impl Lane {
         }
     }
 
-    /// The tournament's key of the lane: its front's time (the entries of one time are in any
-    /// order; the queue sorts them when their time comes).
+    /// The lane's head in the tournament: its front's time (the entries of one time are in any
+    /// order; the queue sorts them when their time comes), `NO_TIME` when it is empty.
     #[inline]
-    fn front_key(&self) -> Option<u128> {
-        (self.len != 0).then(|| time_key(self.buf[self.head].key))
+    fn front_time(&self) -> Time {
+        if self.len != 0 {
+            time_of(self.buf[self.head].key)
+        } else {
+            NO_TIME
+        }
     }
 
     /// Insert in key order: `Some(true)` if `e` is now the front (the lane's head changed),
@@ -685,7 +694,7 @@ impl EventQueue {
     fn push_general(&mut self, key: u128, event: Event) {
         self.general.push(Entry { key, item: event });
         if self.general.peek_key() == Some(key) {
-            self.heads.update(GENERAL, key);
+            self.heads.update(GENERAL, time_of(key));
         }
     }
 
@@ -705,7 +714,7 @@ impl EventQueue {
     #[inline(always)]
     fn push_lane(&mut self, lane: u32, key: u128, event: Event) {
         match self.lanes[lane as usize].push(Entry { key, item: event }) {
-            Some(true) => self.heads.update(lane + 1, time_key(key)),
+            Some(true) => self.heads.update(lane + 1, time_of(key)),
             Some(false) => {}
             None => self.push_general(key, event),
         }
@@ -827,11 +836,11 @@ impl EventQueue {
             return self.batch_key(e) < key;
         }
         let top = self.heads.top();
-        if top.key == NO_KEY {
+        if top.time == NO_TIME {
             return false;
         }
-        if time_of(top.key) != time_of(key) {
-            return time_of(top.key) < time_of(key);
+        if top.time != time_of(key) {
+            return top.time < time_of(key);
         }
         self.gather().is_some() && self.batch.last().is_some_and(|e| self.batch_key(e) < key)
     }
@@ -849,7 +858,7 @@ impl EventQueue {
             return Some(self.batch_time);
         }
         let top = self.heads.top();
-        (top.key != NO_KEY).then(|| time_of(top.key))
+        (top.time != NO_TIME).then_some(top.time)
     }
 
     /// The events that run next: the rest of the current instant's batch, then the lane the batch
@@ -877,10 +886,7 @@ impl EventQueue {
         if self.batch.is_empty() {
             let top = self.heads.top();
             let at = time_of(key);
-            if top.key == NO_KEY
-                || time_of(top.key) > at
-                || (time_of(top.key) == at && key as u64 == 0)
-            {
+            if top.time == NO_TIME || top.time > at || (top.time == at && key as u64 == 0) {
                 return None;
             }
             self.gather()?;
@@ -937,18 +943,14 @@ impl EventQueue {
     /// into the batch, sorted: from each source whose head is at that time, all of its events at
     /// that time. None when the queue is empty.
     fn gather(&mut self) -> Option<()> {
-        let top = self.heads.top();
-        if top.key == NO_KEY {
+        let mut top = self.heads.top();
+        if top.time == NO_TIME {
             return None;
         }
-        let t = time_of(top.key);
+        let t = top.time;
         self.batch_time = t;
-        loop {
-            let top = self.heads.top();
-            if top.key == NO_KEY || time_of(top.key) != t {
-                break;
-            }
-            let next = if top.item == GENERAL {
+        while top.time == t {
+            let next = if top.leaf == GENERAL {
                 while let Some(k) = self.general.peek_key() {
                     if time_of(k) != t {
                         break;
@@ -959,9 +961,9 @@ impl EventQueue {
                         item: e.item,
                     });
                 }
-                self.general.peek_key()
+                self.general.peek_key().map_or(NO_TIME, time_of)
             } else {
-                let lane = &mut self.lanes[top.item as usize - 1];
+                let lane = &mut self.lanes[top.leaf as usize - 1];
                 while lane.len != 0 && time_of(lane.buf[lane.head].key) == t {
                     let e = lane.pop_front();
                     self.batch.push(BatchEntry {
@@ -969,10 +971,10 @@ impl EventQueue {
                         item: e.item,
                     });
                 }
-                lane.front_key()
+                lane.front_time()
             };
-            self.last_source = top.item;
-            self.heads.replace_winner(next.unwrap_or(NO_KEY));
+            self.last_source = top.leaf;
+            top = self.heads.replace_winner(next);
         }
         if self.batch.len() > 1 {
             // Descending: the next event is the last.
