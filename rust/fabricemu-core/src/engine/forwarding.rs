@@ -21,7 +21,7 @@ impl World {
     #[inline]
     pub(super) fn route(&mut self, node: NodeId, pkt: PacketId) -> Option<PortId> {
         let pk = self.packets.get_mut(pkt);
-        if self.foresee_routes {
+        if self.look_ahead {
             if let Some(port) = self.router.foreseen(pkt, node, pk.dst, pk.header_key) {
                 return Some(port); // worked out ahead (prefetch.rs): a minimal route, no climb
             }

@@ -17,16 +17,18 @@ const FAR: usize = 16;
 const NEAR: usize = 8;
 const NEXT_HOP: usize = 4;
 
-/// Port state (hot records and queues) above which working out egress ports ahead pays: a core's
-/// L2 here. Below it the ports stay in cache and the extra work is all cost (about 10 % more
-/// instructions at 128 hosts, 0.2 MiB of port state). Measured (paired runs, README): the fat
-/// tree of 1,024 hosts (1.5 MiB) runs in 0.92x the time, the one of 3,456 hosts (5.3 MiB) in
-/// about 0.8x.
-const FORESEE_ABOVE: usize = 1 << 20;
+/// Port state (hot records and queues) above which looking ahead pays: a core's L2 here. Below it
+/// the ports stay in cache and the extra work is all cost. Working out egress ports ahead: about
+/// 10 % more instructions at 128 hosts (0.2 MiB of port state), while the fat tree of 1,024 hosts
+/// (1.5 MiB) runs in 0.92x the time, the one of 3,456 hosts (5.3 MiB) in about 0.8x (paired runs,
+/// README). Asking for the upcoming events' ports and packets at all: 0.95x the time without it
+/// at 128 hosts (9 pairs), 0.98x at 432 (k=12, 5 pairs), the 1,056-host dragonfly (0.6 MiB of
+/// ports) and 256 GPUs the same (2026-12-05).
+const LOOK_AHEAD_ABOVE: usize = 1 << 20;
 
 /// Whether a fabric of `ports` ports has enough port state for working out routes ahead to pay.
-pub(super) fn worth_foreseeing(ports: usize) -> bool {
-    ports * (std::mem::size_of::<PortHot>() + std::mem::size_of::<PortQueue>()) > FORESEE_ABOVE
+pub(super) fn worth_looking_ahead(ports: usize) -> bool {
+    ports * (std::mem::size_of::<PortHot>() + std::mem::size_of::<PortQueue>()) > LOOK_AHEAD_ABOVE
 }
 
 /// Request the cache line holding `r`'s first byte.
@@ -60,9 +62,12 @@ fn hint_at(at: *const u8) {
 
 impl World {
     /// Prefetch for the events `FAR`, `NEAR` and `NEXT_HOP` places behind the front of the lane
-    /// just popped.
+    /// just popped (where the fabric's port state outgrows the caches: [`LOOK_AHEAD_ABOVE`]).
     #[inline(always)]
     pub(super) fn prefetch_upcoming(&mut self) {
+        if !self.look_ahead {
+            return;
+        }
         let upcoming = self.events.upcoming();
         match upcoming.at(FAR) {
             Some(Event::LinkArrival(p)) => hint(&self.ports[p]),
@@ -77,9 +82,6 @@ impl World {
                 // A 48-byte record may straddle two lines.
                 hint_whole(self.packets.get(head));
             }
-        }
-        if !self.foresee_routes {
-            return;
         }
         if let Some(Event::PortFree(p)) = upcoming.at(NEAR) {
             // A port about to send: the packet it takes off its queue and the last one on its
@@ -133,10 +135,10 @@ mod tests {
             let run = |ahead: bool| {
                 let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
                 assert!(
-                    !sim.world_mut().foresee_routes,
+                    !sim.world_mut().look_ahead,
                     "a k=4 fat tree is below the bar"
                 );
-                sim.world_mut().foresee_routes = ahead;
+                sim.world_mut().look_ahead = ahead;
                 let stats = sim.run_to_end();
                 let used = sim.world_mut().router.foreseen_in_use();
                 (format!("{stats:?}"), format!("{:?}", sim.flow_rows()), used)

@@ -293,9 +293,9 @@ pub struct World {
     pub now: Time,
     pub(super) stop: StopAt,
 
-    /// Work switches' egress ports out a few events ahead, to prefetch them (prefetch.rs): only
-    /// where the ports' state outgrows the caches.
-    pub(super) foresee_routes: bool,
+    /// Ask for the state of the events a few places ahead, and work switches' egress ports out
+    /// ahead, to prefetch them (prefetch.rs): only where the ports' state outgrows the caches.
+    pub(super) look_ahead: bool,
 
     // Per port.
     pub(super) ports: IdVec<PortId, PortHot>,
@@ -770,7 +770,7 @@ impl World {
             events,
             now: 0,
             stop: s.stop,
-            foresee_routes: super::prefetch::worth_foreseeing(np),
+            look_ahead: super::prefetch::worth_looking_ahead(np),
             ports,
             queues: (0..np).map(|_| PortQueue::new(queues_sampled)).collect(),
             pause_since: IdVec::from_elem(NEVER, np),
