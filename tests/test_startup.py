@@ -111,3 +111,27 @@ def test_a_run_loads_the_analysis_modules_on_a_thread_while_the_engine_runs(tmp_
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['fabricemu-load'] []", out.stdout
+
+
+def test_a_run_whose_threads_take_every_core_loads_the_analysis_modules_after_the_engine(tmp_path):
+    # The parallel engine's threads meet every window: a loading thread beside them would take a
+    # core from one and hold up the others (and the engine's time would say threads are slow).
+    from fabricemu._run import available_cores
+
+    threads = max(available_cores(), 2)
+    quickstart = str(SCENARIOS / "quickstart.toml")
+    code = (
+        "import sys, threading\n"
+        "seen = []\n"
+        "class Recorder:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'fabricemu.results':\n"
+        "            seen.append(threading.current_thread().name)\n"
+        "sys.meta_path.insert(0, Recorder())\n"
+        "import fabricemu\n"
+        f"result = fabricemu.run({quickstart!r}, out={str(tmp_path / 'out')!r}, threads={threads})\n"
+        "assert result.summary()['finished'] > 0\n"
+        "print(seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['MainThread']", out.stdout
