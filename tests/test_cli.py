@@ -283,6 +283,19 @@ def test_bench_quick(cli, tmp_path):
         assert r["flows_finished"] == r["flows_total"]
 
 
+def test_bench_repeats_a_run_once_case_only_when_min_time_is_given(cli):
+    # `--quick` (like `--scale` and `--slow`) runs each case once; an explicit `--min-time`
+    # repeats it until that much engine time has passed and reports the fastest run.
+    once = cli("bench", "--quick", "--case", "quickstart", "--json", timeout=600)
+    assert once.returncode == 0, once.stderr
+    assert [r["runs"] for r in json.loads(once.stdout)] == [1]
+    repeated = cli("bench", "--quick", "--case", "quickstart", "--min-time", "0.05", "--json", timeout=600)
+    assert repeated.returncode == 0, repeated.stderr
+    (row,) = json.loads(repeated.stdout)
+    assert row["runs"] > 1
+    assert row["packet_hops"] == json.loads(once.stdout)[0]["packet_hops"]
+
+
 def test_bench_threads_sweep_runs_a_case_at_each_thread_count(cli):
     # `--case` picks one benchmark; `--threads 1,2` runs it on one thread and on two (the
     # parallel engine): the same work (identical outputs), the speed-up against the first.
