@@ -844,8 +844,9 @@ impl World {
     /// far end at its `arrive` time, behind the link's earlier packets.
     fn receive_remote(&mut self, from: usize, t: Transfer, int: Option<&IntStack>) {
         let arrival = super::queue::Event::LinkArrival(t.port);
+        let stream = mail_stream(from, &t.packet);
         if t.lost {
-            self.events.push_in_stream(from, t.packet.arrive, arrival);
+            self.events.push_in_stream(stream, t.packet.arrive, arrival);
             return;
         }
         if self.lazy_records {
@@ -861,8 +862,7 @@ impl World {
             l.sent(id.index(), t.sent);
         }
         self.ports[t.port].pipe.push_back(&mut self.packets, id);
-        // (In a lane per sending partition: see `EventQueue::push_in_stream`.)
-        self.events.push_in_stream(from, t.packet.arrive, arrival);
+        self.events.push_in_stream(stream, t.packet.arrive, arrival);
         self.partition.as_mut().expect("a partition").moved_in += 1;
     }
 
@@ -2130,6 +2130,17 @@ fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId
                 .push(records.next().expect("one INT stack per packet"));
         }
     }
+}
+
+/// The event-queue stream (`EventQueue::push_in_stream`) of a packet partition `from` handed
+/// over: a lane per sending partition and size class. A window's mail comes in its order of
+/// sending, and a link's arrivals are its sends plus the serialisation: an acknowledgement sent
+/// just after a full packet arrives before it, so in one lane half of the k=16 permutation's
+/// packets handed over on two threads passed more entries than a lane insertion allows and went
+/// to the general heap. Packets of one size class keep their order of sending.
+fn mail_stream(from: usize, packet: &crate::packet::Packet) -> usize {
+    const SMALL: u32 = 512;
+    2 * from + usize::from(packet.wire_bytes <= SMALL)
 }
 
 /// Take in what the others sent partition `me` in the window: in partition order, and each
