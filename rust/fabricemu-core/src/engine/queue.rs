@@ -18,7 +18,7 @@
 //! 1,024 hosts); a large batch is sorted by buckets, so that an event's share of the sort does
 //! not grow with the fabric ([`sort_batch`]). Profiling showed a single binary heap's sift loops
 //! were the engine's largest cost. The parallel engine's packets from other partitions come at
-//! arbitrary delays but nearly in time order: a lane per sending partition
+//! arbitrary delays but nearly in time order: a lane per sending partition and size class
 //! ([`EventQueue::push_in_stream`]).
 
 use std::hint::select_unpredictable;
