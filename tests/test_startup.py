@@ -90,10 +90,9 @@ def test_cli_keeps_blas_single_threaded_unless_chosen():
     assert chosen.stdout.strip().endswith("4")
 
 
-def test_a_run_loads_the_analysis_modules_on_a_thread_while_the_engine_runs(tmp_path):
-    # `fabricemu.run` itself imports nothing heavy; the run imports fabricemu.results (pyarrow,
-    # pyarrow.compute, numpy) on its loading thread, not on the thread that runs the engine.
-    assert _imported_after("from fabricemu import run") == []
+def _loading_thread_of_a_run(tmp_path, run_args: str, report: str) -> str:
+    """Run the quickstart in a fresh interpreter (`fabricemu.run(..., run_args)`), recording the
+    thread that imports fabricemu.results in `seen`; returns what `report` prints."""
     quickstart = str(SCENARIOS / "quickstart.toml")
     code = (
         "import sys, threading\n"
@@ -104,13 +103,24 @@ def test_a_run_loads_the_analysis_modules_on_a_thread_while_the_engine_runs(tmp_
         "            seen.append(threading.current_thread().name)\n"
         "sys.meta_path.insert(0, Recorder())\n"
         "import fabricemu\n"
-        f"result = fabricemu.run({quickstart!r}, out={str(tmp_path / 'out')!r})\n"
+        f"result = fabricemu.run({quickstart!r}, out={str(tmp_path / 'out')!r}{run_args})\n"
         "assert result.summary()['finished'] > 0\n"
-        "alive = [t.name for t in threading.enumerate() if t.name == 'fabricemu-load']\n"
-        "print(seen, alive)\n"
+        f"{report}\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['fabricemu-load'] []", out.stdout
+    return out.stdout.strip()
+
+
+def test_a_run_loads_the_analysis_modules_on_a_thread_while_the_engine_runs(tmp_path):
+    # `fabricemu.run` itself imports nothing heavy; the run imports fabricemu.results (pyarrow,
+    # pyarrow.compute, numpy) on its loading thread, not on the thread that runs the engine.
+    assert _imported_after("from fabricemu import run") == []
+    out = _loading_thread_of_a_run(
+        tmp_path,
+        "",
+        "alive = [t.name for t in threading.enumerate() if t.name == 'fabricemu-load']\nprint(seen, alive)",
+    )
+    assert out == "['fabricemu-load'] []", out
 
 
 def test_a_run_whose_threads_take_every_core_loads_the_analysis_modules_after_the_engine(tmp_path):
@@ -119,19 +129,5 @@ def test_a_run_whose_threads_take_every_core_loads_the_analysis_modules_after_th
     from fabricemu._run import available_cores
 
     threads = max(available_cores(), 2)
-    quickstart = str(SCENARIOS / "quickstart.toml")
-    code = (
-        "import sys, threading\n"
-        "seen = []\n"
-        "class Recorder:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'fabricemu.results':\n"
-        "            seen.append(threading.current_thread().name)\n"
-        "sys.meta_path.insert(0, Recorder())\n"
-        "import fabricemu\n"
-        f"result = fabricemu.run({quickstart!r}, out={str(tmp_path / 'out')!r}, threads={threads})\n"
-        "assert result.summary()['finished'] > 0\n"
-        "print(seen)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['MainThread']", out.stdout
+    out = _loading_thread_of_a_run(tmp_path, f", threads={threads}", "print(seen)")
+    assert out == "['MainThread']", out
