@@ -241,7 +241,8 @@ impl World {
         let added = a.flows.len();
         self.flows.reserve(added, true);
         if self.amends.pxn_cluster {
-            self.pxn.reserve(added);
+            // (Its own copy from now on, if another world shares it.)
+            std::sync::Arc::make_mut(&mut self.pxn).reserve(added);
         }
         // Starts are scheduled once the flows are all known (an in-network call's included).
         let mut starting: Vec<(Time, FlowId)> = Vec::new();
@@ -258,7 +259,7 @@ impl World {
                 label,
             );
             if self.amends.pxn_cluster {
-                self.pxn.push(pxn);
+                std::sync::Arc::make_mut(&mut self.pxn).push(pxn);
             }
             self.flows.push(flow);
             // A barrier that existed before gains the flow's arrival; a new one has its size.

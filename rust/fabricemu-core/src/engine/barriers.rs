@@ -9,6 +9,7 @@
 //! partition and its view.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::ids::FlowId;
 use crate::units::Time;
@@ -33,16 +34,24 @@ pub(super) struct Barrier {
 /// (a step graph's dependencies and compute durations, each with its delay): the plan's in two
 /// flat arrays indexed by barrier, and the lists of the barriers an amendment changed or made,
 /// apart (copied out of the flat arrays the first time one changes).
+/// A clone shares the plan's flat arrays (a parallel run's worlds hold one copy of them, since
+/// 2026-12-05) and copies only the amended lists.
 #[derive(Debug, Clone, Default)]
 pub(super) struct BarrierLinks {
+    planned: Arc<PlannedLinks>,
+    /// Barriers an amendment changed or made: their lists (these replace the flat arrays').
+    amended: HashMap<u32, Lists>,
+}
+
+/// The plan's links, flat, by barrier (they never change: an amendment's go to `amended`).
+#[derive(Debug, Default)]
+struct PlannedLinks {
     /// Barrier `b`'s waiting flows are `waiting[waiting_from[b]..waiting_from[b + 1]]`.
     waiting_from: Vec<u32>,
     waiting: Vec<(FlowId, Time)>,
     /// Barrier `b`'s chained barriers are `then[then_from[b]..then_from[b + 1]]`.
     then_from: Vec<u32>,
     then: Vec<(u32, Time)>,
-    /// Barriers an amendment changed or made: their lists (these replace the flat arrays').
-    amended: HashMap<u32, Lists>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -62,7 +71,7 @@ impl BarrierLinks {
 
     /// Links of the plan's barriers (amended lists aside).
     pub fn len(&self) -> usize {
-        self.waiting.len() + self.then.len()
+        self.planned.waiting.len() + self.planned.then.len()
     }
 
     /// The links of `plan`'s barriers: its flows that start after a barrier, in id order, and
@@ -81,10 +90,12 @@ impl BarrierLinks {
         let edges = (plan.barrier_edges.iter()).map(|e| (e.from, (e.to, e.delay)));
         let (then_from, then) = by_barrier(n, edges);
         Self {
-            waiting_from,
-            waiting,
-            then_from,
-            then,
+            planned: Arc::new(PlannedLinks {
+                waiting_from,
+                waiting,
+                then_from,
+                then,
+            }),
             amended: HashMap::new(),
         }
     }
@@ -94,7 +105,7 @@ impl BarrierLinks {
     pub fn waiting(&self, b: u32) -> &[(FlowId, Time)] {
         match self.amended_lists(b) {
             Some(l) => &l.waiting,
-            None => of_barrier(&self.waiting_from, &self.waiting, b),
+            None => of_barrier(&self.planned.waiting_from, &self.planned.waiting, b),
         }
     }
 
@@ -103,7 +114,7 @@ impl BarrierLinks {
     pub fn then(&self, b: u32) -> &[(u32, Time)] {
         match self.amended_lists(b) {
             Some(l) => &l.then,
-            None => of_barrier(&self.then_from, &self.then, b),
+            None => of_barrier(&self.planned.then_from, &self.planned.then, b),
         }
     }
 
@@ -190,12 +201,15 @@ mod tests {
     #[test]
     fn an_amended_barrier_keeps_its_lists_apart_and_new_barriers_start_empty() {
         let mut l = BarrierLinks {
-            waiting_from: vec![0, 1, 1],
-            waiting: vec![(FlowId::new(7), 5)],
-            then_from: vec![0, 0, 1],
-            then: vec![(0, 9)],
+            planned: Arc::new(PlannedLinks {
+                waiting_from: vec![0, 1, 1],
+                waiting: vec![(FlowId::new(7), 5)],
+                then_from: vec![0, 0, 1],
+                then: vec![(0, 9)],
+            }),
             amended: HashMap::new(),
         };
+        let shared = l.clone();
         assert_eq!(l.waiting(0), &[(FlowId::new(7), 5)]);
         assert_eq!(l.then(1), &[(0, 9)]);
         assert!(l.waiting(5).is_empty() && l.then(5).is_empty()); // made by an amendment
@@ -205,5 +219,9 @@ mod tests {
         assert_eq!(l.then(0), &[] as &[(u32, Time)]);
         assert_eq!(l.then(5), &[(1, 3)]);
         assert_eq!(l.then(1), &[(0, 9)]); // untouched
+                                          // A clone made before shares the plan's lists, not the amendments.
+        assert!(Arc::ptr_eq(&l.planned, &shared.planned));
+        assert_eq!(shared.waiting(0), &[(FlowId::new(7), 5)]);
+        assert!(shared.then(5).is_empty());
     }
 }

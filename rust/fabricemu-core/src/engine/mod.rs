@@ -209,15 +209,18 @@ impl Simulation {
             let table = crate::routing::RouteTable::build(&fabric);
             fabric.routes = Some(std::sync::Arc::new(table));
         }
+        // Made once: the view and every partition share it.
+        let derived = world::PlanDerived::of(&scenario, &fabric, &plan);
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
-                let mut w = World::new(
+                let mut w = World::with_derived(
                     &scenario,
                     fabric.clone(),
                     &plan,
                     &faults,
                     pfc.clone(),
                     &reserved_headroom,
+                    &derived,
                 );
                 if let Some(f) = &packet_filter {
                     w.tracer.trace_packets(f.clone());
@@ -244,7 +247,16 @@ impl Simulation {
         });
         // A parallel run's view makes the records of flows as the partitions' first come in,
         // and retires them as one world would (`Parallel::fold_into`).
-        let mut world = World::new(&scenario, fabric, &plan, &faults, pfc, &reserved_headroom);
+        let mut world = World::with_derived(
+            &scenario,
+            fabric,
+            &plan,
+            &faults,
+            pfc,
+            &reserved_headroom,
+            &derived,
+        );
+        drop(derived); // (what no world kept: a run that keeps every record made them now)
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }

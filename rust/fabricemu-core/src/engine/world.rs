@@ -31,6 +31,7 @@ use crate::transport::ideal::{ideal_fct, Hop};
 use crate::transport::{segment, Flow, Nics, TransportParams, NEVER};
 use crate::units::Time;
 use crate::workload::{FlowPlan, Start};
+use std::sync::Arc;
 
 /// The per-port hot record stays one cache line with typed ids.
 const _: () = assert!(std::mem::size_of::<PortHot>() == 64);
@@ -216,13 +217,62 @@ pub(super) fn new_flow(
     (flow, ends.pxn)
 }
 
+/// Whether `fabric` is a GPU cluster whose flows may cross rails through a PXN relay.
+fn has_pxn(fabric: &Fabric) -> bool {
+    (fabric.cluster.as_deref())
+        .is_some_and(|c| c.spec.cross_rail == crate::config::CrossRail::Pxn && c.domains > 0)
+}
+
+/// What a run's worlds derive alike from its plan at the build, made once: the view and every
+/// partition of a parallel run share it (each made its own until 2026-12-05: a 163,840-flow
+/// training run on two threads spent 2.9 % of its instructions on the three, and each world
+/// kept 32 bytes per flow and 16 per barrier link of them).
+pub(super) struct PlanDerived {
+    /// Per flow, in flow-id order (planned flows, then streamed ones): the UDP source port and
+    /// flow label its ECMP header hashes (RoCEv2 NICs put per-queue-pair entropy in the source
+    /// port, 49152..65535).
+    entropy: Arc<Vec<(u16, u32)>>,
+    /// Per planned flow on a GPU cluster with PXN, its PXN hops (the relays read them for every
+    /// packet of it, wherever they are); empty otherwise.
+    pxn: Arc<IdVec<FlowId, FlowPxn>>,
+    /// The flows waiting for each barrier and the barriers chained after it.
+    links: BarrierLinks,
+}
+
+impl PlanDerived {
+    pub(super) fn of(s: &Scenario, fabric: &Fabric, plan: &FlowPlan) -> Self {
+        let mut sport_rng = RngStream::SourcePorts.rng(s.seed);
+        let mut label_rng = RngStream::FlowLabels.rng(s.seed);
+        let entropy: Vec<(u16, u32)> = (0..plan.total_flows())
+            .map(|_| {
+                let sport = 49152 + sport_rng.below(16384) as u16;
+                (sport, label_rng.below(1 << 20) as u32)
+            })
+            .collect();
+        let mut pxn = IdVec::new();
+        if has_pxn(fabric) {
+            pxn.reserve(plan.flows.len());
+            for (f, &(sport, label)) in plan.flows.iter().zip(&entropy) {
+                let (fwd, rev) = header_keys(&s.routing, f, sport, label);
+                pxn.push(endpoint_ports(fabric, f.src, f.dst, fwd, rev).pxn);
+            }
+        }
+        Self {
+            entropy: Arc::new(entropy),
+            pxn: Arc::new(pxn),
+            links: BarrierLinks::of_plan(plan),
+        }
+    }
+}
+
 /// What makes a flow's record when it starts, in runs that retire flows (see `engine::flows`).
 pub(super) struct FlowMaker {
     /// The plan's flows, by flow id (shared with the Simulation's plan, not a copy).
     pub inits: crate::workload::PlanFlows,
     /// Per flow: the UDP source port and flow label drawn for it at the build (in flow-id
-    /// order, as for every flow of a run that keeps them all).
-    pub entropy: Vec<(u16, u32)>,
+    /// order, as for every flow of a run that keeps them all; shared by a parallel run's
+    /// worlds, [`PlanDerived`]).
+    pub entropy: Arc<Vec<(u16, u32)>>,
     /// Streamed workloads (`workload::stream`; ids on from `inits.len()`), each as it was
     /// before its first draw.
     pub streams: Vec<crate::workload::stream::StreamedFlows>,
@@ -336,8 +386,9 @@ pub struct World {
     /// retires them as it folds the partitions, `Parallel::fold_into`).
     pub(super) retiring: bool,
     /// GPU clusters with PXN, per flow: where its packets leave the scale-up switch and the relay
-    /// GPU, data then control (see [`PxnHops`]). Empty without PXN.
-    pub(super) pxn: IdVec<FlowId, FlowPxn>,
+    /// GPU, data then control (see [`PxnHops`]). Empty without PXN. Shared by a parallel run's
+    /// worlds ([`PlanDerived`]); a plan amendment appends to its own copy.
+    pub(super) pxn: Arc<IdVec<FlowId, FlowPxn>>,
     /// GPU clusters with PXN: the relay GPUs' transit buffers (None without PXN).
     pub(super) relays: Option<super::relay::Relays>,
     /// Congestion control: the scheme and every flow's sender and receiver state.
@@ -517,11 +568,24 @@ impl World {
         pfc: Option<Pfc>,
         reserved_headroom: &IdVec<NodeId, u64>,
     ) -> Self {
+        let derived = PlanDerived::of(s, &fabric, plan);
+        Self::with_derived(s, fabric, plan, faults, pfc, reserved_headroom, &derived)
+    }
+
+    /// [`World::new`], with what the plan gives every world of the run made once.
+    pub(super) fn with_derived(
+        s: &Scenario,
+        fabric: Fabric,
+        plan: &FlowPlan,
+        faults: &[LinkFault],
+        pfc: Option<Pfc>,
+        reserved_headroom: &IdVec<NodeId, u64>,
+        derived: &PlanDerived,
+    ) -> Self {
         let router = Router::new(&fabric, &s.routing, s.seed);
         let np = fabric.num_ports() as usize;
         let cluster = fabric.cluster.as_deref();
-        let pxn_cluster = cluster
-            .is_some_and(|c| c.spec.cross_rail == crate::config::CrossRail::Pxn && c.domains > 0);
+        let pxn_cluster = has_pxn(&fabric);
         let relays = cluster.filter(|_| pxn_cluster).and_then(|c| {
             super::relay::Relays::new(
                 &fabric,
@@ -585,8 +649,6 @@ impl World {
             }
         }
 
-        let mut sport_rng = RngStream::SourcePorts.rng(s.seed);
-        let mut label_rng = RngStream::FlowLabels.rng(s.seed);
         // Flows are retired when done (their records recycled) unless a feature of the run may
         // look at any flow at any time (see `engine::flows`).
         let retires = retires_flows(s, plan);
@@ -594,9 +656,9 @@ impl World {
             retires || plan.streams.is_empty(),
             "streams are materialised"
         );
-        let mut maker = retires.then(|| FlowMaker {
+        let maker = retires.then(|| FlowMaker {
             inits: plan.flows.share(),
-            entropy: Vec::with_capacity(plan.total_flows()),
+            entropy: Arc::clone(&derived.entropy),
             streams: plan.streams.clone(),
             heads: (plan.streams.iter())
                 .map(|st| {
@@ -624,48 +686,32 @@ impl World {
                 latest: 0,
             })
             .collect();
-        let links = BarrierLinks::of_plan(plan);
+        let links = derived.links.clone();
         let mut static_order = Vec::new();
-        let mut pxn = IdVec::new();
         for (id, f) in plan.flows.iter().enumerate() {
             let id = FlowId::new(id as u32);
-            // RoCEv2 NICs put per-queue-pair entropy in the UDP source port (49152..65535).
-            let sport = 49152 + sport_rng.below(16384) as u16;
-            let label = label_rng.below(1 << 20) as u32;
             if let Start::At(_) = f.start {
                 static_order.push(id);
             }
-            match &mut maker {
-                Some(m) => {
-                    // The record is made when the flow starts (`World::materialise`), and its
-                    // congestion-control state with it; its PXN hops now (the relays read them
-                    // for every packet of it, wherever they are).
-                    m.entropy.push((sport, label));
+            match &maker {
+                // The record is made when the flow starts (`World::materialise`), and its
+                // congestion-control state with it.
+                Some(_) => {
                     flows.push_unborn();
-                    if pxn_cluster {
-                        let (fwd, rev) = header_keys(&s.routing, f, sport, label);
-                        pxn.push(endpoint_ports(&fabric, f.src, f.dst, fwd, rev).pxn);
-                    }
                 }
                 None => {
-                    let (flow, ends) = new_flow(&fabric, &s.routing, t, f, sport, label);
-                    if pxn_cluster {
-                        pxn.push(ends);
-                    }
-                    flows.push(flow);
+                    let (sport, label) = derived.entropy[id.index()];
+                    flows.push(new_flow(&fabric, &s.routing, t, f, sport, label).0);
                 }
             }
         }
-        if let Some(m) = &mut maker {
-            // Streamed flows: their entropy drawn in id order, as for planned ones; their
-            // entries are made as they start.
+        if maker.is_some() {
+            // Streamed flows: their entries are made as they start.
             for _ in plan.flows.len()..plan.total_flows() {
-                let sport = 49152 + sport_rng.below(16384) as u16;
-                let label = label_rng.below(1 << 20) as u32;
-                m.entropy.push((sport, label));
                 flows.push_unborn();
             }
         }
+        let pxn = Arc::clone(&derived.pxn);
         let in_network = plan
             .in_network
             .as_deref()
