@@ -96,7 +96,7 @@ use crate::cc::IntStack;
 use crate::ids::{FlowId, IdVec, NodeId, PortId};
 use crate::packet::{Packet, PacketId};
 use crate::scenario::{Scenario, StopAt};
-use crate::switch::{pfc, NUM_PRIORITIES};
+use crate::switch::pfc;
 use crate::topology::Fabric;
 use crate::trace::stream::Place;
 use crate::transport::NEVER;
@@ -2346,7 +2346,7 @@ fn judge_deadlock(me: usize, world: &mut World, shared: &Shared, at: Time) -> Op
             .map_or(0, |i| all.paused[i].1)
     };
     let edges = all.edges(paused);
-    let cycle = pfc::find_cycle(world.ports.len() * NUM_PRIORITIES, &edges);
+    let cycle = pfc::find_cycle(&edges);
     if me == 0 {
         world.stats.events += 1; // the check is one event of the run
     }

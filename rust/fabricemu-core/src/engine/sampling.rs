@@ -62,7 +62,7 @@ impl World {
         let mut waits = WaitCandidates::default();
         self.wait_candidates(&mut waits);
         let edges = waits.edges(|p| self.ports[p].paused);
-        let cycle = pfc::find_cycle(self.ports.len() * NUM_PRIORITIES, &edges);
+        let cycle = pfc::find_cycle(&edges);
         if self.settle_deadlock_check(cycle, waits.any_paused, true) {
             self.deadlock_check_pending = true;
             self.events
