@@ -180,4 +180,36 @@ mod tests {
         assert_eq!(plain.0, ahead.0, "stats");
         assert_eq!(plain.1, ahead.1, "flow rows");
     }
+
+    /// Every coverage scenario of the golden test (tests/golden/: PFC with spraying, faults,
+    /// dragonflies, replay, HPCC, ...) runs the same with routes worked out ahead forced on: the
+    /// fabrics tests and the fuzzer build are below the bar, so without this the path runs only
+    /// in large runs (where a PFC frame once made it panic).
+    #[test]
+    fn golden_coverage_scenarios_run_the_same_with_routes_worked_out_ahead() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut paths: Vec<_> = std::fs::read_dir(dir.join("tests/golden"))
+            .expect("the golden scenarios")
+            .map(|e| e.expect("a directory entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 10, "{paths:?}");
+        for path in paths {
+            let text = std::fs::read_to_string(&path).expect("a scenario");
+            let source = path.display().to_string();
+            let (_, mut s) = crate::scenario::parse_toml(&text, &source)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            s.threads = 1; // (the view of a parallel run routes nothing)
+            let run = |ahead: bool| {
+                let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+                sim.world_mut().look_ahead = ahead;
+                let stats = sim.run_to_end();
+                (format!("{stats:?}"), format!("{:?}", sim.flow_rows()))
+            };
+            let (plain, ahead) = (run(false), run(true));
+            assert_eq!(plain.0, ahead.0, "{}: stats", path.display());
+            assert_eq!(plain.1, ahead.1, "{}: flow rows", path.display());
+        }
+    }
 }
