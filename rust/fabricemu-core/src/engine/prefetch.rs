@@ -105,9 +105,6 @@ impl World {
                 return;
             };
             let pkt = self.packets.get(head);
-            if !self.fabric.is_host(pkt.dst) {
-                return; // a PFC frame, addressed to the switch it pauses: not routed
-            }
             let node = port.peer_node;
             if let Some(out) = self.router.predict(head, node, pkt.dst, pkt.header_key) {
                 hint(&self.ports[out]);

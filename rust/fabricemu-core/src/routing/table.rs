@@ -390,7 +390,9 @@ impl RouteTable {
         RouteBuilder::new(f, down).table()
     }
 
-    /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs).
+    /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs); None
+    /// for a node that is not a host (a PFC frame's destination, which a route worked out ahead
+    /// may look up: `Router::predict`).
     #[inline(always)]
     fn attachment(&self, node: NodeId, dst: NodeId) -> Option<&Attachment> {
         let at = if self.num_comps == 1 {
@@ -398,7 +400,7 @@ impl RouteTable {
         } else {
             dst.index() * self.num_comps as usize + self.node_comp[node]? as usize
         };
-        self.attachments[at].as_ref()
+        self.attachments.get(at)?.as_ref()
     }
 
     /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
