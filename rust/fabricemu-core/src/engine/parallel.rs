@@ -1977,11 +1977,14 @@ fn serial(
                     post_waits(me, w, shared, check)
                 });
             }
-            // Each judges alike; the first partition's answer is the run's (as on threads).
+            // One judgement for all (on threads each makes it, alike); the first partition's
+            // answer is the run's.
+            let (cycle, any_paused) = timed(watch.on(), &mut busy[0], || judge_graph(shared));
             let mut first = None;
             for (me, w) in parts.iter_mut().enumerate().rev() {
+                let cycle = cycle.clone();
                 first = timed(watch.on(), &mut busy[me], || {
-                    judge_deadlock(me, w, shared, check)
+                    settle_deadlock(me, w, cycle, any_paused, check)
                 });
             }
             match first {
@@ -2331,6 +2334,13 @@ fn post_waits(me: usize, world: &mut World, shared: &Shared, at: Time) {
 /// 0 counts it): returns the next check's time (NEVER: none), or None when a deadlock ended
 /// the run.
 fn judge_deadlock(me: usize, world: &mut World, shared: &Shared, at: Time) -> Option<Time> {
+    let (cycle, any_paused) = judge_graph(shared);
+    settle_deadlock(me, world, cycle, any_paused, at)
+}
+
+/// The whole fabric's wait-for graph, from what every partition posted: a cycle in it, if
+/// any, and whether any port is paused. The same for every partition.
+fn judge_graph(shared: &Shared) -> (Option<Vec<u32>>, bool) {
     let mut all = WaitCandidates::default();
     for w in &shared.waits {
         let w = w.lock().expect("not poisoned");
@@ -2346,11 +2356,22 @@ fn judge_deadlock(me: usize, world: &mut World, shared: &Shared, at: Time) -> Op
             .map_or(0, |i| all.paused[i].1)
     };
     let edges = all.edges(paused);
-    let cycle = pfc::find_cycle(&edges);
+    (pfc::find_cycle(&edges), all.any_paused)
+}
+
+/// Partition `me`'s outcome of the deadlock check due at `at` that found `cycle`: see
+/// [`judge_deadlock`].
+fn settle_deadlock(
+    me: usize,
+    world: &mut World,
+    cycle: Option<Vec<u32>>,
+    any_paused: bool,
+    at: Time,
+) -> Option<Time> {
     if me == 0 {
         world.stats.events += 1; // the check is one event of the run
     }
-    let again = world.settle_deadlock_check(cycle, all.any_paused, me == 0);
+    let again = world.settle_deadlock_check(cycle, any_paused, me == 0);
     if world.finished {
         return None;
     }
