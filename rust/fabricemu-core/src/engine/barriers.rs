@@ -34,6 +34,7 @@ pub(super) struct Barrier {
 /// (a step graph's dependencies and compute durations, each with its delay): the plan's in two
 /// flat arrays indexed by barrier, and the lists of the barriers an amendment changed or made,
 /// apart (copied out of the flat arrays the first time one changes).
+///
 /// A clone shares the plan's flat arrays (a parallel run's worlds hold one copy of them, since
 /// 2026-12-05) and copies only the amended lists.
 #[derive(Debug, Clone, Default)]
@@ -219,7 +220,8 @@ mod tests {
         assert_eq!(l.then(0), &[] as &[(u32, Time)]);
         assert_eq!(l.then(5), &[(1, 3)]);
         assert_eq!(l.then(1), &[(0, 9)]); // untouched
-                                          // A clone made before shares the plan's lists, not the amendments.
+
+        // A clone made before shares the plan's lists, not the amendments.
         assert!(Arc::ptr_eq(&l.planned, &shared.planned));
         assert_eq!(shared.waiting(0), &[(FlowId::new(7), 5)]);
         assert!(shared.then(5).is_empty());

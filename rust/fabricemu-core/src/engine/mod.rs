@@ -213,7 +213,7 @@ impl Simulation {
         let derived = world::PlanDerived::of(&scenario, &fabric, &plan);
         let parallel = (scenario.threads > 1).then(|| {
             let make = || {
-                let mut w = World::with_derived(
+                let mut w = World::new(
                     &scenario,
                     fabric.clone(),
                     &plan,
@@ -247,7 +247,7 @@ impl Simulation {
         });
         // A parallel run's view makes the records of flows as the partitions' first come in,
         // and retires them as one world would (`Parallel::fold_into`).
-        let mut world = World::with_derived(
+        let mut world = World::new(
             &scenario,
             fabric,
             &plan,
@@ -256,7 +256,7 @@ impl Simulation {
             &reserved_headroom,
             &derived,
         );
-        drop(derived); // (what no world kept: a run that keeps every record made them now)
+        drop(derived); // frees what no world keeps (the entropy, where every record is made now)
         if let Some(f) = packet_filter {
             world.tracer.trace_packets(f);
         }

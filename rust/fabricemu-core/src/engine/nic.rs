@@ -926,6 +926,7 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let b = crate::scenario::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        let derived = crate::engine::world::PlanDerived::of(&b.scenario, &b.fabric, &b.plan);
         let mut w = World::new(
             &b.scenario,
             b.fabric,
@@ -933,6 +934,7 @@ mod tests {
             &b.faults,
             b.pfc,
             &b.reserved_headroom,
+            &derived,
         );
         // Its record exists before it starts only when every record is kept.
         w.keep_all_flows();

@@ -162,20 +162,23 @@ mod tests {
                     [switch]\nbuffer = \"200KB\"\npfc = { enabled = true }\n\
                     [[workload]]\nkind = \"incast\"\nreceiver = 0\nsenders = 15\nsize = \"200KB\"\n";
         let (_, s) = crate::scenario::parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-        let run = |ahead: bool| {
-            let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
-            sim.world_mut().look_ahead = ahead;
-            let stats = sim.run_to_end();
-            (
-                format!("{stats:?}"),
-                format!("{:?}", sim.flow_rows()),
-                stats,
-            )
-        };
-        let (plain, ahead) = (run(false), run(true));
+        let (plain, ahead) = (run_looking_ahead(&s, false), run_looking_ahead(&s, true));
         assert!(plain.2.pfc_pause_frames > 0, "{:?}", plain.2);
         assert_eq!(plain.0, ahead.0, "stats");
         assert_eq!(plain.1, ahead.1, "flow rows");
+    }
+
+    /// Run `s` to its end with routes worked out ahead (`ahead`) or not, whatever its size: its
+    /// stats (printed, and as they are) and flow rows (printed).
+    fn run_looking_ahead(
+        s: &crate::scenario::Scenario,
+        ahead: bool,
+    ) -> (String, String, crate::engine::RunStats) {
+        let mut sim = crate::Simulation::build(s).unwrap_or_else(|e| panic!("{e}"));
+        sim.world_mut().look_ahead = ahead;
+        let stats = sim.run_to_end();
+        let rows = format!("{:?}", sim.flow_rows());
+        (format!("{stats:?}"), rows, stats)
     }
 
     /// Every coverage scenario of the golden test (tests/golden/: PFC with spraying, faults,
@@ -198,13 +201,7 @@ mod tests {
             let (_, mut s) = crate::scenario::parse_toml(&text, &source)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             s.threads = 1; // (the view of a parallel run routes nothing)
-            let run = |ahead: bool| {
-                let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
-                sim.world_mut().look_ahead = ahead;
-                let stats = sim.run_to_end();
-                (format!("{stats:?}"), format!("{:?}", sim.flow_rows()))
-            };
-            let (plain, ahead) = (run(false), run(true));
+            let (plain, ahead) = (run_looking_ahead(&s, false), run_looking_ahead(&s, true));
             assert_eq!(plain.0, ahead.0, "{}: stats", path.display());
             assert_eq!(plain.1, ahead.1, "{}: flow rows", path.display());
         }

@@ -559,21 +559,9 @@ pub(super) fn retires_flows(s: &Scenario, plan: &FlowPlan) -> bool {
 
 impl World {
     /// The world of a built scenario (see `scenario::build`): its fabric, flow plan, resolved
-    /// faults and PFC state. Nothing is checked here.
-    pub fn new(
-        s: &Scenario,
-        fabric: Fabric,
-        plan: &FlowPlan,
-        faults: &[LinkFault],
-        pfc: Option<Pfc>,
-        reserved_headroom: &IdVec<NodeId, u64>,
-    ) -> Self {
-        let derived = PlanDerived::of(s, &fabric, plan);
-        Self::with_derived(s, fabric, plan, faults, pfc, reserved_headroom, &derived)
-    }
-
-    /// [`World::new`], with what the plan gives every world of the run made once.
-    pub(super) fn with_derived(
+    /// faults and PFC state, and what its plan gives every world of the run
+    /// ([`PlanDerived::of`], made once for them all). Nothing is checked here.
+    pub(super) fn new(
         s: &Scenario,
         fabric: Fabric,
         plan: &FlowPlan,
@@ -693,16 +681,13 @@ impl World {
             if let Start::At(_) = f.start {
                 static_order.push(id);
             }
-            match &maker {
+            if maker.is_some() {
                 // The record is made when the flow starts (`World::materialise`), and its
                 // congestion-control state with it.
-                Some(_) => {
-                    flows.push_unborn();
-                }
-                None => {
-                    let (sport, label) = derived.entropy[id.index()];
-                    flows.push(new_flow(&fabric, &s.routing, t, f, sport, label).0);
-                }
+                flows.push_unborn();
+            } else {
+                let (sport, label) = derived.entropy[id.index()];
+                flows.push(new_flow(&fabric, &s.routing, t, f, sport, label).0);
             }
         }
         if maker.is_some() {
