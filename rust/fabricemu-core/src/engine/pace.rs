@@ -6,10 +6,20 @@
 //! one core, stretches a barrier to a scheduler slice). On one thread it costs every
 //! partition's work in turn. Which is cheaper depends on the windows (a few events each, or
 //! thousands; the barriers' bookkeeping) and on the machine, so neither is guessed: in one
-//! window of [`SAMPLE_EVERY`], each partition's busy time (its own steps, without waits) and
-//! the window's wall time are measured, and every [`EPOCH_WINDOWS`] measured windows the run
-//! keeps its way or takes the other. On one thread, threads are tried again now and then ([`Pace::switch`]), since their
-//! meeting's cost is known only from when they last ran.
+//! window of [`SAMPLE_EVERY`] the window's wall time is measured (and on threads each
+//! partition's busy time, its own steps without waits), and every [`EPOCH_WINDOWS`] measured
+//! windows the run keeps its way or takes the other.
+//!
+//! Each way is judged by what it was measured to cost, wall time per event, when it last ran:
+//! a partition's work measured on threads is no guide to what it costs on one thread. In
+//! windows of a few events each the threads' busy times came to 1.5x to 2.7x what the same
+//! work takes in turn on one (`scenarios/incast_pfc.toml`, 16 events a window: 5.4 us of busy
+//! time a window on threads, 2.5 us a window in all on one thread; until 2026-12-05 the run was
+//! judged by those busy times and kept its threads, 2.5x one world's time). So each way is
+//! tried now and then, ever less often while it loses: one thread after 1, 2, 4 ... 256 epochs
+//! on threads, where windows are small ([`TRY_ONE_BELOW_EVENTS`]); threads after 4, 8 ... 256
+//! epochs on one thread, and at once when the windows grow four times busier than when threads
+//! last ran (a burst of traffic after a quiet spell).
 //!
 //! The choice changes the speed only: a window's partitions need nothing from each other but
 //! its mail, so running them in turn gives what the threads give, byte for byte.
@@ -18,30 +28,67 @@ use std::time::{Duration, Instant};
 
 /// The measured windows over which the costs are averaged before each choice.
 pub const EPOCH_WINDOWS: u32 = 32;
-/// The fewest windows after which one thread gives way to threads that would take under 60 %
-/// of its time.
+/// The fewest measured windows after which one thread gives way to threads for a burst.
 const EARLY_WINDOWS: u32 = 4;
 /// Epochs on one thread before threads are tried again, at first; doubled each time one
 /// thread stays the faster, up to [`PROBE_MAX`].
 const PROBE_FIRST: u32 = 4;
 const PROBE_MAX: u32 = 256;
+/// Windows of fewer events than this, on average, are where one thread is tried on a run on
+/// threads (after [`TRY_FIRST`] epochs, then ever less often up to [`PROBE_MAX`]). In busier
+/// windows the threads' meeting is a small part of a window: trying one thread there would
+/// cost an epoch at up to half speed (the k=16 permutation's windows hold about 1,300 events).
+const TRY_ONE_BELOW_EVENTS: u64 = 512;
+const TRY_FIRST: u32 = 1;
+
+/// What one way of running the windows was measured to cost in its last two epochs.
+#[derive(Debug, Clone, Copy)]
+struct Cost {
+    /// Wall time per event, in ps (events of windows run merged included: they take one thread
+    /// either way, and their time is left out of both): the lower of its last two epochs', as
+    /// one preempted vCPU can stretch a whole epoch on threads (5.8 ms for 32 windows of 2 us).
+    ps_per_event: u64,
+    /// In its last epoch: the wall time per event and the events per window.
+    last_ps_per_event: u64,
+    events_per_window: u64,
+}
+
+impl Cost {
+    /// The cost after an epoch of `wall` ns, `events` events and `windows` windows, given the
+    /// one before (None: the first epoch this way).
+    fn after(before: Option<Cost>, wall: u64, events: u64, windows: u32) -> Self {
+        let last = wall.saturating_mul(1000) / events.max(1);
+        Self {
+            ps_per_event: before.map_or(last, |b| b.last_ps_per_event.min(last)),
+            last_ps_per_event: last,
+            events_per_window: events / u64::from(windows.max(1)),
+        }
+    }
+}
 
 /// The costs measured in the current epoch and what decides the next choice; every thread
 /// keeps it alike (it counts the same posted figures in the same windows).
 #[derive(Debug, Clone, Copy)]
 pub struct Pace {
+    /// Sums over the epoch's measured windows: their count, wall time (ns), events, and every
+    /// partition's busy time (ns; measured on threads only).
     windows: u32,
-    /// Sums over the epoch's windows, in ns: wall time, every partition's busy time, and the
-    /// busiest partition's.
     wall: u64,
+    events: u64,
     busy_sum: u64,
-    busy_max: u64,
-    /// Per window and in ns, what the threads' meeting cost in their last epoch: the wall time
-    /// beyond the busiest partition's work.
-    meeting: u64,
+    /// The run's events at the last window counted (each window's are the difference).
+    events_seen: u64,
+    /// Each way's cost as last measured (None: not yet run a whole epoch).
+    threads: Option<Cost>,
+    one: Option<Cost>,
     /// Epochs on one thread left before threads are tried again, and the next such wait.
     probe_in: u32,
     probe_every: u32,
+    /// Epochs on threads (of small windows) left before one thread is tried, and the next.
+    try_in: u32,
+    try_every: u32,
+    /// This epoch on one thread is a try (it stays only if it costs no more than threads).
+    trying_one: bool,
     /// Tests: switch every this many windows, whatever they cost (0: as measured).
     alternate: u32,
 }
@@ -51,11 +98,16 @@ impl Default for Pace {
         Self {
             windows: 0,
             wall: 0,
+            events: 0,
             busy_sum: 0,
-            busy_max: 0,
-            meeting: 0,
+            events_seen: 0,
+            threads: None,
+            one: None,
             probe_in: PROBE_FIRST,
             probe_every: PROBE_FIRST,
+            try_in: TRY_FIRST,
+            try_every: TRY_FIRST,
+            trying_one: false,
             alternate: 0,
         }
     }
@@ -70,9 +122,12 @@ impl Pace {
         }
     }
 
-    /// One window's figures: each partition's busy time and the window's wall time (ns). A
-    /// window without a wall time (the first of a stretch in either way) is not counted.
-    pub fn count(&mut self, busy: impl Iterator<Item = u64>, wall: u64) {
+    /// One window's figures: each partition's busy time (0 on one thread), the window's wall
+    /// time (ns) and the run's events so far. A window without a wall time (not measured, or
+    /// the first of a stretch in either way) is not counted.
+    pub fn count(&mut self, busy: impl Iterator<Item = u64>, wall: u64, events: u64) {
+        let window_events = events.saturating_sub(self.events_seen);
+        self.events_seen = events;
         if self.alternate > 0 {
             self.windows += 1;
             return;
@@ -80,21 +135,18 @@ impl Pace {
         if wall == 0 {
             return;
         }
-        let (sum, max) = busy.fold((0u64, 0u64), |(s, m), b| (s + b, m.max(b)));
         self.windows += 1;
         self.wall += wall;
-        self.busy_sum += sum;
-        self.busy_max += max;
+        self.events += window_events;
+        self.busy_sum += busy.sum::<u64>();
     }
 
     /// At a window's end, for a run now `serial` (on one thread) or not: whether it should
-    /// take the other way from the next window on. On threads: when one thread would have run
-    /// the epoch's windows in less than their wall time. A tie goes to one thread: it frees a
-    /// core, and what a partition's work costs is measured on threads a little dearer than it
-    /// runs on one (one partition doing all the work of `scenarios/inference_decode.toml` ran
-    /// 1.14x as long on threads as in turn on one, measured as a tie). On one thread: when the
-    /// threads, at the busiest partition's work plus their last measured meeting, would have
-    /// taken under 80 % of it, or when it is time to try them again.
+    /// take the other way from the next window on. On threads: when one thread, as last
+    /// measured, costs no more per event (a tie goes to one thread: it frees a core), or when
+    /// even the partitions' busy times measured on threads add up to less than the wall time;
+    /// or to try one thread (above). On one thread: when threads, as last measured, cost under
+    /// 80 % of it per event, or to try them again (above).
     pub fn switch(&mut self, serial: bool) -> bool {
         if self.alternate > 0 {
             let now = self.windows >= self.alternate;
@@ -103,23 +155,30 @@ impl Pace {
             }
             return now;
         }
-        let (n, wall, sum, max) = (
-            u64::from(self.windows),
-            self.wall,
-            self.busy_sum,
-            self.busy_max,
-        );
-        // On threads: the busiest partition's work, and the meeting as last measured.
-        let threads = max.saturating_add(self.meeting.saturating_mul(n));
+        let per_window = self.events / u64::from(self.windows.max(1));
         // Windows grown busy on one thread (a burst of traffic after a quiet spell) go back to
         // threads without waiting for the epoch's end.
-        let burst = serial && self.windows >= EARLY_WINDOWS && threads < wall / 5 * 3;
+        let burst = serial
+            && self.windows >= EARLY_WINDOWS
+            && (self.threads).is_some_and(|t| per_window >= 4 * t.events_per_window.max(1));
         if self.windows < EPOCH_WINDOWS && !burst {
             return false;
         }
-        (self.windows, self.wall, self.busy_sum, self.busy_max) = (0, 0, 0, 0);
+        let before = if serial { self.one } else { self.threads };
+        let cost = Cost::after(before, self.wall, self.events, self.windows);
+        let (wall, busy_sum) = (self.wall, self.busy_sum);
+        (self.windows, self.wall, self.events, self.busy_sum) = (0, 0, 0, 0);
         if serial {
-            if threads < wall / 5 * 4 {
+            self.one = Some(cost);
+            let threads = self.threads.map_or(u64::MAX, |t| t.ps_per_event);
+            // A try is judged as threads judge one thread; a settled choice needs threads to
+            // cost under 80 % of it.
+            let faster = if std::mem::take(&mut self.trying_one) {
+                threads < cost.ps_per_event
+            } else {
+                threads < cost.ps_per_event / 5 * 4
+            };
+            if faster || burst {
                 self.probe_every = PROBE_FIRST;
                 return true;
             }
@@ -130,10 +189,23 @@ impl Pace {
             }
             false
         } else {
-            self.meeting = wall.saturating_sub(max) / n;
-            if sum < wall {
+            self.threads = Some(cost);
+            let one_faster =
+                busy_sum < wall || (self.one).is_some_and(|o| o.ps_per_event <= cost.ps_per_event);
+            if one_faster {
                 self.probe_in = self.probe_every;
+                self.try_every = TRY_FIRST;
                 return true;
+            }
+            if cost.events_per_window < TRY_ONE_BELOW_EVENTS {
+                self.try_in -= 1;
+                if self.try_in == 0 {
+                    self.try_every = (self.try_every * 2).min(PROBE_MAX);
+                    self.try_in = self.try_every;
+                    self.trying_one = true;
+                    self.probe_in = self.probe_every;
+                    return true;
+                }
             }
             // Threads hold their own: should they give way later, try them again soon.
             self.probe_every = PROBE_FIRST;
@@ -178,7 +250,8 @@ impl Watch {
     }
 
     /// Whether this window is measured.
-    pub fn on(&self) -> bool {
+    #[cfg(test)]
+    fn on(&self) -> bool {
         self.on
     }
 
@@ -196,11 +269,16 @@ impl Watch {
         }
     }
 
-    /// Leave `d` (spent stopped) out of the lap's wall time too, if it is measured.
-    pub fn skip(&mut self, d: Duration) {
-        if self.on {
-            self.skipped += d;
+    /// Run `f`, leaving the time it takes (spent stopped) out of the lap's wall time too, if
+    /// it is measured.
+    pub fn skipping<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        if !self.on {
+            return f();
         }
+        let start = Instant::now();
+        let r = f();
+        self.skipped += start.elapsed();
+        r
     }
 
     /// The busy and wall time (ns) of the window just ended if it was measured (else wall 0),
@@ -231,17 +309,6 @@ impl Watch {
     }
 }
 
-/// Run `f`, adding the time it took to `busy` (ns) if `on`.
-pub fn timed<T>(on: bool, busy: &mut u64, f: impl FnOnce() -> T) -> T {
-    if !on {
-        return f();
-    }
-    let start = Instant::now();
-    let r = f();
-    *busy += nanos(start.elapsed());
-    r
-}
-
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -250,23 +317,56 @@ fn nanos(d: Duration) -> u64 {
 mod tests {
     use super::*;
 
-    /// An epoch of `windows` windows, each with these partitions' busy times and wall time.
-    fn epoch(pace: &mut Pace, busy: &[u64], wall: u64) {
+    /// An epoch of measured windows, each of `events` events with these partitions' busy
+    /// times (none on one thread) and wall time.
+    fn epoch(pace: &mut Pace, busy: &[u64], wall: u64, events: u64) {
         for _ in 0..EPOCH_WINDOWS {
-            pace.count(busy.iter().copied(), wall);
+            window(pace, busy, wall, events);
         }
     }
 
+    fn window(pace: &mut Pace, busy: &[u64], wall: u64, events: u64) {
+        let seen = pace.events_seen + events;
+        pace.count(busy.iter().copied(), wall, seen);
+    }
+
     #[test]
-    fn threads_give_way_when_their_meeting_costs_more_than_they_share() {
+    fn threads_give_way_when_one_thread_was_measured_cheaper() {
         let mut pace = Pace::default();
-        // Two partitions of 10 us each, windows of 40 us on threads (30 us of meeting): one
-        // thread would take 20 us.
-        epoch(&mut pace, &[10_000, 10_000], 40_000);
-        assert!(pace.switch(false));
-        // On one thread, 20 us a window; threads would take 10 + 30 us: stay.
-        epoch(&mut pace, &[10_000, 10_000], 20_000);
+        // Busy times on threads that add up to more than the wall time (they do, measured
+        // there, in small windows) say nothing: threads stay until one thread is tried.
+        epoch(&mut pace, &[3_000, 3_000], 3_500, 16);
+        assert!(pace.switch(false), "small windows: one thread is tried");
+        // On one thread, 2.5 us a window: it stays.
+        epoch(&mut pace, &[], 2_500, 16);
         assert!(!pace.switch(true));
+    }
+
+    #[test]
+    fn a_try_of_one_thread_that_loses_goes_back_to_threads() {
+        let mut pace = Pace::default();
+        epoch(&mut pace, &[3_000, 3_000], 3_500, 16);
+        assert!(pace.switch(false));
+        // 4 us a window on one thread against 3.5 on threads.
+        epoch(&mut pace, &[], 4_000, 16);
+        assert!(pace.switch(true));
+        // Tried again after 2, then 4 epochs on threads.
+        let mut tries = Vec::new();
+        let mut serial = false;
+        for e in 0..12 {
+            if serial {
+                epoch(&mut pace, &[], 4_000, 16);
+            } else {
+                epoch(&mut pace, &[3_000, 3_000], 3_500, 16);
+            }
+            if pace.switch(serial) {
+                serial = !serial;
+                if serial {
+                    tries.push(e);
+                }
+            }
+        }
+        assert_eq!(tries, [1, 6]);
     }
 
     #[test]
@@ -274,39 +374,43 @@ mod tests {
         // One partition busy for the whole window, the other idle: one thread would take as
         // long, with a core to spare.
         let mut pace = Pace::default();
-        epoch(&mut pace, &[100_000, 500], 101_000);
+        epoch(&mut pace, &[100_000, 500], 101_000, 5_000);
         assert!(pace.switch(false));
-        // On one thread threads would take as long again: stay.
-        epoch(&mut pace, &[100_000, 500], 100_500);
+        // On one thread as long: threads do not cost under 80 % of it.
+        epoch(&mut pace, &[], 100_500, 5_000);
         assert!(!pace.switch(true));
     }
 
     #[test]
-    fn threads_stay_when_they_share_the_work() {
+    fn threads_stay_when_they_share_busy_windows() {
         let mut pace = Pace::default();
-        epoch(&mut pace, &[100_000, 90_000], 105_000);
-        assert!(!pace.switch(false));
+        for _ in 0..10 {
+            epoch(&mut pace, &[100_000, 90_000], 105_000, 2_000);
+            assert!(!pace.switch(false), "busy windows: one thread is not tried");
+        }
         // Not before an epoch is full.
-        pace.count([1, 1].into_iter(), 1_000_000);
+        window(&mut pace, &[1, 1], 1_000_000, 1);
         assert!(!pace.switch(false));
     }
 
     #[test]
     fn one_thread_gives_way_when_the_windows_grow_busy() {
         let mut pace = Pace::default();
-        epoch(&mut pace, &[10_000, 10_000], 40_000);
+        epoch(&mut pace, &[3_000, 3_000], 3_500, 16);
         assert!(pace.switch(false));
-        // Now 1 ms per partition: threads would take 1 ms + 30 us against 2 ms, known after a
-        // few windows.
+        epoch(&mut pace, &[], 2_500, 16);
+        assert!(!pace.switch(true));
+        // Now 1,000 events a window, four times the 16 of the threads' last epoch and more,
+        // known after a few windows.
         for w in 1..=EARLY_WINDOWS {
-            pace.count([1_000_000, 1_000_000].into_iter(), 2_000_000);
+            window(&mut pace, &[], 100_000, 1_000);
             assert_eq!(pace.switch(true), w == EARLY_WINDOWS, "window {w}");
         }
-        // Not so for windows only a little busier than threads would take.
-        epoch(&mut pace, &[10_000, 10_000], 40_000);
+        // Not so for windows only a little busier than when threads last ran.
+        epoch(&mut pace, &[3_000, 3_000], 3_500, 16);
         assert!(pace.switch(false));
         for _ in 0..EARLY_WINDOWS {
-            pace.count([20_000, 20_000].into_iter(), 40_000);
+            window(&mut pace, &[], 3_000, 30);
             assert!(!pace.switch(true));
         }
     }
@@ -318,9 +422,9 @@ mod tests {
         let mut serial = false;
         for e in 0..200 {
             if serial {
-                epoch(&mut pace, &[10_000, 10_000], 20_000);
+                epoch(&mut pace, &[], 2_000, 16);
             } else {
-                epoch(&mut pace, &[10_000, 10_000], 40_000);
+                epoch(&mut pace, &[1_000, 1_000], 4_000, 16);
             }
             if pace.switch(serial) {
                 serial = !serial;
@@ -335,6 +439,33 @@ mod tests {
     }
 
     #[test]
+    fn one_stretched_epoch_on_threads_costs_one_epoch_on_one_thread() {
+        let mut pace = Pace::default();
+        for _ in 0..3 {
+            epoch(&mut pace, &[1_800, 1_800], 2_000, 1_000);
+            assert!(!pace.switch(false));
+        }
+        // A preempted vCPU stretches every window of an epoch: one thread is tried ...
+        epoch(&mut pace, &[1_800, 1_800], 100_000, 1_000);
+        assert!(pace.switch(false));
+        // ... and given up after an epoch, judged against threads' better epoch of the two.
+        epoch(&mut pace, &[], 3_000, 1_000);
+        assert!(pace.switch(true));
+    }
+
+    #[test]
+    fn each_way_is_judged_per_event() {
+        // Threads measured on windows of 16 events (4 us: 250 ns an event); one thread later on
+        // windows of 32 (6 us: 187.5 ns an event): one thread is cheaper, though its windows
+        // take longer.
+        let mut pace = Pace::default();
+        epoch(&mut pace, &[1_000, 1_000], 4_000, 16);
+        assert!(pace.switch(false));
+        epoch(&mut pace, &[], 6_000, 32);
+        assert!(!pace.switch(true));
+    }
+
+    #[test]
     fn a_watch_leaves_waits_and_skipped_time_out() {
         let mut w = Watch::new();
         // The windows before the first measured one give nothing, and what they skip is not
@@ -342,15 +473,14 @@ mod tests {
         for _ in 1..SAMPLE_EVERY {
             assert_eq!(w.lap(), (0, 0));
             assert!(!w.on());
-            w.skip(Duration::from_secs(1));
+            w.skipping(|| std::thread::sleep(Duration::from_millis(1)));
         }
         let start = Instant::now();
         assert_eq!(w.lap(), (0, 0));
         assert!(w.on());
         std::thread::sleep(Duration::from_millis(2));
         w.stop();
-        std::thread::sleep(Duration::from_millis(4));
-        w.skip(Duration::from_millis(4));
+        w.skipping(|| std::thread::sleep(Duration::from_millis(4)));
         w.go();
         let (busy, wall) = w.lap();
         // Only what the sleeps guarantee: at least 2 ms busy, and the 4 ms stopped and skipped

@@ -83,10 +83,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use super::in_network::Gate;
-use super::pace::{timed, Pace, Watch};
+use super::pace::{Pace, Watch};
 use super::queue::{key_ahead, Event};
 use super::sampling::WaitCandidates;
 use super::tight::{tight_barriers, Tight};
@@ -140,6 +139,15 @@ pub(super) struct Transfer {
     pub lost: bool,
 }
 
+/// The packets a partition sent one other partition in a window, and, when the run stamps INT
+/// (HPCC), each one's records (in the same order). Handed over whole: the mailbox (emptied by
+/// its last reading) and the parcel swap their lists, so no packet is copied between them.
+#[derive(Debug, Default)]
+pub(super) struct Parcel {
+    pub packets: Vec<Transfer>,
+    pub int: Vec<IntStack>,
+}
+
 /// The packets one partition sends another in a window, and, when the run stamps INT (HPCC),
 /// each one's records (in the same order); the arrivals at barriers all partitions count
 /// that flows finishing in the sender made (time, barrier); and the credits of flows started.
@@ -182,7 +190,12 @@ pub(super) struct Part {
     owner: Arc<IdVec<NodeId, u16>>,
     /// The partition that runs each barrier, or [`MIRRORED`] (see [`barrier_homes`]).
     barrier_home: Arc<Vec<u16>>,
+    /// What this partition tells every other, and the credits it hands the receivers of flows
+    /// it started (its packets go in `parcels`; flows started for tight barriers and news of
+    /// flows are kept in `tight` and `news_out`).
     pub outbox: Mail,
+    /// Per partition: the packets sent to it in this window (none to this one).
+    pub parcels: Vec<Parcel>,
     /// Packets sent to and received from other partitions so far (conservation).
     pub moved_out: u64,
     pub moved_in: u64,
@@ -527,11 +540,11 @@ pub fn partition_nodes(fabric: &Fabric, parts: u16) -> IdVec<NodeId, u16> {
 }
 
 impl World {
-    /// Make this world partition `me` of `owner`'s map: links to other partitions' nodes send
-    /// through the outbox, and only the flows this partition's hosts send start here.
+    /// Make this world partition `me` of `n` in `owner`'s map: links to other partitions' nodes
+    /// send through the outbox, and only the flows this partition's hosts send start here.
     pub(super) fn make_partition(
         &mut self,
-        me: u16,
+        (me, n): (u16, u16),
         owner: &Arc<IdVec<NodeId, u16>>,
         barrier_home: &Arc<Vec<u16>>,
         tight: &[(u32, Vec<FlowId>)],
@@ -572,6 +585,7 @@ impl World {
             owner: Arc::clone(owner),
             barrier_home: Arc::clone(barrier_home),
             outbox: Mail::default(),
+            parcels: (0..n).map(|_| Parcel::default()).collect(),
             moved_out: 0,
             moved_in: 0,
             deadlock_check_at: NEVER,
@@ -732,8 +746,9 @@ impl World {
             .partition
             .as_mut()
             .expect("remote links only in partitions");
+        let parcel = &mut part.parcels[usize::from(part.owner[self.fabric.peer_node[p]])];
         if let Some(int) = &self.int {
-            part.outbox.int.push(int.stack(pkt.index()));
+            parcel.int.push(int.stack(pkt.index()));
         }
         let sent = self
             .tracer
@@ -741,7 +756,7 @@ impl World {
             .as_ref()
             .map_or(0, |l| l.sent_at(pkt.index()));
         self.packets.release(pkt);
-        part.outbox.packets.push(Transfer {
+        parcel.packets.push(Transfer {
             port: p,
             packet,
             sent,
@@ -783,11 +798,12 @@ impl World {
         };
         let mut wire = std::mem::take(wire);
         wire.retain(|w| w.arrive > now);
-        let sent: Vec<usize> = (part.outbox.packets.iter().enumerate())
+        let to = usize::from(part.owner[self.fabric.peer_node[p]]);
+        let sent: Vec<usize> = (part.parcels[to].packets.iter().enumerate())
             .filter(|(_, t)| t.port == p && !t.lost)
             .map(|(i, _)| i)
             .collect();
-        // The outbox holds what was sent in this window: the wire's last packets.
+        // The parcel holds what was sent in this window: the wire's last packets.
         let earlier = wire.len() - sent.len();
         for (k, packet) in wire.into_iter().enumerate() {
             let pkt = self.packets.adopt(packet);
@@ -797,7 +813,7 @@ impl World {
                 continue;
             }
             let part = self.partition.as_mut().expect("a partition");
-            part.outbox.packets[sent[k - earlier]].lost = true;
+            part.parcels[to].packets[sent[k - earlier]].lost = true;
             part.moved_out -= 1;
             self.fault_drop(pkt);
         }
@@ -990,7 +1006,7 @@ impl Parallel {
                     let feeders = &feeders;
                     s.spawn(move || {
                         let mut w = make();
-                        w.make_partition(i, owner, homes, tight, cut);
+                        w.make_partition((i, parts_n), owner, homes, tight, cut);
                         w.watch_in_network_starts(feeders, timers);
                         w
                     })
@@ -1742,7 +1758,7 @@ impl Shared {
         let busy = self.status.iter().map(|s| s.busy.load(Ordering::Relaxed));
         clock
             .pace
-            .count(busy, self.status[0].wall.load(Ordering::Relaxed));
+            .count(busy, self.status[0].wall.load(Ordering::Relaxed), events);
         let window_end = &mut clock.window_end;
         if events >= plan.target {
             return Err(Halt::ForNow);
@@ -1940,17 +1956,12 @@ fn serial(
     mut clock: Clock,
 ) -> (Clock, Halt) {
     let mut blocking: Vec<u32> = Vec::new();
-    // Each partition's busy time in the window (ns), and the windows' wall time, measured as
-    // on threads (`engine::pace`).
-    let mut busy = vec![0u64; parts.len()];
+    // The windows' wall time (`engine::pace`; partitions' busy times are not needed here).
     let mut watch = Watch::new();
     loop {
         let (_, wall) = watch.lap();
         for (me, w) in parts.iter_mut().enumerate() {
-            let lap = (std::mem::take(&mut busy[me]), wall);
-            timed(watch.on(), &mut busy[me], || {
-                post_status(me, w, shared, owner, plan, &mut blocking, lap)
-            });
+            post_status(me, w, shared, owner, plan, &mut blocking, (0, wall));
         }
         let frontier = parts[0].tight_frontier();
         let (end, merged) = match shared.decide(plan, &mut clock, frontier, &blocking) {
@@ -1968,24 +1979,18 @@ fn serial(
         if clock.deadlock_check_at < end {
             let check = clock.deadlock_check_at;
             if merged {
-                let start = Instant::now();
-                run_merged_flagged(parts, key_ahead(check, Event::DeadlockCheck));
-                watch.skip(start.elapsed());
+                watch
+                    .skipping(|| run_merged_flagged(parts, key_ahead(check, Event::DeadlockCheck)));
             }
             for (me, w) in parts.iter_mut().enumerate() {
-                timed(watch.on(), &mut busy[me], || {
-                    post_waits(me, w, shared, check)
-                });
+                post_waits(me, w, shared, check);
             }
             // One judgement for all (on threads each makes it, alike); the first partition's
             // answer is the run's.
-            let (cycle, any_paused) = timed(watch.on(), &mut busy[0], || judge_graph(shared));
+            let (cycle, any_paused) = judge_graph(shared);
             let mut first = None;
             for (me, w) in parts.iter_mut().enumerate().rev() {
-                let cycle = cycle.clone();
-                first = timed(watch.on(), &mut busy[me], || {
-                    settle_deadlock(me, w, cycle, any_paused, check)
-                });
+                first = settle_deadlock(me, w, cycle.clone(), any_paused, check);
             }
             match first {
                 Some(at) => clock.deadlock_check_at = at,
@@ -1993,21 +1998,17 @@ fn serial(
             }
         }
         if merged {
-            let start = Instant::now();
-            run_merged_flagged(parts, (end as u128) << 64);
-            watch.skip(start.elapsed());
+            watch.skipping(|| run_merged_flagged(parts, (end as u128) << 64));
         } else {
-            for (me, w) in parts.iter_mut().enumerate() {
-                timed(watch.on(), &mut busy[me], || w.run_window(end));
+            for w in parts.iter_mut() {
+                w.run_window(end);
             }
         }
         for (me, w) in parts.iter_mut().enumerate() {
-            timed(watch.on(), &mut busy[me], || {
-                post_mail(me, w, shared, owner)
-            });
+            post_mail(me, w, shared, owner);
         }
         for (me, w) in parts.iter_mut().enumerate() {
-            timed(watch.on(), &mut busy[me], || take_mail(me, w, shared));
+            take_mail(me, w, shared);
         }
         if clock.pace.switch(true) {
             return (clock, Halt::Switch);
@@ -2087,52 +2088,50 @@ fn stop_at(world: &mut World, halt: Halt, plan: &WindowPlan) {
     }
 }
 
-/// Post what partition `me` sent the others in the window (`shared.mail[me * n + to]`).
+/// Post what partition `me` sent the others in the window (`shared.mail[me * n + to]`): each
+/// mailbox is locked once, and only if something goes to it.
 fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId, u16>) {
     let n = shared.status.len();
     let part = world.partition.as_mut().expect("a partition");
-    if part.outbox.packets.is_empty()
-        && part.outbox.arrivals.is_empty()
-        && part.outbox.credits.is_empty()
+    let told_all = !(part.outbox.arrivals.is_empty()
         && part.outbox.dead.is_empty()
         && part.tight.started.is_empty()
-        && part.outbox.inr.is_empty()
-        && part.news_out.is_empty()
-    {
-        return;
-    }
-    let mut boxes: Vec<_> = (0..n)
-        .map(|to| shared.mail[me * n + to].lock().expect("not poisoned"))
-        .collect();
-    for (to, mail) in boxes.iter_mut().enumerate() {
-        if to != me {
+        && part.outbox.inr.is_empty());
+    let routed = !(part.outbox.credits.is_empty() && part.news_out.is_empty());
+    for to in (0..n).filter(|&to| to != me) {
+        let parcel = &mut part.parcels[to];
+        if parcel.packets.is_empty() && !told_all && !routed {
+            continue;
+        }
+        let mut mail = shared.mail[me * n + to].lock().expect("not poisoned");
+        // The reader emptied the mailbox, keeping its lists' room, which the next parcel
+        // takes.
+        debug_assert!(mail.packets.is_empty() && mail.int.is_empty());
+        std::mem::swap(&mut mail.packets, &mut parcel.packets);
+        std::mem::swap(&mut mail.int, &mut parcel.int);
+        if told_all {
             mail.arrivals.extend_from_slice(&part.outbox.arrivals);
             mail.dead.extend_from_slice(&part.outbox.dead);
             mail.started.extend_from_slice(&part.tight.started);
             mail.inr.extend_from_slice(&part.outbox.inr);
+        }
+        if routed {
+            let flows = &world.flows;
+            let credits = part.outbox.credits.iter();
+            (mail.credits).extend(credits.filter(|c| usize::from(owner[flows[c.0].dst]) == to));
+            let news = part
+                .news_out
+                .iter()
+                .filter(|&&(_, t, _)| usize::from(t) == to);
+            mail.news.extend(news.map(|&(fid, _, what)| (fid, what)));
         }
     }
     part.outbox.inr.clear();
     part.outbox.arrivals.clear();
     part.outbox.dead.clear();
     part.tight.started.clear();
-    for c in part.outbox.credits.drain(..) {
-        let to = owner[world.flows[c.0].dst] as usize;
-        boxes[to].credits.push(c);
-    }
-    for (fid, to, news) in part.news_out.drain(..) {
-        boxes[to as usize].news.push((fid, news));
-    }
-    let int = &mut part.outbox.int;
-    let mut int = (!int.is_empty()).then(|| int.drain(..));
-    for t in part.outbox.packets.drain(..) {
-        let to = &mut boxes[owner[world.fabric.peer_node[t.port]] as usize];
-        to.packets.push(t);
-        if let Some(records) = &mut int {
-            to.int
-                .push(records.next().expect("one INT stack per packet"));
-        }
-    }
+    part.outbox.credits.clear();
+    part.news_out.clear();
 }
 
 /// The event-queue stream (`EventQueue::push_in_stream`) of a packet partition `from` handed
@@ -2208,9 +2207,7 @@ fn merged_phase(
 ) -> bool {
     // One thread either way: no partition's work, and not in the windows' wall time.
     watch.stop();
-    let start = Instant::now();
-    let passed = merged_phase_run(me, cells, shared, end);
-    watch.skip(start.elapsed());
+    let passed = watch.skipping(|| merged_phase_run(me, cells, shared, end));
     watch.go();
     passed
 }
