@@ -708,6 +708,20 @@ def test_run_threads_runs_pfc_with_the_same_outputs(cli, tmp_path):
     assert runs[0].stats["pfc_pause_frames"] > 0
 
 
+def test_run_json_says_how_the_parallel_engine_ran():
+    one = fabricemu.run(fabricemu.Scenario.from_toml(PARALLEL))
+    two = fabricemu.run(fabricemu.Scenario.from_toml(PARALLEL), threads=2)
+    assert "parallel" not in one.run_info
+    p = two.run_info["parallel"]
+    assert p["threads"] == 2
+    # The windows step on the grid of the shortest link's delay (500 ns); which of them ran on
+    # one thread is the machine's doing, but they are some of them.
+    assert p["grid_ps"] == 500_000 and p["lookahead_ps"] >= p["grid_ps"]
+    assert p["windows"] > 0
+    for key in ["windows_merged", "windows_long", "windows_on_one_thread"]:
+        assert 0 <= p[key] <= p["windows"], key
+
+
 def test_python_run_threads_matches_one_thread():
     one = fabricemu.run(fabricemu.Scenario.from_toml(PARALLEL))
     two = fabricemu.run(fabricemu.Scenario.from_toml(PARALLEL), threads=2)

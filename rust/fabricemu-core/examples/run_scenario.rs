@@ -58,8 +58,8 @@ fn main() {
         );
         if let Some(w) = sim.parallel_windows() {
             println!(
-                "  windows {} ({} merged, {} long), up to {} ps on a grid of {} ps",
-                w.count, w.merged, w.long, w.lookahead, w.grid
+                "  windows {} ({} merged, {} long, {} on one thread), up to {} ps on a grid of {} ps",
+                w.count, w.merged, w.long, w.on_one_thread, w.lookahead, w.grid
             );
             println!(
                 "  flow records at most, per partition: {:?}",

@@ -163,6 +163,22 @@ pub fn write_outputs(
             .expect("an object")
             .insert("warnings".into(), json!(sim.warnings()));
     }
+    if let Some(w) = sim.parallel_windows() {
+        // How the parallel engine ran: a measure of the machine as much as of the run (which
+        // windows ran on one thread varies from run to run; the outputs do not).
+        run.as_object_mut().expect("an object").insert(
+            "parallel".into(),
+            json!({
+                "threads": sim.scenario().threads,
+                "windows": w.count,
+                "windows_merged": w.merged,
+                "windows_long": w.long,
+                "windows_on_one_thread": w.on_one_thread,
+                "lookahead_ps": w.lookahead,
+                "grid_ps": w.grid,
+            }),
+        );
+    }
     if let Some(l) = sim.latency() {
         run.as_object_mut()
             .expect("an object")

@@ -121,6 +121,10 @@ pub struct Windows {
     pub merged: u64,
     /// Windows that ended beyond the grid point after their start.
     pub long: u64,
+    /// Windows whose partitions ran in turn on one thread (`engine::pace`: where that was
+    /// measured to be faster; the rest ran on threads). A measure of the machine, not of the
+    /// run: it varies from run to run, the outputs do not.
+    pub on_one_thread: u64,
     /// The longest a window may be (`Parallel::lookahead`) ...
     pub lookahead: Time,
     /// ... and the shortest link's grid (`World::window_ps`).
@@ -1054,6 +1058,7 @@ impl Parallel {
                 windows: 0,
                 merged: 0,
                 long: 0,
+                on_one_thread: 0,
             },
             serial: false,
             pool: rayon_core::ThreadPoolBuilder::new()
@@ -1174,6 +1179,7 @@ impl Parallel {
             count: self.clock.windows,
             merged: self.clock.merged,
             long: self.clock.long,
+            on_one_thread: self.clock.on_one_thread,
             lookahead: self.lookahead,
             grid: self.parts[0].window_ps,
         }
@@ -1634,10 +1640,12 @@ struct Clock {
     deadlock_check_at: Time,
     /// What the windows cost, on threads or on one thread (which of the two runs them).
     pace: Pace,
-    /// The windows decided so far, how many of them ran merged, and how many were long.
+    /// The windows decided so far, how many of them ran merged, how many were long, and how
+    /// many ran on one thread.
     windows: u64,
     merged: u64,
     long: u64,
+    on_one_thread: u64,
 }
 
 type Caught = Box<dyn std::any::Any + Send>;
@@ -1973,6 +1981,7 @@ fn serial(
                 return (clock, halt);
             }
         };
+        clock.on_one_thread += 1;
         for w in parts.iter_mut() {
             w.deadlock_check_pending = clock.deadlock_check_at != NEVER;
         }
