@@ -568,6 +568,16 @@ def test_run_threads_gives_the_same_outputs_as_one_thread(cli, tmp_path):
     assert s1 == s3
 
 
+def test_run_threads_summary_says_how_the_windows_ran(cli, tmp_path):
+    scenario = tmp_path / "p.toml"
+    scenario.write_text(PARALLEL)
+    proc = cli("run", str(scenario), "-o", str(tmp_path / "out"), "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((tmp_path / "out" / "run.json").read_text())["parallel"]
+    line = f"threads 2: {info['windows']:,} windows, {info['windows_on_one_thread']:,} of them"
+    assert line in proc.stdout, proc.stdout
+
+
 def test_run_threads_refuses_what_it_cannot_run_yet(cli, tmp_path):
     scenario = tmp_path / "p.toml"
     scenario.write_text(

@@ -210,6 +210,12 @@ def _print_summary(name: str, summary: Dict[str, Any], out: Path, result: Any = 
         f"packet-hops {_fmt.count(s['packet_hops'])} ({_fmt.rate(s['packet_hops_per_second'])})   "
         f"wall {_fmt.seconds(s['wall_seconds'])}   drops {_fmt.count(s['drops'])}"
     )
+    parallel = (getattr(result, "run_info", None) or {}).get("parallel")
+    if parallel:
+        click.echo(
+            f"  threads {parallel['threads']}: {_fmt.count(parallel['windows'])} windows, "
+            f"{_fmt.count(parallel['windows_on_one_thread'])} of them on one thread (measured faster there)"
+        )
     if s.get("accepted_throughput") is not None:
         _print_synthetic(s, result)
     if s.get("one_way_p50_us") is not None:
