@@ -89,10 +89,8 @@ fn run_on(
 }
 
 fn same_file(a: &Path, b: &Path, name: &str) {
-    let (x, y) = (
-        std::fs::read(a.join(name)).unwrap(),
-        std::fs::read(b.join(name)).unwrap(),
-    );
+    let read = |dir: &Path| crate::common::comparable(name, std::fs::read(dir.join(name)).unwrap());
+    let (x, y) = (read(a), read(b));
     assert!(x == y, "{name} differs ({} and {} bytes)", x.len(), y.len());
 }
 
