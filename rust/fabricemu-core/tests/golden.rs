@@ -5,7 +5,9 @@
 //! When a change is *meant* to alter outputs, re-record with
 //! `FABRICEMU_BLESS=1 cargo test --workspace --profile ci --test golden` and say why in the
 //! commit. Each run is written as the Python API writes it (normalised scenario JSON in the
-//! metadata, traces streamed); wall-clock figures are set to zero so run.json is comparable.
+//! metadata, traces streamed); wall-clock figures are set to zero so run.json is comparable, and
+//! its `parallel` section (how the engine ran, which varies with the machine) is left out of
+//! the hash (`common::comparable`).
 //!
 //! Each scenario runs *as its normalised form* (`fabricemu validate --normalised`: every default
 //! filled in), so this one pass also proves that the normalised scenario reproduces the original's
