@@ -152,13 +152,12 @@ pub(super) struct Parcel {
     pub int: Vec<IntStack>,
 }
 
-/// The packets one partition sends another in a window, and, when the run stamps INT (HPCC),
-/// each one's records (in the same order); the arrivals at barriers all partitions count
-/// that flows finishing in the sender made (time, barrier); and the credits of flows started.
+/// What a partition tells the others in a window besides its packets (`Part::parcels`), kept
+/// until the window's end: the arrivals at barriers all partitions count that flows finishing
+/// here made (time, barrier), the barriers that died here, the credits of flows started here,
+/// and the changes to in-network calls' shared state.
 #[derive(Debug, Default)]
-pub(super) struct Mail {
-    pub packets: Vec<Transfer>,
-    pub int: Vec<IntStack>,
+pub(super) struct Outbox {
     pub arrivals: Vec<(Time, u32)>,
     /// Barriers that other partitions count too and that died here (a flow they wait for was
     /// given up on, `World::give_up`).
@@ -168,12 +167,23 @@ pub(super) struct Mail {
     /// `unsolicited_left`), which the sender decides at the start. Their first packet reaches
     /// the receiver a link delay later at the soonest: after this window's mail.
     pub credits: Vec<(FlowId, u32, u32)>,
-    /// Flows of tight barriers that started in the sender's partition (`Tight::flow_started`).
-    pub started: Vec<u32>,
     /// In-network calls: what changed their shared state here (`in_network::Gate`), in order.
     pub inr: Vec<Gate>,
-    /// What became of flows the receiving partition sends or receives: finished here, or given
-    /// up on here (`Part::tell`).
+}
+
+/// What one partition sent another in a window: its parcel's packets and INT records, what
+/// its outbox tells every other (the credits only of flows to this one's hosts), the flows of
+/// tight barriers that started there (`Tight::flow_started`), and the news of flows the
+/// receiving partition sends or receives: finished there, or given up on there (`Part::tell`).
+#[derive(Debug, Default)]
+pub(super) struct Mail {
+    pub packets: Vec<Transfer>,
+    pub int: Vec<IntStack>,
+    pub arrivals: Vec<(Time, u32)>,
+    pub dead: Vec<u32>,
+    pub credits: Vec<(FlowId, u32, u32)>,
+    pub started: Vec<u32>,
+    pub inr: Vec<Gate>,
     pub news: Vec<(FlowId, FlowNews)>,
 }
 
@@ -194,10 +204,9 @@ pub(super) struct Part {
     owner: Arc<IdVec<NodeId, u16>>,
     /// The partition that runs each barrier, or [`MIRRORED`] (see [`barrier_homes`]).
     barrier_home: Arc<Vec<u16>>,
-    /// What this partition tells every other, and the credits it hands the receivers of flows
-    /// it started (its packets go in `parcels`; flows started for tight barriers and news of
-    /// flows are kept in `tight` and `news_out`).
-    pub outbox: Mail,
+    /// What this partition tells the others (its packets go in `parcels`; flows started for
+    /// tight barriers and news of flows are kept in `tight` and `news_out`).
+    pub outbox: Outbox,
     /// Per partition: the packets sent to it in this window (none to this one).
     pub parcels: Vec<Parcel>,
     /// Packets sent to and received from other partitions so far (conservation).
@@ -588,7 +597,7 @@ impl World {
             me,
             owner: Arc::clone(owner),
             barrier_home: Arc::clone(barrier_home),
-            outbox: Mail::default(),
+            outbox: Outbox::default(),
             parcels: (0..n).map(|_| Parcel::default()).collect(),
             moved_out: 0,
             moved_in: 0,
