@@ -107,7 +107,7 @@ pub struct Pace {
     /// Epochs on threads (of small windows) left before one thread is tried, and the next.
     try_in: u32,
     try_every: u32,
-    /// This epoch on one thread is a try (it stays only if it costs no more than threads).
+    /// This epoch on one thread is a try (it stays only if it costs under 90 % of threads).
     trying_one: bool,
     /// Tests: switch every this many windows, whatever they cost (0: as measured).
     alternate: u32,
@@ -167,9 +167,9 @@ impl Pace {
     /// epochs' costs vary by about a fifth on this machine. On threads: one thread is taken
     /// when it costs under 90 % of them per event, or when even the partitions' busy times on
     /// threads add up to less than the wall time (one partition does the work); or it is
-    /// tried, where windows are small (above). On
-    /// one thread: threads are taken when they cost under 80 % of it (in between, one thread
-    /// stays: it frees a core), or tried again (above).
+    /// tried, where windows are small (above). On one thread: threads are taken when they cost
+    /// under 80 % of it (in between, one thread stays: it frees a core), or tried again
+    /// (above).
     pub fn switch(&mut self, serial: bool) -> bool {
         if self.alternate > 0 {
             let now = self.windows >= self.alternate;

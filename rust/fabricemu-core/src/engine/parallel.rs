@@ -18,7 +18,7 @@
 //! PFC runs partitioned: pause frames are packets, and the deadlock check, which reads every
 //! switch, runs across the partitions at its place in the order (`deadlock_check`); windows are
 //! then no longer than the check period, so a check is asked for at least a window ahead. HPCC's INT
-//! records travel with their packets ([`Mail`]). Flows that wait for flows (collectives, incast
+//! records travel with their packets ([`Parcel`]). Flows that wait for flows (collectives, incast
 //! rounds) wait at barriers: one partition runs a barrier whose flows all finish and start in it
 //! (a rank's next step), every partition counts one whose flows are spread ([`barrier_homes`]),
 //! told of the others' arrivals at window ends, which is in time when what it releases starts a
@@ -33,7 +33,7 @@
 //! delivered onto the wire; the near end writes all their drop rows. A flow cut off for good
 //! is given up on by its sender's partition, with the flows waiting for it, unless its
 //! receiver's partition told it the flow finished there (`Mail::news`): a barrier that
-//! other partitions count too dies there at the window's end (`Mail::dead`).
+//! other partitions count too dies there at the window's end (`Outbox::dead`).
 //!
 //! Windows may be longer than the shortest link where the links between partitions are longer
 //! (a GPU cluster's scale-up links stay inside a partition): see `Parallel::lookahead` for
@@ -171,19 +171,15 @@ pub(super) struct Outbox {
     pub inr: Vec<Gate>,
 }
 
-/// What one partition sent another in a window: its parcel's packets and INT records, what
-/// its outbox tells every other (the credits only of flows to this one's hosts), the flows of
-/// tight barriers that started there (`Tight::flow_started`), and the news of flows the
-/// receiving partition sends or receives: finished there, or given up on there (`Part::tell`).
+/// What one partition sent another in a window: its parcel, what its outbox tells every
+/// other (`told`: the credits only of flows to this one's hosts), the flows of tight barriers
+/// that started there (`Tight::flow_started`), and the news of flows the receiving partition
+/// sends or receives: finished there, or given up on there (`Part::tell`).
 #[derive(Debug, Default)]
 pub(super) struct Mail {
-    pub packets: Vec<Transfer>,
-    pub int: Vec<IntStack>,
-    pub arrivals: Vec<(Time, u32)>,
-    pub dead: Vec<u32>,
-    pub credits: Vec<(FlowId, u32, u32)>,
+    pub parcel: Parcel,
+    pub told: Outbox,
     pub started: Vec<u32>,
-    pub inr: Vec<Gate>,
     pub news: Vec<(FlowId, FlowNews)>,
 }
 
@@ -2124,19 +2120,20 @@ fn post_mail(me: usize, world: &mut World, shared: &Shared, owner: &IdVec<NodeId
         let mut mail = shared.mail[me * n + to].lock().expect("not poisoned");
         // The reader emptied the mailbox, keeping its lists' room, which the next parcel
         // takes.
-        debug_assert!(mail.packets.is_empty() && mail.int.is_empty());
-        std::mem::swap(&mut mail.packets, &mut parcel.packets);
-        std::mem::swap(&mut mail.int, &mut parcel.int);
+        debug_assert!(mail.parcel.packets.is_empty() && mail.parcel.int.is_empty());
+        std::mem::swap(&mut mail.parcel, parcel);
         if told_all {
-            mail.arrivals.extend_from_slice(&part.outbox.arrivals);
-            mail.dead.extend_from_slice(&part.outbox.dead);
+            let (told, outbox) = (&mut mail.told, &part.outbox);
+            told.arrivals.extend_from_slice(&outbox.arrivals);
+            told.dead.extend_from_slice(&outbox.dead);
+            told.inr.extend_from_slice(&outbox.inr);
             mail.started.extend_from_slice(&part.tight.started);
-            mail.inr.extend_from_slice(&part.outbox.inr);
         }
         if routed {
             let flows = &world.flows;
             let credits = part.outbox.credits.iter();
-            (mail.credits).extend(credits.filter(|c| usize::from(owner[flows[c.0].dst]) == to));
+            let credits = credits.filter(|c| usize::from(owner[flows[c.0].dst]) == to);
+            mail.told.credits.extend(credits);
             let news = part
                 .news_out
                 .iter()
@@ -2171,13 +2168,15 @@ fn take_mail(me: usize, world: &mut World, shared: &Shared) {
     for from in (0..n).filter(|&from| from != me) {
         let mut mail = shared.mail[from * n + me].lock().expect("not poisoned");
         let Mail {
-            packets,
-            int,
-            arrivals,
-            credits,
-            dead,
+            parcel: Parcel { packets, int },
+            told:
+                Outbox {
+                    arrivals,
+                    dead,
+                    credits,
+                    inr,
+                },
             started,
-            inr,
             news,
         } = &mut *mail;
         let part = world.partition.as_mut().expect("a partition");
