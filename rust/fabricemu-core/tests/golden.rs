@@ -26,7 +26,7 @@ use common::{crate_dir, golden_hashes, golden_hashes_file, golden_scenarios, run
 fn outputs_match_the_recorded_hashes() {
     // The replay scenario names its file relative to this crate, like a user's working directory.
     std::env::set_current_dir(crate_dir()).unwrap();
-    let scratch = std::env::temp_dir().join(format!("fabricemu-golden-{}", std::process::id()));
+    let scratch = common::test_root().join("golden");
     // The scenarios are independent: run them on every core (CI time), collect in label order.
     let scenarios = golden_scenarios();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());

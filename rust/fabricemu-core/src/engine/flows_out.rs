@@ -391,6 +391,9 @@ size = "4KiB"
         let (read, sim) = run("spill-read", How::ReadEachSlice);
         assert!(sim.world.flows.spilled_count() > 100);
         assert_eq!(flows(&read), flows(&kept));
+        for d in [kept, read] {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 
     #[test]
@@ -412,6 +415,9 @@ size = "4KiB"
             "{:?}",
             f.warnings
         );
+        for d in [kept, spilled, full] {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 
     #[test]

@@ -717,8 +717,9 @@ mod tests {
         assert!(bad("").contains("header"));
     }
 
-    fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("fabricemu-replay-{}", std::process::id()));
+    /// A file `name` holding `bytes` in test `test`'s folder (see [`temp_dir`]).
+    fn temp(test: &str, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let dir = temp_dir(test);
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();
@@ -730,17 +731,23 @@ mod tests {
         let secret = "AWS_SECRET=abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnop";
         // An environment block: binary (NUL-separated), refused without a word of it.
         let p = temp(
+            "echo",
             "environ",
             format!("HOME=/root\0{secret}\0PATH=/bin\0").as_bytes(),
         );
         let e = read_flow_file(&p, 4).unwrap_err();
         assert!(e.contains("binary data") && !e.contains("SECRET"), "{e}");
         // A text file of another format: its "header" is not listed.
-        let p = temp("env.txt", format!("{secret}\nHOME=/root\n").as_bytes());
+        let p = temp(
+            "echo",
+            "env.txt",
+            format!("{secret}\nHOME=/root\n").as_bytes(),
+        );
         let e = read_flow_file(&p, 4).unwrap_err();
         assert!(!e.contains("SECRET") && !e.contains("HOME"), "{e}");
         // A bad field of a real flow file is quoted, but at most 40 characters of it.
         let p = temp(
+            "echo",
             "long.csv",
             format!("src,dst,size,start_ps\n0,1,{secret},0\n").as_bytes(),
         );
@@ -752,6 +759,12 @@ mod tests {
             let e = read_flow_file(Path::new("/dev/zero"), 4).unwrap_err();
             assert!(e.contains("not a regular file"), "{e}");
         }
+        let _ = std::fs::remove_dir_all(temp_dir("echo"));
+    }
+
+    /// Test `test`'s folder of files (removed at the test's end).
+    fn temp_dir(test: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("fabricemu-replay-{test}-{}", std::process::id()))
     }
 
     #[test]
@@ -773,19 +786,20 @@ mod tests {
             w.write(&batch).unwrap();
             w.finish().unwrap();
         }
-        let good = temp("good.arrow", &bytes);
+        let good = temp("corrupt", "good.arrow", &bytes);
         assert_eq!(read_flow_file(&good, 4).unwrap().flows.len(), 3);
         // Truncated at every length, and with every byte garbled in turn: an error or a valid
         // read, never a panic.
         for cut in (6..bytes.len()).step_by(7) {
-            let p = temp("cut.arrow", &bytes[..cut]);
+            let p = temp("corrupt", "cut.arrow", &bytes[..cut]);
             assert!(read_flow_file(&p, 4).is_err(), "cut at {cut}");
         }
         for i in 8..bytes.len() {
             let mut g = bytes.clone();
             g[i] ^= 0xa5;
-            let p = temp("garbled.arrow", &g);
+            let p = temp("corrupt", "garbled.arrow", &g);
             let _ = read_flow_file(&p, 4);
         }
+        let _ = std::fs::remove_dir_all(temp_dir("corrupt"));
     }
 }

@@ -50,12 +50,41 @@ pub fn write_run(text: &str, dir: &Path) -> Simulation {
     sim
 }
 
-/// A fresh, empty folder for one test: `<tmp>/fabricemu-<suite>-<name>-<pid>`.
+/// A fresh, empty folder for one test: `<tmp>/fabricemu-tests-<pid>/<suite>-<name>`.
 pub fn scratch(suite: &str, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fabricemu-{suite}-{name}-{}", std::process::id()));
+    let dir = test_root().join(format!("{suite}-{name}"));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// This test process's folder, `<tmp>/fabricemu-tests-<pid>`. The tests' outputs are left there
+/// to be read after a failure; the folders of earlier test processes no longer running are
+/// removed when the first test asks for its folder, so they do not pile up.
+pub fn test_root() -> &'static Path {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        let me = std::process::id();
+        for entry in fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("fabricemu-tests-"));
+            let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            // (Where /proc is missing nothing is known to have ended: nothing is removed.)
+            let ended =
+                Path::new("/proc/self").exists() && !Path::new(&format!("/proc/{pid}")).exists();
+            if pid != me && ended {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+        let root = tmp.join(format!("fabricemu-tests-{me}"));
+        fs::create_dir_all(&root).unwrap();
+        root
+    })
 }
 
 /// The record batches of an Arrow IPC file.

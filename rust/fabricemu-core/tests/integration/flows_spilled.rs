@@ -34,10 +34,7 @@ round_gap = "2us"
 }
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fabricemu-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::scratch("flows_spilled", name)
 }
 
 /// What a run left: rows spilled and rows kept in memory at the end, the most flow records held

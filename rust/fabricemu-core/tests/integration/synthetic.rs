@@ -420,8 +420,7 @@ fn same_seed_same_flows() {
 
 #[test]
 fn run_json_and_flows_carry_the_measurement() {
-    let dir = std::env::temp_dir().join(format!("fabricemu-synthetic-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = common::scratch("synthetic", "measurement");
     let (file, scenario) = parse_toml(SMALL, "small.toml").unwrap();
     let mut sim = Simulation::build(&scenario).unwrap();
     sim.run_to_end();

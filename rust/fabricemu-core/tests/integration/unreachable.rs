@@ -26,10 +26,7 @@ at = "1us"
 "#;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fabricemu-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::scratch("unreachable", name)
 }
 
 /// Run with a bound on events (a run that never ends fails instead of hanging).

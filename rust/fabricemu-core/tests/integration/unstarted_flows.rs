@@ -52,8 +52,7 @@ fn unstarted_flows_keep_their_scheduled_start() {
     assert!(!rows[4].started && !rows[5].started);
     assert_eq!(rows[4].start(), None);
 
-    let dir = std::env::temp_dir().join(format!("fabricemu-unstarted-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::scratch("unstarted_flows", "traces");
     let json = scenario::to_json(&file);
     sim.open_traces(&dir, &output::metadata(&json, spec.seed))
         .unwrap();
