@@ -2095,7 +2095,9 @@ fn post_status(
 /// Where a partition's clock stands when the windows stop for `halt`.
 fn stop_at(world: &mut World, halt: Halt, plan: &WindowPlan) {
     match (halt, plan.stop) {
-        (Halt::Ended, StopAt::Time(stop)) => world.now = stop,
+        // As in one world (`World::run_events_until`): at the stop time if an event is left
+        // after it, else at the last event (the view takes the latest partition's).
+        (Halt::Ended, StopAt::Time(stop)) if world.events.peek_time().is_some() => world.now = stop,
         // At a control boundary the world is as at `limit`, before its events.
         (Halt::Limit, _) => world.now = world.now.max(plan.limit),
         _ => {}

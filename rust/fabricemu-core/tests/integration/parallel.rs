@@ -120,6 +120,30 @@ fn a_fat_tree_permutation_is_the_same_on_any_number_of_threads() {
 }
 
 #[test]
+fn a_run_whose_events_end_before_its_stop_time_ends_at_its_last_event_on_threads_too() {
+    // One world's clock stays at its last event when none is left before the stop time (and
+    // run.json's utilisation is over that time); the partitions' clocks went to the stop time
+    // (found by the differential fuzz test, tests/test_fuzz.py).
+    let s = same_for_any_threads(
+        "events_end_before_stop",
+        r#"
+        seed = 1
+        stop = "50ms"
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [[workload]]
+        kind = "permutation"
+        size = "200KB"
+        "#,
+    );
+    assert_eq!(s.flows_finished, 16);
+    assert!(s.simulated_ps < 50_000_000_000, "{}", s.simulated_ps);
+}
+
+#[test]
 fn drops_ecn_dcqcn_and_spraying_are_the_same_on_any_number_of_threads() {
     // A small shared buffer drops (retransmissions cross partitions back and forth), RED marks
     // with per-switch draws, DCQCN's CNPs and timers, and spraying's per-switch draws.
