@@ -16,6 +16,18 @@ use crate::units::PS_PER_SEC;
 /// built and again when the outputs are written), its row and labels in flows.arrow, the Arrow
 /// columns, and the per-flow side arrays (start order, rate trace, congestion control).
 fn bytes_per_flow(s: &Scenario) -> u64 {
+    use std::mem::size_of;
+    flow_record_bytes(s)
+        + (2 * size_of::<crate::workload::FlowInit>()
+            + size_of::<crate::trace::flows::FlowRow>()
+            + size_of::<crate::trace::flows::FlowLabels>()
+            + 20 * 8 // the Arrow columns of flows.arrow
+            + 16) as u64 // start order, rate-trace state
+}
+
+/// Bytes of one flow's record while it is in progress: the transport state and its congestion
+/// controller's.
+fn flow_record_bytes(s: &Scenario) -> u64 {
     use crate::scenario::CongestionControl as C;
     use std::mem::size_of;
     let cc = match s.transport.cc {
@@ -26,14 +38,12 @@ fn bytes_per_flow(s: &Scenario) -> u64 {
         C::Hpcc(_) => size_of::<crate::cc::hpcc::Hpcc>(),
         C::Nscc(_) => size_of::<crate::cc::nscc::Nscc>(),
     };
-    (size_of::<crate::transport::Flow>()
-        + 2 * size_of::<crate::workload::FlowInit>()
-        + size_of::<crate::trace::flows::FlowRow>()
-        + size_of::<crate::trace::flows::FlowLabels>()
-        + 20 * 8 // the Arrow columns of flows.arrow
-        + 16 // start order, rate-trace state
-        + cc) as u64
+    (size_of::<crate::transport::Flow>() + cc) as u64
 }
+
+/// Bytes per flow that every world of a parallel run holds for the whole run: the flow
+/// table's index slot, the header entropy, the start order and the rate trace's state.
+const PER_WORLD_FLOW_BYTES: u64 = 4 + 8 + 4 + 8;
 
 /// Bytes of one port (egress queues, PFC counters, link state, sampling state), measured.
 const BYTES_PER_PORT: u64 = 512;
@@ -446,18 +456,26 @@ pub fn estimate(s: &Scenario) -> Estimate {
         _ => 0,
     };
     e.packet_memory = e.packets_in_flight.saturating_mul(BYTES_PER_PACKET + int);
-    // The parallel engine: every partition and the view hold the whole fabric and, at most,
-    // every flow's record (`engine::parallel`: a run that retires flows holds those in progress
-    // only, so this is an upper bound); packets are where they are.
+    // The parallel engine: every partition and the view hold the whole fabric; packets are
+    // where they are.
     if s.threads > 1 {
         let copies = s.threads as u64 + 1;
         let threads = s.threads as u64;
         e.fabric_memory = e.fabric_memory.saturating_mul(copies);
-        // Per partition and flow: a bit for the view's fold (`FlowTable::track_touches`) and,
-        // when barriers may release within a window, the tight barrier it counts toward
-        // (`engine::tight`, 4 bytes): counted as if every run had them.
-        e.flow_memory = (e.flow_memory.saturating_mul(copies))
-            .saturating_add(e.flows.saturating_mul(5).saturating_mul(threads));
+        // Flows (`engine::parallel`): the plan is shared, and its entries, the rows and the
+        // Arrow columns are the view's, counted once above. A flow's record may be in every
+        // world: a partition makes one for each flow whose packets it sees, senders', receivers'
+        // and switches' partitions alike (a run that retires flows holds those in progress
+        // only, so this is an upper bound). Every world holds a few bytes per flow for the
+        // whole run, and each partition a bit for the view's fold (`FlowTable::track_touches`)
+        // and, when barriers may release within a window, the tight barrier it counts toward
+        // (`engine::tight`, 4 bytes): counted as if every run had them. (Until 2026-12-05 the
+        // plan's and the outputs' share was counted in every world too.)
+        let per_flow = (flow_record_bytes(s).saturating_mul(threads))
+            .saturating_add((PER_WORLD_FLOW_BYTES + 5).saturating_mul(threads));
+        e.flow_memory = e
+            .flow_memory
+            .saturating_add(e.flows.saturating_mul(per_flow));
         // Where links may fail (faults, an OCS, a controller), each partition keeps a copy of
         // the packets it sent to the others until they arrive (`Part::on_wire`).
         if rerouted || s.control.is_some() {

@@ -371,3 +371,43 @@ fn the_stated_footprint_accounts_for_the_barriers_of_a_step_graph() {
         "{per_barrier} B per barrier unexplained: {rest:?}"
     );
 }
+
+#[test]
+fn the_estimate_bounds_the_heap_of_a_parallel_run() {
+    // The memory guard refuses a run whose estimate (`budget::estimate`) exceeds the limit: on
+    // threads it must still be an upper bound of what the run holds (every partition and the
+    // view hold the fabric, and a record of each flow whose packets they see), without counting
+    // what only the view holds (the plan's entries, the rows) once per world: that made it
+    // 4.7x the peak of `scenarios/parallel_training.toml` on two threads.
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let permutation = fat_tree(8, "");
+    let cases = [("training", training(256)), ("permutation", permutation)];
+    for (name, text) in &cases {
+        for threads in [1u32, 2, 4] {
+            let text = format!("threads = {threads}\n{text}");
+            let (_, spec) = parse_toml(&text, "m.toml").unwrap_or_else(|e| panic!("{e}"));
+            let e = fabricemu_core::budget::estimate(&spec);
+            let stated = (e.fabric_memory + e.flow_memory + e.packet_memory) as usize;
+            let profiler = dhat::Profiler::builder().testing().build();
+            let mut sim = Simulation::build(&spec).unwrap_or_else(|e| panic!("{e}"));
+            sim.run_to_end();
+            drop(sim);
+            let peak = dhat::HeapStats::get().max_bytes;
+            drop(profiler);
+            println!(
+                "{name} on {threads}: heap peak {peak}, estimate {stated} ({:.2}x)",
+                stated as f64 / peak as f64
+            );
+            assert!(
+                peak <= stated,
+                "{name} on {threads} threads: {peak} > {stated}"
+            );
+            // Not several times what it needs either (a permutation's flows are all in
+            // progress at once: there the estimate is close).
+            assert!(
+                stated < 4 * peak,
+                "{name} on {threads} threads: {stated} vs {peak}"
+            );
+        }
+    }
+}
