@@ -881,6 +881,11 @@ impl World {
                 if let Some(int) = &mut self.int {
                     int.copy_slot(pkt.index(), copy.index());
                 }
+                // A copy's one-way latency counts from when the packet it copies left its NIC
+                // (not the slot's last occupant's: that differed with the partitioning).
+                if let Some(l) = &mut self.tracer.latency {
+                    l.sent(copy.index(), l.sent_at(pkt.index()));
+                }
                 copy
             };
             if let Some(r) = rank {

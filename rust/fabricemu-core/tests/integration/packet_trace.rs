@@ -418,3 +418,59 @@ fn trimmed_packets_are_traced_as_trim_events() {
         "trimmed to the header"
     );
 }
+
+#[test]
+fn in_network_results_count_their_latency_from_their_operands_sending() {
+    // A switch multicasts a reduced result as copies of one operand packet: each copy's one-way
+    // latency counts from when that operand left its NIC. Before 2026-12-05 a copy took the
+    // send time of its arena slot's last occupant (here a packet of the ring all-reduce that
+    // ended before the in-network one started): latencies longer than the gap between them,
+    // and different on threads, where the slots are other packets' (a fuzzed case).
+    let dir = common::scratch("packet-trace", "in-network");
+    common::write_run(
+        r#"
+        seed = 1
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link_rate = "100Gbps"
+        link_delay = "500ns"
+        [switch]
+        buffer = "16MiB"
+        [switch.reduction]
+        contexts = 1
+        buffer = "2MiB"
+        [trace]
+        latency = true
+        [[workload]]
+        name = "ring"
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "ring"
+        size = "1MiB"
+        [[workload]]
+        name = "inr"
+        kind = "collective"
+        op = "all_reduce"
+        algorithm = "in_network"
+        size = "1MiB"
+        iterations = 2
+        start = "2ms"
+        "#,
+        &dir,
+    );
+    let run = run_json(&dir);
+    assert_eq!(run["stats"]["in_network_calls"].as_u64(), Some(2), "{run}");
+    assert!(run["stats"]["simulated_ps"].as_u64().unwrap() > 2_000_000_000);
+    let inr = &run["latency"]["workloads"]["inr"];
+    let (min, max) = (
+        inr["min_ps"].as_u64().unwrap(),
+        inr["max_ps"].as_u64().unwrap(),
+    );
+    // Up to the tree's root and down again: at least six links' propagation (500 ns each),
+    // and a few packet times more at most (the operands come in together), far below the
+    // gap of over 1 ms between the collectives (5.65 to 5.72 us here; 2.0 ms at most before).
+    assert!(min >= 6 * 500_000, "{inr}");
+    assert!(max < 20_000_000, "{inr}");
+    assert!(inr["packets"].as_u64().unwrap() > 1000, "{inr}");
+}
