@@ -613,7 +613,7 @@ def test_nudged_scenarios_run_with_valid_outputs(
 
 
 #: Features a differential case may switch on or change (on top of a nudge): PFC, a small
-#: shared buffer, another congestion control, another load balancing.
+#: shared buffer, another congestion control, another load balancing, a trace table.
 FEATURES = st.sampled_from(
     [
         ("switch", "pfc", {"enabled": True}),
@@ -627,6 +627,10 @@ FEATURES = st.sampled_from(
         ("routing", "load_balancing", "spray"),
         ("routing", "load_balancing", "adaptive"),
         ("routing", "load_balancing", "flowlet"),
+        ("trace", "latency", True),
+        ("trace", "queues", {"interval": "2us"}),
+        ("trace", "links", {"interval": "5us"}),
+        ("trace", "packets", {"max_rows": 2000}),
     ]
 )
 
@@ -657,7 +661,9 @@ def test_nudged_scenarios_write_the_same_tables_on_threads(
 ) -> None:
     # The parallel engine's promise (docs/parallel.md): the outputs are byte-identical for any
     # number of threads. Checked here on scenarios no test wrote by hand: a shipped one nudged,
-    # with PFC, small buffers, another congestion control or load balancing switched on.
+    # with PFC, small buffers, another congestion control, load balancing or a trace switched
+    # on. (It found two faults on 2026-12-05: a time-stopped run's clock on threads, and the
+    # latency of in-network results.)
     name, data, threads = case
     try:
         s = Scenario.from_dict(data)
