@@ -279,7 +279,7 @@ impl World {
     }
 
     /// The switch port of a circuit that goes dark: it goes down (losing what is on its wire and
-    /// queued), a pause it received is lifted, and it becomes its own peer. Its trace rows go at
+    /// queued, and lifting a pause it received: `World::link_down`), and it becomes its own peer. Its trace rows go at
     /// `rows` within the event (its place among the ports going dark).
     fn circuit_dark(&mut self, p: PortId, rows: u32) {
         self.link_down_now(p, rows);
@@ -289,11 +289,6 @@ impl World {
         let port = &mut self.ports[p];
         port.tx_bytes = sent;
         port.busy_until = port.busy_until.min(now);
-        if self.ports[p].paused != 0 {
-            self.ports[p].paused = 0;
-            self.paused_ps[p] += self.now - self.pause_since[p];
-            self.pause_since[p] = crate::transport::NEVER;
-        }
         self.wire_port(p, p, 0);
     }
 

@@ -358,6 +358,17 @@ impl World {
                 FaultKind::Delay { added_ps } => self.ports[p].arrival_delay += added_ps,
             }
         }
+        if kind == FaultKind::Down {
+            // A link that failed one way only: the other way's pause was lifted (`link_down`),
+            // so it sends what it holds (once every link of the fault is down).
+            for &l in links.iter() {
+                let back = self.fabric.peer_port[l.egress()];
+                let owned = (self.partition.as_ref()).is_none_or(|p| p.owns(self.ports[back].node));
+                if owned && !self.ports[back].down {
+                    self.kick(back);
+                }
+            }
+        }
         let f = &mut self.faults;
         if matches!(kind, FaultKind::Loss { .. }) {
             f.list[i as usize].lost_before = f.loss_drops(&links);
@@ -531,6 +542,11 @@ impl World {
     fn link_down(&mut self, l: LinkId, rows: u32) -> u64 {
         let p = l.egress();
         self.ports[p].down = true;
+        // The cable's PFC state resets in both directions: a frame on a down link is lost, so
+        // a RESUME for a pause either end received might never come (each such port stayed
+        // paused for good, repaired or not, and its flows timed out without end).
+        self.lift_pauses(p);
+        self.lift_pauses(self.fabric.peer_port[p]);
         self.rows_at(rows);
         let mut lost = 0;
         let rows_here = (self.partition.as_ref()).is_none_or(|part| part.owns(self.ports[p].node));
@@ -557,6 +573,19 @@ impl World {
             lost += 1;
         }
         lost
+    }
+
+    /// Port `p` is no longer paused (the pause it received is lifted) and the switch at its
+    /// far end no longer counts itself as pausing it (`Pfc::forget_pauses`).
+    fn lift_pauses(&mut self, p: PortId) {
+        if self.ports[p].paused != 0 {
+            self.ports[p].paused = 0;
+            self.paused_ps[p] += self.now - self.pause_since[p];
+            self.pause_since[p] = crate::transport::NEVER;
+        }
+        if let Some(pfc) = &mut self.switches.pfc {
+            pfc.forget_pauses(p);
+        }
     }
 
     /// A switch has no live path to the packet's destination: it drops the packet (a link-fault

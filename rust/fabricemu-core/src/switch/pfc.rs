@@ -151,6 +151,13 @@ impl Pfc {
         self.ingress_bytes[p][priority as usize]
     }
 
+    /// Link `p` went down: its downstream switch no longer counts itself as pausing it (the
+    /// link's MAC state resets, and frames on a down link are lost), so it pauses anew if it is
+    /// still congested once the link is back.
+    pub fn forget_pauses(&mut self, p: PortId) {
+        self.paused_by_us[p] = 0;
+    }
+
     /// Whether the downstream switch of link `p` has paused `priority` on it (its last frame for
     /// that class was a PAUSE).
     pub fn paused_by_us(&self, p: PortId, priority: u8) -> bool {
