@@ -525,6 +525,10 @@ impl World {
         let nominal = self.router.replace_table(std::sync::Arc::new(table));
         // The fault-free table stays for flows' nominal paths (ideal FCT).
         self.router.nominal.get_or_insert(nominal);
+        // Round-robin spraying starts over on the new groups: a rebuild may renumber them, and a
+        // count carried over by group id would be another switch's (on threads, a partition
+        // counts only its own switches': the runs diverged).
+        self.router.rr.clear();
         self.router.rr.resize(self.router.table().num_groups(), 0);
     }
 

@@ -144,6 +144,42 @@ fn a_run_whose_events_end_before_its_stop_time_ends_at_its_last_event_on_threads
 }
 
 #[test]
+fn round_robin_spraying_through_link_failures_is_the_same_on_any_number_of_threads() {
+    // A reroute after a failure rebuilds the next-hop groups; the round-robin counts were kept
+    // by group id, which may then name another switch's group, and a partition counts only its
+    // own switches' packets: a packet took another link on threads (found by fuzzing).
+    let s = same_for_any_threads(
+        "round_robin_failures",
+        r#"
+        seed = 1
+        workload = [
+            { kind = "permutation", size = "256KiB" },
+            { kind = "incast", receiver = 3, senders = 8, size = "128KiB" },
+        ]
+        failure_process = [
+            { components = "links", tier = "fabric", mtbf = "100us", mttr = "10us", until = "300us" },
+        ]
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        [switch]
+        buffer = "2MiB"
+        pfc = { enabled = true }
+        [routing]
+        load_balancing = "spray"
+        spray = "round_robin"
+        [transport]
+        cc = "dcqcn"
+        loss_recovery = "selective"
+        [trace]
+        links = { interval = "5us" }
+        "#,
+    );
+    assert!(s.faults_applied > 3, "{s:?}");
+    assert_eq!(s.flows_finished, s.flows_total);
+}
+
+#[test]
 fn drops_ecn_dcqcn_and_spraying_are_the_same_on_any_number_of_threads() {
     // A small shared buffer drops (retransmissions cross partitions back and forth), RED marks
     // with per-switch draws, DCQCN's CNPs and timers, and spraying's per-switch draws.
