@@ -647,11 +647,10 @@ def differential(draw: Any) -> Tuple[str, Dict[str, Any], int]:
 
 
 def _tables(out: Path) -> Dict[str, pa.Table]:
-    tables = {}
-    for f in sorted(out.glob("*.arrow")):
-        with pa.memory_map(str(f)) as source:
-            tables[f.name] = pa.ipc.open_file(source).read_all().replace_schema_metadata(None)
-    return tables
+    """Every Arrow table of a run's folder, without the metadata (which echoes the scenario)."""
+    from conftest import read_arrow
+
+    return {f.name: read_arrow(f).replace_schema_metadata(None) for f in sorted(out.glob("*.arrow"))}
 
 
 @settings(FUZZ, max_examples=300)

@@ -43,7 +43,10 @@ fn flow_record_bytes(s: &Scenario) -> u64 {
 
 /// Bytes per flow that every world of a parallel run holds for the whole run: the flow
 /// table's index slot, the header entropy, the start order and the rate trace's state.
-const PER_WORLD_FLOW_BYTES: u64 = 4 + 8 + 4 + 8;
+const PER_WORLD_FLOW_BYTES: u64 = (std::mem::size_of::<u32>()
+    + std::mem::size_of::<(u16, u32)>()
+    + std::mem::size_of::<crate::ids::FlowId>()
+    + std::mem::size_of::<crate::units::Time>()) as u64;
 
 /// Bytes of one port (egress queues, PFC counters, link state, sampling state), measured.
 const BYTES_PER_PORT: u64 = 512;

@@ -582,11 +582,7 @@ impl World {
     /// Port `p` is no longer paused (the pause it received is lifted) and the switch at its
     /// far end no longer counts itself as pausing it (`Pfc::forget_pauses`).
     fn lift_pauses(&mut self, p: PortId) {
-        if self.ports[p].paused != 0 {
-            self.ports[p].paused = 0;
-            self.paused_ps[p] += self.now - self.pause_since[p];
-            self.pause_since[p] = crate::transport::NEVER;
-        }
+        self.unpause(p, u8::MAX);
         if let Some(pfc) = &mut self.switches.pfc {
             pfc.forget_pauses(p);
         }

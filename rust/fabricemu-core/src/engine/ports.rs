@@ -644,13 +644,20 @@ impl World {
                 }
             }
         } else {
-            self.ports[t].paused &= !bit;
-            if was != 0 && self.ports[t].paused == 0 {
-                self.paused_ps[t] += self.now - self.pause_since[t];
-                self.pause_since[t] = NEVER;
-            }
+            self.unpause(t, bit);
             // Resume sending what waited (queued packets, or a NIC's flows).
             self.kick(target);
+        }
+    }
+
+    /// Port `p`'s classes `bits` are no longer paused; once none is, the pause's time counts in
+    /// `paused_ps`.
+    pub(super) fn unpause(&mut self, p: PortId, bits: u8) {
+        let was = self.ports[p].paused;
+        self.ports[p].paused &= !bits;
+        if was != 0 && self.ports[p].paused == 0 {
+            self.paused_ps[p] += self.now - self.pause_since[p];
+            self.pause_since[p] = NEVER;
         }
     }
 }
