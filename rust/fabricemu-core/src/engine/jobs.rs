@@ -298,6 +298,14 @@ impl Job {
         x.endpoints.iter().all(|&e| self.reachable_over(e, a, b))
     }
 
+    /// Elastic: the flows of its ops as planned now (the job's re-plans read their [`Fate`]s).
+    pub(super) fn op_flows(&self) -> impl Iterator<Item = FlowId> + '_ {
+        self.elastic
+            .ops
+            .iter()
+            .flat_map(|op| op.flows.iter().copied())
+    }
+
     /// Elastic: the exclusions so far.
     pub fn exclusions(&self) -> &[Exclusion] {
         &self.elastic.exclusions
@@ -506,6 +514,23 @@ pub struct Jobs {
     /// partition schedules for itself, so no window need run merged for them (on threads,
     /// `Tight::prune`), even while the job stays frozen.
     held: std::collections::HashSet<u32>,
+    /// On threads: when the elastic re-formations still to come end (`JobResume` of an elastic
+    /// job, `JobRejoin`). Their re-plans read flows of every partition, so the windows that
+    /// hold one run merged (`parallel::run_merged` gives them the flows' [`Fate`]s).
+    pub replans_due: std::collections::BinaryHeap<std::cmp::Reverse<Time>>,
+    /// On threads, in the first partition: each re-plan's time and amendment, for the view to
+    /// apply (`Parallel::fold_into`).
+    pub replans: Vec<(Time, Amendment)>,
+}
+
+/// What an elastic re-plan reads of a flow of its job's ops, as one world's one record tells
+/// it: whether it started (its sender knows), finished (its receiver knows), or is gone
+/// (withdrawn, or given up on). On threads every partition reads the same snapshot of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Fate {
+    pub started: bool,
+    pub finished: bool,
+    pub gone: bool,
 }
 
 impl Jobs {
@@ -575,9 +600,10 @@ impl World {
             if let Some((end, rejoin)) = job.op_ended(op, now) {
                 if rejoin {
                     self.events.push(end, Event::JobRejoin(j as u32));
+                    self.replan_due(end);
                 }
             }
-            self.elastic_release_held(j);
+            self.elastic_release_held(j, now);
         }
         true
     }
@@ -666,7 +692,11 @@ impl World {
     /// Elastic job `j`'s held compute ops (see `elastic_skip`), at an iteration's end or a
     /// rejoin's: those whose rank is back run (their full duration, from now); those of the
     /// iteration now under way whose rank is still excluded are skipped; the others wait on.
-    fn elastic_release_held(&mut self, j: usize) {
+    ///
+    /// `now` is the release's time: on threads, a partition told of the last arrival of an
+    /// op's barrier in a window run merged releases it at that arrival's time, ahead of its
+    /// own clock.
+    fn elastic_release_held(&mut self, j: usize, now: Time) {
         let job = &mut self.jobs.list[j];
         if job.elastic.held.is_empty() || job.elastic.rejoining.is_some() {
             return;
@@ -679,7 +709,6 @@ impl World {
         let excluded = job.excluded();
         let mut run: Vec<(u32, Time)> = Vec::new();
         let held = std::mem::take(&mut job.elastic.held);
-        let now = self.now;
         for (k, duration) in held {
             let op = &job.elastic.ops[k];
             if !op.nodes.iter().all(|n| excluded.binary_search(n).is_ok()) {
@@ -897,8 +926,55 @@ impl World {
             progress_at_resume: None,
         });
         if end != NEVER {
+            let elastic = job.is_elastic();
             self.events.push(end, Event::JobResume(e));
+            if elastic {
+                self.replan_due(end);
+            }
         }
+    }
+
+    /// On threads: an elastic re-formation ends at `at` (`Jobs::replans_due`).
+    fn replan_due(&mut self, at: Time) {
+        if self.partition.is_some() {
+            self.jobs.replans_due.push(std::cmp::Reverse(at));
+        }
+    }
+
+    /// On threads: an elastic re-formation ends now (`Jobs::replans_due`).
+    fn replan_ran(&mut self) {
+        let due = &mut self.jobs.replans_due;
+        while due.peek().is_some_and(|r| r.0 <= self.now) {
+            due.pop();
+        }
+    }
+
+    /// The elastic job whose re-plan event `ev` may run (`JobResume` of an elastic job's
+    /// failure, `JobRejoin`).
+    pub(super) fn elastic_replan_job(&self, ev: Event) -> Option<usize> {
+        match ev {
+            Event::JobResume(e) => {
+                let j = self.jobs.episodes[e as usize].0 as usize;
+                self.jobs.list[j].is_elastic().then_some(j)
+            }
+            Event::JobRejoin(j) => Some(j as usize),
+            _ => None,
+        }
+    }
+
+    /// Flow `fid`'s [`Fate`], for an elastic re-plan: from its record, or on threads from the
+    /// snapshot of every partition's copies taken for the re-plan (`Part::fates`).
+    fn fate(&self, fid: FlowId) -> Fate {
+        if let Some(p) = &self.partition {
+            let fates = p.fates.as_ref();
+            let fates = fates.expect("an elastic re-plan on threads runs in a merged window");
+            return fates.get(&fid).copied().unwrap_or_default();
+        }
+        self.flows.get(fid).map_or(Fate::default(), |f| Fate {
+            started: f.started,
+            finished: f.finished(),
+            gone: f.withdrawn || f.abandoned,
+        })
     }
 
     /// Episode event `e`'s freeze ended: the flows of its cut-off ranks resend what was not
@@ -908,6 +984,7 @@ impl World {
         let now = self.now;
         let (j, k, _) = self.jobs.episodes[e as usize];
         if self.jobs.list[j as usize].is_elastic() {
+            self.replan_ran();
             return self.elastic_resume(j as usize, k, e);
         }
         let job = &mut self.jobs.list[j as usize];
@@ -992,6 +1069,7 @@ impl World {
 
     /// Elastic job `j`'s rejoin re-formation ended: the repaired ranks take part again.
     pub(super) fn job_rejoin(&mut self, j: u32) {
+        self.replan_ran();
         let now = self.now;
         let job = &mut self.jobs.list[j as usize];
         let Some(start) = job.elastic.rejoining.take() else {
@@ -1021,7 +1099,7 @@ impl World {
         if job.frozen_until(now).is_none() {
             self.elastic_replan(j as usize);
         }
-        self.elastic_release_held(j as usize);
+        self.elastic_release_held(j as usize, now);
     }
 
     /// Re-plan elastic job `j`'s ops not ended yet whose taking part changed: the flows of the
@@ -1066,7 +1144,7 @@ impl World {
             // Ended, or every transfer done (its release deferred by a freeze): nothing to redo.
             if matches!(op.kind, PlannedKind::Compute)
                 || self.barriers[op.done as usize].released_at != NEVER
-                || (!op.flows.is_empty() && op.flows.iter().all(|&f| self.flows[f].finished()))
+                || (!op.flows.is_empty() && op.flows.iter().all(|&f| self.fate(f).finished))
             {
                 continue;
             }
@@ -1089,12 +1167,15 @@ impl World {
                 continue;
             }
             for &f in &op.flows {
-                let fl = &self.flows[f];
-                if fl.finished() || self.amends.is_cancelled(f) {
+                let fate = self.fate(f);
+                if fate.finished || self.amends.is_cancelled(f) {
                     continue;
                 }
-                if fl.started {
-                    withdraw.push(f);
+                if fate.started {
+                    // (One given up on settled already: nothing to withdraw.)
+                    if !fate.gone {
+                        withdraw.push(f);
+                    }
                 } else {
                     a.cancel.push(f);
                 }
@@ -1171,6 +1252,11 @@ impl World {
         if changed.is_empty() {
             return;
         }
+        // On threads every partition re-plans alike (from the same `Fate`s): the appended
+        // barriers first get the partitions that run them.
+        if self.partition.is_some() {
+            self.home_appended_barriers(&a);
+        }
         // The re-plan names only barriers not released and the job's endpoints: a refusal is
         // not expected, and would leave the job waiting on its old plan (never a panic).
         let Ok(report) = self.amend(&a) else {
@@ -1178,6 +1264,12 @@ impl World {
         };
         for &f in &withdraw {
             self.withdraw_flow(f);
+        }
+        if let Some(first) = self.partition.as_ref().map(|p| p.is_first()) {
+            self.track_appended_flows(&a, FlowId::new(report.first_flow));
+            if first {
+                self.jobs.replans.push((self.now, a.clone()));
+            }
         }
         let nb = a.barriers.len() as u32;
         for b in report.first_barrier..report.first_barrier + nb {
@@ -1198,12 +1290,19 @@ impl World {
 
     /// Stop started flow `fid` of an elastic job's old plan: its sender stops and its arrival at
     /// its barrier is taken back (a packet of it still arriving later counts for nothing).
+    ///
+    /// On threads every partition withdraws it alike (its [`Fate`] said to): each marks its
+    /// copy, its sender's partition counts it settled and every partition that counts its
+    /// barrier takes the arrival.
     fn withdraw_flow(&mut self, fid: FlowId) {
-        let f = &mut self.flows[fid];
-        if f.finished() || f.withdrawn || f.abandoned || !f.started {
+        let fate = self.fate(fid);
+        if fate.finished || fate.gone || !fate.started {
             return;
         }
-        if super::world::sends_long(&self.long_packets, f) {
+        let part = self.partition.as_ref();
+        let sends = part.is_none_or(|p| p.starts_flow(self.flows[fid].src));
+        let f = &mut self.flows[fid];
+        if sends && super::world::sends_long(&self.long_packets, f) {
             self.long_flows -= 1; // settled with packets never sent
         }
         f.withdrawn = true;
@@ -1211,10 +1310,14 @@ impl World {
         f.rto_armed = false;
         f.next_seq = f.num_packets;
         f.resend.clear();
-        self.flows_settled += 1;
-        if let Some(b) = f.completes {
+        let completes = f.completes;
+        if sends {
+            self.flows_settled += 1;
+        }
+        if let Some(b) = completes {
             let b = b as usize;
-            if self.barriers[b].released_at == NEVER && !self.barriers[b].dead {
+            let runs = part.is_none_or(|p| p.runs_barrier(b as u32));
+            if runs && self.barriers[b].released_at == NEVER && !self.barriers[b].dead {
                 if self.barriers[b].remaining == 1 {
                     self.barrier_arrive(b as u32);
                 } else {

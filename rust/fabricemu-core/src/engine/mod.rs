@@ -699,6 +699,7 @@ impl Simulation {
         };
         par.fold_into(&mut self.world);
         self.world.reached_limit = par.reached_limit;
+        self.sync_job_plan();
         finished
     }
 

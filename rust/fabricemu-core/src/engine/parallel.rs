@@ -63,7 +63,10 @@
 //!
 //! Jobs that stall or restart on failures run partitioned: every partition counts their ops'
 //! barriers and runs merged the windows in which one may release (`engine::tight`), so each
-//! keeps the whole job's state alike; the view takes it from the first.
+//! keeps the whole job's state alike; the view takes it from the first. An elastic job's
+//! re-plan at a re-formation's end reads its op flows' fates from every partition: the window
+//! holding it runs merged, and each partition re-plans from one snapshot of them
+//! ([`install_fates`]); the view applies the re-plans from the first partition (`fold_into`).
 //!
 //! In-network reduction runs partitioned: each switch's engine is its partition's, and the
 //! calls' shared state (which call each tree runs, the calls waiting, the contexts held) is kept
@@ -76,15 +79,17 @@
 //! one thread instead, the same steps one partition after another (`serial`): which way is
 //! measured as the run goes (`engine::pace`), and changes nothing but the speed.
 //!
-//! Not yet partitioned (refused with a clear error, see [`unsupported`]): what reads or writes
-//! state across the fabric within a window (elastic jobs, UGAL-G).
+//! Not partitioned (refused with a clear error, see [`unsupported`]): what reads state across
+//! the fabric at every decision (UGAL-G).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::amend::Amendment;
 use super::in_network::Gate;
+use super::jobs::Fate;
 use super::pace::{Pace, Watch};
 use super::queue::{key_ahead, Event};
 use super::sampling::WaitCandidates;
@@ -241,6 +246,10 @@ pub(super) struct Part {
     /// Once no fault event is left: the flows sent from here whose destination is cut off, and
     /// which a timeout may still give up on (`World::earliest_give_up`; None before).
     cut_off: Option<Vec<FlowId>>,
+    /// While an elastic job's re-plan runs here (in a window run merged): the fates of the
+    /// job's op flows, taken from every partition just before the first ran it
+    /// ([`install_fates`]), so that every partition re-plans alike, as one world does.
+    pub fates: Option<std::collections::HashMap<FlowId, Fate>>,
 }
 
 impl Part {
@@ -352,12 +361,8 @@ pub const MIRRORED: u16 = u16::MAX;
 /// at the ends of windows. A collective's per-rank steps (a rank sends once it has received) are
 /// one partition's; an iteration's end, which every rank's last step reaches, is mirrored.
 pub fn barrier_homes(plan: &crate::workload::FlowPlan, owner: &IdVec<NodeId, u16>) -> Vec<u16> {
-    const UNSET: u16 = u16::MAX - 1;
     let mut home = vec![UNSET; plan.barrier_sizes.len()];
-    let mut join = |b: u32, p: u16| {
-        let h = &mut home[b as usize];
-        *h = if *h == UNSET || *h == p { p } else { MIRRORED };
-    };
+    let mut join = |b: u32, p: u16| join_home(&mut home[b as usize], p);
     for f in plan.flows.iter() {
         if let Some(b) = f.completes {
             join(b, owner[f.dst]);
@@ -400,6 +405,14 @@ pub fn barrier_homes(plan: &crate::workload::FlowPlan, owner: &IdVec<NodeId, u16
         }
     }
     home
+}
+
+/// A barrier whose home is not known yet ([`barrier_homes`]).
+const UNSET: u16 = u16::MAX - 1;
+
+/// A flow of partition `p` finishes at or starts from a barrier whose home is `h` so far.
+fn join_home(h: &mut u16, p: u16) {
+    *h = if *h == UNSET || *h == p { p } else { MIRRORED };
 }
 
 /// Per barrier of `plan`: whether its release may start a flow of an in-network call, itself
@@ -459,16 +472,13 @@ pub(super) struct Parallel {
 }
 
 /// Why a scenario cannot run partitioned yet (None: it can). Each reason names the feature.
-pub fn unsupported(s: &Scenario, plan: &crate::workload::FlowPlan) -> Option<String> {
+pub fn unsupported(s: &Scenario) -> Option<String> {
     use crate::scenario::{LoadBalancing, NonMinimalMode};
     let mut why: Vec<&str> = Vec::new();
     if let LoadBalancing::NonMinimal(nm) = s.routing.load_balancing {
         if nm.mode == NonMinimalMode::UgalG {
             why.push("routing ugal_g (reads queues of other switches)");
         }
-    }
-    if plan.jobs.iter().any(|j| j.is_elastic()) {
-        why.push("step workloads that go on elastically after failures (on_failure = \"elastic\")");
     }
     (!why.is_empty()).then(|| why.join("; "))
 }
@@ -612,7 +622,100 @@ impl World {
             finished_elsewhere: Vec::new(),
             given_up_elsewhere: Vec::new(),
             cut_off: None,
+            fates: None,
         });
+    }
+
+    /// A plan amendment (every partition alike) appended the flows from `first` on and
+    /// cancelled `cancel`: the tight barriers brought up to date ([`Tight::amend`], with
+    /// `tight` the tight barriers whose flows it names and `status` as it takes it).
+    fn amend_tight(
+        &mut self,
+        tight: &[(u32, Vec<FlowId>)],
+        first: FlowId,
+        cancel: &[FlowId],
+        status: impl Fn(FlowId) -> Option<bool>,
+    ) {
+        let mtu = self.transport.mtu as u64;
+        let part = self.partition.as_mut().expect("a partition");
+        let at = super::tight::Where {
+            me: part.me,
+            owner: &part.owner,
+            flows: &self.flows,
+            fabric: &self.fabric,
+            mtu,
+            header: self.transport.header as u64,
+            in_network: self.in_network.as_ref(),
+            cut: 0, // (no longer read: `Tight::reach` tells nothing after an amendment)
+            ports: &self.ports,
+            maker: self.maker.as_ref(),
+        };
+        part.tight.amend(tight, first, cancel, &at, status);
+    }
+
+    /// An elastic job's re-plan (run by every partition alike, `engine::jobs`) appends `a`'s
+    /// barriers: each is run by the partition where all the appended flows that finish at it
+    /// and start from it are, else counted by every partition, as [`barrier_homes`] places a
+    /// plan's. (A re-plan appends no edges; its flows that finish at the op's barriers, which
+    /// every partition counts, change no home.)
+    pub(super) fn home_appended_barriers(&mut self, a: &Amendment) {
+        let part = self.partition.as_mut().expect("a partition");
+        let first = part.barrier_home.len();
+        let mut homes: Vec<u16> = part.barrier_home.to_vec();
+        homes.resize(first + a.barriers.len(), UNSET);
+        for f in &a.flows {
+            if let Some(b) = f.completes.filter(|&b| b as usize >= first) {
+                join_home(&mut homes[b as usize], part.owner[f.dst]);
+            }
+            if let crate::workload::Start::After { barrier, .. } = f.start {
+                if barrier as usize >= first {
+                    join_home(&mut homes[barrier as usize], part.owner[f.src]);
+                }
+            }
+        }
+        for h in &mut homes[first..] {
+            if *h == UNSET {
+                *h = MIRRORED;
+            }
+        }
+        part.barrier_home = Arc::new(homes);
+    }
+
+    /// After an elastic job's re-plan appended `a`'s flows (from `first` on) in this
+    /// partition, as in every other: the tight barriers brought up to date, as
+    /// [`tight_barriers`] would find them in the amended plan. A tight barrier (the op's done)
+    /// counts the appended flows that finish at it and no longer waits for the cancelled ones;
+    /// an appended barrier every partition counts, whose release starts a flow sooner than a
+    /// window after it, is tracked from now. (The withdrawn flows leave as they are found:
+    /// [`Tight::offset`].)
+    pub(super) fn track_appended_flows(&mut self, a: &Amendment, first: FlowId) {
+        let nb_old = self.barriers.len() - a.barriers.len();
+        let part = self.partition.as_ref().expect("a partition");
+        let mut soonest = vec![NEVER; a.barriers.len()];
+        for f in &a.flows {
+            if let crate::workload::Start::After { barrier, gap } = f.start {
+                if let Some(s) = soonest.get_mut((barrier as usize).wrapping_sub(nb_old)) {
+                    *s = (*s).min(gap);
+                }
+            }
+        }
+        let mut counted: std::collections::BTreeMap<u32, Vec<FlowId>> = Default::default();
+        for (k, f) in a.flows.iter().enumerate() {
+            let Some(b) = f.completes else {
+                continue;
+            };
+            let tight = match (b as usize).checked_sub(nb_old) {
+                Some(i) => part.barrier_home[b as usize] == MIRRORED && soonest[i] < self.window_ps,
+                None => part.tight.tracks(b),
+            };
+            if tight {
+                let fid = FlowId::new(first.get() + k as u32);
+                counted.entry(b).or_default().push(fid);
+            }
+        }
+        let tight: Vec<(u32, Vec<FlowId>)> = counted.into_iter().collect();
+        // (Appended flows start later: none started yet.)
+        self.amend_tight(&tight, first, &a.cancel, |_| Some(false));
     }
 
     /// In-network calls on threads: remember the events already scheduled that may start a
@@ -945,10 +1048,12 @@ impl World {
                 | Event::CircuitsRoute
                 | Event::JobFailure(_)
                 | Event::JobResume(_)
+                | Event::JobRejoin(_)
         ) && self.partition.as_ref().is_some_and(|p| !p.is_first())
         {
             // Every partition samples its ports at once, and every one applies each fault and
-            // each OCS change to its copy of the fabric: one world's one event, counted once.
+            // each OCS change to its copy of the fabric, and each job's failures, resumes and
+            // rejoins to its copy of the job: one world's one event, counted once.
             self.stats.events -= 1;
         }
         if let Event::BarrierArrive(b) = ev {
@@ -1146,7 +1251,6 @@ impl Parallel {
             window_ps: self.parts[0].window_ps,
             lookahead: self.lookahead,
             long_until: self.long_until,
-            flows_total: self.parts[0].stats.flows_total,
             limit,
         };
         let tight = (self.parts[0].partition.as_ref()).map_or(0, |p| p.tight.len());
@@ -1200,6 +1304,7 @@ impl Parallel {
     /// whole fabric's. Idempotent: everything is taken afresh from the partitions, but for the
     /// flow records no partition touched and the barriers none released since the last fold.
     pub fn fold_into(&mut self, view: &mut World) {
+        self.replans_into(view);
         let mut touched = vec![0u64; self.parts[0].flows.len().div_ceil(64)];
         let mut released = Vec::new();
         for w in self.parts.iter_mut() {
@@ -1317,6 +1422,38 @@ impl Parallel {
             view.fabric.peer_port.clone_from(&parts[0].fabric.peer_port);
             view.fabric.peer_node.clone_from(&parts[0].fabric.peer_node);
         }
+    }
+
+    /// The elastic jobs' re-plans since the last fold (every partition made each alike; the
+    /// first kept them): the view applies each at its time (its flows and barriers appended,
+    /// its cancellations made: the view's records of them say they did not start, as they never
+    /// will) and takes what they appended to the plan (`Simulation::sync_job_plan`); the
+    /// partitions' appended barriers got their homes then (`World::home_appended_barriers`).
+    fn replans_into(&mut self, view: &mut World) {
+        let replans = std::mem::take(&mut self.parts[0].jobs.replans);
+        if replans.is_empty() {
+            return;
+        }
+        let now = view.now;
+        for (at, a) in &replans {
+            view.now = *at;
+            if let Err(e) = view.amend(a) {
+                unreachable!("the view refused what every partition took: {e}");
+            }
+        }
+        view.now = now;
+        let appended = std::mem::take(&mut self.parts[0].jobs.appended);
+        view.jobs.appended.flows.extend(appended.flows);
+        view.jobs.appended.barriers.extend(appended.barriers);
+        for w in &mut self.parts[1..] {
+            w.jobs.appended = Amendment::default();
+        }
+        let homes = &self.parts[0]
+            .partition
+            .as_ref()
+            .expect("a partition")
+            .barrier_home;
+        self.homes = Arc::clone(homes);
     }
 
     /// Per partition, the most flow records it held at once.
@@ -1466,22 +1603,7 @@ impl Parallel {
                 // Each partition's barriers are the view's where it runs them.
                 unreachable!("a partition refused what the view took: {e}");
             }
-            let mtu = w.transport.mtu as u64;
-            let part = w.partition.as_mut().expect("a partition");
-            let me = part.me;
-            let at = super::tight::Where {
-                me,
-                owner: &self.owner,
-                flows: &w.flows,
-                fabric: &w.fabric,
-                mtu,
-                header: w.transport.header as u64,
-                in_network: w.in_network.as_ref(),
-                cut: 0, // (no longer read: `Tight::reach` tells nothing after an amendment)
-                ports: &w.ports,
-                maker: w.maker.as_ref(),
-            };
-            part.tight.amend(&tight, first, &a.cancel, &at, status);
+            w.amend_tight(&tight, first, &a.cancel, status);
         }
         self.homes = homes;
     }
@@ -1555,7 +1677,6 @@ struct WindowPlan {
     lookahead: Time,
     /// ... and none ends later than this, if it is longer than a grid step.
     long_until: Time,
-    flows_total: u64,
     /// Stop before the first event at or after this time (NEVER: no limit).
     limit: Time,
 }
@@ -1592,6 +1713,8 @@ struct Status {
     next: AtomicU64,
     events: AtomicU64,
     flows_settled: AtomicU64,
+    /// The plan's flows (alike in every partition).
+    flows_total: AtomicU64,
     pending_arrivals: AtomicU64,
     /// Its flows with more packets never sent than fit in a long window (`World::long_flows`).
     long_flows: AtomicU64,
@@ -1611,6 +1734,9 @@ struct Status {
     /// The earliest of its pending events that may start an in-network call's flow
     /// (`Part::inr_pending`; NEVER: none).
     inr_next: AtomicU64,
+    /// The end of the next elastic re-formation, whose re-plan reads every partition's flows
+    /// (`Jobs::replans_due`, alike in every partition; NEVER: none).
+    replan_next: AtomicU64,
     /// Its busy time in the last window, and (the first partition's) the window's wall time,
     /// in ns (`engine::pace`).
     busy: AtomicU64,
@@ -1736,7 +1862,9 @@ impl Shared {
             .unwrap_or(NEVER);
         let ends = soonest(blocking, &self.inr_offsets, self.trees) < end;
         // (A window that may hold a give-up is a grid step: `decide_end`.)
-        let merged = merged || ends || inr_next < end || self.soonest_give_up() < end;
+        let replan_next = self.status[0].replan_next.load(Ordering::Relaxed);
+        let merged =
+            merged || ends || inr_next < end || replan_next < end || self.soonest_give_up() < end;
         clock.windows += 1;
         clock.merged += merged as u64;
         clock.long += (end > step) as u64;
@@ -1822,8 +1950,10 @@ impl Shared {
             StopAt::AllFlowsDone => {
                 let t = next.ok_or(Halt::Ended)?;
                 if t >= *window_end {
-                    let done = sum(|s| &s.flows_settled) == plan.flows_total
-                        && sum(|s| &s.pending_arrivals) == 0;
+                    // (The plan's flows as of now: an elastic re-plan appends some.)
+                    let total = self.status[0].flows_total.load(Ordering::Relaxed);
+                    let done =
+                        sum(|s| &s.flows_settled) == total && sum(|s| &s.pending_arrivals) == 0;
                     if done {
                         return Err(Halt::Ended);
                     }
@@ -2051,6 +2181,7 @@ fn post_status(
     status
         .flows_settled
         .store(w.flows_settled, Ordering::Relaxed);
+    (status.flows_total).store(w.stats.flows_total, Ordering::Relaxed);
     status
         .pending_arrivals
         .store(w.pending_arrivals, Ordering::Relaxed);
@@ -2080,6 +2211,8 @@ fn post_status(
         .store(part.tight.digest(), Ordering::Relaxed);
     let inr_next = part.inr_pending.peek().map_or(NEVER, |r| r.0);
     status.inr_next.store(inr_next, Ordering::Relaxed);
+    let replan_next = w.jobs.replans_due.peek().map_or(NEVER, |r| r.0);
+    status.replan_next.store(replan_next, Ordering::Relaxed);
 
     let asked = std::mem::replace(&mut part.deadlock_check_at, NEVER);
     status.deadlock_check_at.store(asked, Ordering::Relaxed);
@@ -2285,13 +2418,20 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
         let Some((_, i)) = first else {
             return;
         };
-        let w = &mut *parts[i];
         // At least its next event (another partition's copy of one event, a sample or a
         // fault, may have the same key: either order is one world's).
         loop {
-            let (t, ev) = w.events.pop().expect("peeked");
+            let (t, ev) = parts[i].events.pop().expect("peeked");
+            let replan = parts[i].elastic_replan_job(ev);
+            if let Some(j) = replan {
+                install_fates(parts, i, j);
+            }
+            let w = &mut *parts[i];
             w.now = t;
             w.handle_in_partition(ev);
+            if replan.is_some() {
+                w.partition.as_mut().expect("a partition").fates = None;
+            }
             let part = w.partition.as_ref().expect("a partition");
             let outbox = &part.outbox;
             let told =
@@ -2303,7 +2443,8 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
         // A flow finished or given up on here: its other end's partition learns of it now, as
         // one world's one record tells it (a finish before a give-up stops it, and after it
         // counts for nothing).
-        let news = std::mem::take(&mut w.partition.as_mut().expect("a partition").news_out);
+        let part = parts[i].partition.as_mut().expect("a partition");
+        let news = std::mem::take(&mut part.news_out);
         for &(fid, to, what) in &news {
             parts[to as usize].take_news(fid, what);
         }
@@ -2333,6 +2474,43 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
                 }
             }
         }
+    }
+}
+
+/// Before elastic job `j`'s re-plan event runs in partition `i` (in a window run merged, where
+/// every partition ran every event before it): unless the first partition to run it did
+/// already, every partition is given the [`Fate`] of each of the job's op flows, as one world's
+/// one record would tell it (started and gone from its sender's partition, finished from its
+/// receiver's). Each partition then re-plans from the same fates, though the first to run the
+/// event changed its own copies before the next runs it.
+fn install_fates(parts: &mut [&mut World], i: usize, j: usize) {
+    if parts[i]
+        .partition
+        .as_ref()
+        .expect("a partition")
+        .fates
+        .is_some()
+    {
+        return;
+    }
+    let owner = Arc::clone(&parts[i].partition.as_ref().expect("a partition").owner);
+    let flows: Vec<FlowId> = parts[i].jobs.list[j].op_flows().collect();
+    let mut fates = std::collections::HashMap::with_capacity(flows.len());
+    for fid in flows {
+        let Some(f) = parts.iter().find_map(|w| w.flows.get(fid)) else {
+            continue; // (every record is kept in a run with elastic jobs)
+        };
+        let (src, dst) = (owner[f.src] as usize, owner[f.dst] as usize);
+        let sender = parts[src].flows.get(fid);
+        let fate = Fate {
+            started: sender.is_some_and(|f| f.started),
+            finished: parts[dst].flows.get(fid).is_some_and(|f| f.finished()),
+            gone: sender.is_some_and(|f| f.withdrawn || f.abandoned),
+        };
+        fates.insert(fid, fate);
+    }
+    for w in parts.iter_mut() {
+        w.partition.as_mut().expect("a partition").fates = Some(fates.clone());
     }
 }
 

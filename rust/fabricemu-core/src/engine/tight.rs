@@ -306,6 +306,11 @@ impl Tight {
         }
     }
 
+    /// Whether barrier `b` is tracked as tight.
+    pub fn tracks(&self, b: u32) -> bool {
+        self.barriers.iter().any(|&(x, _)| x == b)
+    }
+
     /// How many tight barriers the run has (the same in every partition).
     pub fn len(&self) -> usize {
         self.barriers.len()
@@ -361,7 +366,8 @@ impl Tight {
     /// For frontier barrier `i`, the soonest its flows finishing here allow it to release, as
     /// an offset from when the next event runs (anywhere), with every event before it run: 0
     /// when they cannot tell, at most `enough` (an offset that already rules the next window
-    /// out ends the scan). Flows that finished leave the list (a finished flow stays so).
+    /// out ends the scan). Flows that finished leave the list (a finished flow stays so), and
+    /// so do those an elastic job withdrew (their arrival was taken when it did).
     pub fn offset(&mut self, i: u32, flows: &FlowTable, enough: Time) -> Time {
         let list = &mut self.barriers[i as usize].1;
         let mut at = 0;
@@ -370,7 +376,7 @@ impl Tight {
             let (fid, packet_ps, packets) = list[k];
             // (No record here yet: no packet of it came in.)
             let missing = match flows.get(fid) {
-                Some(f) if f.finished() => None,
+                Some(f) if f.finished() || f.withdrawn => None,
                 Some(f) => Some(packets_missing(f)),
                 None => flows.is_unborn(fid).then_some(packets as u64),
             };

@@ -91,7 +91,7 @@ pub fn build(scenario: &Scenario) -> Res<Built> {
         job.episodes = workload::graph::reaction::episodes(&fabric, &faults, &job.endpoints);
     }
     if s.threads > 1 {
-        if let Some(why) = crate::engine::parallel::unsupported(s, &plan) {
+        if let Some(why) = crate::engine::parallel::unsupported(s) {
             return Err(crate::config::ScenarioError::at(
                 "threads",
                 format!(
