@@ -648,6 +648,37 @@ def test_run_threads_runs_step_graphs_as_one_thread_does(cli, tmp_path):
     assert s1 == s2
 
 
+def test_run_threads_runs_elastic_jobs_as_one_thread_does(cli, tmp_path):
+    # The shipped elastic job (a rank's link fails: the groups re-form without it, the
+    # all-reduces under way re-planned over seven ranks; it rejoins after the repair): the same
+    # ops, steps, flows and job outcome (re-formations, lost GPU-seconds) on two threads.
+    runs = {}
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}"
+        proc = cli(
+            "run",
+            str(ROOT / "scenarios" / "training_elastic.toml"),
+            "-o",
+            str(out),
+            "--threads",
+            str(threads),
+            "--quiet",
+        )
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads((out / "run.json").read_text())
+        runs[threads] = (
+            [read_arrow(out / f"{t}.arrow") for t in ("ops", "steps", "flows")],
+            info["stats"],
+            info["jobs"],
+        )
+    (tables1, s1, jobs1), (tables2, s2, jobs2) = runs[1], runs[2]
+    assert jobs1[0]["reformations"] == 2 and jobs1[0]["group_size_min"] == 7, jobs1
+    assert 7 in tables1[1].column("group_size").to_pylist()
+    for a, b in zip(tables1, tables2):
+        assert a.equals(b)
+    assert (s1, jobs1) == (s2, jobs2)
+
+
 def test_run_threads_runs_in_network_reduction_as_one_thread_does(cli, tmp_path):
     # The shipped example (all-reduces over every host back to back on switch reduction, a
     # pod's reduce-scatter, a permutation), with its pod's call waiting for the contexts: the

@@ -1,6 +1,8 @@
 //! Run a scenario file and print its statistics (for profiling the engine without Python):
 //! `cargo run --release --example run_scenario -- scenarios/permutation.toml [repeat] [out_dir]`
-//! (with `out_dir`, the run streams its traces there and writes its outputs, as `fabricemu run`).
+//! (with `out_dir`, the run streams its traces there and writes its outputs, as `fabricemu run`;
+//! with `ALTERNATE_PACE=N` in the environment, a parallel run switches between its threads and one
+//! thread every N windows).
 
 use std::time::Instant;
 
@@ -28,6 +30,13 @@ fn main() {
     for _ in 0..repeat {
         let t0 = Instant::now();
         let mut sim = Simulation::build(&spec).expect("buildable");
+        // (Tests of the parallel engine: switch between threads and one thread every N windows.)
+        if let Some(n) = std::env::var("ALTERNATE_PACE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            sim.alternate_parallel_pace(n);
+        }
         let built = t0.elapsed().as_secs_f64();
         let json = to_json(&file);
         if let Some(dir) = &out {
