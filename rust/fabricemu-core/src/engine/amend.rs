@@ -331,6 +331,9 @@ impl World {
             }
             self.amends.cancelled[fid.index()] = true;
             self.inr_flow_cancelled(fid);
+            if crate::transport::window::clear(&mut self.unstarted_long, fid.index() as u32) {
+                self.long_flows -= 1; // counted as one that cannot finish within a window
+            }
             report.cancelled += 1;
             if counts {
                 self.amends.count += 1;

@@ -338,11 +338,13 @@ impl FlowTable {
             .map(|(id, &a)| (id, &self.slots[a as usize]))
     }
 
-    /// Reserve ids for `n` more flows (`records`: and records for them).
+    /// Reserve ids for `n` more flows (`records`: and records for them). The records' array
+    /// grows by at least half its size: a run amended again and again (elastic re-plans, a
+    /// controller's calls) copies it a few times, not at each amendment.
     pub fn reserve(&mut self, n: usize, records: bool) {
         self.at.reserve(n);
         if records {
-            self.slots.reserve_exact(n);
+            self.slots.reserve(n.max(self.slots.len() / 2));
         }
     }
 

@@ -298,14 +298,6 @@ impl Job {
         x.endpoints.iter().all(|&e| self.reachable_over(e, a, b))
     }
 
-    /// Elastic: the flows of its ops as planned now (the job's re-plans read their [`Fate`]s).
-    pub(super) fn op_flows(&self) -> impl Iterator<Item = FlowId> + '_ {
-        self.elastic
-            .ops
-            .iter()
-            .flat_map(|op| op.flows.iter().copied())
-    }
-
     /// Elastic: the exclusions so far.
     pub fn exclusions(&self) -> &[Exclusion] {
         &self.elastic.exclusions
@@ -497,8 +489,9 @@ pub struct Jobs {
     /// per time ranks are newly cut off within the episode (they leave the groups then); the
     /// others one per episode, at its start.
     episodes: Vec<(u32, u32, Time)>,
-    /// Barriers appended by an elastic job's re-planning: their job.
-    extra_barriers: HashMap<u32, usize>,
+    /// Barriers appended by an elastic job's re-planning, a range per re-plan (sorted, as
+    /// barriers are only appended), and their job.
+    extra_barriers: Vec<(std::ops::Range<u32>, usize)>,
     /// Barriers and flows appended by elastic re-planning since the plan was last synced
     /// (`Simulation` appends them to its flow plan, as for a controller's amendment).
     pub appended: Amendment,
@@ -564,7 +557,14 @@ impl Jobs {
         self.list
             .iter()
             .position(|j| j.plan.barriers.contains(&b))
-            .or_else(|| self.extra_barriers.get(&b).copied())
+            .or_else(|| {
+                let extra = &self.extra_barriers;
+                let i = extra.partition_point(|(r, _)| r.end <= b);
+                extra
+                    .get(i)
+                    .filter(|(r, _)| r.contains(&b))
+                    .map(|&(_, j)| j)
+            })
     }
 
     /// (time, event index) of every episode's start.
@@ -962,6 +962,16 @@ impl World {
         }
     }
 
+    /// Elastic job `j`: the flows of its ops not ended (their done barrier not released), as
+    /// planned now: those whose [`Fate`]s a re-plan reads.
+    pub(super) fn elastic_open_flows(&self, j: usize) -> Vec<FlowId> {
+        let ops = &self.jobs.list[j].elastic.ops;
+        (ops.iter())
+            .filter(|op| self.barriers[op.done as usize].released_at == NEVER)
+            .flat_map(|op| op.flows.iter().copied())
+            .collect()
+    }
+
     /// Flow `fid`'s [`Fate`], for an elastic re-plan: from its record, or on threads from the
     /// snapshot of every partition's copies taken for the re-plan (`Part::fates`).
     fn fate(&self, fid: FlowId) -> Fate {
@@ -1265,15 +1275,14 @@ impl World {
         for &f in &withdraw {
             self.withdraw_flow(f);
         }
-        if let Some(first) = self.partition.as_ref().map(|p| p.is_first()) {
+        let first_partition = self.partition.as_ref().map(|p| p.is_first());
+        if first_partition.is_some() {
             self.track_appended_flows(&a, FlowId::new(report.first_flow));
-            if first {
-                self.jobs.replans.push((self.now, a.clone()));
-            }
         }
         let nb = a.barriers.len() as u32;
-        for b in report.first_barrier..report.first_barrier + nb {
-            self.jobs.extra_barriers.insert(b, j);
+        if nb > 0 {
+            let barriers = report.first_barrier..report.first_barrier + nb;
+            self.jobs.extra_barriers.push((barriers, j));
         }
         let job = &mut self.jobs.list[j];
         for (k, members, range) in changed {
@@ -1283,9 +1292,16 @@ impl World {
                 .map(|i| FlowId::new(report.first_flow + i as u32))
                 .collect();
         }
-        let appended = &mut self.jobs.appended;
-        appended.flows.extend(a.flows);
-        appended.barriers.extend(a.barriers);
+        match first_partition {
+            None => {
+                let appended = &mut self.jobs.appended;
+                appended.flows.extend(a.flows);
+                appended.barriers.extend(a.barriers);
+            }
+            // On threads the view applies it, from the first partition (`Parallel::fold_into`).
+            Some(true) => self.jobs.replans.push((self.now, a)),
+            Some(false) => {}
+        }
     }
 
     /// Stop started flow `fid` of an elastic job's old plan: its sender stops and its arrival at
@@ -1304,6 +1320,9 @@ impl World {
         let f = &mut self.flows[fid];
         if sends && super::world::sends_long(&self.long_packets, f) {
             self.long_flows -= 1; // settled with packets never sent
+        }
+        if std::mem::take(&mut f.long_at_receiver) {
+            self.long_flows -= 1; // its receiver (here) misses packets that never come
         }
         f.withdrawn = true;
         f.abandoned = true;

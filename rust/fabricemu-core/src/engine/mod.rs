@@ -227,15 +227,14 @@ impl Simulation {
                 }
                 w
             };
-            // Windows longer than the shortest link where the plan stays as built and the fabric
-            // changes only by scheduled faults (each partition applies each, and they only slow
-            // flows down; a give-up, which may settle the last flows at once, ends a window:
-            // `World::earliest_give_up`). Jobs that stall or restart keep their plan: a freeze
-            // only delays what they start, and every partition keeps their state alike.
-            let fixed = scenario.control.is_none()
-                && fabric.ocs.is_none()
-                && plan.in_network.is_none()
-                && !plan.jobs.iter().any(|j| j.is_elastic());
+            // Windows longer than the shortest link where the plan changes only by elastic
+            // re-plans (each in a grid step, after which the bounds count what it appended)
+            // and the fabric only by scheduled faults (each partition applies each, and they
+            // only slow flows down; a give-up, which may settle the last flows at once, ends a
+            // window: `World::earliest_give_up`). Jobs that stall or restart keep their plan: a
+            // freeze only delays what they start, and every partition keeps their state alike.
+            let fixed =
+                scenario.control.is_none() && fabric.ocs.is_none() && plan.in_network.is_none();
             let long = fixed.then_some(parallel::LongWindows {
                 cap: match scenario.switch.pfc {
                     Some(_) => world::DEADLOCK_CHECK_PS,

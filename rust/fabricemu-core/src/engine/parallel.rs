@@ -105,6 +105,7 @@ use crate::topology::Fabric;
 use crate::trace::stream::Place;
 use crate::transport::NEVER;
 use crate::units::Time;
+use crate::workload::FlowInit;
 
 /// Events per call of [`Parallel::run`] when trace rows are held: a partition holds at most
 /// the rows of that many events (a few per event, and a sample's one per port) between the
@@ -249,7 +250,12 @@ pub(super) struct Part {
     /// While an elastic job's re-plan runs here (in a window run merged): the fates of the
     /// job's op flows, taken from every partition just before the first ran it
     /// ([`install_fates`]), so that every partition re-plans alike, as one world does.
-    pub fates: Option<std::collections::HashMap<FlowId, Fate>>,
+    pub fates: Option<Arc<std::collections::HashMap<FlowId, Fate>>>,
+    /// The windows' length while the run cannot end within one (`Parallel::lookahead`), and
+    /// the shortest delay of a link between two partitions: what an elastic re-plan's
+    /// appended flows are judged by (`World::track_appended_flows`).
+    lookahead: Time,
+    cut: Time,
 }
 
 impl Part {
@@ -623,6 +629,8 @@ impl World {
             given_up_elsewhere: Vec::new(),
             cut_off: None,
             fates: None,
+            lookahead: self.window_ps,
+            cut,
         });
     }
 
@@ -634,6 +642,7 @@ impl World {
         tight: &[(u32, Vec<FlowId>)],
         first: FlowId,
         cancel: &[FlowId],
+        cut: Time,
         status: impl Fn(FlowId) -> Option<bool>,
     ) {
         let mtu = self.transport.mtu as u64;
@@ -646,7 +655,7 @@ impl World {
             mtu,
             header: self.transport.header as u64,
             in_network: self.in_network.as_ref(),
-            cut: 0, // (no longer read: `Tight::reach` tells nothing after an amendment)
+            cut,
             ports: &self.ports,
             maker: self.maker.as_ref(),
         };
@@ -705,7 +714,7 @@ impl World {
                 continue;
             };
             let tight = match (b as usize).checked_sub(nb_old) {
-                Some(i) => part.barrier_home[b as usize] == MIRRORED && soonest[i] < self.window_ps,
+                Some(i) => part.barrier_home[b as usize] == MIRRORED && soonest[i] < part.lookahead,
                 None => part.tight.tracks(b),
             };
             if tight {
@@ -715,7 +724,10 @@ impl World {
         }
         let tight: Vec<(u32, Vec<FlowId>)> = counted.into_iter().collect();
         // (Appended flows start later: none started yet.)
-        self.amend_tight(&tight, first, &a.cancel, |_| Some(false));
+        let cut = part.cut;
+        self.amend_tight(&tight, first, &a.cancel, cut, |_| Some(false));
+        // Long windows: those that cannot finish within one once they start.
+        self.count_unstarted_long_of(first.index(), &a.flows);
     }
 
     /// In-network calls on threads: remember the events already scheduled that may start a
@@ -939,12 +951,22 @@ impl World {
     /// sooner than the next event, so while one is left the run cannot end within a long
     /// window (`World::long_flows`); each is uncounted as it starts.
     fn count_unstarted_long(&mut self, plan: &crate::workload::FlowPlan) {
+        self.unstarted_long = vec![0u64; plan.flows.len().div_ceil(64)];
+        self.count_unstarted_long_of(0, &plan.flows);
+    }
+
+    /// [`World::count_unstarted_long`] for `flows`, numbered from `first` (the plan's, or those
+    /// an elastic re-plan appended). Nothing without long windows.
+    pub(super) fn count_unstarted_long_of(&mut self, first: usize, flows: &[FlowInit]) {
+        if self.long_packets.is_empty() {
+            return;
+        }
         let part = self.partition.as_ref().expect("a partition");
         let (me, owner) = (part.me, &part.owner);
         let mtu = self.transport.mtu as u64;
-        let mut unstarted = vec![0u64; plan.flows.len().div_ceil(64)];
+        let unstarted = &mut self.unstarted_long;
         let mut counted = 0;
-        for (i, f) in plan.flows.iter().enumerate() {
+        for (i, f) in (first..).zip(flows) {
             if owner[f.src] != me || f.src == f.dst || f.size_bytes == 0 {
                 continue;
             }
@@ -960,11 +982,10 @@ impl World {
                 .unwrap_or(u32::MAX);
             let (packets, _) = crate::transport::segment(f.size_bytes, mtu);
             if owner[f.dst] != me || packets >= long {
-                crate::transport::window::set(&mut unstarted, i as u32);
+                crate::transport::window::set(unstarted, i as u32);
                 counted += 1;
             }
         }
-        self.unstarted_long = unstarted;
         self.long_flows += counted;
     }
 
@@ -1132,6 +1153,9 @@ impl Parallel {
                 .collect()
         });
         let mut parts = parts;
+        for w in &mut parts {
+            w.partition.as_mut().expect("a partition").lookahead = lookahead;
+        }
         if let Some(l) = long.filter(|_| lookahead > parts[0].window_ps) {
             // A flow is sent on one host port: packets never sent go no faster than its rate.
             let long_packets: Vec<u32> = (fabric.host_ports())
@@ -1201,11 +1225,13 @@ impl Parallel {
     ///   as long as its flows take to finish ([`Tight::reach`]);
     /// - with PFC, a deadlock check is asked for a period ahead: no window is longer.
     ///
-    /// Runs whose plan or fabric changes as they go (circuits, a controller, elastic jobs,
-    /// in-network calls) keep the grid: `long` is None. Scheduled faults only slow flows down,
-    /// and no window is long once a flow may be given up on (`World::earliest_give_up`). Jobs
-    /// that stall or restart keep their plan (a freeze only delays what they start), and their
-    /// ops' barriers are tight at any delay: their windows are long too (since 2026-12-05).
+    /// Runs whose plan or fabric changes as they go (circuits, a controller, in-network calls)
+    /// keep the grid: `long` is None. Scheduled faults only slow flows down, and no window is
+    /// long once a flow may be given up on (`World::earliest_give_up`). Jobs that stall or
+    /// restart keep their plan (a freeze only delays what they start), and their ops' barriers
+    /// are tight at any delay: their windows are long too (since 2026-12-05). So are an elastic
+    /// job's, but for the grid step that may hold a re-plan (`Shared::decide_end`), after which
+    /// the bounds count what it appended (`World::track_appended_flows`).
     fn lookahead(
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,
@@ -1435,19 +1461,15 @@ impl Parallel {
             return;
         }
         let now = view.now;
-        for (at, a) in &replans {
-            view.now = *at;
-            if let Err(e) = view.amend(a) {
+        for (at, a) in replans {
+            view.now = at;
+            if let Err(e) = view.amend(&a) {
                 unreachable!("the view refused what every partition took: {e}");
             }
+            view.jobs.appended.flows.extend(a.flows);
+            view.jobs.appended.barriers.extend(a.barriers);
         }
         view.now = now;
-        let appended = std::mem::take(&mut self.parts[0].jobs.appended);
-        view.jobs.appended.flows.extend(appended.flows);
-        view.jobs.appended.barriers.extend(appended.barriers);
-        for w in &mut self.parts[1..] {
-            w.jobs.appended = Amendment::default();
-        }
         let homes = &self.parts[0]
             .partition
             .as_ref()
@@ -1603,7 +1625,8 @@ impl Parallel {
                 // Each partition's barriers are the view's where it runs them.
                 unreachable!("a partition refused what the view took: {e}");
             }
-            w.amend_tight(&tight, first, &a.cancel, status);
+            // (A controller's run keeps the grid: its tight barriers' reach is not read.)
+            w.amend_tight(&tight, first, &a.cancel, 0, status);
         }
         self.homes = homes;
     }
@@ -1928,9 +1951,14 @@ impl Shared {
         // that may hold one is a grid step, as one world's stop rules are checked on the grid,
         // and runs merged (`decide`).
         let give_up = self.soonest_give_up();
+        // So is one that may hold an elastic re-plan (it changes the plan the bounds are made of).
+        let replan = self.status[0].replan_next.load(Ordering::Relaxed);
         let step = |t: Time| {
             let grid = (t / w + 1).saturating_mul(w);
-            let end = (t.saturating_add(reach)).min(plan.long_until).min(give_up);
+            let end = (t.saturating_add(reach))
+                .min(plan.long_until)
+                .min(give_up)
+                .min(replan);
             // (Something still to come at or after the window's end: the run cannot end in it.)
             if reach > w && (waits || latest >= end) {
                 grid.max(end)
@@ -2494,7 +2522,7 @@ fn install_fates(parts: &mut [&mut World], i: usize, j: usize) {
         return;
     }
     let owner = Arc::clone(&parts[i].partition.as_ref().expect("a partition").owner);
-    let flows: Vec<FlowId> = parts[i].jobs.list[j].op_flows().collect();
+    let flows = parts[i].elastic_open_flows(j);
     let mut fates = std::collections::HashMap::with_capacity(flows.len());
     for fid in flows {
         let Some(f) = parts.iter().find_map(|w| w.flows.get(fid)) else {
@@ -2509,8 +2537,9 @@ fn install_fates(parts: &mut [&mut World], i: usize, j: usize) {
         };
         fates.insert(fid, fate);
     }
+    let fates = Arc::new(fates);
     for w in parts.iter_mut() {
-        w.partition.as_mut().expect("a partition").fates = Some(fates.clone());
+        w.partition.as_mut().expect("a partition").fates = Some(Arc::clone(&fates));
     }
 }
 
