@@ -8,7 +8,6 @@
 //! barrier at the build, about 57 MB per world there, and a parallel run builds one world per
 //! partition and its view.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::ids::FlowId;
@@ -40,9 +39,16 @@ pub(super) struct Barrier {
 #[derive(Debug, Clone, Default)]
 pub(super) struct BarrierLinks {
     planned: Arc<PlannedLinks>,
-    /// Barriers an amendment changed or made: their lists (these replace the flat arrays').
-    amended: HashMap<u32, Lists>,
+    /// Per barrier (as far as the last one an amendment changed or made): its index in
+    /// `amended`, or [`NOT_AMENDED`]. Indexed, not hashed: once a run is amended, every release
+    /// looks its barrier up (an elastic job's re-plans amend every few hundred microseconds).
+    amended_at: Vec<u32>,
+    /// The lists of the barriers an amendment changed or made (these replace the flat arrays').
+    amended: Vec<Lists>,
 }
+
+/// `BarrierLinks::amended_at` of a barrier no amendment changed.
+const NOT_AMENDED: u32 = u32::MAX;
 
 /// The plan's links, flat, by barrier (they never change: an amendment's go to `amended`).
 #[derive(Debug, Default)]
@@ -97,7 +103,8 @@ impl BarrierLinks {
                 then_from,
                 then,
             }),
-            amended: HashMap::new(),
+            amended_at: Vec::new(),
+            amended: Vec::new(),
         }
     }
 
@@ -131,21 +138,24 @@ impl BarrierLinks {
 
     #[inline]
     fn amended_lists(&self, b: u32) -> Option<&Lists> {
-        if self.amended.is_empty() {
-            return None;
-        }
-        self.amended.get(&b)
+        let &i = self.amended_at.get(b as usize)?;
+        (i != NOT_AMENDED).then(|| &self.amended[i as usize])
     }
 
     fn lists_mut(&mut self, b: u32) -> &mut Lists {
-        if !self.amended.contains_key(&b) {
+        if self.amended_lists(b).is_none() {
             let lists = Lists {
                 waiting: self.waiting(b).to_vec(),
                 then: self.then(b).to_vec(),
             };
-            self.amended.insert(b, lists);
+            if self.amended_at.len() <= b as usize {
+                self.amended_at.resize(b as usize + 1, NOT_AMENDED);
+            }
+            self.amended_at[b as usize] = self.amended.len() as u32;
+            self.amended.push(lists);
         }
-        self.amended.get_mut(&b).expect("just made")
+        let i = self.amended_at[b as usize];
+        &mut self.amended[i as usize]
     }
 }
 
@@ -208,7 +218,8 @@ mod tests {
                 then_from: vec![0, 0, 1],
                 then: vec![(0, 9)],
             }),
-            amended: HashMap::new(),
+            amended_at: Vec::new(),
+            amended: Vec::new(),
         };
         let shared = l.clone();
         assert_eq!(l.waiting(0), &[(FlowId::new(7), 5)]);

@@ -978,7 +978,8 @@ impl World {
         if let Some(p) = &self.partition {
             let fates = p.fates.as_ref();
             let fates = fates.expect("an elastic re-plan on threads runs in a merged window");
-            return fates.get(&fid).copied().unwrap_or_default();
+            let i = fates.binary_search_by_key(&fid, |&(f, _)| f);
+            return i.map_or(Fate::default(), |i| fates[i].1);
         }
         self.flows.get(fid).map_or(Fate::default(), |f| Fate {
             started: f.started,

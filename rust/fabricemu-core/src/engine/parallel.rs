@@ -250,7 +250,7 @@ pub(super) struct Part {
     /// While an elastic job's re-plan runs here (in a window run merged): the fates of the
     /// job's op flows, taken from every partition just before the first ran it
     /// ([`install_fates`]), so that every partition re-plans alike, as one world does.
-    pub fates: Option<Arc<std::collections::HashMap<FlowId, Fate>>>,
+    pub fates: Option<Arc<Vec<(FlowId, Fate)>>>,
     /// The windows' length while the run cannot end within one (`Parallel::lookahead`), and
     /// the shortest delay of a link between two partitions: what an elastic re-plan's
     /// appended flows are judged by (`World::track_appended_flows`).
@@ -2522,8 +2522,9 @@ fn install_fates(parts: &mut [&mut World], i: usize, j: usize) {
         return;
     }
     let owner = Arc::clone(&parts[i].partition.as_ref().expect("a partition").owner);
-    let flows = parts[i].elastic_open_flows(j);
-    let mut fates = std::collections::HashMap::with_capacity(flows.len());
+    let mut flows = parts[i].elastic_open_flows(j);
+    flows.sort_unstable();
+    let mut fates = Vec::with_capacity(flows.len());
     for fid in flows {
         let Some(f) = parts.iter().find_map(|w| w.flows.get(fid)) else {
             continue; // (every record is kept in a run with elastic jobs)
@@ -2535,7 +2536,7 @@ fn install_fates(parts: &mut [&mut World], i: usize, j: usize) {
             finished: parts[dst].flows.get(fid).is_some_and(|f| f.finished()),
             gone: sender.is_some_and(|f| f.withdrawn || f.abandoned),
         };
-        fates.insert(fid, fate);
+        fates.push((fid, fate));
     }
     let fates = Arc::new(fates);
     for w in parts.iter_mut() {
