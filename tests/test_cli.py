@@ -620,96 +620,55 @@ def test_run_threads_applies_faults_as_one_thread_does(cli, tmp_path):
     assert s1 == s2
 
 
-def test_run_threads_runs_step_graphs_as_one_thread_does(cli, tmp_path):
-    # The shipped GPipe step graph (compute ops chained to pipeline sends across the two leaves,
-    # three iterations back to back): the same ops, steps and flows on two threads.
+def _on_one_and_two_threads(cli, tmp_path, scenario, tables, *options):
+    """`fabricemu run` of the shipped `scenario` (with `options`) on one thread and on two: per
+    thread count, the `tables` read back and run.json. Each table must be the same on both."""
     runs = {}
     for threads in (1, 2):
         out = tmp_path / f"t{threads}"
-        proc = cli(
-            "run",
-            str(ROOT / "scenarios" / "step_graph.toml"),
-            "-o",
-            str(out),
-            "--threads",
-            str(threads),
-            "--quiet",
-        )
+        args = ("run", str(ROOT / "scenarios" / scenario), "-o", str(out))
+        proc = cli(*args, "--threads", str(threads), *options, "--quiet")
         assert proc.returncode == 0, proc.stderr
         info = json.loads((out / "run.json").read_text())
-        runs[threads] = (
-            [read_arrow(out / f"{t}.arrow") for t in ("ops", "steps", "flows")],
-            info["stats"],
-        )
-    (tables1, s1), (tables2, s2) = runs[1], runs[2]
-    assert tables1[0].num_rows > 0 and s1["flows_finished"] == s1["flows_total"], s1
-    for a, b in zip(tables1, tables2):
+        runs[threads] = ([read_arrow(out / f"{t}.arrow") for t in tables], info)
+    for a, b in zip(runs[1][0], runs[2][0]):
         assert a.equals(b)
-    assert s1 == s2
+    return runs[1], runs[2]
+
+
+def test_run_threads_runs_step_graphs_as_one_thread_does(cli, tmp_path):
+    # The shipped GPipe step graph (compute ops chained to pipeline sends across the two leaves,
+    # three iterations back to back): the same ops, steps and flows on two threads.
+    one, two = _on_one_and_two_threads(cli, tmp_path, "step_graph.toml", ("ops", "steps", "flows"))
+    (tables1, info1), (_, info2) = one, two
+    s1 = info1["stats"]
+    assert tables1[0].num_rows > 0 and s1["flows_finished"] == s1["flows_total"], s1
+    assert s1 == info2["stats"]
 
 
 def test_run_threads_runs_elastic_jobs_as_one_thread_does(cli, tmp_path):
     # The shipped elastic job (a rank's link fails: the groups re-form without it, the
     # all-reduces under way re-planned over seven ranks; it rejoins after the repair): the same
     # ops, steps, flows and job outcome (re-formations, lost GPU-seconds) on two threads.
-    runs = {}
-    for threads in (1, 2):
-        out = tmp_path / f"t{threads}"
-        proc = cli(
-            "run",
-            str(ROOT / "scenarios" / "training_elastic.toml"),
-            "-o",
-            str(out),
-            "--threads",
-            str(threads),
-            "--quiet",
-        )
-        assert proc.returncode == 0, proc.stderr
-        info = json.loads((out / "run.json").read_text())
-        runs[threads] = (
-            [read_arrow(out / f"{t}.arrow") for t in ("ops", "steps", "flows")],
-            info["stats"],
-            info["jobs"],
-        )
-    (tables1, s1, jobs1), (tables2, s2, jobs2) = runs[1], runs[2]
-    assert jobs1[0]["reformations"] == 2 and jobs1[0]["group_size_min"] == 7, jobs1
+    tables = ("ops", "steps", "flows")
+    one, two = _on_one_and_two_threads(cli, tmp_path, "training_elastic.toml", tables)
+    (tables1, info1), (_, info2) = one, two
+    jobs = info1["jobs"]
+    assert jobs[0]["reformations"] == 2 and jobs[0]["group_size_min"] == 7, jobs
     assert 7 in tables1[1].column("group_size").to_pylist()
-    for a, b in zip(tables1, tables2):
-        assert a.equals(b)
-    assert (s1, jobs1) == (s2, jobs2)
+    assert (info1["stats"], jobs) == (info2["stats"], info2["jobs"])
 
 
 def test_run_threads_runs_in_network_reduction_as_one_thread_does(cli, tmp_path):
     # The shipped example (all-reduces over every host back to back on switch reduction, a
     # pod's reduce-scatter, a permutation), with its pod's call waiting for the contexts: the
     # same collectives, flows and reduction counters on one thread and on two.
-    runs = {}
-    for threads in (1, 2):
-        out = tmp_path / f"t{threads}"
-        proc = cli(
-            "run",
-            str(ROOT / "scenarios" / "parallel_in_network.toml"),
-            "-o",
-            str(out),
-            "--threads",
-            str(threads),
-            "--set",
-            "switch.reduction.contexts=1",
-            "--set",
-            "switch.reduction.on_exhausted=wait",
-            "--quiet",
-        )
-        assert proc.returncode == 0, proc.stderr
-        info = json.loads((out / "run.json").read_text())
-        runs[threads] = (
-            [read_arrow(out / f"{t}.arrow") for t in ("collectives", "flows")],
-            info["stats"],
-        )
-    (tables1, s1), (tables2, s2) = runs[1], runs[2]
+    waiting = ("--set", "switch.reduction.contexts=1", "--set", "switch.reduction.on_exhausted=wait")
+    tables = ("collectives", "flows")
+    one, two = _on_one_and_two_threads(cli, tmp_path, "parallel_in_network.toml", tables, *waiting)
+    s1, s2 = one[1]["stats"], two[1]["stats"]
     assert s1["in_network_calls"] == 5 and s1["in_network_waits"] == 1, s1
     assert s1["reduction_combined"] > 0 and s1["flows_finished"] == s1["flows_total"], s1
-    for a, b in zip(tables1, tables2):
-        assert a.equals(b)
     assert s1 == s2
 
 
