@@ -105,7 +105,6 @@ use crate::topology::Fabric;
 use crate::trace::stream::Place;
 use crate::transport::NEVER;
 use crate::units::Time;
-use crate::workload::FlowInit;
 
 /// Events per call of [`Parallel::run`] when trace rows are held: a partition holds at most
 /// the rows of that many events (a few per event, and a sample's one per port) between the
@@ -726,8 +725,6 @@ impl World {
         // (Appended flows start later: none started yet.)
         let cut = part.cut;
         self.amend_tight(&tight, first, &a.cancel, cut, |_| Some(false));
-        // Long windows: those that cannot finish within one once they start.
-        self.count_unstarted_long_of(first.index(), &a.flows);
     }
 
     /// In-network calls on threads: remember the events already scheduled that may start a
@@ -951,22 +948,12 @@ impl World {
     /// sooner than the next event, so while one is left the run cannot end within a long
     /// window (`World::long_flows`); each is uncounted as it starts.
     fn count_unstarted_long(&mut self, plan: &crate::workload::FlowPlan) {
-        self.unstarted_long = vec![0u64; plan.flows.len().div_ceil(64)];
-        self.count_unstarted_long_of(0, &plan.flows);
-    }
-
-    /// [`World::count_unstarted_long`] for `flows`, numbered from `first` (the plan's, or those
-    /// an elastic re-plan appended). Nothing without long windows.
-    pub(super) fn count_unstarted_long_of(&mut self, first: usize, flows: &[FlowInit]) {
-        if self.long_packets.is_empty() {
-            return;
-        }
         let part = self.partition.as_ref().expect("a partition");
         let (me, owner) = (part.me, &part.owner);
         let mtu = self.transport.mtu as u64;
-        let unstarted = &mut self.unstarted_long;
+        let mut unstarted = vec![0u64; plan.flows.len().div_ceil(64)];
         let mut counted = 0;
-        for (i, f) in (first..).zip(flows) {
+        for (i, f) in plan.flows.iter().enumerate() {
             if owner[f.src] != me || f.src == f.dst || f.size_bytes == 0 {
                 continue;
             }
@@ -982,10 +969,11 @@ impl World {
                 .unwrap_or(u32::MAX);
             let (packets, _) = crate::transport::segment(f.size_bytes, mtu);
             if owner[f.dst] != me || packets >= long {
-                crate::transport::window::set(unstarted, i as u32);
+                crate::transport::window::set(&mut unstarted, i as u32);
                 counted += 1;
             }
         }
+        self.unstarted_long = unstarted;
         self.long_flows += counted;
     }
 
@@ -1230,8 +1218,8 @@ impl Parallel {
     /// long once a flow may be given up on (`World::earliest_give_up`). Jobs that stall or
     /// restart keep their plan (a freeze only delays what they start), and their ops' barriers
     /// are tight at any delay: their windows are long too (since 2026-12-05). So are an elastic
-    /// job's, but for the grid step that may hold a re-plan (`Shared::decide_end`), after which
-    /// the bounds count what it appended (`World::track_appended_flows`).
+    /// job's until its first re-plan (the window that may hold one is a grid step,
+    /// `Shared::decide_end`); after it every window is a grid step (`Tight::reach`).
     fn lookahead(
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,
