@@ -1880,9 +1880,9 @@ fn elastic_jobs_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
     // Tensor-parallel inside each server over the NVSwitch: a GPU's NIC link failing excludes
     // its whole model replica (its server's four GPUs), and the data-parallel all-reduces go on
     // over the other replicas, across the partitions (servers dealt out to them). The windows
-    // are long (500 ns where the grid is 5 ns) but for the grid steps that hold a re-plan,
-    // which run merged; after each, the bounds count the flows it appended. The first failure
-    // comes during the first data-parallel all-reduce (128 to 231 us without failures).
+    // are long (500 ns where the grid is 5 ns) until the first re-plan, whose grid step runs
+    // merged, and grid steps after it. The first failure comes during the first data-parallel
+    // all-reduce (128 to 231 us without failures).
     let faults = [
         (r#"["gpu:3", "leaf:3"]"#, 150_000_000, 210_000_000),
         (r#"["gpu:9", "leaf:1"]"#, 1_100_000_000, 1_120_000_000),
@@ -1894,7 +1894,7 @@ fn elastic_jobs_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
     sim.run_to_end();
     let w = sim.parallel_windows().expect("two threads");
     assert_eq!((w.lookahead, w.grid), (500_000, 5_000), "{w:?}");
-    assert!(w.long * 2 > w.count && w.merged > 0, "{w:?}");
+    assert!(w.long > 100 && w.merged > 0, "{w:?}");
 }
 
 #[test]
