@@ -643,6 +643,16 @@ def differential(draw: Any) -> Tuple[str, Dict[str, Any], int]:
         section = data.setdefault(table, {})
         if isinstance(section, dict):
             section[key] = value
+    jobs = [w for w in data.get("workload", []) if isinstance(w, dict) and w.get("kind") == "training"]
+    if jobs and draw(st.booleans()):
+        # The training jobs go on elastically while GPU (or host) links fail within the cut:
+        # each re-formation re-plans them from every partition's flows (docs/parallel.md).
+        for w in jobs:
+            for key in ("restart_time", "checkpoint_interval", "checkpoint_time", "rejoin"):
+                w.pop(key, None)
+            w.update(on_failure="elastic", detection="1us", reformation_time="1us")
+        failures = {"components": "links", "tier": "host", "mtbf": "100us", "mttr": "4us"}
+        data.setdefault("failure_process", []).append({**failures, "until": "15us"})
     return name, data, draw(st.sampled_from([2, 2, 3]))
 
 
