@@ -492,9 +492,11 @@ pub struct Jobs {
     /// Barriers appended by an elastic job's re-planning, a range per re-plan (sorted, as
     /// barriers are only appended), and their job.
     extra_barriers: Vec<(std::ops::Range<u32>, usize)>,
-    /// Barriers and flows appended by elastic re-planning since the plan was last synced
-    /// (`Simulation` appends them to its flow plan, as for a controller's amendment).
-    pub appended: Amendment,
+    /// The amendments of elastic re-plans since the plan was last synced, in order
+    /// (`Simulation` appends their barriers and flows to its flow plan, as for a controller's
+    /// amendment). Kept whole, not merged into one: a job re-planned again and again appends
+    /// hundreds of thousands of flows, and one list would be copied as it grew.
+    pub appended: Vec<Amendment>,
     /// Barriers of a job with a delayed arrival pending, or a release deferred: when it is due
     /// on the job's clock.
     due: HashMap<u32, Time>,
@@ -1295,9 +1297,7 @@ impl World {
         }
         match first_partition {
             None => {
-                let appended = &mut self.jobs.appended;
-                appended.flows.extend(a.flows);
-                appended.barriers.extend(a.barriers);
+                self.jobs.appended.push(a);
             }
             // On threads the view applies it, from the first partition (`Parallel::fold_into`).
             Some(true) => self.jobs.replans.push((self.now, a)),

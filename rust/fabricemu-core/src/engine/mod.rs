@@ -705,12 +705,16 @@ impl Simulation {
     /// Append to the flow plan what elastic jobs re-planned during the run (as
     /// [`Simulation::amend`] does for a controller's amendments), so every output sees it.
     fn sync_job_plan(&mut self) {
-        let a = &mut self.world.jobs.appended;
-        if a.flows.is_empty() && a.barriers.is_empty() {
+        let appended = std::mem::take(&mut self.world.jobs.appended);
+        if appended.is_empty() {
             return;
         }
-        self.plan.flows.append(&mut a.flows);
-        self.plan.barrier_sizes.append(&mut a.barriers);
+        let flows: usize = appended.iter().map(|a| a.flows.len()).sum();
+        self.plan.flows.reserve(flows);
+        for mut a in appended {
+            self.plan.flows.append(&mut a.flows);
+            self.plan.barrier_sizes.append(&mut a.barriers);
+        }
     }
 
     /// Tests of the parallel engine: switch between running the windows on threads and on

@@ -1454,8 +1454,7 @@ impl Parallel {
             if let Err(e) = view.amend(&a) {
                 unreachable!("the view refused what every partition took: {e}");
             }
-            view.jobs.appended.flows.extend(a.flows);
-            view.jobs.appended.barriers.extend(a.barriers);
+            view.jobs.appended.push(a);
         }
         view.now = now;
         let homes = &self.parts[0]
