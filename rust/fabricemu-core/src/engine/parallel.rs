@@ -250,11 +250,9 @@ pub(super) struct Part {
     /// job's op flows, taken from every partition just before the first ran it
     /// ([`install_fates`]), so that every partition re-plans alike, as one world does.
     pub fates: Option<Arc<Vec<(FlowId, Fate)>>>,
-    /// The windows' length while the run cannot end within one (`Parallel::lookahead`), and
-    /// the shortest delay of a link between two partitions: what an elastic re-plan's
-    /// appended flows are judged by (`World::track_appended_flows`).
+    /// The windows' length while the run cannot end within one (`Parallel::lookahead`): which
+    /// of an elastic re-plan's appended barriers are tight (`World::track_appended_flows`).
     lookahead: Time,
-    cut: Time,
 }
 
 impl Part {
@@ -629,7 +627,6 @@ impl World {
             cut_off: None,
             fates: None,
             lookahead: self.window_ps,
-            cut,
         });
     }
 
@@ -641,7 +638,6 @@ impl World {
         tight: &[(u32, Vec<FlowId>)],
         first: FlowId,
         cancel: &[FlowId],
-        cut: Time,
         status: impl Fn(FlowId) -> Option<bool>,
     ) {
         let mtu = self.transport.mtu as u64;
@@ -654,7 +650,7 @@ impl World {
             mtu,
             header: self.transport.header as u64,
             in_network: self.in_network.as_ref(),
-            cut,
+            cut: 0, // (no longer read: `Tight::reach` tells nothing after an amendment)
             ports: &self.ports,
             maker: self.maker.as_ref(),
         };
@@ -723,8 +719,7 @@ impl World {
         }
         let tight: Vec<(u32, Vec<FlowId>)> = counted.into_iter().collect();
         // (Appended flows start later: none started yet.)
-        let cut = part.cut;
-        self.amend_tight(&tight, first, &a.cancel, cut, |_| Some(false));
+        self.amend_tight(&tight, first, &a.cancel, |_| Some(false));
     }
 
     /// In-network calls on threads: remember the events already scheduled that may start a
@@ -1612,8 +1607,7 @@ impl Parallel {
                 // Each partition's barriers are the view's where it runs them.
                 unreachable!("a partition refused what the view took: {e}");
             }
-            // (A controller's run keeps the grid: its tight barriers' reach is not read.)
-            w.amend_tight(&tight, first, &a.cancel, 0, status);
+            w.amend_tight(&tight, first, &a.cancel, status);
         }
         self.homes = homes;
     }
