@@ -148,6 +148,24 @@ impl World {
         a: &Amendment,
         in_network: Option<(&InNetworkPlan, u32, crate::config::CollectiveOp)>,
     ) -> Result<AmendReport, AmendError> {
+        self.amend_records(a, in_network, true)
+    }
+
+    /// [`World::amend`] by a feature that names only flows it knows the state of (an elastic
+    /// job's re-plan: its ops' flows, from their [`super::jobs::Fate`]s): a run that retires
+    /// flows goes on retiring them, and the appended flows get their records as they start.
+    pub(super) fn amend_lazily(&mut self, a: &Amendment) -> Result<AmendReport, AmendError> {
+        self.amend_records(a, None, false)
+    }
+
+    /// [`World::amend_with`]; `keep_all`: every flow keeps its record from now on (an amended
+    /// plan from outside may name any flow, at any time).
+    fn amend_records(
+        &mut self,
+        a: &Amendment,
+        in_network: Option<(&InNetworkPlan, u32, crate::config::CollectiveOp)>,
+        keep_all: bool,
+    ) -> Result<AmendReport, AmendError> {
         let nb_old = self.barriers.len();
         let nb = nb_old + a.barriers.len();
         let nf_old = self.flows.len();
@@ -210,8 +228,11 @@ impl World {
             }
         }
 
-        // An amended plan may name any flow: every flow keeps its record from now on.
-        self.keep_all_flows();
+        if keep_all {
+            self.keep_all_flows();
+        }
+        // Appended flows get their records when they start (from `FlowMaker::appended`).
+        let lazy = self.lazy_records;
         let now = self.now;
         // A partition of a parallel run (amended alike with every other, `Parallel::amend`)
         // starts only its senders' flows and delivers only its barriers' arrivals; cancellations
@@ -224,11 +245,7 @@ impl World {
         let runs = |b: u32| part.is_none_or(|p| p.runs_barrier(b));
         let edges_run: Vec<bool> = a.edges.iter().map(|e| runs(e.to)).collect();
         let cancel_runs: Vec<bool> = (a.cancel.iter())
-            .map(|&fid| {
-                (self.flows.get(fid))
-                    .and_then(|f| f.completes)
-                    .is_some_and(runs)
-            })
+            .map(|&fid| self.completes_of(fid).is_some_and(runs))
             .collect();
         // Barriers.
         self.barriers.extend(a.barriers.iter().map(|&n| Barrier {
@@ -239,7 +256,11 @@ impl World {
         }));
         // Flows: every per-flow array grows once.
         let added = a.flows.len();
-        self.flows.reserve(added, true);
+        self.flows.reserve(added, !lazy);
+        if lazy {
+            let m = self.maker.as_mut().expect("a run whose records are lazy");
+            m.appended.reserve(added);
+        }
         if self.amends.pxn_cluster {
             // (Its own copy from now on, if another world shares it.)
             std::sync::Arc::make_mut(&mut self.pxn).reserve(added);
@@ -261,7 +282,14 @@ impl World {
             if self.amends.pxn_cluster {
                 std::sync::Arc::make_mut(&mut self.pxn).push(pxn);
             }
-            self.flows.push(flow);
+            if lazy {
+                let m = self.maker.as_mut().expect("a run whose records are lazy");
+                debug_assert_eq!(m.entropy.len() + m.appended.len(), fid.index());
+                m.appended.push((*f, (sport, label)));
+                self.flows.push_unborn();
+            } else {
+                self.flows.push(flow);
+            }
             // A barrier that existed before gains the flow's arrival; a new one has its size.
             if let Some(b) = f.completes.filter(|&b| (b as usize) < nb_old) {
                 self.barriers[b as usize].remaining += 1;
@@ -293,8 +321,9 @@ impl World {
         }
         for i in nf_old..self.flows.len() {
             let fid = FlowId::new(i as u32);
-            self.cc
-                .fresh(self.flows.slot(fid), self.flows[fid].rate_bps);
+            if let Some(rate) = self.flows.get(fid).map(|f| f.rate_bps) {
+                self.cc.fresh(self.flows.slot(fid), rate);
+            }
         }
         if let Some(c) = &mut self.credits {
             c.grow(self.flows.len());
@@ -323,8 +352,7 @@ impl World {
             self.amends.cancelled.resize(self.flows.len(), false);
         }
         for (&fid, &runs) in a.cancel.iter().zip(&cancel_runs) {
-            // A flow without a record now retired (it started and finished).
-            let started = self.flows.get(fid).is_none_or(|f| f.started);
+            let started = self.has_started(fid);
             if started || self.amends.cancelled[fid.index()] {
                 report.not_cancelled.push(fid);
                 continue;
@@ -342,7 +370,7 @@ impl World {
             if !runs {
                 continue;
             }
-            if let Some(b) = self.flows[fid].completes {
+            if let Some(b) = self.completes_of(fid) {
                 let b = b as usize;
                 if self.barriers[b].released_at == NEVER && !self.barriers[b].dead {
                     if self.barriers[b].remaining == 1 {

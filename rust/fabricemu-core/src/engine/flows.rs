@@ -14,13 +14,16 @@
 //! finish, size and workload here. On threads, the partitions' records are made lazily too, and
 //! the view retires flows as it folds them (`engine::parallel`).
 //!
-//! Runs whose features look at any flow at any time (a control loop, plan amendments,
-//! in-network reduction, elastic jobs) keep every flow's record for the whole run:
+//! Runs whose features look at any flow at any time (a control loop, plan amendments from
+//! outside, in-network reduction) keep every flow's record for the whole run:
 //! [`super::World::keep_all_flows`]. Faults, optical switches, step graphs, collectives, jobs
 //! that restart or stall, and PXN relays read only flows in progress (a give-up skips a flow
 //! done for good, a job's resume looks at flows in flight, a report reads a flow's row), so
 //! their runs retire flows too (since 2026-12-04; before, they kept every record: a training
-//! run of 391,680 flows held 247 MiB instead of 143).
+//! run of 391,680 flows held 247 MiB instead of 143). So do elastic jobs (since 2026-12-05): a
+//! re-plan reads whether each of its ops' flows started, finished or was given up, and a
+//! retired flow finished; the flows it appends get their records as they start
+//! (`FlowMaker::appended`, [`super::World::amend_lazily`]).
 
 use std::ops::{Index, IndexMut};
 
@@ -114,16 +117,23 @@ impl FlowTable {
     pub fn push(&mut self, f: Flow) -> FlowId {
         let slot = self.take_slot(f);
         let fid = self.at.push(slot);
-        if !self.touched.is_empty() {
-            self.touched.resize(self.len().div_ceil(64), 0);
-            self.touch(fid);
-        }
+        self.cover_touches();
+        self.touch(fid);
         fid
     }
 
     /// A new flow whose record is made when it starts ([`FlowTable::materialise`]).
     pub fn push_unborn(&mut self) -> FlowId {
-        self.at.push(UNBORN)
+        let fid = self.at.push(UNBORN);
+        self.cover_touches();
+        fid
+    }
+
+    /// When touches are tracked, the flows appended since are tracked too.
+    fn cover_touches(&mut self) {
+        if !self.touched.is_empty() {
+            self.touched.resize(self.len().div_ceil(64), 0);
+        }
     }
 
     fn take_slot(&mut self, f: Flow) -> u32 {
@@ -407,7 +417,7 @@ impl super::World {
             .maker
             .as_ref()
             .expect("a run that makes records as flows start");
-        let (sport, label) = m.entropy[fid.index()];
+        let (sport, label) = m.entropy_of(fid);
         super::world::new_flow(
             &self.fabric,
             self.amends.routing(),
@@ -505,6 +515,36 @@ impl super::World {
         }
     }
 
+    /// Flow `fid`'s sender and receiver: from its record or its plan.
+    pub(super) fn flow_ends(&self, fid: FlowId) -> (crate::ids::NodeId, crate::ids::NodeId) {
+        match (self.flows.get(fid), &self.maker) {
+            (Some(f), _) => (f.src, f.dst),
+            (None, Some(m)) => {
+                let init = m.init(fid);
+                (init.src, init.dst)
+            }
+            (None, None) => unreachable!("a flow without a record has its plan"),
+        }
+    }
+
+    /// Whether flow `fid` started, as this world knows: its record says so, or it retired (on
+    /// threads: the view retired it and this partition forgot it).
+    pub(super) fn has_started(&self, fid: FlowId) -> bool {
+        match self.flows.get(fid) {
+            Some(f) => f.started,
+            None => !self.flows.is_unborn(fid),
+        }
+    }
+
+    /// The barrier flow `fid` counts toward, if any: from its record or its plan.
+    pub(super) fn completes_of(&self, fid: FlowId) -> Option<u32> {
+        match (self.flows.get(fid), &self.maker) {
+            (Some(f), _) => f.completes,
+            (None, Some(m)) => m.init(fid).completes,
+            (None, None) => None,
+        }
+    }
+
     /// When flow `fid` starts (NEVER: when a barrier releases it), from its record or its plan.
     pub(super) fn start_of(&self, fid: FlowId) -> crate::units::Time {
         match (self.flows.get(fid), &self.maker) {
@@ -588,7 +628,7 @@ impl super::World {
     pub fn retired_row(&self, fid: FlowId, r: &FlowRow) -> FlowRow {
         let mut r = r.clone();
         if r.ideal_fct_ps == IDEAL_LATER {
-            let streamed = (self.maker.as_ref()).is_some_and(|m| fid.index() >= m.inits.len());
+            let streamed = (self.maker.as_ref()).is_some_and(|m| m.is_streamed(fid));
             r.ideal_fct_ps = if streamed {
                 // A streamed flow's entry is its row's ends, size and start: made again from
                 // its generator it would cost a pass over the stream.

@@ -983,11 +983,20 @@ impl World {
             let i = fates.binary_search_by_key(&fid, |&(f, _)| f);
             return i.map_or(Fate::default(), |i| fates[i].1);
         }
-        self.flows.get(fid).map_or(Fate::default(), |f| Fate {
-            started: f.started,
-            finished: f.finished(),
-            gone: f.withdrawn || f.abandoned,
-        })
+        match self.flows.get(fid) {
+            Some(f) => Fate {
+                started: f.started,
+                finished: f.finished(),
+                gone: f.withdrawn || f.abandoned,
+            },
+            None if self.flows.is_unborn(fid) => Fate::default(),
+            // Retired: it finished (only a finished flow retires).
+            None => Fate {
+                started: true,
+                finished: true,
+                gone: false,
+            },
+        }
     }
 
     /// Episode event `e`'s freeze ended: the flows of its cut-off ranks resend what was not
@@ -1272,7 +1281,7 @@ impl World {
         }
         // The re-plan names only barriers not released and the job's endpoints: a refusal is
         // not expected, and would leave the job waiting on its old plan (never a panic).
-        let Ok(report) = self.amend(&a) else {
+        let Ok(report) = self.amend_lazily(&a) else {
             return;
         };
         for &f in &withdraw {
@@ -1316,6 +1325,9 @@ impl World {
         if fate.finished || fate.gone || !fate.started {
             return;
         }
+        // Every copy is marked: on threads, one whose packets have not come here yet (its
+        // record made now from the plan) must not count them when they do.
+        self.materialise(fid);
         let part = self.partition.as_ref();
         let sends = part.is_none_or(|p| p.starts_flow(self.flows[fid].src));
         let f = &mut self.flows[fid];

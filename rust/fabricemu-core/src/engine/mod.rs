@@ -709,6 +709,9 @@ impl Simulation {
         if appended.is_empty() {
             return;
         }
+        // The appended flows take the ids after every flow's, streamed ones included (the world
+        // goes on making streamed flows itself).
+        self.plan.materialise_streams();
         let flows: usize = appended.iter().map(|a| a.flows.len()).sum();
         self.plan.flows.reserve(flows);
         for mut a in appended {

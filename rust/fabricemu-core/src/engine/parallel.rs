@@ -1446,7 +1446,7 @@ impl Parallel {
         let now = view.now;
         for (at, a) in replans {
             view.now = at;
-            if let Err(e) = view.amend(&a) {
+            if let Err(e) = view.amend_lazily(&a) {
                 unreachable!("the view refused what every partition took: {e}");
             }
             view.jobs.appended.push(a);
@@ -2507,15 +2507,22 @@ fn install_fates(parts: &mut [&mut World], i: usize, j: usize) {
     flows.sort_unstable();
     let mut fates = Vec::with_capacity(flows.len());
     for fid in flows {
-        let Some(f) = parts.iter().find_map(|w| w.flows.get(fid)) else {
-            continue; // (every record is kept in a run with elastic jobs)
-        };
-        let (src, dst) = (owner[f.src] as usize, owner[f.dst] as usize);
-        let sender = parts[src].flows.get(fid);
-        let fate = Fate {
-            started: sender.is_some_and(|f| f.started),
-            finished: parts[dst].flows.get(fid).is_some_and(|f| f.finished()),
-            gone: sender.is_some_and(|f| f.withdrawn || f.abandoned),
+        let (src, dst) = parts[i].flow_ends(fid);
+        let (src, dst) = (&parts[owner[src] as usize], &parts[owner[dst] as usize]);
+        // A copy a partition forgot (the view retired the flow: it finished) has no record;
+        // neither has one not started (its sender's) or whose packets have not come (its
+        // receiver's).
+        let fate = match (src.flows.get(fid), dst.flows.get(fid)) {
+            (_, None) if dst.flows.is_retired(fid) => Fate {
+                started: true,
+                finished: true,
+                gone: false,
+            },
+            (sender, receiver) => Fate {
+                started: sender.map_or(src.flows.is_retired(fid), |f| f.started),
+                finished: receiver.is_some_and(|f| f.finished()),
+                gone: sender.is_some_and(|f| f.withdrawn || f.abandoned),
+            },
         };
         fates.push((fid, fate));
     }

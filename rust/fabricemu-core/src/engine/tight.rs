@@ -110,6 +110,15 @@ impl Where<'_> {
         let (packets, _) = crate::transport::segment(init.size_bytes, self.mtu);
         Some((init.src, init.dst, packets))
     }
+
+    /// The barrier flow `fid` counts toward: from its record, or its plan.
+    fn completes(&self, fid: FlowId) -> Option<u32> {
+        match (self.flows.get(fid), self.maker) {
+            (Some(f), _) => f.completes,
+            (None, Some(m)) => m.init(fid).completes,
+            (None, None) => None,
+        }
+    }
 }
 
 /// One partition's view of the tight barriers (indexed as [`tight_barriers`] lists them).
@@ -283,13 +292,15 @@ impl Tight {
             .map(|(i, &(b, _))| (b, i as u32))
             .collect();
         for &fid in cancelled {
-            let f = &flows[fid];
-            let Some(&i) = f.completes.and_then(|b| index.get(&b)) else {
+            let Some(&i) = at.completes(fid).and_then(|b| index.get(&b)) else {
                 continue;
+            };
+            let Some((src, dst, _)) = at.ends(fid) else {
+                continue; // (a cancelled flow never started: not forgotten)
             };
             self.counts_toward[fid] = NONE;
             self.barriers[i as usize].1.retain(|&(g, _, _)| g != fid);
-            if f.src != f.dst {
+            if src != dst {
                 self.count_start(i); // it never will: no longer waited for
             }
         }

@@ -284,6 +284,10 @@ pub(super) struct FlowMaker {
     /// a packet of theirs first comes in here (their record is made then) or the view retires
     /// them. Every partition runs every stream, starting only its own flows.
     pub foreign: std::collections::HashMap<u32, crate::workload::FlowInit>,
+    /// Flows appended by plan amendments (an elastic job's re-plans), ids on from
+    /// `entropy.len()`: each entry with the header entropy drawn for it at its amendment. Their
+    /// records are made as they start, as the plan's are.
+    pub appended: Vec<(crate::workload::FlowInit, (u16, u32))>,
 }
 
 /// A streamed workload as the run reaches it: its next flow, that flow's id, and the generator
@@ -319,10 +323,34 @@ impl StreamHead {
 }
 
 impl FlowMaker {
+    /// Flow `fid`'s header entropy (UDP source port, flow label), drawn at the build or, for an
+    /// appended flow, at its amendment.
+    #[inline]
+    pub fn entropy_of(&self, fid: FlowId) -> (u16, u32) {
+        match self.appended_index(fid) {
+            Some(i) => self.appended[i].1,
+            None => self.entropy[fid.index()],
+        }
+    }
+
+    /// Where appended flow `fid` is in `appended` (None: a flow of the plan, streamed or not).
+    #[inline]
+    fn appended_index(&self, fid: FlowId) -> Option<usize> {
+        fid.index().checked_sub(self.entropy.len())
+    }
+
+    /// Whether flow `fid` is of a streamed workload (no plan entry: made again from its stream).
+    pub fn is_streamed(&self, fid: FlowId) -> bool {
+        (self.inits.len()..self.entropy.len()).contains(&fid.index())
+    }
+
     /// Flow `fid`'s plan entry (a streamed one made again).
     pub fn init(&self, fid: FlowId) -> crate::workload::FlowInit {
         if let Some(f) = self.inits.get(fid.index()) {
             return *f;
+        }
+        if let Some(i) = self.appended_index(fid) {
+            return self.appended[i].0;
         }
         match self.foreign.get(&fid.get()) {
             Some(f) => *f,
@@ -550,11 +578,10 @@ pub(super) const DEADLOCK_CHECK_PS: Time = 100_000_000;
 
 /// Whether a run retires flows when they are done (their records recycled): unless a feature
 /// of the run may look at any flow at any time (see `engine::flows`): a controller, an
-/// in-network call (its setup rewrites every member's record at the build), an elastic job (its
-/// re-plans read the records of its ops' finished flows).
+/// in-network call (its setup rewrites every member's record at the build). (An elastic job's
+/// re-plans read its ops' flows' fates, which a retired flow keeps: it finished.)
 pub(super) fn retires_flows(s: &Scenario, plan: &FlowPlan) -> bool {
-    let elastic = plan.jobs.iter().any(|j| j.is_elastic());
-    s.control.is_none() && plan.in_network.is_none() && !elastic
+    s.control.is_none() && plan.in_network.is_none()
 }
 
 impl World {
@@ -661,6 +688,7 @@ impl World {
                 .collect(),
             cursor: Default::default(),
             foreign: Default::default(),
+            appended: Vec::new(),
         });
         let mut flows = FlowTable::default();
         flows.reserve(plan.total_flows(), maker.is_none());

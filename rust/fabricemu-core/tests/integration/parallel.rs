@@ -1941,6 +1941,61 @@ fn the_shipped_elastic_training_is_the_same_on_any_number_of_threads() {
 }
 
 #[test]
+fn an_elastic_job_retires_its_finished_flows_with_the_outputs_of_one_that_keeps_them() {
+    // Until 2026-12-05 a run with an elastic job kept every flow's record to its end (its
+    // re-plans read whether each op flow started and finished), in every world of a parallel
+    // run. A retired flow finished, and a partition forgets a flow only once the view retired
+    // it: a re-plan reads the same fates from the records left. The shipped elastic training
+    // (a failure, then a rejoin: two re-plans), with a Poisson workload beside it (its flows
+    // streamed: the re-plans append after them) and a second failure that drops packets.
+    let text = include_str!("../../../../scenarios/training_elastic.toml").replacen(
+        "name = \"training_elastic\"\nseed = 1",
+        "seed = 1",
+        1,
+    ) + "\n[[workload]]\nname = \"bg\"\nkind = \"poisson\"\ncdf = \"websearch\"\n\
+           load = 0.2\nduration = \"2ms\"\n\n[[fault]]\nlink = [\"host:1\", \"leaf:0\"]\n\
+           at = \"700us\"\nuntil = \"900us\"\n";
+    let run = |threads: u32, keep: bool| {
+        let dir = scratch("parallel", &format!("elastic-retires-{threads}-{keep}"));
+        let (json, s, mut sim) = build_with(&text, threads);
+        if keep {
+            sim.keep_all_flows();
+        }
+        assert_eq!(sim.world().retires_flows(), !keep);
+        sim.run_to_end();
+        sim.check_conservation().unwrap();
+        let stats = sim.stats();
+        let rows = format!("{:?}", sim.flow_rows());
+        let peak = match sim.partition_peak_records() {
+            p if p.is_empty() => sim.world().flows.peak_live(),
+            p => p.into_iter().max().unwrap_or(0),
+        };
+        output::write_outputs(&dir, &mut sim, &json, s.seed, false, 0.0).unwrap();
+        (format!("{stats:?}"), rows, stats, peak, dir)
+    };
+    let (stats, rows, s, kept, dir) = run(1, true);
+    assert!(s.flows_finished < s.flows_total, "{s:?}"); // (re-planned: some cancelled)
+    assert!(
+        kept as u64 >= s.flows_total - 100,
+        "{kept} of {}",
+        s.flows_total
+    );
+    let reference = files(&dir);
+    let _ = fs::remove_dir_all(&dir);
+    for threads in [1, 2] {
+        let (st, r, _, peak, dir) = run(threads, false);
+        assert_eq!(st, stats, "stats on {threads} threads");
+        assert_eq!(r, rows, "flow rows on {threads} threads");
+        assert_same_files("elastic-retires", threads, &reference, &dir);
+        // (Records held at once: the flows in progress, a few dozen, not every flow.)
+        assert!(
+            peak * 10 < kept,
+            "{threads} threads: {peak} records of {kept}"
+        );
+    }
+}
+
+#[test]
 fn what_the_parallel_engine_cannot_run_yet_is_refused_naming_threads() {
     let base = r#"
         seed = 1
