@@ -260,6 +260,7 @@ impl World {
         if lazy {
             let m = self.maker.as_mut().expect("a run whose records are lazy");
             m.appended.reserve(added);
+            m.appended_entropy.reserve(added);
         }
         if self.amends.pxn_cluster {
             // (Its own copy from now on, if another world shares it.)
@@ -284,8 +285,7 @@ impl World {
             }
             if lazy {
                 let m = self.maker.as_mut().expect("a run whose records are lazy");
-                debug_assert_eq!(m.entropy.len() + m.appended.len(), fid.index());
-                m.appended.push((*f, (sport, label)));
+                m.append(fid, *f, (sport, label));
                 self.flows.push_unborn();
             } else {
                 self.flows.push(flow);

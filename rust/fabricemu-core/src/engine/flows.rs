@@ -527,6 +527,17 @@ impl super::World {
         }
     }
 
+    /// Share the plan's `flows` again (a run whose records are lazy), or let go of them for a
+    /// moment (None) while the plan grows: see [`super::world::FlowMaker::take_plan`].
+    pub(super) fn share_plan(&mut self, flows: Option<&crate::workload::PlanFlows>) {
+        if let Some(m) = &mut self.maker {
+            match flows {
+                Some(f) => m.take_plan(f),
+                None => m.release_plan(),
+            }
+        }
+    }
+
     /// Whether flow `fid` started, as this world knows: its record says so, or it retired (on
     /// threads: the view retired it and this partition forgot it).
     pub(super) fn has_started(&self, fid: FlowId) -> bool {

@@ -709,6 +709,12 @@ impl Simulation {
         if appended.is_empty() {
             return;
         }
+        // The worlds that make records as flows start share the plan's flows: they let go of
+        // them while the plan grows (in place, not into a copy), then share them again.
+        self.world.share_plan(None);
+        if let Some(par) = &mut self.parallel {
+            par.share_plan(None);
+        }
         // The appended flows take the ids after every flow's, streamed ones included (the world
         // goes on making streamed flows itself).
         self.plan.materialise_streams();
@@ -717,6 +723,10 @@ impl Simulation {
         for mut a in appended {
             self.plan.flows.append(&mut a.flows);
             self.plan.barrier_sizes.append(&mut a.barriers);
+        }
+        self.world.share_plan(Some(&self.plan.flows));
+        if let Some(par) = &mut self.parallel {
+            par.share_plan(Some(&self.plan.flows));
         }
     }
 

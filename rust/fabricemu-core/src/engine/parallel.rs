@@ -1465,6 +1465,14 @@ impl Parallel {
         self.parts.iter().map(|w| w.flows.peak_live()).collect()
     }
 
+    /// Every partition shares the plan's `flows` again, or lets go of them (None): see
+    /// [`World::share_plan`].
+    pub fn share_plan(&mut self, flows: Option<&crate::workload::PlanFlows>) {
+        for w in self.parts.iter_mut() {
+            w.share_plan(flows);
+        }
+    }
+
     /// From now on every partition keeps every flow's record (see [`World::keep_all_flows`]).
     pub fn keep_all_flows(&mut self) {
         for w in self.parts.iter_mut() {

@@ -267,8 +267,11 @@ impl PlanDerived {
 
 /// What makes a flow's record when it starts, in runs that retire flows (see `engine::flows`).
 pub(super) struct FlowMaker {
-    /// The plan's flows, by flow id (shared with the Simulation's plan, not a copy).
+    /// The plan's flows, by flow id (shared with the Simulation's plan, not a copy; taken again
+    /// when the plan grows by what elastic re-plans appended, [`FlowMaker::take_plan`]).
     pub inits: crate::workload::PlanFlows,
+    /// The first streamed flow's id (streamed flows: up to `entropy.len()`).
+    pub first_streamed: usize,
     /// Per flow: the UDP source port and flow label drawn for it at the build (in flow-id
     /// order, as for every flow of a run that keeps them all; shared by a parallel run's
     /// worlds, [`PlanDerived`]).
@@ -285,9 +288,12 @@ pub(super) struct FlowMaker {
     /// them. Every partition runs every stream, starting only its own flows.
     pub foreign: std::collections::HashMap<u32, crate::workload::FlowInit>,
     /// Flows appended by plan amendments (an elastic job's re-plans), ids on from
-    /// `entropy.len()`: each entry with the header entropy drawn for it at its amendment. Their
-    /// records are made as they start, as the plan's are.
-    pub appended: Vec<(crate::workload::FlowInit, (u16, u32))>,
+    /// `entropy.len()`: the header entropy drawn for each at its amendment. Their records are
+    /// made as they start, as the plan's are.
+    pub appended_entropy: Vec<(u16, u32)>,
+    /// The appended flows' entries, from id `appended_from` on, until the plan takes them.
+    pub appended: Vec<crate::workload::FlowInit>,
+    pub appended_from: usize,
 }
 
 /// A streamed workload as the run reaches it: its next flow, that flow's id, and the generator
@@ -327,21 +333,41 @@ impl FlowMaker {
     /// appended flow, at its amendment.
     #[inline]
     pub fn entropy_of(&self, fid: FlowId) -> (u16, u32) {
-        match self.appended_index(fid) {
-            Some(i) => self.appended[i].1,
+        match fid.index().checked_sub(self.entropy.len()) {
+            Some(i) => self.appended_entropy[i],
             None => self.entropy[fid.index()],
         }
     }
 
-    /// Where appended flow `fid` is in `appended` (None: a flow of the plan, streamed or not).
-    #[inline]
-    fn appended_index(&self, fid: FlowId) -> Option<usize> {
-        fid.index().checked_sub(self.entropy.len())
+    /// Whether flow `fid` is of a streamed workload (made again from its stream).
+    pub fn is_streamed(&self, fid: FlowId) -> bool {
+        (self.first_streamed..self.entropy.len()).contains(&fid.index())
     }
 
-    /// Whether flow `fid` is of a streamed workload (no plan entry: made again from its stream).
-    pub fn is_streamed(&self, fid: FlowId) -> bool {
-        (self.inits.len()..self.entropy.len()).contains(&fid.index())
+    /// Appended flow `fid` (its header entropy drawn) with entry `f`.
+    pub fn append(&mut self, fid: FlowId, f: crate::workload::FlowInit, entropy: (u16, u32)) {
+        debug_assert_eq!(self.appended_from + self.appended.len(), fid.index());
+        debug_assert_eq!(
+            self.entropy.len() + self.appended_entropy.len(),
+            fid.index()
+        );
+        self.appended.push(f);
+        self.appended_entropy.push(entropy);
+    }
+
+    /// The plan's flows grew by the appended flows (`Simulation::sync_job_plan`): share them
+    /// again, and drop the entries the plan now holds. (Dropped beforehand, `release_plan`, so
+    /// that the plan grows in place rather than into a copy.)
+    pub fn take_plan(&mut self, flows: &crate::workload::PlanFlows) {
+        self.inits = flows.share();
+        let held = (self.inits.len().saturating_sub(self.appended_from)).min(self.appended.len());
+        self.appended.drain(..held);
+        self.appended_from += held;
+    }
+
+    /// Let go of the plan's flows for a moment (see [`FlowMaker::take_plan`]).
+    pub fn release_plan(&mut self) {
+        self.inits = crate::workload::PlanFlows::default();
     }
 
     /// Flow `fid`'s plan entry (a streamed one made again).
@@ -349,8 +375,8 @@ impl FlowMaker {
         if let Some(f) = self.inits.get(fid.index()) {
             return *f;
         }
-        if let Some(i) = self.appended_index(fid) {
-            return self.appended[i].0;
+        if let Some(i) = fid.index().checked_sub(self.appended_from) {
+            return self.appended[i];
         }
         match self.foreign.get(&fid.get()) {
             Some(f) => *f,
@@ -688,7 +714,10 @@ impl World {
                 .collect(),
             cursor: Default::default(),
             foreign: Default::default(),
+            first_streamed: plan.flows.len(),
+            appended_entropy: Vec::new(),
             appended: Vec::new(),
+            appended_from: derived.entropy.len(),
         });
         let mut flows = FlowTable::default();
         flows.reserve(plan.total_flows(), maker.is_none());
