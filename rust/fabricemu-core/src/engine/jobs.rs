@@ -1290,6 +1290,7 @@ impl World {
         let first_partition = self.partition.as_ref().map(|p| p.is_first());
         if first_partition.is_some() {
             self.track_appended_flows(&a, FlowId::new(report.first_flow));
+            self.recount_latest_pending();
         }
         let nb = a.barriers.len() as u32;
         if nb > 0 {

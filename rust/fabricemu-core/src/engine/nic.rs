@@ -660,6 +660,11 @@ impl World {
     }
 
     fn receive_nack(&mut self, fid: FlowId, expected: u32) {
+        if self.flows[fid].abandoned {
+            // Given up on, or withdrawn by an elastic job: a NACK of a packet still on its way
+            // when it stopped must not start it again.
+            return;
+        }
         self.receive_ack(fid, expected, false, None);
         let r = self.cc.on_loss(self.flows.slot(fid), false, self.now);
         self.react(fid, r);
@@ -836,7 +841,7 @@ impl World {
     // ---- congestion control ------------------------------------------------------------------
 
     fn receive_cnp(&mut self, fid: FlowId) {
-        if self.flows[fid].sender_stopped() {
+        if self.flows[fid].abandoned {
             return;
         }
         let r = self.cc.on_cnp(self.flows.slot(fid), self.now);

@@ -105,6 +105,7 @@ use crate::topology::Fabric;
 use crate::trace::stream::Place;
 use crate::transport::NEVER;
 use crate::units::Time;
+use crate::workload::FlowInit;
 
 /// Events per call of [`Parallel::run`] when trace rows are held: a partition holds at most
 /// the rows of that many events (a few per event, and a sample's one per port) between the
@@ -720,6 +721,8 @@ impl World {
         let tight: Vec<(u32, Vec<FlowId>)> = counted.into_iter().collect();
         // (Appended flows start later: none started yet.)
         self.amend_tight(&tight, first, &a.cancel, |_| Some(false));
+        // Long windows: those that cannot finish within one once they start.
+        self.count_unstarted_long_of(first.index(), &a.flows);
     }
 
     /// In-network calls on threads: remember the events already scheduled that may start a
@@ -943,12 +946,22 @@ impl World {
     /// sooner than the next event, so while one is left the run cannot end within a long
     /// window (`World::long_flows`); each is uncounted as it starts.
     fn count_unstarted_long(&mut self, plan: &crate::workload::FlowPlan) {
+        self.unstarted_long = vec![0u64; plan.flows.len().div_ceil(64)];
+        self.count_unstarted_long_of(0, &plan.flows);
+    }
+
+    /// [`World::count_unstarted_long`] for `flows`, numbered from `first` (the plan's, or those
+    /// an elastic re-plan appended). Nothing without long windows.
+    pub(super) fn count_unstarted_long_of(&mut self, first: usize, flows: &[FlowInit]) {
+        if self.long_packets.is_empty() {
+            return;
+        }
         let part = self.partition.as_ref().expect("a partition");
         let (me, owner) = (part.me, &part.owner);
         let mtu = self.transport.mtu as u64;
-        let mut unstarted = vec![0u64; plan.flows.len().div_ceil(64)];
+        let unstarted = &mut self.unstarted_long;
         let mut counted = 0;
-        for (i, f) in plan.flows.iter().enumerate() {
+        for (i, f) in (first..).zip(flows) {
             if owner[f.src] != me || f.src == f.dst || f.size_bytes == 0 {
                 continue;
             }
@@ -964,12 +977,34 @@ impl World {
                 .unwrap_or(u32::MAX);
             let (packets, _) = crate::transport::segment(f.size_bytes, mtu);
             if owner[f.dst] != me || packets >= long {
-                crate::transport::window::set(&mut unstarted, i as u32);
+                crate::transport::window::set(unstarted, i as u32);
                 counted += 1;
             }
         }
-        self.unstarted_long = unstarted;
         self.long_flows += counted;
+    }
+
+    /// After an elastic re-plan: the latest time of what is still scheduled here that the run
+    /// waits for, counted again from the event queue (`World::latest_pending` is a high-water
+    /// mark, and the re-plan cancelled flows whose starts may be scheduled: the run may now end
+    /// before them). A count too low only makes a window shorter.
+    pub(super) fn recount_latest_pending(&mut self) {
+        let cancelled = |f: FlowId| self.amends.is_cancelled(f);
+        let next_static = self.static_order.get(self.next_static).copied();
+        let mut latest = 0;
+        self.events.for_each_pending(|t, e| {
+            let waited = match e {
+                Event::FlowStart(f) => !cancelled(f),
+                Event::BarrierArrive(_) => true,
+                // (Unless the next flow it starts was cancelled: then a later one may be.)
+                Event::NextFlowStarts => next_static.is_none_or(|f| !cancelled(f)),
+                _ => false,
+            };
+            if waited {
+                latest = latest.max(t);
+            }
+        });
+        self.latest_pending = latest;
     }
 
     /// A packet another partition sent on link `t.port` toward a node of this one: it reaches the
@@ -1213,8 +1248,9 @@ impl Parallel {
     /// long once a flow may be given up on (`World::earliest_give_up`). Jobs that stall or
     /// restart keep their plan (a freeze only delays what they start), and their ops' barriers
     /// are tight at any delay: their windows are long too (since 2026-12-05). So are an elastic
-    /// job's until its first re-plan (the window that may hold one is a grid step,
-    /// `Shared::decide_end`); after it every window is a grid step (`Tight::reach`).
+    /// job's, but for the grid step that may hold a re-plan (`Shared::decide_end`), after which
+    /// the bounds count what it appended (`World::track_appended_flows`) and forget the starts
+    /// it cancelled (`World::recount_latest_pending`).
     fn lookahead(
         fabric: &Fabric,
         plan: &crate::workload::FlowPlan,

@@ -677,6 +677,24 @@ impl EventQueue {
         self.len
     }
 
+    /// Every event still to run, with its time, in no particular order (a scan of the whole
+    /// queue: for what is rare, such as an elastic re-plan's bookkeeping, never per event).
+    pub fn for_each_pending(&self, mut f: impl FnMut(Time, Event)) {
+        for e in &self.batch {
+            f(self.batch_time, e.item);
+        }
+        for lane in &self.lanes {
+            let mask = lane.buf.len() - 1;
+            for k in 0..lane.len {
+                let e = &lane.buf[(lane.head + k) & mask];
+                f(e.time, e.entry.item);
+            }
+        }
+        for e in &self.general.v {
+            f((e.key >> 64) as Time, e.item);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -1167,6 +1185,46 @@ mod tests {
             .iter()
             .position(|e| matches!(e, Event::LinkArrival(_)));
         assert!(last_free < first_arrival);
+    }
+
+    #[test]
+    fn the_pending_scan_sees_every_event_not_yet_popped_at_its_time() {
+        // Events in lanes (a hot delay, a stream), in the general heap and in the batch of the
+        // instant being run: the scan gives each that has not run once, at its time.
+        let mut q = EventQueue::new();
+        let mut pushed = Vec::new();
+        for i in 0..HOT_AFTER + 300 {
+            q.push_after(
+                100 + (i as Time % 3),
+                Event::LinkArrival(PortId::new(i % 64)),
+            );
+            pushed.push((
+                100 + (i as Time % 3),
+                Event::LinkArrival(PortId::new(i % 64)),
+            ));
+            if i % 7 == 0 {
+                let t = 50 + 13 * i as Time;
+                q.push(t, Event::FlowStart(FlowId::new(i)));
+                pushed.push((t, Event::FlowStart(FlowId::new(i))));
+            }
+        }
+        q.push_in_stream(0, 90, Event::BarrierArrive(5));
+        pushed.push((90, Event::BarrierArrive(5)));
+        let popped: Vec<_> = (0..500).map(|_| q.pop().expect("an event")).collect();
+        let mut seen = Vec::new();
+        q.for_each_pending(|t, e| seen.push((t, e.order())));
+        let mut left: Vec<_> = pushed.iter().map(|&(t, e)| (t, e.order())).collect();
+        for &(t, e) in &popped {
+            let k = left
+                .iter()
+                .position(|&x| x == (t, e.order()))
+                .expect("popped once");
+            left.swap_remove(k);
+        }
+        left.sort_unstable();
+        seen.sort_unstable();
+        assert_eq!(seen.len(), q.len());
+        assert_eq!(seen, left);
     }
 
     #[test]

@@ -138,13 +138,9 @@ pub(super) struct Tight {
     /// ([`Tight::reach`]) ...
     soonest: Vec<Time>,
     /// ... the tight barriers by it, and the first of them still waiting for a flow to start
-    /// (barriers only ever stop waiting).
+    /// (barriers only stop waiting, but at an amendment, which sorts them anew).
     by_soonest: Vec<u32>,
     head: usize,
-    /// An amendment tracked barriers since: [`Tight::reach`] no longer tells. (So no window is
-    /// long after an elastic re-plan: what it cancels may have been scheduled, and the run's
-    /// end could then come sooner than `World::latest_pending` says.)
-    amended: bool,
 }
 
 impl Tight {
@@ -159,19 +155,23 @@ impl Tight {
         for (b, fids) in tight {
             t.track(*b, fids, at, |_| Some(false));
         }
-        t.by_soonest = (0..t.barriers.len() as u32).collect();
-        t.by_soonest.sort_by_key(|&i| (t.soonest[i as usize], i));
+        t.sort_by_soonest();
         t
+    }
+
+    /// Order the barriers by their soonest (for [`Tight::reach`]), from the first.
+    fn sort_by_soonest(&mut self) {
+        self.by_soonest = (0..self.barriers.len() as u32).collect();
+        let soonest = &self.soonest;
+        self.by_soonest.sort_by_key(|&i| (soonest[i as usize], i));
+        self.head = 0;
     }
 
     /// How long after the next event (anywhere) the tight barriers still waiting for a flow to
     /// start (outside the frontier) cannot release: none of their flows can finish sooner
-    /// should it start at once (NEVER: none waits; 0 after an amendment). The parallel
-    /// engine's long windows are no longer (`Parallel::lookahead`).
+    /// should it start at once (NEVER: none waits). The parallel engine's long windows are no
+    /// longer (`Parallel::lookahead`).
     pub fn reach(&mut self) -> Time {
-        if self.amended {
-            return 0;
-        }
         while let Some(&i) = self.by_soonest.get(self.head) {
             if self.unstarted[i as usize] > 0 {
                 return self.soonest[i as usize];
@@ -286,7 +286,6 @@ impl Tight {
         status: impl Fn(FlowId) -> Option<bool>,
     ) {
         let flows = at.flows;
-        self.amended = true;
         self.counts_toward.resize(flows.len(), NONE);
         let index: std::collections::HashMap<u32, u32> = (self.barriers.iter().enumerate())
             .map(|(i, &(b, _))| (b, i as u32))
@@ -317,6 +316,8 @@ impl Tight {
                 self.frontier.retain(|&j| j != i);
             }
         }
+        // (Barriers may wait again, and new ones were tracked.)
+        self.sort_by_soonest();
     }
 
     /// Whether barrier `b` is tracked as tight.
