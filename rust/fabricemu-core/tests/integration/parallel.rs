@@ -1897,23 +1897,28 @@ fn elastic_jobs_on_a_gpu_cluster_are_the_same_on_any_number_of_threads() {
     assert!(w.long > 100 && w.merged > 0, "{w:?}");
 }
 
+/// `scenarios/gpu_failures_parallel.toml` (256 GPUs, GPU NIC links failing every ~40 us
+/// somewhere for 1 ms) on one thread, its job elastic and never taking a rank back.
+fn gpu_failures_elastic_never() -> String {
+    include_str!("../../../../scenarios/gpu_failures_parallel.toml")
+        .replacen("threads = 2\n", "", 1)
+        .replacen(
+            "dp_bucket",
+            "on_failure = \"elastic\"\nreformation_time = \"10us\"\nrejoin = \"never\"\ndp_bucket",
+            1,
+        )
+}
+
 #[test]
 fn an_elastic_job_under_a_failure_process_ends_where_one_world_does() {
-    // `scenarios/gpu_failures_parallel.toml` (256 GPUs, GPU NIC links failing every ~40 us
-    // somewhere for 1 ms) with its job elastic and never taking a rank back: re-plan after
+    // The GPT job under a failure process, elastic, never taking a rank back: re-plan after
     // re-plan cancels flows, some of whose starts were scheduled, and withdraws others. The
     // windows were long after the re-plans too on 2026-12-05, until this run on threads ended
     // 260 ns after one world's (found by a differential fuzz). That was blamed first on the
     // cancelled starts (`World::latest_pending`, now counted again at each re-plan), and the
     // windows after a re-plan made grid steps; the cause was withdrawn flows that a NACK
     // started again (the next test). Windows are long after re-plans again.
-    let text = include_str!("../../../../scenarios/gpu_failures_parallel.toml")
-        .replacen("threads = 2\n", "", 1)
-        .replacen(
-            "dp_bucket",
-            "on_failure = \"elastic\"\nreformation_time = \"10us\"\nrejoin = \"never\"\ndp_bucket",
-            1,
-        );
+    let text = gpu_failures_elastic_never();
     // (One thread and two: three and five take a minute here.)
     let name = "gpu-failures-elastic";
     let one = scratch("parallel", &format!("{name}-1"));
@@ -1939,13 +1944,7 @@ fn a_flow_an_elastic_job_withdrew_sends_nothing_more_whatever_comes_back() {
     // counted its packets out of the long windows' bound twice (`World::long_flows` wrapped),
     // and the run ended 260 ns after one world's: the fault the differential fuzz found, which
     // had kept every window after an elastic re-plan a grid step.
-    let text = include_str!("../../../../scenarios/gpu_failures_parallel.toml")
-        .replacen("threads = 2\n", "", 1)
-        .replacen(
-            "dp_bucket",
-            "on_failure = \"elastic\"\nreformation_time = \"10us\"\nrejoin = \"never\"\ndp_bucket",
-            1,
-        );
+    let text = gpu_failures_elastic_never();
     let mut sim = crate::common::build(&text);
     let mut sent_when_withdrawn = std::collections::BTreeMap::new();
     let mut seen = 0;
