@@ -549,11 +549,7 @@ impl super::World {
 
     /// The barrier flow `fid` counts toward, if any: from its record or its plan.
     pub(super) fn completes_of(&self, fid: FlowId) -> Option<u32> {
-        match (self.flows.get(fid), &self.maker) {
-            (Some(f), _) => f.completes,
-            (None, Some(m)) => m.init(fid).completes,
-            (None, None) => None,
-        }
+        completes_of(&self.flows, self.maker.as_ref(), fid)
     }
 
     /// When flow `fid` starts (NEVER: when a barrier releases it), from its record or its plan.
@@ -746,4 +742,18 @@ pub struct FlowBrief {
     pub size_bytes: u64,
     pub num_packets: u32,
     pub finish: Option<crate::units::Time>,
+}
+
+/// The barrier flow `fid` counts toward, if any: from its record in `flows`, or its entry in
+/// `maker`'s plan (a flow without a record here).
+pub(super) fn completes_of(
+    flows: &FlowTable,
+    maker: Option<&super::world::FlowMaker>,
+    fid: FlowId,
+) -> Option<u32> {
+    match (flows.get(fid), maker) {
+        (Some(f), _) => f.completes,
+        (None, Some(m)) => m.init(fid).completes,
+        (None, None) => None,
+    }
 }

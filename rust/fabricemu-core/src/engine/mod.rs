@@ -227,9 +227,9 @@ impl Simulation {
                 }
                 w
             };
-            // Windows longer than the shortest link where the plan stays as built until an
-            // elastic re-plan (from then on every window is a grid step: `Tight::reach`) and the
-            // fabric changes only by scheduled faults (each partition applies each, and they
+            // Windows longer than the shortest link where the plan changes only by elastic
+            // re-plans (the grid step that may hold one runs merged, and the bounds take in what
+            // it changed: `Parallel::lookahead`) and the fabric changes only by scheduled faults (each partition applies each, and they
             // only slow flows down; a give-up, which may settle the last flows at once, ends a
             // window: `World::earliest_give_up`). Jobs that stall or restart keep their plan: a
             // freeze only delays what they start, and every partition keeps their state alike.

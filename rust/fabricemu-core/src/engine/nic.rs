@@ -841,7 +841,7 @@ impl World {
     // ---- congestion control ------------------------------------------------------------------
 
     fn receive_cnp(&mut self, fid: FlowId) {
-        if self.flows[fid].abandoned {
+        if self.flows[fid].sender_stopped() {
             return;
         }
         let r = self.cc.on_cnp(self.flows.slot(fid), self.now);

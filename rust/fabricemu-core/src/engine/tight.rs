@@ -113,11 +113,7 @@ impl Where<'_> {
 
     /// The barrier flow `fid` counts toward: from its record, or its plan.
     fn completes(&self, fid: FlowId) -> Option<u32> {
-        match (self.flows.get(fid), self.maker) {
-            (Some(f), _) => f.completes,
-            (None, Some(m)) => m.init(fid).completes,
-            (None, None) => None,
-        }
+        super::flows::completes_of(self.flows, self.maker, fid)
     }
 }
 
