@@ -272,23 +272,24 @@ impl World {
             let fid = FlowId::new((nf_old + k) as u32);
             let sport = 49152 + self.amends.rng.below(16384) as u16;
             let label = self.amends.rng.below(1 << 20) as u32;
-            let (flow, pxn) = new_flow(
-                &self.fabric,
-                &self.amends.routing,
-                &self.amends.transport,
-                f,
-                sport,
-                label,
-            );
-            if self.amends.pxn_cluster {
-                std::sync::Arc::make_mut(&mut self.pxn).push(pxn);
+            // (A run that makes records as flows start makes this one's then, from its entry:
+            // here only its PXN hops, if the cluster relays.)
+            let made = (!lazy || self.amends.pxn_cluster).then(|| {
+                let (routing, transport) = (&self.amends.routing, &self.amends.transport);
+                new_flow(&self.fabric, routing, transport, f, sport, label)
+            });
+            if let Some((_, pxn)) = made.as_ref().filter(|_| self.amends.pxn_cluster) {
+                std::sync::Arc::make_mut(&mut self.pxn).push(*pxn);
             }
-            if lazy {
-                let m = self.maker.as_mut().expect("a run whose records are lazy");
-                m.append(fid, *f, (sport, label));
-                self.flows.push_unborn();
-            } else {
-                self.flows.push(flow);
+            match made {
+                Some((flow, _)) if !lazy => {
+                    self.flows.push(flow);
+                }
+                _ => {
+                    let m = self.maker.as_mut().expect("a run whose records are lazy");
+                    m.append(fid, *f, (sport, label));
+                    self.flows.push_unborn();
+                }
             }
             // A barrier that existed before gains the flow's arrival; a new one has its size.
             if let Some(b) = f.completes.filter(|&b| (b as usize) < nb_old) {
@@ -297,6 +298,8 @@ impl World {
             match f.start {
                 Start::At(t) if starts[k] => starting.push((t.max(now), fid)),
                 Start::At(_) => {}
+                // (The barriers this amendment makes get their waiting flows below.)
+                Start::After { barrier, .. } if barrier as usize >= nb_old => {}
                 Start::After { barrier, gap } => {
                     let released_at = self.barriers[barrier as usize].released_at;
                     if released_at == NEVER {
@@ -308,6 +311,19 @@ impl World {
                 }
             }
         }
+        // The links of the barriers made here, flat (in flow and edge order, as pushed one by
+        // one): a new barrier has not released.
+        let made_waits = (a.flows.iter().enumerate()).filter_map(|(k, f)| match f.start {
+            Start::After { barrier, gap } if barrier as usize >= nb_old => {
+                Some((barrier, (FlowId::new((nf_old + k) as u32), gap)))
+            }
+            _ => None,
+        });
+        let made_thens = (a.edges.iter())
+            .filter(|e| e.from as usize >= nb_old)
+            .map(|e| (e.from, (e.to, e.delay)));
+        let made = a.barriers.len() as u32;
+        (self.links).add_made(nb_old as u32, made, made_waits, made_thens);
         if let Some((plan, tree, op)) = in_network {
             let new: Vec<FlowId> = (nf_old..self.flows.len())
                 .map(|i| FlowId::new(i as u32))
@@ -335,7 +351,9 @@ impl World {
             if (e.to as usize) < nb_old {
                 self.barriers[e.to as usize].remaining += 1;
             }
-            if self.barriers[e.from as usize].released_at == NEVER {
+            if e.from as usize >= nb_old {
+                // (Linked above.)
+            } else if self.barriers[e.from as usize].released_at == NEVER {
                 self.links.then_mut(e.from).push((e.to, e.delay));
             } else if runs {
                 self.pending_arrivals += 1;
