@@ -17,8 +17,6 @@ pub mod in_network;
 pub mod ring;
 pub mod tree;
 
-use std::collections::HashMap;
-
 pub use config::{algorithms, CollectiveFile, GroupLayout, GroupsValue, RankOrder};
 pub use hierarchical::Domains;
 
@@ -163,31 +161,52 @@ fn graph(ts: &[Transfer]) -> IterationGraph {
     iteration_graph(ts)
 }
 
-/// Group transfers by their input set: one barrier per distinct set. The engine counts a flow
-/// toward one barrier only, so input sets must be disjoint (every algorithm here guarantees it).
+/// Group transfers by their input set: one barrier per distinct set, numbered as the sets first
+/// come. The engine counts a flow toward one barrier only, so input sets must be disjoint
+/// (every algorithm here guarantees it).
 pub fn iteration_graph(ts: &[Transfer]) -> IterationGraph {
     let mut waits = vec![None; ts.len()];
     let mut completes: Vec<Option<u32>> = vec![None; ts.len()];
     let mut sizes: Vec<u32> = Vec::new();
-    let mut by_set: HashMap<Vec<u32>, u32> = HashMap::new();
+    // Each barrier's input set, flat (barrier `b`'s is `sets[set_from[b]..set_from[b + 1]]`).
+    // Sets are disjoint, so a set seen before is the one its first transfer already feeds: no
+    // hashing of the sets (hashing and copying them was half of an elastic job's re-plans'
+    // planning, which runs at every re-formation).
+    let mut set_from: Vec<u32> = vec![0];
+    let mut sets: Vec<u32> = Vec::new();
+    let mut set: Vec<u32> = Vec::new();
     for (k, t) in ts.iter().enumerate() {
         if t.inputs.is_empty() {
             continue;
         }
-        let mut set = t.inputs.clone();
+        set.clear();
+        set.extend_from_slice(&t.inputs);
         set.sort_unstable();
         set.dedup();
-        let next = sizes.len() as u32;
-        let b = *by_set.entry(set.clone()).or_insert_with(|| {
-            sizes.push(set.len() as u32);
-            next
-        });
+        let last = set[set.len() - 1];
+        assert!(
+            (last as usize) < k,
+            "transfer {k} depends on a later transfer {last}"
+        );
+        let b = match completes[set[0] as usize] {
+            Some(b) => {
+                let (from, to) = (set_from[b as usize], set_from[b as usize + 1]);
+                assert!(
+                    sets[from as usize..to as usize] == set[..],
+                    "transfer {} feeds two different input sets",
+                    set[0]
+                );
+                b
+            }
+            None => {
+                sizes.push(set.len() as u32);
+                sets.extend_from_slice(&set);
+                set_from.push(sets.len() as u32);
+                sizes.len() as u32 - 1
+            }
+        };
         waits[k] = Some(b);
         for &i in &set {
-            assert!(
-                (i as usize) < k,
-                "transfer {k} depends on a later transfer {i}"
-            );
             let c = &mut completes[i as usize];
             assert!(
                 c.is_none() || *c == Some(b),
@@ -399,6 +418,48 @@ pub fn expand(
 mod tests {
     use super::*;
     use crate::config::CollectiveSpec;
+
+    fn after(inputs: &[u32]) -> Transfer {
+        Transfer {
+            src: 0,
+            dst: 1,
+            bytes: 1,
+            inputs: inputs.to_vec(),
+            step: 0,
+            delay: 0,
+            phase: 0,
+        }
+    }
+
+    #[test]
+    fn transfers_with_one_input_set_share_a_barrier_numbered_as_the_sets_first_come() {
+        // 0, 1 and 2 start the iteration; 3 and 4 wait for {1, 2} (in any order, repeated),
+        // 5 for {0}, 6 for {3, 4}; 5 and 6 end it.
+        let ts = [&[][..], &[], &[], &[2, 1], &[1, 2, 2], &[0], &[4, 3]].map(after);
+        let g = iteration_graph(&ts);
+        assert_eq!(
+            g.waits,
+            [None, None, None, Some(0), Some(0), Some(1), Some(2)]
+        );
+        assert_eq!(
+            g.completes,
+            [Some(1), Some(0), Some(0), Some(2), Some(2), None, None]
+        );
+        assert_eq!(g.sizes, [2, 1, 2]);
+        assert_eq!(g.terminal, 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "transfer 1 feeds two different input sets")]
+    fn input_sets_that_overlap_are_refused() {
+        iteration_graph(&[&[][..], &[], &[], &[0, 1], &[1, 2]].map(after));
+    }
+
+    #[test]
+    #[should_panic(expected = "transfer 1 depends on a later transfer 1")]
+    fn a_transfer_that_waits_for_itself_is_refused() {
+        iteration_graph(&[&[][..], &[1]].map(after));
+    }
 
     fn spec(
         op: CollectiveOp,
