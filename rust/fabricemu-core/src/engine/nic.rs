@@ -345,6 +345,10 @@ impl World {
             self.meter_data(&p);
         }
         match p.kind {
+            // An elastic job's re-formation withdrew its flow and tore the connection down at
+            // both ends: the receiving NIC drops what still comes, answering nothing (as an RDMA
+            // NIC drops packets for a queue pair destroyed), and the flow counts for nothing.
+            PacketKind::Data if self.flows[p.flow].withdrawn => {}
             PacketKind::Data if p.flags & flags::TRIMMED != 0 => {
                 self.receive_trimmed(p.flow, p.seq)
             }

@@ -1944,9 +1944,15 @@ fn a_flow_an_elastic_job_withdrew_sends_nothing_more_whatever_comes_back() {
     // counted its packets out of the long windows' bound twice (`World::long_flows` wrapped),
     // and the run ended 260 ns after one world's: the fault the differential fuzz found, which
     // had kept every window after an elastic re-plan a grid step.
+    // Its receiver answers nothing more either (its connection is torn down at both ends):
+    // until 2026-12-05 it still took the packets on their way, ACKed, NACKed a gap once per
+    // gap and sent CNPs.
     let text = gpu_failures_elastic_never();
     let mut sim = crate::common::build(&text);
-    let mut sent_when_withdrawn = std::collections::BTreeMap::new();
+    let mut when_withdrawn = std::collections::BTreeMap::new();
+    let receiver = |f: &fabricemu_core::transport::Flow| {
+        (f.expected, f.nacked_at, f.out_of_order, f.ecn_marks, f.cnps)
+    };
     let mut seen = 0;
     // (Each re-formation's withdrawals, looked at within 64 events: a NACK comes back later.)
     while sim.step(64) == fabricemu_core::StepOutcome::Running && sim.world().now < 600_000_000 {
@@ -1955,24 +1961,31 @@ fn a_flow_an_elastic_job_withdrew_sends_nothing_more_whatever_comes_back() {
             seen = now;
             for (fid, f) in sim.world().flows.live() {
                 if f.withdrawn {
-                    sent_when_withdrawn.entry(fid).or_insert(f.packets_sent);
+                    (when_withdrawn.entry(fid)).or_insert((f.packets_sent, receiver(f)));
                 }
             }
         }
     }
     sim.run_to_end();
     assert!(
-        seen >= 2 && sent_when_withdrawn.len() > 10,
-        "{seen} {sent_when_withdrawn:?}"
+        seen >= 2 && when_withdrawn.len() > 10,
+        "{seen} {when_withdrawn:?}"
     );
-    for (fid, sent) in sent_when_withdrawn {
+    let mut in_flight = 0;
+    for (fid, (sent, received)) in when_withdrawn {
         let f = sim
             .world()
             .flows
             .get(fid)
             .expect("a withdrawn flow never retires");
         assert_eq!(f.packets_sent, sent, "flow {fid} after its withdrawal");
+        assert_eq!(receiver(f), received, "flow {fid}'s receiver after");
+        in_flight += (sent > received.0 as u64) as u32;
     }
+    assert!(
+        in_flight > 5,
+        "withdrawn with packets on their way: {in_flight}"
+    );
 }
 
 #[test]
