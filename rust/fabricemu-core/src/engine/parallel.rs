@@ -1809,6 +1809,9 @@ struct Shared {
     /// trees whose call's end would start a waiting one.
     inr_offsets: Vec<AtomicU64>,
     trees: usize,
+    /// In a window run merged: the key of the elastic re-plan every partition runs its copy of
+    /// next, each on its own thread ([`merged_phase_run`]), or None.
+    replan_at: Mutex<Option<u128>>,
 }
 
 /// The windows' schedule, which every thread keeps alike (each decides it from the same
@@ -1840,6 +1843,7 @@ impl Shared {
             waits: (0..n).map(|_| Mutex::default()).collect(),
             offsets: (0..n * tight).map(|_| AtomicU64::new(0)).collect(),
             tight,
+            replan_at: Mutex::new(None),
         }
     }
 
@@ -2176,8 +2180,9 @@ fn serial(
         if clock.deadlock_check_at < end {
             let check = clock.deadlock_check_at;
             if merged {
-                watch
-                    .skipping(|| run_merged_flagged(parts, key_ahead(check, Event::DeadlockCheck)));
+                watch.skipping(|| {
+                    run_merged_flagged(parts, key_ahead(check, Event::DeadlockCheck), false)
+                });
             }
             for (me, w) in parts.iter_mut().enumerate() {
                 post_waits(me, w, shared, check);
@@ -2195,7 +2200,7 @@ fn serial(
             }
         }
         if merged {
-            watch.skipping(|| run_merged_flagged(parts, (end as u128) << 64));
+            watch.skipping(|| run_merged_flagged(parts, (end as u128) << 64, false));
         } else {
             for w in parts.iter_mut() {
                 w.run_window(end);
@@ -2419,29 +2424,51 @@ fn merged_phase(
 }
 
 fn merged_phase_run(me: usize, cells: &[Mutex<&mut World>], shared: &Shared, end: u128) -> bool {
-    if !shared.barrier.wait() {
-        return false;
+    let lock = |i: usize| cells[i].lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if !shared.barrier.wait() {
+            return false;
+        }
+        if me == 0 {
+            let mut guards: Vec<_> = (0..cells.len()).map(lock).collect();
+            let mut worlds: Vec<&mut World> = guards.iter_mut().map(|g| &mut ***g).collect();
+            let replan = run_merged_flagged(&mut worlds, end, true);
+            *shared.replan_at.lock().unwrap_or_else(|e| e.into_inner()) = replan;
+        }
+        if !shared.barrier.wait() {
+            return false;
+        }
+        let replan = *shared.replan_at.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(key) = replan else {
+            return true;
+        };
+        // Each partition runs its copy of the re-plan on its own thread (they exchange
+        // nothing: `run_merged`), then one thread goes on with every partition's events.
+        let mut w = lock(me);
+        let part = w.partition.as_mut().expect("a partition");
+        part.merged = true;
+        if w.events.peek_key_before(key + 1) == Some(key) {
+            let (t, ev) = w.events.pop().expect("peeked");
+            w.now = t;
+            w.handle_in_partition(ev);
+        }
+        let part = w.partition.as_mut().expect("a partition");
+        part.fates = None;
+        part.merged = false;
     }
-    if me == 0 {
-        let mut guards: Vec<_> = (cells.iter())
-            .map(|c| c.lock().unwrap_or_else(|e| e.into_inner()))
-            .collect();
-        let mut worlds: Vec<&mut World> = guards.iter_mut().map(|g| &mut ***g).collect();
-        run_merged_flagged(&mut worlds, end);
-    }
-    shared.barrier.wait()
 }
 
 /// [`run_merged`], with every partition marked merged while it runs.
-fn run_merged_flagged(parts: &mut [&mut World], end: u128) {
+fn run_merged_flagged(parts: &mut [&mut World], end: u128, replans_apart: bool) -> Option<u128> {
     let set_merged = |worlds: &mut [&mut World], on: bool| {
         for w in worlds.iter_mut() {
             w.partition.as_mut().expect("a partition").merged = on;
         }
     };
     set_merged(parts, true);
-    run_merged(parts, end);
+    let replan = run_merged(parts, end, replans_apart);
     set_merged(parts, false);
+    replan
 }
 
 /// Run every partition's events before `end` (an event key) as one world would, in the order of
@@ -2450,7 +2477,19 @@ fn run_merged_flagged(parts: &mut [&mut World], end: u128) {
 /// at once, from that very point in the order (`EventQueue::follow`), so that the barrier
 /// releases in every partition at the instant and round it does in one world. The windows whose
 /// barriers may release sooner than the lookahead after their last arrival run so.
-fn run_merged(parts: &mut [&mut World], end: u128) {
+///
+/// With `replans_apart`, it stops before an elastic job's re-plan, which every partition runs a
+/// copy of under one key, one after the other, and returns that key, the partitions' fates of
+/// the job's flows installed: each partition may then run its copy on its own thread, since a
+/// re-plan tells other partitions nothing (it finishes no flow; an in-network call's gate
+/// could, so not in a run with in-network reduction). Each copy was half the time of a
+/// 1,024-GPU elastic job on two threads (2026-12-05).
+fn run_merged(parts: &mut [&mut World], end: u128, replans_apart: bool) -> Option<u128> {
+    let replans_apart = replans_apart && parts.iter().all(|w| w.in_network.is_none());
+    // Messages left from copies of a re-plan run apart (none expected), told now.
+    for i in 0..parts.len() {
+        tell_others(parts, i);
+    }
     loop {
         let mut first: Option<(u128, usize)> = None;
         let mut bound = end;
@@ -2469,16 +2508,22 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
             }
         }
         let Some((_, i)) = first else {
-            return;
+            return None;
         };
         // At least its next event (another partition's copy of one event, a sample or a
         // fault, may have the same key: either order is one world's).
         loop {
-            let (t, ev) = parts[i].events.pop().expect("peeked");
-            let replan = parts[i].elastic_replan_job(ev);
+            let next = parts[i].events.next_event().expect("peeked");
+            let replan = parts[i].elastic_replan_job(next);
             if let Some(j) = replan {
                 install_fates(parts, i, j);
+                if replans_apart {
+                    // (No partition's next event comes before it.)
+                    return parts[i].events.peek_key_before(end);
+                }
             }
+            let (t, ev) = parts[i].events.pop().expect("peeked");
+            debug_assert_eq!(ev, next);
             let w = &mut *parts[i];
             w.now = t;
             w.handle_in_partition(ev);
@@ -2493,38 +2538,44 @@ fn run_merged(parts: &mut [&mut World], end: u128) {
                 break;
             }
         }
-        // A flow finished or given up on here: its other end's partition learns of it now, as
-        // one world's one record tells it (a finish before a give-up stops it, and after it
-        // counts for nothing).
-        let part = parts[i].partition.as_mut().expect("a partition");
-        let news = std::mem::take(&mut part.news_out);
-        for &(fid, to, what) in &news {
-            parts[to as usize].take_news(fid, what);
-        }
-        let w = &mut *parts[i];
-        let part = w.partition.as_mut().expect("a partition");
-        if part.outbox.arrivals.is_empty() && part.outbox.inr.is_empty() {
+        tell_others(parts, i);
+    }
+}
+
+/// In a window run merged, after partition `i`'s last event: what it tells the others, they
+/// learn now, from that very point in the order.
+fn tell_others(parts: &mut [&mut World], i: usize) {
+    // A flow finished or given up on here: its other end's partition learns of it now, as
+    // one world's one record tells it (a finish before a give-up stops it, and after it
+    // counts for nothing).
+    let part = parts[i].partition.as_mut().expect("a partition");
+    let news = std::mem::take(&mut part.news_out);
+    for &(fid, to, what) in &news {
+        parts[to as usize].take_news(fid, what);
+    }
+    let w = &mut *parts[i];
+    let part = w.partition.as_mut().expect("a partition");
+    if part.outbox.arrivals.is_empty() && part.outbox.inr.is_empty() {
+        return;
+    }
+    let arrivals = std::mem::take(&mut part.outbox.arrivals);
+    let gates = std::mem::take(&mut part.outbox.inr);
+    let (now, round) = (w.now, w.events.round());
+    for (j, other) in parts.iter_mut().enumerate() {
+        if j == i {
             continue;
         }
-        let arrivals = std::mem::take(&mut part.outbox.arrivals);
-        let gates = std::mem::take(&mut part.outbox.inr);
-        let (now, round) = (w.now, w.events.round());
-        for (j, other) in parts.iter_mut().enumerate() {
-            if j == i {
-                continue;
-            }
-            for &(at, b) in &arrivals {
-                other.events.follow(at, round);
-                other.barrier_arrive_at(b, at);
-            }
-            if !gates.is_empty() {
-                // As if the change had been made in this partition, at that point: a waiting
-                // call it starts starts here at this instant too.
-                other.events.follow(now, round);
-                other.now = now;
-                for &gate in &gates {
-                    other.inr_told(gate);
-                }
+        for &(at, b) in &arrivals {
+            other.events.follow(at, round);
+            other.barrier_arrive_at(b, at);
+        }
+        if !gates.is_empty() {
+            // As if the change had been made in this partition, at that point: a waiting
+            // call it starts starts here at this instant too.
+            other.events.follow(now, round);
+            other.now = now;
+            for &gate in &gates {
+                other.inr_told(gate);
             }
         }
     }

@@ -934,6 +934,12 @@ impl EventQueue {
         Some(self.batch_key(e)).filter(|&k| k < key)
     }
 
+    /// The next event, once [`EventQueue::peek_key_before`] found one (else None).
+    #[inline]
+    pub fn next_event(&self) -> Option<Event> {
+        self.batch.last().map(|e| e.item)
+    }
+
     /// The round of the last event popped among the events at its time.
     pub fn round(&self) -> u64 {
         self.round
