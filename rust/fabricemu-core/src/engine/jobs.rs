@@ -61,7 +61,6 @@ pub struct EpisodeOutcome {
 }
 
 /// One reacting job's state in the run.
-#[derive(Clone)]
 pub struct Job {
     pub plan: JobPlan,
     /// Per op of the job: its iteration.
@@ -90,7 +89,7 @@ pub struct Job {
 }
 
 /// An op of an elastic job as it can be re-planned.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct ElasticOp {
     kind: PlannedKind,
     phase: OpPhase,
@@ -126,7 +125,7 @@ pub struct Reformation {
     pub rejoin: bool,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct Elastic {
     ops: Vec<ElasticOp>,
     /// Per endpoint of the job (`plan.endpoints` order): its model replica (the ranks linked by
@@ -153,6 +152,165 @@ struct Elastic {
     /// Every time one of the job's endpoints is cut off (all episodes): (endpoint, from,
     /// until; NEVER: for ever), sorted by endpoint.
     cuts: Vec<(u32, Time, Time)>,
+}
+
+// A parallel run's view copies its jobs from a partition at every fold: copied field by field
+// into the vectors it holds (`clone_from`), not into new ones (a 1,024-GPU elastic job's ops were
+// a fresh 6 MB mapping, zeroed by the kernel, at each of its folds: 2026-12-05). Each copy
+// names every field, so that a new one cannot be left out.
+impl Clone for Job {
+    fn clone(&self) -> Self {
+        let Job {
+            plan,
+            op_iteration,
+            ops_left,
+            iteration_end,
+            useful,
+            completed,
+            progress,
+            checkpoint,
+            checkpoint_ps,
+            freezes,
+            outcomes,
+            checkpoints,
+            checkpoint_pause_ps,
+            checkpoint_pauses,
+            elastic,
+        } = self;
+        Job {
+            plan: plan.clone(),
+            op_iteration: op_iteration.clone(),
+            ops_left: ops_left.clone(),
+            iteration_end: iteration_end.clone(),
+            useful: useful.clone(),
+            completed: completed.clone(),
+            progress: *progress,
+            checkpoint: *checkpoint,
+            checkpoint_ps: *checkpoint_ps,
+            freezes: freezes.clone(),
+            outcomes: outcomes.clone(),
+            checkpoints: *checkpoints,
+            checkpoint_pause_ps: *checkpoint_pause_ps,
+            checkpoint_pauses: checkpoint_pauses.clone(),
+            elastic: elastic.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        let Job {
+            plan,
+            op_iteration,
+            ops_left,
+            iteration_end,
+            useful,
+            completed,
+            progress,
+            checkpoint,
+            checkpoint_ps,
+            freezes,
+            outcomes,
+            checkpoints,
+            checkpoint_pause_ps,
+            checkpoint_pauses,
+            elastic,
+        } = self;
+        plan.clone_from(&src.plan);
+        op_iteration.clone_from(&src.op_iteration);
+        ops_left.clone_from(&src.ops_left);
+        iteration_end.clone_from(&src.iteration_end);
+        useful.clone_from(&src.useful);
+        completed.clone_from(&src.completed);
+        *progress = src.progress;
+        *checkpoint = src.checkpoint;
+        *checkpoint_ps = src.checkpoint_ps;
+        freezes.clone_from(&src.freezes);
+        outcomes.clone_from(&src.outcomes);
+        *checkpoints = src.checkpoints;
+        *checkpoint_pause_ps = src.checkpoint_pause_ps;
+        checkpoint_pauses.clone_from(&src.checkpoint_pauses);
+        elastic.clone_from(&src.elastic);
+    }
+}
+
+impl Clone for ElasticOp {
+    fn clone(&self) -> Self {
+        let ElasticOp {
+            kind,
+            phase,
+            nodes,
+            bytes,
+            ready,
+            done,
+            flows,
+            members,
+        } = self;
+        ElasticOp {
+            kind: *kind,
+            phase: *phase,
+            nodes: nodes.clone(),
+            bytes: *bytes,
+            ready: *ready,
+            done: *done,
+            flows: flows.clone(),
+            members: members.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        let ElasticOp {
+            kind,
+            phase,
+            nodes,
+            bytes,
+            ready,
+            done,
+            flows,
+            members,
+        } = self;
+        *kind = src.kind;
+        *phase = src.phase;
+        nodes.clone_from(&src.nodes);
+        *bytes = src.bytes;
+        *ready = src.ready;
+        *done = src.done;
+        flows.clone_from(&src.flows);
+        members.clone_from(&src.members);
+    }
+}
+
+impl Clone for Elastic {
+    fn clone(&self) -> Self {
+        let mut e = Elastic::default();
+        e.clone_from(self);
+        e
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        let Elastic {
+            ops,
+            replica,
+            exclusions,
+            reformations,
+            rejoining,
+            group,
+            skipped,
+            held,
+            started_late,
+            pending,
+            cuts,
+        } = self;
+        ops.clone_from(&src.ops);
+        replica.clone_from(&src.replica);
+        exclusions.clone_from(&src.exclusions);
+        reformations.clone_from(&src.reformations);
+        *rejoining = src.rejoining;
+        group.clone_from(&src.group);
+        skipped.clone_from(&src.skipped);
+        held.clone_from(&src.held);
+        started_late.clone_from(&src.started_late);
+        pending.clone_from(&src.pending);
+        cuts.clone_from(&src.cuts);
+    }
 }
 
 impl Elastic {
