@@ -148,23 +148,34 @@ impl World {
         a: &Amendment,
         in_network: Option<(&InNetworkPlan, u32, crate::config::CollectiveOp)>,
     ) -> Result<AmendReport, AmendError> {
-        self.amend_records(a, in_network, true)
+        self.amend_records(a, in_network, true, true)
     }
 
     /// [`World::amend`] by a feature that names only flows it knows the state of (an elastic
     /// job's re-plan: its ops' flows, from their [`super::jobs::Fate`]s): a run that retires
     /// flows goes on retiring them, and the appended flows get their records as they start.
     pub(super) fn amend_lazily(&mut self, a: &Amendment) -> Result<AmendReport, AmendError> {
-        self.amend_records(a, None, false)
+        self.amend_records(a, None, false, true)
+    }
+
+    /// [`World::amend_lazily`] in a parallel run's view, which runs no event: it records what
+    /// `a` appends and cancels (for the outputs), not the starts it schedules, the barriers'
+    /// links or the arrivals its cancellations make (the partitions run those, and the view
+    /// folds what they did). Most of the view's share of a 1,024-GPU elastic job's re-plans,
+    /// which it applies while the partitions wait (2026-12-05).
+    pub(super) fn amend_view(&mut self, a: &Amendment) -> Result<AmendReport, AmendError> {
+        self.amend_records(a, None, false, false)
     }
 
     /// [`World::amend_with`]; `keep_all`: every flow keeps its record from now on (an amended
-    /// plan from outside may name any flow, at any time).
+    /// plan from outside may name any flow, at any time); `runs`: this world runs the events
+    /// (false: a parallel run's view, [`World::amend_view`]).
     fn amend_records(
         &mut self,
         a: &Amendment,
         in_network: Option<(&InNetworkPlan, u32, crate::config::CollectiveOp)>,
         keep_all: bool,
+        runs_events: bool,
     ) -> Result<AmendReport, AmendError> {
         let nb_old = self.barriers.len();
         let nb = nb_old + a.barriers.len();
@@ -262,7 +273,9 @@ impl World {
             m.appended.reserve(added);
             m.appended_entropy.reserve(added);
         }
-        if self.amends.pxn_cluster {
+        // (A view's too: the ideal completion times in the outputs take the relayed path.)
+        let pxn_hops = self.amends.pxn_cluster;
+        if pxn_hops {
             // (Its own copy from now on, if another world shares it.)
             std::sync::Arc::make_mut(&mut self.pxn).reserve(added);
         }
@@ -274,11 +287,11 @@ impl World {
             let label = self.amends.rng.below(1 << 20) as u32;
             // (A run that makes records as flows start makes this one's then, from its entry:
             // here only its PXN hops, if the cluster relays.)
-            let made = (!lazy || self.amends.pxn_cluster).then(|| {
+            let made = (!lazy || pxn_hops).then(|| {
                 let (routing, transport) = (&self.amends.routing, &self.amends.transport);
                 new_flow(&self.fabric, routing, transport, f, sport, label)
             });
-            if let Some((_, pxn)) = made.as_ref().filter(|_| self.amends.pxn_cluster) {
+            if let Some((_, pxn)) = made.as_ref().filter(|_| pxn_hops) {
                 std::sync::Arc::make_mut(&mut self.pxn).push(*pxn);
             }
             match made {
@@ -296,6 +309,7 @@ impl World {
                 self.barriers[b as usize].remaining += 1;
             }
             match f.start {
+                _ if !runs_events => {}
                 Start::At(t) if starts[k] => starting.push((t.max(now), fid)),
                 Start::At(_) => {}
                 // (The barriers this amendment makes get their waiting flows below.)
@@ -323,7 +337,9 @@ impl World {
             .filter(|e| e.from as usize >= nb_old)
             .map(|e| (e.from, (e.to, e.delay)));
         let made = a.barriers.len() as u32;
-        (self.links).add_made(nb_old as u32, made, made_waits, made_thens);
+        if runs_events {
+            (self.links).add_made(nb_old as u32, made, made_waits, made_thens);
+        }
         if let Some((plan, tree, op)) = in_network {
             let new: Vec<FlowId> = (nf_old..self.flows.len())
                 .map(|i| FlowId::new(i as u32))
@@ -351,8 +367,8 @@ impl World {
             if (e.to as usize) < nb_old {
                 self.barriers[e.to as usize].remaining += 1;
             }
-            if e.from as usize >= nb_old {
-                // (Linked above.)
+            if e.from as usize >= nb_old || !runs_events {
+                // (Linked above, or not here.)
             } else if self.barriers[e.from as usize].released_at == NEVER {
                 self.links.then_mut(e.from).push((e.to, e.delay));
             } else if runs {
@@ -385,7 +401,7 @@ impl World {
                 self.amends.count += 1;
                 self.flows_settled += 1;
             }
-            if !runs {
+            if !runs || !runs_events {
                 continue;
             }
             if let Some(b) = self.completes_of(fid) {
@@ -399,7 +415,7 @@ impl World {
                 }
             }
         }
-        if report.cancelled > 0 {
+        if report.cancelled > 0 && runs_events {
             let cancelled = &self.amends.cancelled;
             // The barriers the cancelled flows wait on: from their plan entries where this world
             // keeps them (a run that makes records as flows start), else every barrier. (A scan
