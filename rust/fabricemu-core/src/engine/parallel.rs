@@ -2507,9 +2507,7 @@ fn run_merged(parts: &mut [&mut World], end: u128, replans_apart: bool) -> Optio
                 }
             }
         }
-        let Some((_, i)) = first else {
-            return None;
-        };
+        let (_, i) = first?;
         // At least its next event (another partition's copy of one event, a sample or a
         // fault, may have the same key: either order is one world's).
         loop {
