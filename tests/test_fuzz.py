@@ -753,7 +753,7 @@ def _same_tables_on_threads(tmp_path_factory: Any, case: Tuple[str, Dict[str, An
                 # threads only what the parallel engine does not run yet, naming `threads`, or
                 # over the memory guard, whose estimate grows with the partitions (each holds
                 # its packets in flight and flow records: a randomised campaign met one on
-                # 2026-12-05, 0.9 GiB on one thread and 1.3 GiB on two).
+                # 2026-12-05: under 1 GiB on one thread, 1.3 GiB on two).
                 over = "max_memory=" in str(e)
                 assert n == 1 or "threads" in str(e) or over, f"{name}: refused on {n}: {e}"
                 return
