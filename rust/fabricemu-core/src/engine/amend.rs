@@ -277,7 +277,15 @@ impl World {
         let pxn_hops = self.amends.pxn_cluster;
         if pxn_hops {
             // (Its own copy from now on, if another world shares it.)
-            std::sync::Arc::make_mut(&mut self.pxn).reserve(added);
+            let pxn = std::sync::Arc::make_mut(&mut self.pxn);
+            // Streamed flows, whose ids come between the plan's and these, have no PXN hops
+            // (`PlanDerived`): their entries are empty, so that these flows' are at their ids.
+            // (Until 2026-12-05 they were not there: an amended flow read another's hops, and
+            // a GPU cluster's switch counted its shared buffer below zero.)
+            if pxn.len() < nf_old {
+                pxn.resize(nf_old, [None; 2]);
+            }
+            pxn.reserve(added);
         }
         // Starts are scheduled once the flows are all known (an in-network call's included).
         let mut starting: Vec<(Time, FlowId)> = Vec::new();

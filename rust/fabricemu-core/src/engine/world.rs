@@ -1365,7 +1365,7 @@ impl World {
         let out = if c.domain(dst).and_then(|d| c.domain_switch(d)) == Some(node) {
             self.fabric.peer_port[c.scaleup_port(dst)?]
         } else {
-            self.pxn.get(fid)?[usize::from(!data)]?.switch_out
+            self.pxn_hops(fid, data)?.switch_out
         };
         (!self.ports[out].down).then_some(out)
     }
@@ -1373,7 +1373,23 @@ impl World {
     /// GPU clusters, PXN: the relay GPU's NIC port for flow `fid`'s data or control packets.
     #[inline]
     pub(super) fn relay_out(&self, fid: FlowId, data: bool) -> Option<PortId> {
-        Some(self.pxn.get(fid)?[usize::from(!data)]?.relay_out)
+        Some(self.pxn_hops(fid, data)?.relay_out)
+    }
+
+    /// GPU clusters, PXN: flow `fid`'s hops through its relay, for its data or control packets
+    /// (None: it needs no relay). A planned or amended flow's are in `pxn`; a streamed flow,
+    /// made as the run goes, has no entry there, and its hops are worked out again from its
+    /// record (until 2026-12-05 it had none: a streamed workload's cross-rail flows on a PXN
+    /// cluster were dropped as unreachable at the first scale-up switch).
+    #[inline]
+    fn pxn_hops(&self, fid: FlowId, data: bool) -> Option<PxnHops> {
+        let i = usize::from(!data);
+        if self.maker.as_ref().is_some_and(|m| m.is_streamed(fid)) {
+            let f = self.flows.get(fid)?;
+            let ends = endpoint_ports(&self.fabric, f.src, f.dst, f.header_fwd, f.header_rev);
+            return ends.pxn[i];
+        }
+        self.pxn.get(fid)?[i]
     }
 
     /// Ideal FCT of flow `fid`: alone on its path.

@@ -344,3 +344,87 @@ fn a_pxn_relay_holds_a_bounded_transit_buffer_and_pauses_the_scale_up_switch() {
         );
     }
 }
+
+/// [`two_servers`] with PXN, a streamed Poisson workload of small messages among the 8 GPUs
+/// (made as the run goes: no plan entry) and one planned flow.
+fn two_servers_streamed() -> String {
+    format!(
+        r#"
+{}
+[cluster]
+gpus_per_server = 4
+cross_rail = "pxn"
+[[workload]]
+kind = "flows"
+flows = [{{ src = 0, dst = 5, size = "100KB" }}]
+[[workload]]
+kind = "poisson"
+cdf = "google_rpc"
+load = 0.3
+duration = "40us"
+"#,
+        leaf_spine(4, 2, 2, "100Gbps", None, "500ns")
+    )
+}
+
+#[test]
+fn streamed_flows_cross_rails_through_their_relay_as_planned_ones_do() {
+    // Until 2026-12-05 only planned flows had PXN hops: a streamed workload's flow to a GPU on
+    // another rail went to the scale-up switch and was dropped there as unreachable (87 of 113
+    // of a Poisson workload's flows on an 8-rail cluster never finished). Source: the path
+    // rules of the test above; exact counts.
+    let sim = run(&two_servers_streamed());
+    let w = sim.world();
+    assert!(w.streamed_flows() > 20, "{} streamed", w.streamed_flows());
+    let st = sim.stats();
+    assert_eq!(st.unreachable_drops, 0);
+    assert_eq!(st.flows_finished, st.flows_total);
+    // Cross-rail flows relay over NVLink: none crosses a spine, and the scale-up tier works.
+    assert_eq!(role_bytes(&sim, Role::Spine), 0);
+    assert!(tier_bytes(&sim, Tier::ScaleUp) > 0);
+    sim.check_conservation().unwrap();
+}
+
+#[test]
+fn a_flow_amended_after_streamed_ones_relays_on_its_own_hops() {
+    // Until 2026-12-05 an amended flow's PXN hops went where the table ended (the planned
+    // flows'), not at its id after the streamed ones: it read none, or another flow's (an
+    // elastic MoE job beside a Poisson workload counted a switch's shared buffer below zero).
+    use fabricemu_core::engine::amend::Amendment;
+    use fabricemu_core::workload::{FlowInit, Start};
+    let mut sim = common::build(&two_servers_streamed());
+    sim.step(2_000);
+    let first = sim.world().flows.len();
+    assert!(sim.world().streamed_flows() > 0);
+    let report = sim
+        .amend(&Amendment {
+            flows: vec![FlowInit {
+                src: NodeId::new(2),
+                dst: NodeId::new(7),
+                size_bytes: 200_000,
+                start: Start::At(0),
+                workload: 0,
+                completes: None,
+                collective: None,
+                tag: None,
+            }],
+            ..Amendment::default()
+        })
+        .unwrap();
+    assert_eq!(report.first_flow as usize, first);
+    sim.run_to_end();
+    let st = sim.stats();
+    assert_eq!(
+        (st.unreachable_drops, st.flows_finished),
+        (0, st.flows_total)
+    );
+    sim.check_conservation().unwrap();
+    // GPU 2 (server 0, rail 2) -> NVSwitch -> GPU 3 (rail 3) -> leaf 3 -> GPU 7.
+    let w = sim.world();
+    let c = w.fabric.cluster.as_deref().unwrap();
+    let path = w.flow_path_ports(FlowId::new(first as u32));
+    let nodes: Vec<u32> = path.iter().map(|&p| w.fabric.peer_node[p].get()).collect();
+    let leaf3 = w.fabric.peer_node[c.nic_ports(NodeId::new(3))[0]];
+    let nvswitch = c.domain_switch(0).unwrap();
+    assert_eq!(nodes, [nvswitch.get(), 3, leaf3.get(), 7]);
+}
