@@ -168,8 +168,8 @@ impl World {
     }
 
     /// [`World::amend_with`]; `keep_all`: every flow keeps its record from now on (an amended
-    /// plan from outside may name any flow, at any time); `runs`: this world runs the events
-    /// (false: a parallel run's view, [`World::amend_view`]).
+    /// plan from outside may name any flow, at any time); `runs_events`: this world runs the
+    /// events (false: a parallel run's view, [`World::amend_view`]).
     fn amend_records(
         &mut self,
         a: &Amendment,
@@ -344,8 +344,8 @@ impl World {
         let made_thens = (a.edges.iter())
             .filter(|e| e.from as usize >= nb_old)
             .map(|e| (e.from, (e.to, e.delay)));
-        let made = a.barriers.len() as u32;
         if runs_events {
+            let made = a.barriers.len() as u32;
             (self.links).add_made(nb_old as u32, made, made_waits, made_thens);
         }
         if let Some((plan, tree, op)) = in_network {

@@ -1472,8 +1472,9 @@ impl Parallel {
     /// The elastic jobs' re-plans since the last fold (every partition made each alike; the
     /// first kept them): the view records each at its time (`World::amend_view`: its flows and
     /// barriers appended, its cancellations marked: the view's records of them say they did not
-    /// start, as they never will; what the partitions ran of it, the view folds) and takes what they appended to the plan (`Simulation::sync_job_plan`); the
-    /// partitions' appended barriers got their homes then (`World::home_appended_barriers`).
+    /// start, as they never will; what the partitions ran of it, the view folds) and takes what
+    /// they appended to the plan (`Simulation::sync_job_plan`); the partitions' appended
+    /// barriers got their homes then (`World::home_appended_barriers`).
     fn replans_into(&mut self, view: &mut World) {
         let replans = std::mem::take(&mut self.parts[0].jobs.replans);
         if replans.is_empty() {
