@@ -29,8 +29,8 @@
 //! its flows and appending new ones that complete the same barrier: the barrier gains the new
 //! flows before it loses the old ones, and never releases in between.
 
-use super::world::{new_flow, Barrier, World};
-use crate::ids::FlowId;
+use super::world::{new_flow, Barrier, FlowPxn, World};
+use crate::ids::{FlowId, IdVec};
 use crate::rng::{Rng, RngStream};
 use crate::scenario::{RoutingSpec, TransportSpec};
 use crate::transport::NEVER;
@@ -148,14 +148,14 @@ impl World {
         a: &Amendment,
         in_network: Option<(&InNetworkPlan, u32, crate::config::CollectiveOp)>,
     ) -> Result<AmendReport, AmendError> {
-        self.amend_records(a, in_network, true, true)
+        self.amend_records(a, in_network, true, None)
     }
 
     /// [`World::amend`] by a feature that names only flows it knows the state of (an elastic
     /// job's re-plan: its ops' flows, from their [`super::jobs::Fate`]s): a run that retires
     /// flows goes on retiring them, and the appended flows get their records as they start.
     pub(super) fn amend_lazily(&mut self, a: &Amendment) -> Result<AmendReport, AmendError> {
-        self.amend_records(a, None, false, true)
+        self.amend_records(a, None, false, None)
     }
 
     /// [`World::amend_lazily`] in a parallel run's view, which runs no event: it records what
@@ -163,20 +163,28 @@ impl World {
     /// links or the arrivals its cancellations make (the partitions run those, and the view
     /// folds what they did). Most of the view's share of a 1,024-GPU elastic job's re-plans,
     /// which it applies while the partitions wait (2026-12-05).
-    pub(super) fn amend_view(&mut self, a: &Amendment) -> Result<AmendReport, AmendError> {
-        self.amend_records(a, None, false, false)
+    ///
+    /// `pxn`: a partition's PXN hops, amended alike (copied from there, not worked out again:
+    /// a GPU cluster's appended flows, every one's first hop at both ends).
+    pub(super) fn amend_view(
+        &mut self,
+        a: &Amendment,
+        pxn: &IdVec<FlowId, FlowPxn>,
+    ) -> Result<AmendReport, AmendError> {
+        self.amend_records(a, None, false, Some(pxn))
     }
 
     /// [`World::amend_with`]; `keep_all`: every flow keeps its record from now on (an amended
-    /// plan from outside may name any flow, at any time); `runs_events`: this world runs the
-    /// events (false: a parallel run's view, [`World::amend_view`]).
+    /// plan from outside may name any flow, at any time); `view_pxn`: this world runs no events
+    /// (a parallel run's view, [`World::amend_view`]), and its PXN hops are those.
     fn amend_records(
         &mut self,
         a: &Amendment,
         in_network: Option<(&InNetworkPlan, u32, crate::config::CollectiveOp)>,
         keep_all: bool,
-        runs_events: bool,
+        view_pxn: Option<&IdVec<FlowId, FlowPxn>>,
     ) -> Result<AmendReport, AmendError> {
+        let runs_events = view_pxn.is_none();
         let nb_old = self.barriers.len();
         let nb = nb_old + a.barriers.len();
         let nf_old = self.flows.len();
@@ -294,13 +302,14 @@ impl World {
             let sport = 49152 + self.amends.rng.below(16384) as u16;
             let label = self.amends.rng.below(1 << 20) as u32;
             // (A run that makes records as flows start makes this one's then, from its entry:
-            // here only its PXN hops, if the cluster relays.)
-            let made = (!lazy || pxn_hops).then(|| {
+            // here only its PXN hops, if the cluster relays, and the view copies those.)
+            let copied = view_pxn.filter(|_| pxn_hops).map(|p| p[fid]);
+            let made = (!lazy || (pxn_hops && copied.is_none())).then(|| {
                 let (routing, transport) = (&self.amends.routing, &self.amends.transport);
                 new_flow(&self.fabric, routing, transport, f, sport, label)
             });
-            if let Some((_, pxn)) = made.as_ref().filter(|_| pxn_hops) {
-                std::sync::Arc::make_mut(&mut self.pxn).push(*pxn);
+            if let Some(pxn) = copied.or_else(|| made.as_ref().filter(|_| pxn_hops).map(|m| m.1)) {
+                std::sync::Arc::make_mut(&mut self.pxn).push(pxn);
             }
             match made {
                 Some((flow, _)) if !lazy => {

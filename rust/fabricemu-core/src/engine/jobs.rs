@@ -780,24 +780,27 @@ impl World {
         if let Some(p) = self.partition.as_mut() {
             p.released.push(b); // for the view's next fold
         }
-        // (Taken out while the flows start and the arrivals go: nothing then reads them.)
-        let links = std::mem::take(&mut self.links);
-        let (waiting, then) = (links.waiting(b), links.then(b));
-        // In a partition: only its senders' flows start and its barriers' arrivals happen.
-        let part = self.partition.as_ref();
-        let starts = |w: &World, fid: FlowId| part.is_none_or(|p| p.starts_flow(w.flow_src(fid)));
-        let starts: Vec<bool> = waiting.iter().map(|&(fid, _)| starts(self, fid)).collect();
-        let runs: Vec<bool> = (then.iter())
-            .map(|&(next, _)| part.is_none_or(|p| p.runs_barrier(next)))
-            .collect();
-        for (&(fid, gap), _) in waiting.iter().zip(&starts).filter(|(_, &s)| s) {
+        // Read in place, one link at a time: starting a flow or deferring an arrival changes no
+        // barrier's links. (Taking them out of the world, as until 2026-12-05, made and dropped
+        // an empty set at each release: a heap block, with two more for what the partition runs.)
+        for k in 0..self.links.waiting(b).len() {
+            let (fid, gap) = self.links.waiting(b)[k];
+            // In a partition: only its senders' flows start and its barriers' arrivals happen.
+            let part = self.partition.as_ref();
+            if !part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) {
+                continue;
+            }
             if gap == 0 && !paused {
                 self.push_flow_start(now, fid);
             } else {
                 self.job_defer_flow(j, fid, now, gap);
             }
         }
-        for (&(next, delay), _) in then.iter().zip(&runs).filter(|(_, &r)| r) {
+        for k in 0..self.links.then(b).len() {
+            let (next, delay) = self.links.then(b)[k];
+            if !(self.partition.as_ref()).is_none_or(|p| p.runs_barrier(next)) {
+                continue;
+            }
             let delay = match skip {
                 Some((done, true)) if done == next => continue, // held
                 Some((done, false)) if done == next => 0,
@@ -810,7 +813,6 @@ impl World {
                 self.job_defer_arrival(j, next, now, delay);
             }
         }
-        self.links = links;
     }
 
     /// Elastic job `j`: if `b` is the ready barrier of a compute op whose rank is excluded now,

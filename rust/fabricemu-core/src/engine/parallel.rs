@@ -1483,7 +1483,7 @@ impl Parallel {
         let now = view.now;
         for (at, a) in replans {
             view.now = at;
-            if let Err(e) = view.amend_view(&a) {
+            if let Err(e) = view.amend_view(&a, &self.parts[0].pxn) {
                 unreachable!("the view refused what every partition took: {e}");
             }
             view.jobs.appended.push(a);
