@@ -730,6 +730,17 @@ impl Simulation {
         }
     }
 
+    /// Tests of the checks that a run's packets balance: count one packet delivered that was
+    /// not (in the first partition on threads), so that [`Simulation::check_conservation`]
+    /// fails.
+    #[doc(hidden)]
+    pub fn miscount_for_test(&mut self) {
+        match &mut self.parallel {
+            Some(par) => par.parts[0].stats.packets_delivered += 1,
+            None => self.world.stats.packets_delivered += 1,
+        }
+    }
+
     /// Tests of the parallel engine: switch between running the windows on threads and on
     /// one thread every `every` windows, whatever they cost (a run chooses by measuring them,
     /// `engine::pace`; the outputs are the same either way). No effect on one thread.

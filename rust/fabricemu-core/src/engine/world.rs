@@ -1143,7 +1143,8 @@ impl World {
     }
 
     /// Every live packet is in exactly one queue or on one link: count them there and compare with
-    /// the arena (and created = delivered + dropped + live).
+    /// the arena (and created = delivered + dropped + live); and the switches' buffer counters
+    /// ([`World::check_buffers`]).
     pub fn check_conservation(&self) -> Result<(), String> {
         let queued: u64 = self
             .queues
@@ -1175,6 +1176,12 @@ impl World {
                 s.packets_dropped
             ));
         }
+        self.check_buffers()
+    }
+
+    /// Every switch's counters hold what its queues hold ([`World::check_switch_accounting`]),
+    /// and the shared pools and headrooms together what the switches' queues hold.
+    pub(super) fn check_buffers(&self) -> Result<(), String> {
         self.check_switch_accounting()?;
         let shared: u64 = self.switches.buffer.used.iter().sum();
         let queued_bytes: u64 = self
