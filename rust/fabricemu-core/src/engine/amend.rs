@@ -456,7 +456,7 @@ impl World {
             for b in waited_on {
                 let waits = |l: &[(FlowId, Time)]| l.iter().any(|&(f, _)| cancelled[f.index()]);
                 if self.barriers[b as usize].released_at == NEVER && waits(self.links.waiting(b)) {
-                    (self.links.waiting_mut(b)).retain(|&(fid, _)| !cancelled[fid.index()]);
+                    (self.links).retain_waiting(b, |f| cancelled[f.index()]);
                 }
             }
         }
