@@ -2830,6 +2830,32 @@ fn absorb(into: &mut RunStats, s: &RunStats) {
 mod tests {
     use super::*;
 
+    /// A partition's switches' buffer counters are checked with its packets: a count off by one
+    /// byte at one switch fails the run's check, naming the partition.
+    #[test]
+    fn a_partition_whose_buffer_counters_are_off_fails_the_check() {
+        let (_, s) = crate::scenario::parse_toml(
+            "threads = 2\nstop = \"20us\"\n\
+             [topology]\nkind = \"fat_tree\"\nk = 4\nlink_rate = \"100Gbps\"\n\
+             [[workload]]\nkind = \"incast\"\nreceiver = 0\nsenders = 8\nsize = \"1MB\"",
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+        sim.run_to_end();
+        let par = sim.parallel.as_mut().expect("two threads");
+        // (Queued at the receiver's switches when the run stopped: the counters are busy.)
+        let busy = |w: &World| w.switches.buffer.used.iter().any(|&b| b > 0);
+        assert!(par.parts.iter().any(busy), "packets queued at the stop");
+        par.check_conservation().unwrap_or_else(|e| panic!("{e}"));
+        let i = par.parts.iter().position(busy).expect("a partition");
+        let w = &mut par.parts[i];
+        let node = (w.switches.buffer.used.iter().position(|&b| b > 0)).expect("a switch");
+        w.switches.buffer.used[NodeId::new(node as u32)] += 1;
+        let e = par.check_conservation().expect_err("a miscount");
+        assert!(e.starts_with(&format!("partition {i}: ")), "{e}");
+    }
+
     /// A ring's per-rank steps run where the rank is; an iteration's end, which flows of every
     /// partition reach, is mirrored, and so is a barrier chained to another partition's.
     #[test]
