@@ -29,7 +29,7 @@
 //! its flows and appending new ones that complete the same barrier: the barrier gains the new
 //! flows before it loses the old ones, and never releases in between.
 
-use super::world::{new_flow, Barrier, FlowPxn, World};
+use super::world::{flow_pxn, new_flow, Barrier, FlowPxn, World};
 use crate::ids::{FlowId, IdVec};
 use crate::rng::{Rng, RngStream};
 use crate::scenario::{RoutingSpec, TransportSpec};
@@ -303,19 +303,21 @@ impl World {
             let label = self.amends.rng.below(1 << 20) as u32;
             // (A run that makes records as flows start makes this one's then, from its entry:
             // here only its PXN hops, if the cluster relays, and the view copies those.)
-            let copied = view_pxn.filter(|_| pxn_hops).map(|p| p[fid]);
-            let made = (!lazy || (pxn_hops && copied.is_none())).then(|| {
-                let (routing, transport) = (&self.amends.routing, &self.amends.transport);
-                new_flow(&self.fabric, routing, transport, f, sport, label)
-            });
-            if let Some(pxn) = copied.or_else(|| made.as_ref().filter(|_| pxn_hops).map(|m| m.1)) {
+            let (routing, transport) = (&self.amends.routing, &self.amends.transport);
+            let made = (!lazy).then(|| new_flow(&self.fabric, routing, transport, f, sport, label));
+            if pxn_hops {
+                let pxn = match (&made, view_pxn) {
+                    (Some((_, pxn)), _) => *pxn,
+                    (None, Some(p)) => p[fid],
+                    (None, None) => flow_pxn(&self.fabric, routing, f, sport, label),
+                };
                 std::sync::Arc::make_mut(&mut self.pxn).push(pxn);
             }
             match made {
-                Some((flow, _)) if !lazy => {
+                Some((flow, _)) => {
                     self.flows.push(flow);
                 }
-                _ => {
+                None => {
                     let m = self.maker.as_mut().expect("a run whose records are lazy");
                     m.append(fid, *f, (sport, label));
                     self.flows.push_unborn();

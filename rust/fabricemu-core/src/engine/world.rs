@@ -217,6 +217,19 @@ pub(super) fn new_flow(
     (flow, ends.pxn)
 }
 
+/// The PXN hops of a flow with plan entry `f` and header entropy (`sport`, `flow_label`): those
+/// of [`new_flow`], without making its record.
+pub(super) fn flow_pxn(
+    fabric: &Fabric,
+    routing: &crate::scenario::RoutingSpec,
+    f: &crate::workload::FlowInit,
+    sport: u16,
+    flow_label: u32,
+) -> FlowPxn {
+    let (fwd, rev) = header_keys(routing, f, sport, flow_label);
+    endpoint_ports(fabric, f.src, f.dst, fwd, rev).pxn
+}
+
 /// Whether `fabric` is a GPU cluster whose flows may cross rails through a PXN relay.
 fn has_pxn(fabric: &Fabric) -> bool {
     (fabric.cluster.as_deref())
@@ -253,8 +266,7 @@ impl PlanDerived {
         if has_pxn(fabric) {
             pxn.reserve(plan.flows.len());
             for (f, &(sport, label)) in plan.flows.iter().zip(&entropy) {
-                let (fwd, rev) = header_keys(&s.routing, f, sport, label);
-                pxn.push(endpoint_ports(fabric, f.src, f.dst, fwd, rev).pxn);
+                pxn.push(flow_pxn(fabric, &s.routing, f, sport, label));
             }
         }
         Self {
