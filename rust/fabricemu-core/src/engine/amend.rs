@@ -306,9 +306,10 @@ impl World {
             let (routing, transport) = (&self.amends.routing, &self.amends.transport);
             let made = (!lazy).then(|| new_flow(&self.fabric, routing, transport, f, sport, label));
             if pxn_hops {
-                let pxn = match (&made, view_pxn) {
+                let copied = view_pxn.and_then(|p| p.get(fid).copied());
+                let pxn = match (&made, copied) {
                     (Some((_, pxn)), _) => *pxn,
-                    (None, Some(p)) => p[fid],
+                    (None, Some(pxn)) => pxn,
                     (None, None) => flow_pxn(&self.fabric, routing, f, sport, label),
                 };
                 std::sync::Arc::make_mut(&mut self.pxn).push(pxn);
