@@ -787,7 +787,7 @@ impl World {
             let (fid, gap) = self.links.waiting(b)[k];
             // In a partition: only its senders' flows start and its barriers' arrivals happen.
             let part = self.partition.as_ref();
-            if !part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) {
+            if !part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) || self.never_starts(fid) {
                 continue;
             }
             if gap == 0 && !paused {

@@ -189,6 +189,14 @@ impl World {
         }
     }
 
+    /// Flow `fid` was cancelled by a plan amendment before it started: a barrier's release
+    /// schedules no start for it ([`World::start_flow`] would drop it). Not in a run with
+    /// in-network calls, whose partitions count every scheduled start of a call's flow.
+    #[inline]
+    pub(super) fn never_starts(&self, fid: FlowId) -> bool {
+        self.in_network.is_none() && self.amends.is_cancelled(fid)
+    }
+
     pub(super) fn start_flow(&mut self, fid: FlowId) {
         if self.amends.is_cancelled(fid) {
             return; // cancelled by a plan amendment before it started
@@ -828,7 +836,8 @@ impl World {
             for k in 0..self.links.waiting(b).len() {
                 let (fid, gap) = self.links.waiting(b)[k];
                 let part = self.partition.as_ref();
-                if part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) {
+                if part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) && !self.never_starts(fid)
+                {
                     self.push_flow_start(now.saturating_add(gap), fid);
                 }
             }

@@ -107,6 +107,48 @@ fn cancelled_flows_never_start_and_appended_ones_run() {
     assert_eq!(sim.flow_labels().len(), rows.len());
 }
 
+/// Cancelling a chain of flows that wait on each other's barriers schedules no start for any:
+/// each barrier the cancellations release finds its waiting flows cancelled too. (One at a
+/// time, until 2026-12-05, the first cancellation's release scheduled the next flow's start,
+/// to be dropped when it came: an elastic job's re-plans scheduled 470,000 such.)
+#[test]
+fn cancelling_a_chain_schedules_no_start_for_its_flows() {
+    let mut sim = common::build(&text());
+    sim.enable_control(Some(10_000_000));
+    assert_eq!(sim.step_control(1000), ControlStep::Boundary(0));
+    let b = sim.world().num_barriers();
+    let after = |barrier| Start::After { barrier, gap: 0 };
+    let report = sim
+        .amend(&Amendment {
+            barriers: vec![1, 1],
+            flows: vec![
+                flow(2, 6, 100_000, Start::At(30_000_000_000), Some(b)),
+                flow(3, 7, 100_000, after(b), Some(b + 1)),
+                flow(6, 2, 50_000, after(b + 1), None),
+            ],
+            ..Amendment::default()
+        })
+        .unwrap();
+    let chain: Vec<FlowId> = (0..3).map(|i| FlowId::new(report.first_flow + i)).collect();
+    let pending = sim.world().pending_events();
+    let report = sim
+        .amend(&Amendment {
+            cancel: chain.clone(),
+            ..Amendment::default()
+        })
+        .unwrap();
+    assert_eq!(report.cancelled, 3);
+    assert_eq!(sim.world().pending_events(), pending, "no start scheduled");
+    while sim.step_control(1 << 20) != ControlStep::Finished {}
+    sim.check_conservation().unwrap();
+    let s = sim.stats();
+    assert_eq!(
+        (s.flows_total, s.flows_cancelled, s.flows_finished),
+        (5, 3, 2)
+    );
+    assert!(chain.iter().all(|&f| !sim.world().flows[f].started));
+}
+
 #[test]
 fn amendments_are_deterministic() {
     let (a, b) = (amended(), amended());
