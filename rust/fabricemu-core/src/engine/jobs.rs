@@ -1096,6 +1096,35 @@ impl World {
         }
     }
 
+    /// On threads: the least time from an event that may begin an elastic job's re-formation
+    /// to its end, which no window may be longer than: a failure (its detection and
+    /// re-formation times), while failures may still come, and an iteration's end (the
+    /// re-formation time), while ranks are out that may rejoin. The re-formation's end is
+    /// scheduled then, and the window holding it must be known to run merged when it is
+    /// decided. (Until 2026-12-05 an iteration that ended inside a long window could end its
+    /// rejoin's re-formation in the same window, whose partitions then re-planned apart: an
+    /// internal error, found by the fuzzer.) NEVER: neither can happen.
+    pub(super) fn elastic_reach(&self) -> Time {
+        let failures_to_come = !self.faults.settled();
+        let mut reach = NEVER;
+        for j in &self.jobs.list {
+            let OnFailure::Elastic {
+                reformation_ps,
+                rejoin,
+            } = j.plan.reaction.on_failure
+            else {
+                continue;
+            };
+            if failures_to_come {
+                reach = reach.min(j.plan.reaction.detection_ps.saturating_add(reformation_ps));
+            }
+            if rejoin && j.elastic.exclusions.iter().any(|x| x.until_ps.is_none()) {
+                reach = reach.min(reformation_ps);
+            }
+        }
+        reach
+    }
+
     /// On threads: an elastic re-formation ends at `at` (`Jobs::replans_due`).
     fn replan_due(&mut self, at: Time) {
         if self.partition.is_some() {

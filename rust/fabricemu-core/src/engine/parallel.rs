@@ -1787,6 +1787,9 @@ struct Status {
     /// The end of the next elastic re-formation, whose re-plan reads every partition's flows
     /// (`Jobs::replans_due`, alike in every partition; NEVER: none).
     replan_next: AtomicU64,
+    /// The least time from an elastic job's failure to the end of its re-formation while
+    /// failures may still come (`World::elastic_reach`, alike in every partition; NEVER: none).
+    replan_reach: AtomicU64,
     /// Its busy time in the last window, and (the first partition's) the window's wall time,
     /// in ns (`engine::pace`).
     busy: AtomicU64,
@@ -1917,8 +1920,14 @@ impl Shared {
         let ends = soonest(blocking, &self.inr_offsets, self.trees) < end;
         // (A window that may hold a give-up is a grid step: `decide_end`.)
         let replan_next = self.status[0].replan_next.load(Ordering::Relaxed);
-        let merged =
-            merged || ends || inr_next < end || replan_next < end || self.soonest_give_up() < end;
+        // (A grid step longer than a failure takes to end in a re-plan may hold both.)
+        let replan_reach = self.status[0].replan_reach.load(Ordering::Relaxed);
+        let merged = merged
+            || ends
+            || inr_next < end
+            || replan_next < end
+            || next.saturating_add(replan_reach) < end
+            || self.soonest_give_up() < end;
         clock.windows += 1;
         clock.merged += merged as u64;
         clock.long += (end > step) as u64;
@@ -1982,14 +1991,18 @@ impl Shared {
         // that may hold one is a grid step, as one world's stop rules are checked on the grid,
         // and runs merged (`decide`).
         let give_up = self.soonest_give_up();
-        // So is one that may hold an elastic re-plan (it changes the plan the bounds are made of).
+        // So is one that may hold an elastic re-plan (it changes the plan the bounds are made of),
+        // and none is longer than a failure takes to end in one: a failure in a window schedules
+        // its re-plan after the window's end, known when the next window is decided.
         let replan = self.status[0].replan_next.load(Ordering::Relaxed);
+        let replan_reach = self.status[0].replan_reach.load(Ordering::Relaxed);
         let step = |t: Time| {
             let grid = (t / w + 1).saturating_mul(w);
             let end = (t.saturating_add(reach))
                 .min(plan.long_until)
                 .min(give_up)
-                .min(replan);
+                .min(replan)
+                .min(t.saturating_add(replan_reach));
             // (Something still to come at or after the window's end: the run cannot end in it.)
             if reach > w && (waits || latest >= end) {
                 grid.max(end)
@@ -2258,6 +2271,9 @@ fn post_status(
         w.earliest_give_up(next)
     };
     status.give_up_at.store(give_up_at, Ordering::Relaxed);
+    status
+        .replan_reach
+        .store(w.elastic_reach(), Ordering::Relaxed);
     let part = w.partition.as_mut().expect("a partition");
     status.reach.store(part.tight.reach(), Ordering::Relaxed);
     part.tight.prune(&w.barriers, |b| w.jobs.is_held(b));
