@@ -786,8 +786,7 @@ impl World {
         for k in 0..self.links.waiting(b).len() {
             let (fid, gap) = self.links.waiting(b)[k];
             // In a partition: only its senders' flows start and its barriers' arrivals happen.
-            let part = self.partition.as_ref();
-            if !part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) || self.never_starts(fid) {
+            if !self.starts_here(fid) {
                 continue;
             }
             if gap == 0 && !paused {

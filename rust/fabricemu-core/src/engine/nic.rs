@@ -193,8 +193,16 @@ impl World {
     /// schedules no start for it ([`World::start_flow`] would drop it). Not in a run with
     /// in-network calls, whose partitions count every scheduled start of a call's flow.
     #[inline]
-    pub(super) fn never_starts(&self, fid: FlowId) -> bool {
+    fn never_starts(&self, fid: FlowId) -> bool {
         self.in_network.is_none() && self.amends.is_cancelled(fid)
+    }
+
+    /// Whether a barrier's release starts waiting flow `fid` here: in a partition only its
+    /// sender's flows start, and a flow cancelled before it started never does.
+    #[inline]
+    pub(super) fn starts_here(&self, fid: FlowId) -> bool {
+        let part = self.partition.as_ref();
+        part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) && !self.never_starts(fid)
     }
 
     pub(super) fn start_flow(&mut self, fid: FlowId) {
@@ -835,9 +843,7 @@ impl World {
             }
             for k in 0..self.links.waiting(b).len() {
                 let (fid, gap) = self.links.waiting(b)[k];
-                let part = self.partition.as_ref();
-                if part.is_none_or(|p| p.starts_flow(self.flow_src(fid))) && !self.never_starts(fid)
-                {
+                if self.starts_here(fid) {
                     self.push_flow_start(now.saturating_add(gap), fid);
                 }
             }

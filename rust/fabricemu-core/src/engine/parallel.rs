@@ -1787,8 +1787,9 @@ struct Status {
     /// The end of the next elastic re-formation, whose re-plan reads every partition's flows
     /// (`Jobs::replans_due`, alike in every partition; NEVER: none).
     replan_next: AtomicU64,
-    /// The least time from an elastic job's failure to the end of its re-formation while
-    /// failures may still come (`World::elastic_reach`, alike in every partition; NEVER: none).
+    /// The least time from what may begin an elastic job's re-formation (a failure, an
+    /// iteration's end with ranks out) to its end (`World::elastic_reach`, alike in every
+    /// partition; NEVER: none).
     replan_reach: AtomicU64,
     /// Its busy time in the last window, and (the first partition's) the window's wall time,
     /// in ns (`engine::pace`).
