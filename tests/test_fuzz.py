@@ -912,6 +912,21 @@ def test_memory_guard_states_the_estimate_and_the_limit_and_can_be_raised(tmp_pa
         fabricemu.run(s, out=tmp_path / "c", max_memory=0)
 
 
+def test_the_memory_estimate_counts_step_graph_ops() -> None:
+    """A training job's ops are in the estimate (512 bytes each), by workload; other kinds have
+    none; a limit its ops exceed names them."""
+    s = Scenario.load(ROOT / "scenarios" / "gpt_training.toml")
+    est = s.estimate()
+    assert est["ops"] > 0 and est["op_memory"] == 512 * est["ops"]
+    assert est["ops"] == sum(est["workload_ops"])
+    parts = ("flow_memory", "op_memory", "fabric_memory", "packet_memory")
+    assert est["memory"] == (64 << 20) + sum(est[k] for k in parts)
+    assert Scenario.load(ROOT / "scenarios" / "quickstart.toml").estimate()["ops"] == 0
+    with pytest.raises(ScenarioError) as e:
+        s.estimate(max_memory=(64 << 20) + est["op_memory"] // 2)
+    assert f"{est['ops']} step-graph ops" in str(e.value)
+
+
 def test_cli_validate_refuses_what_run_would_refuse() -> None:
     import subprocess
 

@@ -193,10 +193,11 @@ class Scenario:
     def estimate(
         self, max_memory: Optional[int] = None, max_trace_size: Optional[int] = None
     ) -> Dict[str, Any]:
-        """What a run is estimated to need, without allocating it: ``flows``, ``packets_in_flight``,
-        ``memory`` (and ``flow_memory``, ``fabric_memory``, ``packet_memory``), ``trace_bytes`` (and
-        per table), in bytes, with the limits checked (``max_memory``, ``max_trace_size``). Over a
-        limit raises :class:`ScenarioError` stating the estimate and the limit."""
+        """What a run is estimated to need, without allocating it: ``flows``, ``ops`` (of step
+        graphs), ``packets_in_flight``, ``memory`` (and ``flow_memory``, ``op_memory``,
+        ``fabric_memory``, ``packet_memory``), ``trace_bytes`` (and per table), in bytes, with the
+        limits checked (``max_memory``, ``max_trace_size``). Over a limit raises
+        :class:`ScenarioError` stating the estimate and the limit."""
         return dict(json.loads(_core.estimate(self._json, max_memory, max_trace_size)))
 
     def fabric_summary(self, max_memory: Optional[int] = None) -> Dict[str, Any]:

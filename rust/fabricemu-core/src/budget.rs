@@ -62,12 +62,20 @@ const BYTES_PER_TRACE_ROW: u64 = 40;
 /// Bytes of one packets.arrow row (seventeen narrow columns, two short strings).
 const BYTES_PER_PACKET_ROW: u64 = 64;
 
+/// Bytes of one op of a step graph (`training`, `inference`, `graph`) over a run: the op, its
+/// planned state and its barrier (dhat: 393 B per op at the peak of a 400,000-op build, 475 B of
+/// RSS).
+const BYTES_PER_OP: u64 = 512;
+
 /// What a scenario's run is estimated to need.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct Estimate {
     /// Flows of each workload (expected counts for random arrivals).
     pub workload_flows: Vec<u64>,
     pub flows: u64,
+    /// Step-graph ops of each workload (0 for the other kinds), and in all.
+    pub workload_ops: Vec<u64>,
+    pub ops: u64,
     /// Payload bytes of all flows.
     pub flow_bytes: u64,
     pub hosts: u64,
@@ -77,6 +85,8 @@ pub struct Estimate {
     pub packets_in_flight: u64,
     /// Memory, by part.
     pub flow_memory: u64,
+    /// The step graphs' ops.
+    pub op_memory: u64,
     pub fabric_memory: u64,
     pub packet_memory: u64,
     pub memory: u64,
@@ -321,6 +331,40 @@ fn random_count(mean: f64) -> u64 {
 
 /// Flows and payload bytes of one workload, counted from its parameters.
 pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
+    let (flows, bytes, _) = workload_counts(spec);
+    (flows, bytes)
+}
+
+/// Flows, payload bytes and step-graph ops of one workload, counted from its parameters.
+fn workload_counts(spec: &WorkloadSpec) -> (u64, u64, u64) {
+    let graph = |g: &crate::workload::graph::Graph, params| {
+        let (flows, bytes) = crate::workload::training::graph_flows(g, params);
+        (flows, bytes, g.ops.len() as u64)
+    };
+    match spec {
+        WorkloadSpec::Training(t) => graph(&crate::workload::training::generate(t), &t.collective),
+        WorkloadSpec::Inference(i) => {
+            // The arrivals are drawn by the build; seed 0's draw sizes the estimate.
+            match crate::workload::inference::generate(i, 0, 0) {
+                Ok((g, _)) => graph(&g, &i.collective),
+                // Too large a graph: the build refuses it with its own error.
+                Err(_) => (u64::MAX, u64::MAX, u64::MAX),
+            }
+        }
+        WorkloadSpec::Graph(g) => {
+            let (flows, bytes) = g.estimate();
+            (flows, bytes, g.ops_estimate())
+        }
+        _ => {
+            let (flows, bytes) = other_flows(spec);
+            (flows, bytes, 0)
+        }
+    }
+}
+
+/// Flows and payload bytes of a workload that is not a step graph (step graphs: 0, counted by
+/// [`workload_counts`] with their ops).
+fn other_flows(spec: &WorkloadSpec) -> (u64, u64) {
     let sat = |a: u64, b: u64| a.saturating_mul(b);
     match spec {
         WorkloadSpec::Flows { flows } => (
@@ -385,19 +429,7 @@ pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
             let len = std::fs::metadata(&r.file).map_or(0, |m| m.len());
             (len / REPLAY_ROW_BYTES, 0)
         }
-        WorkloadSpec::Training(t) => crate::workload::training::graph_flows(
-            &crate::workload::training::generate(t),
-            &t.collective,
-        ),
-        WorkloadSpec::Inference(i) => {
-            // The arrivals are drawn by the build; seed 0's draw sizes the estimate.
-            match crate::workload::inference::generate(i, 0, 0) {
-                Ok((graph, _)) => crate::workload::training::graph_flows(&graph, &i.collective),
-                // Too large a graph: the build refuses it with its own error.
-                Err(_) => (u64::MAX, u64::MAX),
-            }
-        }
-        WorkloadSpec::Graph(g) => g.estimate(),
+        WorkloadSpec::Training(_) | WorkloadSpec::Inference(_) | WorkloadSpec::Graph(_) => (0, 0),
         WorkloadSpec::Synthetic(s) => {
             // One message per slot of one message's wire time, with probability `load`.
             let slot_ps = s.wire_bytes as f64 * 8.0 * PS_PER_SEC as f64 / s.host_rate_bps as f64;
@@ -423,11 +455,15 @@ pub fn estimate(s: &Scenario) -> Estimate {
         ..Estimate::default()
     };
     for w in &s.workloads {
-        let (flows, bytes) = workload_flows(&w.spec);
+        let (flows, bytes, ops) = workload_counts(&w.spec);
         e.workload_flows.push(flows);
         e.flows = e.flows.saturating_add(flows);
         e.flow_bytes = e.flow_bytes.saturating_add(bytes);
+        e.workload_ops.push(ops);
+        e.ops = e.ops.saturating_add(ops);
     }
+    // The graphs are planned once and shared by the threads of a parallel run.
+    e.op_memory = e.ops.saturating_mul(BYTES_PER_OP);
     let wire_packet = (s.transport.mtu_bytes + s.transport.header_bytes).max(1);
     // Packets in flight: on the wires (both directions, a bandwidth-delay product each) and in
     // the switches' buffers, which cannot hold more than the flows carry.
@@ -490,6 +526,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
     }
     e.memory = BASE_BYTES
         .saturating_add(e.flow_memory)
+        .saturating_add(e.op_memory)
         .saturating_add(e.fabric_memory)
         .saturating_add(e.packet_memory);
 
@@ -579,17 +616,19 @@ fn gb(b: u64) -> String {
 /// The key path an error about the estimate names: the workload with the most flows if flows
 /// dominate, else the topology.
 fn culprit(s: &Scenario, e: &Estimate) -> String {
-    if e.flow_memory >= e.fabric_memory.max(e.packet_memory) {
-        if let Some((i, _)) = e
-            .workload_flows
-            .iter()
-            .enumerate()
-            .max_by_key(|&(i, n)| (*n, std::cmp::Reverse(i)))
+    if e.flow_memory.saturating_add(e.op_memory) >= e.fabric_memory.max(e.packet_memory) {
+        let per_flow = bytes_per_flow(s);
+        let need = |i: usize| {
+            let ops = e.workload_ops.get(i).copied().unwrap_or(0);
+            (e.workload_flows[i].saturating_mul(per_flow))
+                .saturating_add(ops.saturating_mul(BYTES_PER_OP))
+        };
+        if let Some(i) =
+            (0..e.workload_flows.len()).max_by_key(|&i| (need(i), std::cmp::Reverse(i)))
         {
             return format!("workload.{i}");
         }
     }
-    let _ = s;
     "topology".to_string()
 }
 
@@ -610,12 +649,17 @@ pub fn check_memory(s: &Scenario, e: &Estimate, limits: &Limits) -> Result<(), S
     Err(ScenarioError::at(
         culprit(s, e),
         format!(
-            "this run would need about {} of memory ({} flows: {}; {} packets in flight: {}; \
+            "this run would need about {} of memory ({} flows: {}; {}{} packets in flight: {}; \
              fabric of {} switches and {} ports: {}), more than {limit}: make the scenario \
              smaller, or raise the limit with max_memory= (CLI: --max-memory)",
             gb(e.memory),
             e.flows,
             gb(e.flow_memory),
+            if e.ops > 0 {
+                format!("{} step-graph ops: {}; ", e.ops, gb(e.op_memory))
+            } else {
+                String::new()
+            },
             e.packets_in_flight,
             gb(e.packet_memory),
             e.switches,

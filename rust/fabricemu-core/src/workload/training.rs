@@ -248,7 +248,9 @@ pub const DEFAULT_DP_BUCKET: Bytes = 25 << 20;
 /// Default fraction of peak FLOP/s a layer achieves (Megatron-LM reaches 44-52 % of peak on
 /// A100s, Narayanan et al. 2021, Table 1).
 pub const DEFAULT_EFFICIENCY: f64 = 0.5;
-/// The most ops one generated graph may hold (a guard against a typo'd size).
+/// The most ops one generated graph may hold, iterations included (`TrainingSpec::op_count`): a
+/// guard against a typo'd size, checked before the graph is made. It also bounds what the memory
+/// estimate makes: the estimate generates the graph to count its flows.
 pub const MAX_GRAPH_OPS: u64 = 2_000_000;
 /// The largest activation (or gradient bucket) one op may move: 1 TiB.
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 40;
@@ -951,13 +953,50 @@ impl TrainingSpec {
         g
     }
 
-    /// An upper bound of the ops of the generated graph.
+    /// The ops of the generated graph (`generate`), counted from the spec: exact for the layers'
+    /// blocks, the pipeline sends and the optimizer, an upper bound for the gradient buckets.
+    /// (Until 2026-12-05 an upper bound of 2 (4 tp + 6) ops per replica and layer, ten times
+    /// the graph at tp = 1, refused a 16,384-GPU data-parallel job of two layers past one
+    /// iteration.)
     pub fn op_count(&self) -> u64 {
+        let (exact, buckets) = self.ops_per_iteration();
+        let n = (exact + buckets) * self.iterations as f64;
+        if n >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            n.ceil() as u64
+        }
+    }
+
+    /// One iteration's ops: those counted exactly (blocks, pipeline sends, the optimizer), and an
+    /// upper bound of the gradient buckets.
+    fn ops_per_iteration(&self) -> (f64, f64) {
         let f = |x: u32| x as f64;
-        let per_layer = 2.0 * (4.0 * f(self.tp) + 6.0);
-        let chunks = 2.0 * f(self.micro_batches) * f(self.pp) * f(self.dp);
-        let layers = f(self.layers_per_stage());
-        let sends = 2.0 * f(self.micro_batches) * f(self.ranks());
+        let (dp, tp, ep) = (f(self.dp), f(self.tp), f(self.ep));
+        // One block of one layer, micro-batch and direction on a stage (`stage_block`): a compute
+        // op per rank, the TP collectives per replica, the expert dispatch and combine per EP
+        // group.
+        let tp_collectives = if self.tp > 1 {
+            dp * if self.sequence_parallel { 2.0 } else { 1.0 }
+        } else {
+            0.0
+        };
+        let block = dp * tp + tp_collectives;
+        let expert_block = block
+            + if self.ep > 1 {
+                2.0 * (dp / ep).floor() * tp
+            } else {
+                0.0
+            };
+        // The layers the stages hold (`layers_per_stage` each).
+        let held = self.layers_per_stage() * self.pp;
+        let experts = (0..held).filter(|&l| self.is_expert_layer(l)).count() as f64;
+        let layers = f(held);
+        // Attention and MLP blocks of every layer, forward and backward, per micro-batch.
+        let blocks = 2.0
+            * f(self.micro_batches)
+            * (layers * block + (layers - experts) * block + experts * expert_block);
+        let sends = 2.0 * f(self.micro_batches) * f(self.pp.saturating_sub(1)) * dp * tp;
         // Buckets per reduction group: its bytes over the bucket size, plus one per layer.
         let (dense, expert) = (0..self.layers).fold((0.0, 0.0), |(d, e), l| {
             let (a, b) = self.grad_bytes(l);
@@ -966,13 +1005,12 @@ impl TrainingSpec {
         let cap = self.dp_bucket_bytes as f64;
         let groups = f(self.tp) * f(self.ep);
         let buckets = groups * ((dense + expert) / cap + 2.0 * f(self.layers));
-        let n =
-            (chunks * layers * per_layer + sends + buckets + f(self.ranks())) * f(self.iterations);
-        if n >= u64::MAX as f64 {
-            u64::MAX
+        let optimizer = if self.optimizer_ps > 0 {
+            f(self.ranks())
         } else {
-            n as u64
-        }
+            0.0
+        };
+        (blocks + sends + optimizer, buckets)
     }
 }
 
@@ -1223,12 +1261,19 @@ pub fn generate(spec: &TrainingSpec) -> Graph {
         // gradients are complete (the last micro-batch's backward of its attention and MLP).
         let mut dense_ready = vec![0u32; (pp * dp * lps * tp) as usize];
         let mut expert_ready = vec![0u32; (pp * dp * lps * tp) as usize];
+        // Per rank: its place in the stage's list below (u32::MAX: not on the stage), where a
+        // search of the list for each op's ranks made 16,384 ranks cost seconds.
+        let mut place = vec![u32::MAX; n as usize];
         for s in 0..pp {
             // The stage's ranks, replica-major.
             let ranks: Vec<u32> = (0..dp)
                 .flat_map(|d| (0..tp).map(move |t| (d, t)))
                 .map(|(d, t)| spec.rank(s, d, t))
                 .collect();
+            place.fill(u32::MAX);
+            for (x, &r) in ranks.iter().enumerate() {
+                place[r as usize] = x as u32;
+            }
             for (j, bwd) in stage_order(spec.schedule, s, pp, m) {
                 let first_op = b.graph.ops.len() as u32;
                 let layers: Vec<u32> = if bwd {
@@ -1259,12 +1304,11 @@ pub fn generate(spec: &TrainingSpec) -> Graph {
                 for i in first_op..b.graph.ops.len() as u32 {
                     let mut fresh = false;
                     for r in b.graph.op_ranks(&b.graph.ops[i as usize]) {
-                        if let Some(x) = ranks.iter().position(|&y| y == r) {
-                            if !seen[x] {
-                                seen[x] = true;
-                                left -= 1;
-                                fresh = true;
-                            }
+                        let x = place[r as usize] as usize;
+                        if x != u32::MAX as usize && !seen[x] {
+                            seen[x] = true;
+                            left -= 1;
+                            fresh = true;
                         }
                     }
                     if fresh {
@@ -1603,6 +1647,57 @@ pub(crate) mod tests {
         spec.placement = [Dim::Dp, Dim::Tp, Dim::Pp];
         assert_eq!(spec.rank(0, 1, 0), 1);
         assert_eq!(spec.rank(0, 0, 1), 2);
+    }
+
+    /// The op count the guard checks is the generated graph's, exactly but for the gradient
+    /// buckets (bounded), across parallelisms, sequence parallelism, MoE layers, the optimizer
+    /// and iterations: it refuses no graph within the limit.
+    #[test]
+    fn op_count_is_the_generated_graphs() {
+        let mut checked = 0;
+        for (dp, tp, pp) in [
+            (1, 1, 1),
+            (4, 1, 1),
+            (2, 2, 2),
+            (4, 4, 1),
+            (2, 1, 4),
+            (8, 2, 2),
+        ] {
+            for (sp, moe, ep, optimizer, mb, layers) in [
+                (false, false, 1, 0, 1, 4),
+                (true, false, 1, 5, 3, 4),
+                (false, true, 2, 0, 2, 8),
+                (true, true, 1, 5, 4, 6),
+            ] {
+                let mut spec = test_spec();
+                (spec.dp, spec.tp, spec.pp) = (dp, tp, pp);
+                spec.ep = if dp % ep == 0 { ep } else { 1 };
+                spec.sequence_parallel = sp && tp > 1;
+                spec.moe = moe.then_some(MoeSpec {
+                    experts: 2 * spec.ep,
+                    every: 2,
+                    top_k: 1,
+                });
+                spec.optimizer_ps = optimizer;
+                spec.micro_batches = mb;
+                spec.layers = layers;
+                spec.iterations = 2;
+                spec.dp_bucket_bytes = 4096;
+                let graph = generate(&spec);
+                let buckets = graph
+                    .ops
+                    .iter()
+                    .filter(|o| o.phase == OpPhase::DataParallel)
+                    .count();
+                let (exact, bound) = spec.ops_per_iteration();
+                let what = format!("dp {dp} tp {tp} pp {pp} sp {sp} moe {moe} ep {}", spec.ep);
+                assert_eq!(2.0 * exact, (graph.ops.len() - buckets) as f64, "{what}");
+                assert!(buckets as f64 <= 2.0 * bound, "{what}: {buckets} buckets");
+                assert!(spec.op_count() as usize >= graph.ops.len(), "{what}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 24);
     }
 
     pub(super) fn test_spec() -> TrainingSpec {

@@ -258,3 +258,45 @@ fn threads_multiply_what_every_partition_holds() {
         );
     }
 }
+
+/// A step graph's ops count in the memory estimate (512 bytes each), its own workload's and
+/// once however many threads run it (the plan is shared); a run whose ops dominate is refused
+/// naming that workload and its ops.
+#[test]
+fn step_graph_ops_count_in_the_estimate() {
+    let text = |layers: u32, threads: u32| {
+        format!(
+            "seed = 1\nthreads = {threads}\n[topology]\nkind = \"leaf_spine\"\nleaves = 2\n\
+             hosts_per_leaf = 4\nspines = 2\n\
+             [[workload]]\nkind = \"permutation\"\nsize = \"100KB\"\n\
+             [[workload]]\nkind = \"training\"\ndp = 2\nlayers = {layers}\nhidden = 64\n\
+             seq_len = 64\nforward = \"1us\"\ndp_bucket = \"1GiB\"\n"
+        )
+    };
+    let s = parse(&text(100, 1));
+    let WorkloadSpec::Training(t) = &s.workloads[1].spec else {
+        panic!("a training workload")
+    };
+    let ops = workload::training::generate(t).ops.len() as u64;
+    assert!(t.op_count() >= ops, "the validation's bound");
+    let e = budget::estimate(&s);
+    assert_eq!(e.workload_ops, vec![0, ops]);
+    assert_eq!((e.ops, e.op_memory), (ops, ops * 512));
+    assert_eq!(
+        e.memory,
+        (64 << 20) + e.flow_memory + e.op_memory + e.fabric_memory + e.packet_memory
+    );
+    assert_eq!(
+        budget::estimate(&parse(&text(100, 2))).op_memory,
+        e.op_memory
+    );
+    // 150,000 layers: 1.2 M ops (eight per layer), 614 MB of them, over a 512 MiB limit.
+    let s = parse(&text(150_000, 1));
+    let small = Limits {
+        memory: 512 << 20,
+        ..limits()
+    };
+    let err = budget::check(&s, &small).expect_err("refused").to_string();
+    assert!(err.contains("workload.1:"), "{err}");
+    assert!(err.contains("1200014 step-graph ops: 585.9 MiB"), "{err}");
+}

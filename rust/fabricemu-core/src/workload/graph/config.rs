@@ -747,6 +747,19 @@ pub fn read_graph_file(path: &str) -> Result<GraphBody, String> {
 }
 
 impl GraphSpec {
+    /// Ops of all iterations, counted without planning (a file graph: from the file's size, at
+    /// least 16 bytes per op).
+    pub fn ops_estimate(&self) -> u64 {
+        let it = self.iterations as u64;
+        match &self.source {
+            GraphSource::File { path, .. } => {
+                let len = std::fs::metadata(path).map_or(0, |m| m.len());
+                (len / 16).saturating_mul(it)
+            }
+            GraphSource::Inline(g) => (g.ops.len() as u64).saturating_mul(it),
+        }
+    }
+
     /// Flows and payload bytes, counted without planning (a file graph: from the file's size,
     /// at least 16 bytes per op, as replay files are bounded).
     pub fn estimate(&self) -> (u64, u64) {
