@@ -1172,8 +1172,10 @@ impl Parallel {
                 .collect()
         });
         let mut parts = parts;
+        let routes = Arc::new(super::faults::SharedRoutes::new(parts.len()));
         for w in &mut parts {
             w.partition.as_mut().expect("a partition").lookahead = lookahead;
+            w.faults.share_routes(Arc::clone(&routes));
         }
         if let Some(l) = long.filter(|_| lookahead > parts[0].window_ps) {
             // A flow is sent on one host port: packets never sent go no faster than its rate.
@@ -2871,6 +2873,54 @@ mod tests {
         w.switches.buffer.used[NodeId::new(node as u32)] += 1;
         let e = par.check_conservation().expect_err("a miscount");
         assert!(e.starts_with(&format!("partition {i}: ")), "{e}");
+    }
+
+    /// Under a failure process the partitions take their route tables from one sequence, each
+    /// table made once: as many as one world makes, every one taken by every partition (none
+    /// left pending), and the run the same as one world's.
+    #[test]
+    fn route_tables_after_faults_are_made_once_for_all_partitions() {
+        let text = |threads: u32| {
+            format!(
+                "threads = {threads}\nseed = 5\nstop = \"300us\"\n\
+                 [topology]\nkind = \"fat_tree\"\nk = 4\nlink_rate = \"100Gbps\"\n\
+                 [[failure_process]]\ncomponents = \"links\"\ntier = \"fabric\"\n\
+                 mtbf = \"200us\"\nmttr = \"20us\"\nuntil = \"250us\"\ndetection = \"2us\"\n\
+                 [[workload]]\nkind = \"permutation\"\nsize = \"2MB\""
+            )
+        };
+        let run = |threads: u32| {
+            let (_, s) = crate::scenario::parse_toml(&text(threads), "t.toml")
+                .unwrap_or_else(|e| panic!("{e}"));
+            let mut sim = crate::Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+            if threads == 1 {
+                // One world counts its changes through a sequence of its own.
+                let routes = Arc::new(super::super::faults::SharedRoutes::new(1));
+                sim.world_mut().faults.share_routes(routes);
+            }
+            let stats = sim.run_to_end();
+            (sim, stats)
+        };
+        let (one, one_stats) = run(1);
+        let (shared, changes) = one.world().faults.shared_routes().expect("its own");
+        assert_eq!(shared.made_and_pending(), (changes, 0));
+        assert!(changes > 10, "{changes} reroutes");
+        for threads in [2, 3] {
+            let (sim, stats) = run(threads);
+            assert_eq!(
+                format!("{stats:?}"),
+                format!("{one_stats:?}"),
+                "{threads} threads"
+            );
+            assert_eq!(sim.flow_rows(), one.flow_rows(), "{threads} threads");
+            let par = sim.parallel.as_ref().expect("threads");
+            let (shared, _) = par.parts[0].faults.shared_routes().expect("shared");
+            assert_eq!(shared.made_and_pending(), (changes, 0), "{threads} threads");
+            for w in &par.parts {
+                let (_, taken) = w.faults.shared_routes().expect("still shared");
+                assert_eq!(taken, changes);
+            }
+        }
     }
 
     /// A ring's per-rank steps run where the rank is; an iteration's end, which flows of every
