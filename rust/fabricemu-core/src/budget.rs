@@ -613,8 +613,8 @@ fn gb(b: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
-/// The key path an error about the estimate names: the workload with the most flows if flows
-/// dominate, else the topology.
+/// The key path an error about the estimate names: the workload whose flows and step-graph ops
+/// need the most memory if flows and ops dominate, else the topology.
 fn culprit(s: &Scenario, e: &Estimate) -> String {
     if e.flow_memory.saturating_add(e.op_memory) >= e.fabric_memory.max(e.packet_memory) {
         let per_flow = bytes_per_flow(s);
