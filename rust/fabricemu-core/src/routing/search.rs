@@ -140,6 +140,10 @@ pub(super) struct Paths {
     unit_costs: bool,
     /// Each switch's links to switches (`adj_start` by switch index), in port order.
     adj_start: Vec<u32>,
+    /// The switches with a link to a switch: the others (a GPU server's scale-up switch) reach
+    /// no destination through the switches and name no group (their entries stay 0), so
+    /// [`Paths::numbered`] passes them by.
+    linked: Vec<u32>,
     adj: Vec<SwitchLink>,
     /// Per port: its link in `adj` and the switch owning it (None: a host's port, or a switch's
     /// port to a host, which routing between switches never uses).
@@ -193,10 +197,14 @@ impl Paths {
             adj_start.push(adj.len() as u32);
         }
         let n = targets.len() * switches;
+        let linked = (0..switches as u32)
+            .filter(|&s| adj_start[s as usize + 1] > adj_start[s as usize])
+            .collect();
         let mut paths = Self {
             switches,
             unit_costs: f.ports().all(|p| link_cost(f, p) == 1),
             adj_start,
+            linked,
             adj,
             link_of_port,
             targets,
@@ -366,13 +374,15 @@ impl Paths {
         // Numbered along the destinations' columns, written along the switches' rows: through
         // a tile of a few columns, so that neither side strides through memory.
         const TILE: usize = 16;
-        let mut tile = vec![0u32; n * TILE];
+        // The linked switches' rows only: the others' stay 0 from the first table on.
+        let mut tile = vec![0u32; self.linked.len() * TILE];
         for d0 in (0..dests).step_by(TILE) {
             let w = TILE.min(dests - d0);
             for dd in 0..w {
                 let column = &self.entry[(d0 + dd) * n..(d0 + dd + 1) * n];
-                for (s, &e) in column.iter().enumerate() {
-                    tile[s * TILE + dd] = if e == 0 {
+                for (i, &s) in self.linked.iter().enumerate() {
+                    let e = column[s as usize];
+                    tile[i * TILE + dd] = if e == 0 {
                         0
                     } else {
                         let g = &mut renumber[e as usize - 1];
@@ -385,8 +395,8 @@ impl Paths {
                     };
                 }
             }
-            for s in 0..n {
-                let (to, from) = (s * dests + d0, s * TILE);
+            for (i, &s) in self.linked.iter().enumerate() {
+                let (to, from) = (s as usize * dests + d0, i * TILE);
                 if w == TILE {
                     // A whole tile row: a fixed-size copy, not a call to memcpy.
                     let to: &mut [u32; TILE] = (&mut rows[to..to + TILE]).try_into().unwrap();
