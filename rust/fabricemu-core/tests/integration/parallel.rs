@@ -2131,6 +2131,51 @@ fn a_rail_cabled_cluster_deals_its_servers_out_to_the_partitions() {
     }
 }
 
+/// With several scalable units, a rail-cabled cluster deals out whole units: a unit's rail
+/// leaves reach its own servers only, so no GPU's link to its leaf crosses partitions (dealt
+/// servers cut half of them: a 16,384-GPU job of 8 units took 1.0x one thread's time on two
+/// threads, 0.75x once units were dealt).
+#[test]
+fn a_rail_cabled_cluster_of_several_units_deals_out_whole_units() {
+    let text = r#"
+        seed = 1
+        [topology]
+        kind = "leaf_spine"
+        leaves = 12
+        hosts_per_leaf = 8
+        spines = 2
+        [cluster]
+        gpus_per_server = 4
+        cabling = "rail"
+        [[workload]]
+        kind = "permutation"
+        size = "10KB"
+        "#;
+    let (_, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    let fabric = &sim.world().fabric;
+    for parts in [2u16, 3] {
+        let owner = fabricemu_core::engine::parallel::partition_nodes(fabric, parts);
+        // Three units of 8 servers (32 GPUs) each: unit u in partition u % parts.
+        for gpu in fabric.hosts() {
+            assert_eq!(
+                owner[gpu],
+                (gpu.get() / 32 % parts as u32) as u16,
+                "GPU {gpu}"
+            );
+            let leaf = fabric.peer_node[fabric.host_port(gpu)];
+            assert_eq!(
+                owner[leaf], owner[gpu],
+                "{parts} parts: GPU {gpu}'s leaf link is cut"
+            );
+        }
+    }
+    // Fewer units than partitions: servers dealt out, as in one unit.
+    let owner = fabricemu_core::engine::parallel::partition_nodes(fabric, 4);
+    let of = |gpu: u32| owner[fabricemu_core::ids::NodeId::new(gpu)];
+    assert_eq!((of(0), of(4), of(8), of(12), of(16)), (0, 1, 2, 3, 0));
+}
+
 /// On threads, a run that retires flows has its partitions forget the flows the view retired; an
 /// amendment afterwards (every record kept from then on) that makes a half-finished incast round
 /// release its next flow at once (a barrier tight from now, whose finished flows the partitions
