@@ -329,12 +329,6 @@ fn random_count(mean: f64) -> u64 {
     (mean + 4.0 * mean.sqrt() + 1.0).ceil() as u64
 }
 
-/// Flows and payload bytes of one workload, counted from its parameters.
-pub fn workload_flows(spec: &WorkloadSpec) -> (u64, u64) {
-    let (flows, bytes, _) = workload_counts(spec);
-    (flows, bytes)
-}
-
 /// Flows, payload bytes and step-graph ops of one workload, counted from its parameters.
 fn workload_counts(spec: &WorkloadSpec) -> (u64, u64, u64) {
     let graph = |g: &crate::workload::graph::Graph, params| {

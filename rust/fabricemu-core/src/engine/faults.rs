@@ -66,15 +66,16 @@ struct LossLink {
     drops: u64,
 }
 
-/// What built a world's route tables, kept to update them after the next change. A copy of the
-/// faults (the parallel engine's view takes one at every fold) does not take it: it holds 16
-/// bytes per (switch, destination edge switch), and a copy that reroutes starts from scratch.
+/// What makes a world's route tables, which a copy of the faults (the parallel engine's view
+/// takes one at every fold, and routes nothing) does not take: the builder kept to update them
+/// after the next change (16 bytes per (switch, destination edge switch); a copy that reroutes
+/// starts from scratch), or a partition's handle on [`SharedRoutes`].
 #[derive(Default)]
-struct KeptRoutes(Option<RouteBuilder>);
+struct NotCopied<T>(Option<T>);
 
-impl Clone for KeptRoutes {
+impl<T> Clone for NotCopied<T> {
     fn clone(&self) -> Self {
-        KeptRoutes(None)
+        NotCopied(None)
     }
 }
 
@@ -178,17 +179,6 @@ impl SharedRoutes {
     }
 }
 
-/// A partition's handle on its run's [`SharedRoutes`] and the changes it has asked for. A copy
-/// (the view's, at every fold) has none: it routes nothing.
-#[derive(Default)]
-struct RouteShare(Option<(Arc<SharedRoutes>, u64)>);
-
-impl Clone for RouteShare {
-    fn clone(&self) -> Self {
-        RouteShare(None)
-    }
-}
-
 /// The faults part of the World: the scenario's faults, what each link suffers now and what
 /// routing knows of it.
 #[derive(Clone)]
@@ -199,9 +189,10 @@ pub(super) struct Faults {
     /// Ports whose `excluded` changed since routes were last computed ...
     toggled: Vec<PortId>,
     /// ... and what computed them, kept to update (None: none yet, or the fabric was rewired) ...
-    routes: KeptRoutes,
-    /// ... or, in a partition of a parallel run, where all partitions' are made.
-    share: RouteShare,
+    routes: NotCopied<RouteBuilder>,
+    /// ... or, in a partition of a parallel run, where all partitions' are made, and the
+    /// changes this partition has asked for.
+    share: NotCopied<(Arc<SharedRoutes>, u64)>,
     /// The fabric was rewired since routes were last computed.
     rewired: bool,
     /// Fault events (start, end, detection) still to come: while any is, a cut-off destination
@@ -262,8 +253,8 @@ impl Faults {
             list,
             excluded: IdVec::from_elem(false, num_ports),
             toggled: Vec::new(),
-            routes: KeptRoutes(None),
-            share: RouteShare(None),
+            routes: NotCopied(None),
+            share: NotCopied(None),
             rewired: false,
             events_left: 0,
             last_event_at: 0,
@@ -359,7 +350,7 @@ impl Faults {
 
     /// Take the route tables from `shared`, made once for every partition of a parallel run.
     pub fn share_routes(&mut self, shared: Arc<SharedRoutes>) {
-        self.share = RouteShare(Some((shared, 0)));
+        self.share = NotCopied(Some((shared, 0)));
     }
 
     /// The shared route tables and the changes this partition took from them (None: it makes

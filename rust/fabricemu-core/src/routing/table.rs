@@ -162,7 +162,8 @@ pub struct RouteTable {
     /// Components of the switch graph (a GPU cluster's planes; 1 for every host-only fabric), and
     /// each node's (hosts and scale-up switches: None; they are not routed by the table).
     num_comps: u32,
-    node_comp: Arc<IdVec<NodeId, Option<u32>>>,
+    /// (By node index.)
+    node_comp: Arc<[Option<u32>]>,
     /// Per (host, component), at `host * num_comps + component`: where the host attaches to that
     /// component (None: it does not). With one component, simply per host. Faults do not move
     /// them: every table a builder makes shares them (and the node maps).
@@ -172,8 +173,8 @@ pub struct RouteTable {
     group_start: Vec<u32>,
     group_ports: Vec<PortId>,
     /// Dragonflies: the group of every node (hosts: their router's; scale-up switches: None),
-    /// else empty.
-    node_group: Arc<IdVec<NodeId, Option<u32>>>,
+    /// else empty; by node index.
+    node_group: Arc<[Option<u32>]>,
     num_df_groups: u32,
     /// `[(switch - num_hosts) * num_df_groups + group]` -> ports toward the group (None: no
     /// live path).
@@ -254,7 +255,7 @@ fn marked_down(down: &[bool]) -> impl Fn(PortId) -> bool + '_ {
 pub struct RouteBuilder {
     num_hosts: u32,
     num_comps: u32,
-    node_comp: Arc<IdVec<NodeId, Option<u32>>>,
+    node_comp: Arc<[Option<u32>]>,
     /// As [`RouteTable::attachments`], with `edge` the edge switch's number (the table's is its
     /// block in the group map, chosen for the first table).
     attachments: Vec<Option<Attachment>>,
@@ -264,7 +265,7 @@ pub struct RouteBuilder {
     table_attachments: Option<Arc<[Option<Attachment>]>>,
     /// Destination edge switches: paths' destinations `0..edges`; then the dragonfly groups'.
     edges: usize,
-    node_group: Arc<IdVec<NodeId, Option<u32>>>,
+    node_group: Arc<[Option<u32>]>,
     num_df_groups: u32,
     paths: Paths,
     /// The group map's block size, chosen for the first table and kept for the tables updates
@@ -322,11 +323,11 @@ impl RouteBuilder {
         Self {
             num_hosts: f.num_hosts,
             num_comps,
-            node_comp: Arc::new(node_comp),
+            node_comp: node_comp.as_slice().into(),
             attachments,
             table_attachments: None,
             edges,
-            node_group: Arc::new(node_group),
+            node_group: node_group.as_slice().into(),
             num_df_groups,
             paths: Paths::new(f, &is_down, targets),
             block: None,
@@ -408,7 +409,7 @@ impl RouteTable {
         let at = if self.num_comps == 1 {
             dst.index()
         } else {
-            dst.index() * self.num_comps as usize + self.node_comp[node]? as usize
+            dst.index() * self.num_comps as usize + self.node_comp[node.index()]? as usize
         };
         self.attachments.get(at)?.as_ref()
     }
@@ -488,7 +489,7 @@ impl RouteTable {
     /// The dragonfly group of a node (a host's is its router's; a scale-up switch is in none).
     #[inline(always)]
     pub fn df_group(&self, node: NodeId) -> Option<u32> {
-        self.node_group[node]
+        self.node_group[node.index()]
     }
 
     /// Candidate egress ports of switch `node` toward any switch of dragonfly group `g` (empty
@@ -585,7 +586,7 @@ mod tests {
                     }
                 }
             }
-            for s in f.switches().filter(|&s| t.node_comp[s].is_some()) {
+            for s in f.switches().filter(|&s| t.node_comp[s.index()].is_some()) {
                 let want: Vec<PortId> = if s == sw {
                     vec![f.peer_port[f.host_port(h)]]
                 } else {

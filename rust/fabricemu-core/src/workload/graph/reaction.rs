@@ -1002,19 +1002,24 @@ mod tests {
         out
     }
 
-    /// A cable between two switches that leaves the switches connected changes no endpoint's
-    /// reach: nothing is re-touched (every endpoint was, at each such change, until 2026-12-05:
-    /// seconds of the build of a 16,384-GPU job under a fabric failure process). One whose loss
-    /// cuts a leaf off re-touches them all, and the leaf's endpoints are cut off.
-    #[test]
-    fn a_switch_cable_that_splits_nothing_retouches_no_endpoint() {
+    /// A leaf-spine of 4 leaves of 4 hosts and 2 spines.
+    fn four_leaves_two_spines() -> Fabric {
         let (_, s) = crate::scenario::parse_toml(
             "[topology]\nkind = \"leaf_spine\"\nleaves = 4\nhosts_per_leaf = 4\nspines = 2\n\
              [[workload]]\nkind = \"permutation\"\nsize = \"1MB\"",
             "t.toml",
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let fabric = crate::topology::build(&s.topology, &s.switch);
+        crate::topology::build(&s.topology, &s.switch)
+    }
+
+    /// A cable between two switches that leaves the switches connected changes no endpoint's
+    /// reach: nothing is re-touched (every endpoint was, at each such change, until 2026-12-05:
+    /// seconds of the build of a 16,384-GPU job under a fabric failure process). One whose loss
+    /// cuts a leaf off re-touches them all, and the leaf's endpoints are cut off.
+    #[test]
+    fn a_switch_cable_that_splits_nothing_retouches_no_endpoint() {
+        let fabric = four_leaves_two_spines();
         let endpoints: Vec<u32> = (0..fabric.num_hosts).collect();
         let mut reach = Reachability::new(&fabric, &endpoints);
         assert!(reach.cut().is_empty());
@@ -1040,13 +1045,7 @@ mod tests {
 
     #[test]
     fn episodes_kept_up_to_date_equal_episodes_recomputed_at_every_instant() {
-        let (_, s) = crate::scenario::parse_toml(
-            "[topology]\nkind = \"leaf_spine\"\nleaves = 4\nhosts_per_leaf = 4\nspines = 2\n\
-             [[workload]]\nkind = \"permutation\"\nsize = \"1MB\"",
-            "t.toml",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let fabric = crate::topology::build(&s.topology, &s.switch);
+        let fabric = four_leaves_two_spines();
         let endpoints: Vec<u32> = (0..fabric.num_hosts).filter(|h| h % 3 != 1).collect();
         let ports: Vec<PortId> = fabric.ports().collect();
         let mut r = crate::rng::stream(7, crate::rng::Purpose::Workload, 0);
