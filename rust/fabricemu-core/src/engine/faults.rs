@@ -767,7 +767,12 @@ impl World {
             } else if self.ports[port].to_scaleup {
                 self.scaleup_out(node, target, fid, data)
             } else {
-                self.router.table().group(node, target).first().copied()
+                self.router
+                    .table()
+                    .group(node, target)
+                    .as_slice()
+                    .first()
+                    .copied()
             };
             match next {
                 Some(p) => port = p,

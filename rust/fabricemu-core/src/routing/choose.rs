@@ -74,7 +74,7 @@ impl Router {
         if self.dragonfly {
             return None;
         }
-        let port = self.fixed_choice(node, key, self.table.group(node, dst))??;
+        let port = self.fixed_choice(node, key, self.table.group(node, dst).as_slice())??;
         self.foreseen[pkt.index() % FORESEEN] = Foreseen {
             pkt,
             node,
@@ -120,7 +120,8 @@ impl Router {
         fabric: &Fabric,
         loads: &L,
     ) -> Option<PortId> {
-        let (group, gid) = self.table.group_with_id(node, dst);
+        let ports = self.table.group(node, dst);
+        let (group, gid) = (ports.as_slice(), ports.id());
         if let Some(fixed) = self.fixed_choice(node, key, group) {
             return fixed;
         }
@@ -353,8 +354,12 @@ impl Router {
     /// None when no live path leads there.
     #[inline]
     fn ecmp_toward(&self, node: NodeId, via: Option<u16>, dst: NodeId, key: u64) -> Option<PortId> {
+        let direct;
         let ports = match via {
-            None => self.table.group(node, dst),
+            None => {
+                direct = self.table.group(node, dst);
+                direct.as_slice()
+            }
             Some(g) => self.table.toward_group(node, g as u32),
         };
         (!ports.is_empty()).then(|| ports[self.ecmp_index(node, key, ports.len())])
@@ -406,6 +411,7 @@ impl Router {
         key: u64,
     ) -> Option<PortId> {
         let group = table.group(node, dst);
+        let group = group.as_slice();
         (!group.is_empty()).then(|| group[self.ecmp_index(node, key, group.len())])
     }
 }
@@ -457,7 +463,7 @@ mod tests {
     #[test]
     fn least_loaded_spray_takes_the_emptiest_uplink_the_loads_lend() {
         let (fabric, mut router, leaf, mut pkt) = setup(LoadBalancing::Spray(Pick::LeastLoaded));
-        let group = router.table().group(leaf, pkt.dst).to_vec();
+        let group = router.table().group(leaf, pkt.dst).as_slice().to_vec();
         assert_eq!(group.len(), 4);
         for &light in &group {
             let mut loads = Loads(IdVec::from_elem(5000, fabric.num_ports() as usize));
@@ -485,7 +491,7 @@ mod tests {
             bias_bytes: 1000,
         };
         let (fabric, mut router, leaf, mut pkt) = setup(lb);
-        let group = router.table().group(leaf, pkt.dst).to_vec();
+        let group = router.table().group(leaf, pkt.dst).as_slice().to_vec();
         let mut loads = Loads(IdVec::from_elem(10_000, fabric.num_ports() as usize));
         loads.0[group[1]] = 0;
         let first = router.choose(leaf, &mut pkt, 0, &fabric, &loads).unwrap();

@@ -14,7 +14,7 @@ mod search;
 mod table;
 
 pub use choose::{Choice, PortLoad, RouteStats};
-pub use table::{RouteBuilder, RouteTable};
+pub use table::{Ports, RouteBuilder, RouteTable};
 
 use crate::config::{hash_field, HashFunction, LoadBalancing, NonMinimal, RoutingSpec};
 use crate::ids::PacketId;

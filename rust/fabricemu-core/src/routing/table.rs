@@ -32,23 +32,95 @@ impl GroupRef {
 /// edge of the block.
 const DETAIL: u32 = 1 << 31;
 
+/// A group map entry (raw, as stored) for the destination edge switch's own row: the host hangs
+/// off this switch, and its downlink is the one candidate. Marked in the map rather than found by
+/// comparing the switch with an attachment record, so a lookup reads one small key per
+/// destination (4 bytes, not a 20-byte attachment: at 8,192 hosts 32 KiB, which stays in cache).
+const LOCAL: u32 = DETAIL - 1;
+
+/// `RouteTable::dest_key` of a (host, component) pair where the host does not attach.
+const NO_KEY: u32 = u32::MAX;
+
+/// A group map entry (raw) `PORT | port`: a group of one port (a core switch's port toward a pod,
+/// a spine's toward a leaf), held in the entry itself, so the lookup reads no group list.
+const PORT: u32 = 1 << 30;
+
+/// Candidate egress ports of a switch toward a destination: a group's list (and its id), or one
+/// port held here (the last hop's downlink, or a group of one port). Read with
+/// [`Ports::as_slice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ports<'a> {
+    one: PortId,
+    many: &'a [PortId],
+    id: Option<u32>,
+}
+
+impl<'a> Ports<'a> {
+    const NONE: Ports<'static> = Ports {
+        one: PortId::NONE,
+        many: &[],
+        id: None,
+    };
+
+    #[inline(always)]
+    fn one(port: PortId) -> Self {
+        Ports {
+            one: port,
+            many: &[],
+            id: None,
+        }
+    }
+
+    /// The candidates (empty where no live path leads on).
+    #[inline(always)]
+    pub fn as_slice(&self) -> &[PortId] {
+        if self.one == PortId::NONE {
+            self.many
+        } else {
+            std::slice::from_ref(&self.one)
+        }
+    }
+
+    /// The group's id where there are several candidates (round-robin state is indexed by it).
+    #[inline(always)]
+    pub fn id(&self) -> Option<u32> {
+        self.id
+    }
+}
+
 /// The group of every (switch, destination edge switch), in two levels, as real switches route by
 /// prefixes. Destination edge switches are numbered in host order, so a pod's (a leaf's, a
 /// dragonfly group's) edges are consecutive; cut into blocks of `block` edges, nearly every block
 /// of a switch's row has one group for all its edges (a Clos switch sends everything outside its
 /// own pod up the same uplinks; a core switch sends a whole pod down one port), and only the
-/// blocks that differ keep one entry per edge. The map is then about switches x pods instead of
-/// switches x edge switches (k=32 fat tree: 70 KiB instead of 2.6 MiB), small enough to stay in
-/// cache, and a lookup is two loads. Irregular fabrics (and the tables rebuilt after faults)
-/// compress as far as they allow; at worst (`block` 1) the map is the flat table.
+/// blocks that differ keep one entry per edge. Each row then keeps only the blocks from its first
+/// to its last that differ from the row's most common entry, its default (an edge or aggregation
+/// switch: its own pod's block; a core switch: every pod's). The map is then about switches x
+/// pods at most instead of switches x edge switches (k=32 fat tree: 60 KiB instead of 2.6 MiB),
+/// small enough to stay in cache, and a lookup is three loads, the first of a 12-byte record per
+/// switch. Irregular fabrics (and the tables rebuilt after faults) compress as far as they allow;
+/// at worst (`block` 1) the map is the flat table.
 #[derive(Debug, Clone)]
 struct GroupMap {
     block: u32,
-    /// Blocks per switch row.
-    row_blocks: u32,
-    /// `[switch_row * row_blocks + edge / block]` -> an entry as [`DETAIL`] says.
+    /// A destination's key is its block `<< shift` and its place in the block in the low bits
+    /// (`mask`): a lookup needs no division.
+    shift: u32,
+    mask: u32,
+    /// Per switch row: where its entries are in `blocks`.
+    rows: Vec<RowSpan>,
+    /// Per row: its default entry, then the entries of its blocks `lo..lo + len`; an entry as
+    /// [`DETAIL`] says.
     blocks: Vec<u32>,
     detail: Vec<Option<GroupRef>>,
+}
+
+/// A row of the group map: its default at `blocks[start]`, and its blocks `lo..lo + len` after it.
+#[derive(Debug, Clone, Copy)]
+struct RowSpan {
+    start: u32,
+    lo: u32,
+    len: u32,
 }
 
 impl GroupMap {
@@ -58,7 +130,8 @@ impl GroupMap {
         Self::compress_by(flat, rows, edges, Self::best_block(flat, rows, edges))
     }
 
-    /// The block size that makes the flat table `[row * edges + edge]` smallest.
+    /// The block size that makes the flat table `[row * edges + edge]` smallest (counting every
+    /// block of a row: the rows' defaults are left out of the choice).
     fn best_block(flat: &[Option<GroupRef>], rows: usize, edges: usize) -> usize {
         // Candidate block sizes: the divisors of the edge count (pods divide it) and powers of two.
         let mut candidates: Vec<usize> = (1..=edges.min(4096))
@@ -99,60 +172,98 @@ impl GroupMap {
     /// Compress the flat table `[row * edges + edge]` in blocks of `block` edges.
     fn compress_by(flat: &[Option<GroupRef>], rows: usize, edges: usize, block: usize) -> Self {
         let enc = |g: Option<GroupRef>| g.map_or(0, |g| g.0.get());
-        let row_blocks = edges.div_ceil(block);
-        let mut blocks = Vec::with_capacity(rows * row_blocks);
+        let mut spans = Vec::with_capacity(rows);
+        let mut blocks = Vec::new();
         let mut detail = Vec::new();
+        let mut row_entries = Vec::new();
+        let mut sorted = Vec::new();
         for r in 0..rows {
             let row = &flat[r * edges..(r + 1) * edges];
+            row_entries.clear();
             for chunk in row.chunks(block) {
                 if chunk.iter().all(|&g| g == chunk[0]) {
-                    blocks.push(enc(chunk[0]));
+                    row_entries.push(enc(chunk[0]));
                 } else {
                     let at = detail.len() as u32;
                     assert!(at < DETAIL, "route table detail overflow");
-                    blocks.push(DETAIL | at);
+                    row_entries.push(DETAIL | at);
                     detail.extend_from_slice(chunk);
                     // A short last block keeps `block` entries so every lookup stays in range.
                     detail.resize(at as usize + block, None);
                 }
             }
+            // The row's most common entry (the lowest of the most common: any would do).
+            sorted.clear();
+            sorted.extend_from_slice(&row_entries);
+            sorted.sort_unstable();
+            let default = sorted
+                .chunk_by(|a, b| a == b)
+                .max_by_key(|run| (run.len(), std::cmp::Reverse(run[0])))
+                .map_or(0, |run| run[0]);
+            let lo = row_entries.iter().position(|&e| e != default);
+            let (lo, hi) = match lo {
+                Some(lo) => (
+                    lo,
+                    row_entries.iter().rposition(|&e| e != default).unwrap() + 1,
+                ),
+                None => (0, 0),
+            };
+            let start = u32::try_from(blocks.len()).expect("route table blocks overflow");
+            spans.push(RowSpan {
+                start,
+                lo: lo as u32,
+                len: (hi - lo) as u32,
+            });
+            blocks.push(default);
+            blocks.extend_from_slice(&row_entries[lo..hi]);
         }
+        let shift = u32::BITS - (block as u32 - 1).leading_zeros();
         Self {
             block: block as u32,
-            row_blocks: row_blocks as u32,
+            shift,
+            mask: (1 << shift) - 1,
+            rows: spans,
             blocks,
             detail,
         }
     }
 
-    /// The group of (switch row `row`, edge switch number `block * self.block + within`).
+    /// The key of edge switch number `edge` (see `shift`).
+    fn key(&self, edge: u32) -> u32 {
+        let key = ((edge / self.block) << self.shift) | (edge % self.block);
+        assert!(key < NO_KEY, "route table keys overflow");
+        key
+    }
+
+    /// The group of (switch row `row`, the edge switch whose key is `key`).
     #[inline(always)]
-    fn get(&self, row: usize, b: u32, within: u32) -> Option<GroupRef> {
-        let e = self.blocks[row * self.row_blocks as usize + b as usize];
+    fn get(&self, row: usize, key: u32) -> Option<GroupRef> {
+        let r = self.rows[row];
+        let off = (key >> self.shift).wrapping_sub(r.lo);
+        // Past the row's default: one of its own blocks (a select, not a branch).
+        let at = r.start + if off < r.len { 1 + off } else { 0 };
+        let e = self.blocks[at as usize];
         if e & DETAIL != 0 {
-            self.detail[(e & !DETAIL) as usize + within as usize]
+            self.detail[(e & !DETAIL) as usize + (key & self.mask) as usize]
         } else {
             NonZeroU32::new(e).map(GroupRef)
         }
     }
 
     fn bytes(&self) -> usize {
-        std::mem::size_of_val(&self.blocks[..]) + std::mem::size_of_val(&self.detail[..])
+        std::mem::size_of_val(&self.rows[..])
+            + std::mem::size_of_val(&self.blocks[..])
+            + std::mem::size_of_val(&self.detail[..])
     }
 }
 
 /// Where a host attaches to one component of the switch graph.
 #[derive(Debug, Clone, Copy)]
 struct Attachment {
-    /// The switch it attaches to.
-    switch: NodeId,
-    /// The port of `switch` leading to the host.
+    /// The port of the switch it attaches to leading to the host.
     downlink: PortId,
-    /// `switch`'s index among edge switches, then (once the group map is built) the position of
-    /// its entries in the map: the block of the edge in a switch row ...
+    /// That switch's index among edge switches.
     edge: u32,
-    /// ... and the edge's place within that block.
-    within: u32,
 }
 
 /// Routes as flat arrays: groups are deduplicated port lists.
@@ -164,10 +275,13 @@ pub struct RouteTable {
     num_comps: u32,
     /// (By node index.)
     node_comp: Arc<[Option<u32>]>,
-    /// Per (host, component), at `host * num_comps + component`: where the host attaches to that
-    /// component (None: it does not). With one component, simply per host. Faults do not move
-    /// them: every table a builder makes shares them (and the node maps).
-    attachments: Arc<[Option<Attachment>]>,
+    /// Per (host, component), at `host * num_comps + component`: the key of the edge switch the
+    /// host attaches to in that component, in the group map ([`NO_KEY`]: it does not attach).
+    /// With one component, simply per host. Faults do not move hosts: every table a builder makes
+    /// shares them (and the node maps and downlinks).
+    dest_key: Arc<[u32]>,
+    /// Likewise: the edge switch's port to the host (read on the last hop alone).
+    downlink: Arc<[PortId]>,
     /// The groups per (switch, destination edge switch), as two levels (see [`GroupMap`]).
     group_of: GroupMap,
     group_start: Vec<u32>,
@@ -248,6 +362,9 @@ fn marked_down(down: &[bool]) -> impl Fn(PortId) -> bool + '_ {
     |p: PortId| down.get(p.index()).copied().unwrap_or(false)
 }
 
+/// A table's `dest_key` and `downlink`.
+type DestArrays = (Arc<[u32]>, Arc<[PortId]>);
+
 /// What builds route tables, kept between them: a run with faults rebuilds its table at every
 /// change routing notices, and most of the work (the paths toward each destination edge switch)
 /// carries over from the last table ([`Paths::update`]). Tables built by updates are identical to
@@ -256,13 +373,14 @@ pub struct RouteBuilder {
     num_hosts: u32,
     num_comps: u32,
     node_comp: Arc<[Option<u32>]>,
-    /// As [`RouteTable::attachments`], with `edge` the edge switch's number (the table's is its
-    /// block in the group map, chosen for the first table).
+    /// Where each host attaches, per (host, component) as [`RouteTable::dest_key`].
     attachments: Vec<Option<Attachment>>,
-    /// The tables' attachments, made for the first table: the block is chosen then and kept,
-    /// so every later table shares them (copying them at every fault was a quarter of the
-    /// route tables' time for a 16,384-GPU fabric under a failure process).
-    table_attachments: Option<Arc<[Option<Attachment>]>>,
+    /// Each destination edge switch's row in the (switch, destination) table.
+    edge_rows: Vec<u32>,
+    /// The tables' keys and downlinks, made for the first table: the block is chosen then and
+    /// kept, so every later table shares them (copying the attachments at every fault was a
+    /// quarter of the route tables' time for a 16,384-GPU fabric under a failure process).
+    table_dests: Option<DestArrays>,
     /// Destination edge switches: paths' destinations `0..edges`; then the dragonfly groups'.
     edges: usize,
     node_group: Arc<[Option<u32>]>,
@@ -305,14 +423,13 @@ impl RouteBuilder {
                     (targets.len() - 1) as u32
                 });
                 attachments[a] = Some(Attachment {
-                    switch: sw,
                     downlink: f.peer_port[p],
                     edge,
-                    within: 0,
                 });
             }
         }
         let edges = targets.len();
+        let edge_rows = targets.iter().map(|t| t[0]).collect();
         // Dragonfly groups: the switches connected without global links. Routes toward each
         // group (to any of its switches) serve non-minimal routing via an intermediate group.
         let (node_group, num_df_groups) = dragonfly_groups(f);
@@ -325,7 +442,8 @@ impl RouteBuilder {
             num_comps,
             node_comp: node_comp.as_slice().into(),
             attachments,
-            table_attachments: None,
+            edge_rows,
+            table_dests: None,
             edges,
             node_group: node_group.as_slice().into(),
             num_df_groups,
@@ -347,6 +465,7 @@ impl RouteBuilder {
         let switches = self.node_comp.len() - self.num_hosts as usize;
         let (edges, dfg) = (self.edges, self.num_df_groups as usize);
         let groups = self.paths.numbered(&mut self.rows);
+        assert!(groups.start.len() < PORT as usize, "route groups overflow");
         let dests = edges + dfg;
         let as_ref = |e: u32| NonZeroU32::new(e).map(GroupRef);
         let flat = &mut self.flat;
@@ -356,22 +475,36 @@ impl RouteBuilder {
             flat.extend(row[..edges].iter().map(|&e| as_ref(e)));
             to_group.extend(row[edges..].iter().map(|&e| as_ref(e)));
         }
+        // A group of one port is held in its entries.
+        for g in flat.iter_mut().flatten() {
+            let id = g.id() as usize;
+            if groups.start[id + 1] - groups.start[id] == 1 {
+                let port = groups.ports[groups.start[id] as usize].get();
+                assert!(port < PORT - 1, "port ids overflow the route table");
+                *g = GroupRef(NonZeroU32::new(PORT | port).expect("nonzero"));
+            }
+        }
+        // An edge switch's entry toward itself (no path: it is the destination) says so.
+        for (e, &row) in self.edge_rows.iter().enumerate() {
+            flat[row as usize * edges + e] = as_ref(LOCAL);
+        }
         let block =
             *(self.block).get_or_insert_with(|| GroupMap::best_block(flat, switches, edges));
         let group_of = GroupMap::compress_by(flat, switches, edges, block);
-        // Lookups then need no division: each attachment keeps its (block, place in block).
-        let attachments = self.table_attachments.get_or_insert_with(|| {
-            let mut a = self.attachments.clone();
-            for a in a.iter_mut().flatten() {
-                (a.edge, a.within) = (a.edge / group_of.block, a.edge % group_of.block);
-            }
-            a.into()
+        let (dest_key, downlink) = self.table_dests.get_or_insert_with(|| {
+            let key = |a: &Option<Attachment>| a.map_or(NO_KEY, |a| group_of.key(a.edge));
+            let down = |a: &Option<Attachment>| a.map_or(PortId::NONE, |a| a.downlink);
+            (
+                self.attachments.iter().map(key).collect(),
+                self.attachments.iter().map(down).collect(),
+            )
         });
         RouteTable {
             num_hosts: self.num_hosts,
             num_comps: self.num_comps,
             node_comp: Arc::clone(&self.node_comp),
-            attachments: Arc::clone(attachments),
+            dest_key: Arc::clone(dest_key),
+            downlink: Arc::clone(downlink),
             group_of,
             group_start: groups.start,
             group_ports: groups.ports,
@@ -401,47 +534,45 @@ impl RouteTable {
         RouteBuilder::new(f, down).table()
     }
 
-    /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs); None
-    /// for a node that is not a host (a PFC frame's destination, which a route worked out ahead
-    /// may look up: `Router::predict`).
+    /// Where `dst` attaches in `node`'s component (hosts with several attachments: GPUs), as an
+    /// index of `dest_key` and `downlink`; None for a node that is not a host (a PFC frame's
+    /// destination, which a route worked out ahead may look up: `Router::predict`).
     #[inline(always)]
-    fn attachment(&self, node: NodeId, dst: NodeId) -> Option<&Attachment> {
-        let at = if self.num_comps == 1 {
-            dst.index()
+    fn dest_at(&self, node: NodeId, dst: NodeId) -> Option<usize> {
+        if self.num_comps == 1 {
+            Some(dst.index())
         } else {
-            dst.index() * self.num_comps as usize + self.node_comp[node.index()]? as usize
-        };
-        self.attachments.get(at)?.as_ref()
-    }
-
-    /// Candidate egress ports of switch `node` toward host `dst` (one port when it is the last hop).
-    #[inline(always)]
-    pub fn group(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        let Some(a) = self.attachment(node, dst) else {
-            return &[]; // dst does not attach to this component
-        };
-        if a.switch == node {
-            return std::slice::from_ref(&a.downlink);
-        }
-        match self.group_of.get(self.switch_row(node), a.edge, a.within) {
-            Some(g) => self.ports_of_group(g),
-            None => &[], // unreachable (a partition after link failures)
+            Some(dst.index() * self.num_comps as usize + self.node_comp[node.index()]? as usize)
         }
     }
 
-    /// Candidate egress ports of switch `node` toward host `dst` with their group id (None on
-    /// the last hop, where the one candidate is the downlink), in one lookup.
+    /// The group map's entry for switch `node` toward host `dst`, and where `dst`'s downlink is
+    /// (None: `dst` does not attach to `node`'s component).
     #[inline(always)]
-    pub fn group_with_id(&self, node: NodeId, dst: NodeId) -> (&[PortId], Option<u32>) {
-        let Some(a) = self.attachment(node, dst) else {
-            return (&[], None);
-        };
-        if a.switch == node {
-            return (std::slice::from_ref(&a.downlink), None);
+    fn entry(&self, node: NodeId, dst: NodeId) -> Option<(Option<GroupRef>, usize)> {
+        let at = self.dest_at(node, dst)?;
+        let key = *self.dest_key.get(at)?;
+        if key == NO_KEY {
+            return None;
         }
-        match self.group_of.get(self.switch_row(node), a.edge, a.within) {
-            Some(g) => (self.ports_of_group(g), Some(g.id())),
-            None => (&[], None),
+        Some((self.group_of.get(self.switch_row(node), key), at))
+    }
+
+    /// Candidate egress ports of switch `node` toward host `dst` (one port on the last hop), with
+    /// their group id where there are several.
+    #[inline(always)]
+    pub fn group(&self, node: NodeId, dst: NodeId) -> Ports<'_> {
+        match self.entry(node, dst) {
+            None | Some((None, _)) => Ports::NONE, // not attached here, or unreachable
+            Some((Some(g), at)) => match g.0.get() {
+                LOCAL => Ports::one(self.downlink[at]),
+                e if e & PORT != 0 => Ports::one(PortId::new(e & !PORT)),
+                _ => Ports {
+                    one: PortId::NONE,
+                    many: self.ports_of_group(g),
+                    id: Some(g.id()),
+                },
+            },
         }
     }
 
@@ -461,19 +592,6 @@ impl RouteTable {
     fn ports_of_group(&self, g: GroupRef) -> &[PortId] {
         let g = g.id() as usize;
         &self.group_ports[self.group_start[g] as usize..self.group_start[g + 1] as usize]
-    }
-
-    /// The group id of (`node`, `dst`) (groups are unique to a switch), or None on the last hop
-    /// and where no path reaches `dst`.
-    #[inline]
-    pub fn group_id(&self, node: NodeId, dst: NodeId) -> Option<u32> {
-        let a = self.attachment(node, dst)?;
-        if a.switch == node {
-            return None;
-        }
-        self.group_of
-            .get(self.switch_row(node), a.edge, a.within)
-            .map(GroupRef::id)
     }
 
     pub fn num_groups(&self) -> usize {
@@ -541,7 +659,7 @@ mod tests {
                 for row in 0..rows {
                     for e in 0..edges as u32 {
                         assert_eq!(
-                            m.get(row, e / m.block, e % m.block),
+                            m.get(row, m.key(e)),
                             flat[row * edges + e as usize],
                             "rows {rows} edges {edges} runs {runs} block {}",
                             m.block
@@ -591,7 +709,10 @@ mod tests {
                     vec![f.peer_port[f.host_port(h)]]
                 } else {
                     let Some(ds) = dist[s] else {
-                        assert!(t.group(s, h).is_empty(), "switch {s} to host {h}");
+                        assert!(
+                            t.group(s, h).as_slice().is_empty(),
+                            "switch {s} to host {h}"
+                        );
                         continue;
                     };
                     f.ports_of(s)
@@ -603,7 +724,11 @@ mod tests {
                         })
                         .collect()
                 };
-                assert_eq!(t.group(s, h), &want[..], "switch {s} to host {h}");
+                assert_eq!(
+                    t.group(s, h).as_slice(),
+                    &want[..],
+                    "switch {s} to host {h}"
+                );
             }
         }
     }
@@ -638,11 +763,7 @@ mod tests {
         assert_eq!(a.group_ports, b.group_ports, "{what}: group ports");
         for s in f.switches() {
             for h in f.hosts() {
-                assert_eq!(
-                    a.group_with_id(s, h),
-                    b.group_with_id(s, h),
-                    "{what}: {s} to {h}"
-                );
+                assert_eq!(a.group(s, h), b.group(s, h), "{what}: {s} to {h}");
             }
             for g in 0..a.num_df_groups() {
                 assert_eq!(
@@ -733,19 +854,45 @@ mod tests {
         down[up.index()] = true;
         down[f.peer_port[up].index()] = true;
         builder.update(&f, &down, &[up, f.peer_port[up]]);
-        assert_eq!(builder.table().group(edge, far).len(), 3);
+        assert_eq!(builder.table().group(edge, far).as_slice().len(), 3);
     }
 
     #[test]
     fn the_group_map_grows_with_pods_not_with_switches_times_hosts() {
-        // k=16: 320 switches x 128 edge switches would be 160 KiB flat.
+        // k=16: 320 switches x 128 edge switches would be 160 KiB flat; by pods (blocks of 8
+        // edges) 20 KiB of blocks and 8 KiB of pod detail. Each edge and aggregation row keeps
+        // only its own pod's block beside its default (its uplinks), a core row its default (its
+        // port toward pod 0) and the 15 other pods': 1,536 entries.
         let f = fabric("[topology]\nkind = \"fat_tree\"\nk = 16");
         let t = RouteTable::build(&f);
-        let flat = 320 * 128 * 4;
+        let m = &t.group_of;
+        assert_eq!(m.block, 8);
+        assert_eq!(m.blocks.len(), 128 * 2 + 128 * 2 + 64 * 16);
         assert!(
-            t.group_map_bytes() * 4 < flat,
+            t.group_map_bytes() < 20 << 10,
             "{} bytes of group map",
             t.group_map_bytes()
         );
+        // A core switch's port toward a pod, an aggregation switch's toward an edge switch and
+        // the last hop are held in the map: no group list is read for them.
+        let h = f.hosts().next_back().unwrap();
+        let edge = f.peer_node[f.host_port(h)];
+        let agg = f.peer_node[f
+            .ports_of(edge)
+            .find(|&p| !f.is_host(f.peer_node[p]))
+            .unwrap()];
+        let core = f.peer_node[f.ports_of(agg).next_back().unwrap()];
+        for s in [edge, agg, core] {
+            let ports = t.group(s, h);
+            assert_eq!(
+                (ports.many, ports.as_slice().len()),
+                (&[][..], 1),
+                "switch {s}"
+            );
+        }
+        // Toward a host in another pod the edge switch holds its uplinks' group.
+        let far = f.hosts().next().unwrap();
+        assert_eq!(t.group(edge, far).as_slice().len(), 8);
+        assert!(t.group(edge, far).id().is_some());
     }
 }
