@@ -118,6 +118,22 @@ def test_a_stalling_job_reports_lost_gpu_time_in_the_summary_and_steps(tmp_path:
         _job({"on_failure": "elastic", "restart_time": "1us"})
 
 
+def test_the_shadow_run_alongside_gives_the_baseline_the_shadow_after_the_run_gives(tmp_path: Path) -> None:
+    # A rank lost for good in the first iteration: no iteration is untouched, so the failure-free
+    # rate comes from a shadow run, on a spare core while the run goes on (by default) or after
+    # it (in a sweep's points): the same figures either way (docs/failures.md).
+    from fabricemu._run import no_shadow_alongside
+
+    s = _job({"on_failure": "elastic", "reformation_time": "10us", "rejoin": "never"}).with_(
+        {"fault": [{"link": ["host:1", "leaf:0"], "at": "10us"}]}
+    )
+    alongside = fabricemu.run(s, out=tmp_path / "alongside").run_info["jobs"]
+    with no_shadow_alongside():
+        after = fabricemu.run(s, out=tmp_path / "after").run_info["jobs"]
+    assert alongside[0]["relative_throughput_baseline"] == "shadow"
+    assert alongside == after
+
+
 def test_an_elastic_job_reports_its_reformations_in_the_summary_and_sweep_rows(tmp_path: Path) -> None:
     r = fabricemu.run(_job({"on_failure": "elastic", "reformation_time": "10us"}), out=tmp_path / "el")
     jobs = r.run_info["jobs"]

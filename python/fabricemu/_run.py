@@ -9,6 +9,8 @@ here imports pyarrow before the engine starts.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import json
 import os
@@ -122,7 +124,15 @@ def _run(
         tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
         with sigterm_as_interrupt():
             try:
-                info = _core.run(s.to_json(), tmp.name, progress, slice_events, *limits, *control)
+                info = _core.run(
+                    s.to_json(),
+                    tmp.name,
+                    progress,
+                    slice_events,
+                    *limits,
+                    *control,
+                    shadow_alongside=_shadow_alongside.get(),
+                )
             except KeyboardInterrupt as e:
                 _complete_partial(Path(tmp.name), s, started)
                 _note(e, "a temporary folder (pass out= to keep it)")
@@ -133,7 +143,15 @@ def _run(
     folder = OutputFolder(out, overwrite=overwrite)
     with sigterm_as_interrupt(), folder as staging:
         try:
-            info = _core.run(s.to_json(), os.fspath(staging), progress, slice_events, *limits, *control)
+            info = _core.run(
+                s.to_json(),
+                os.fspath(staging),
+                progress,
+                slice_events,
+                *limits,
+                *control,
+                shadow_alongside=_shadow_alongside.get(),
+            )
             _convert(Path(staging), s)
             record = _record.complete(Path(staging), json.loads(info), s, started)
         except BaseException as e:
@@ -154,6 +172,22 @@ def _result(folder: Path, record: Any, keep: Optional[tempfile.TemporaryDirector
     from .results import Result
 
     return Result(folder, run_info=record, _keep=keep)
+
+
+#: Whether a run may put its failure-free shadow run (docs/failures.md, "Relative throughput") on a
+#: spare core while it goes on; the engine checks for the core and the memory. Off in a sweep's
+#: points, which use every core already (:func:`no_shadow_alongside`).
+_shadow_alongside: contextvars.ContextVar[bool] = contextvars.ContextVar("shadow_alongside", default=True)
+
+
+@contextlib.contextmanager
+def no_shadow_alongside() -> Any:
+    """Runs inside leave their shadow runs until they end (a sweep's points)."""
+    token = _shadow_alongside.set(False)
+    try:
+        yield
+    finally:
+        _shadow_alongside.reset(token)
 
 
 def _spare_core(s: Scenario) -> bool:

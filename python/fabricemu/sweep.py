@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from ._core import __version__
 from ._outdir import OutputFolder, sigterm_as_interrupt
+from ._run import no_shadow_alongside
 from .errors import MissingTableError, ScenarioError
 from .metrics import (
     JOB_KEYS,
@@ -246,13 +247,14 @@ def run_point(
     ``{"metrics": None, "error": "<ExceptionClass>: <message>"}``.
     """
     try:
-        result = run(
-            Scenario.from_dict(scenario),
-            out=out,
-            overwrite=True,
-            max_memory=max_memory,
-            max_trace_size=max_trace_size,
-        )
+        with no_shadow_alongside():  # the sweep's other points use the other cores
+            result = run(
+                Scenario.from_dict(scenario),
+                out=out,
+                overwrite=True,
+                max_memory=max_memory,
+                max_trace_size=max_trace_size,
+            )
         if result.interrupted:
             return {"metrics": None, "error": "interrupted"}
         return {"metrics": result.metrics(), "error": None}

@@ -2,7 +2,8 @@
 //! `cargo run --release --example run_scenario -- scenarios/permutation.toml [repeat] [out_dir]`
 //! (with `out_dir`, the run streams its traces there and writes its outputs, as `fabricemu run`;
 //! with `ALTERNATE_PACE=N` in the environment, a parallel run switches between its threads and one
-//! thread every N windows).
+//! thread every N windows; with `SHADOW_ALONGSIDE=1`, a failure-free shadow run a job may need
+//! runs on a spare core, as `fabricemu run` lets it).
 
 use std::time::Instant;
 
@@ -36,6 +37,11 @@ fn main() {
             .and_then(|v| v.parse().ok())
         {
             sim.alternate_parallel_pace(n);
+        }
+        if std::env::var("SHADOW_ALONGSIDE").is_ok_and(|v| v == "1") {
+            let limits = fabricemu_core::budget::Limits::new(None, None);
+            let estimate = fabricemu_core::budget::estimate(&spec);
+            sim.shadow_alongside(&estimate, &limits);
         }
         let built = t0.elapsed().as_secs_f64();
         let json = to_json(&file);

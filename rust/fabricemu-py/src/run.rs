@@ -43,8 +43,13 @@ const BUILD_POLL: Duration = Duration::from_millis(50);
 ///
 /// A run that ends checks that its packets balance (`balanced`): if not, its outputs are written
 /// and it raises `SimulationError`. `miscount_for_test` miscounts one packet first (tests only).
+///
+/// `shadow_alongside`: a failure-free shadow run a job under failures may need for its baseline
+/// (run.json's `relative_throughput`) may run on a spare core while the run goes on, where the
+/// machine has a core beside the run's threads and the memory limit holds twice the estimate
+/// (`engine::shadow`); false (sweeps, whose points use every core) runs it after the run.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, out_dir, progress = None, slice_events = 2_000_000, max_memory = None, max_trace_size = None, controller = None, control_interval = None, miscount_for_test = false))]
+#[pyo3(signature = (scenario_json, out_dir, progress = None, slice_events = 2_000_000, max_memory = None, max_trace_size = None, controller = None, control_interval = None, miscount_for_test = false, shadow_alongside = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -57,6 +62,7 @@ pub fn run(
     controller: Option<Bound<'_, PyAny>>,
     control_interval: Option<u64>,
     miscount_for_test: bool,
+    shadow_alongside: bool,
 ) -> PyResult<String> {
     guard("running the scenario", || {
         run_guarded(
@@ -68,6 +74,7 @@ pub fn run(
             Limits::new(max_memory, max_trace_size),
             controller.map(|c| (c, control_interval)),
             miscount_for_test,
+            shadow_alongside,
         )
     })
 }
@@ -82,9 +89,10 @@ fn run_guarded(
     limits: Limits,
     controller: Option<(Bound<'_, PyAny>, Option<u64>)>,
     miscount_for_test: bool,
+    shadow_alongside: bool,
 ) -> PyResult<String> {
     let (spec, normalised) = validated(py, scenario_json)?;
-    budget::check(&spec, &limits).map_err(|e| scenario_error(py, &e))?;
+    let estimate = budget::check(&spec, &limits).map_err(|e| scenario_error(py, &e))?;
     std::fs::create_dir_all(&out_dir).map_err(|e| io_error(&e, &out_dir))?;
     let slice_events = slice_events.max(1);
 
@@ -98,6 +106,9 @@ fn run_guarded(
             crate::control::check_interval(*i)?;
         }
         sim.enable_control(*interval);
+    }
+    if shadow_alongside {
+        sim.shadow_alongside(&estimate, &limits);
     }
 
     loop {

@@ -1717,6 +1717,11 @@ impl Job {
         (k > 0 && sum > 0).then_some((k, sum))
     }
 
+    /// Whether a failure has touched the job so far.
+    pub fn touched(&self) -> bool {
+        !self.outcomes.is_empty() || !self.elastic.exclusions.is_empty()
+    }
+
     /// The first (up to) two iterations' count and period once they have ended: the
     /// failure-free baseline a shadow run gives.
     pub fn first_periods(&self) -> Option<(u32, u64)> {

@@ -18,6 +18,7 @@ mod prefetch;
 mod queue;
 mod relay;
 mod sampling;
+mod shadow;
 mod synthetic;
 mod tight;
 mod world;
@@ -176,6 +177,10 @@ pub struct Simulation {
     parallel: Option<parallel::Parallel>,
     /// The rows of finished flows spilled to disk during the run (`flows_out`).
     flows_out: Option<flows_out::FlowsOut>,
+    /// Whether a core is spare for the failure-free shadow run ([`Simulation::shadow_alongside`]),
+    /// and the shadow running there.
+    shadow_alongside: bool,
+    shadow: Option<shadow::ShadowThread>,
 }
 
 impl Simulation {
@@ -277,6 +282,8 @@ impl Simulation {
             control,
             parallel,
             flows_out: None,
+            shadow_alongside: false,
+            shadow: None,
         }
     }
 
@@ -544,6 +551,12 @@ impl Simulation {
     /// ([`Simulation::apply_action`]) before the next call. Without a control loop, the same as
     /// [`Simulation::step`].
     pub fn step_control(&mut self, max_events: u64) -> crate::control::ControlStep {
+        let step = self.step_control_events(max_events);
+        self.tend_shadow();
+        step
+    }
+
+    fn step_control_events(&mut self, max_events: u64) -> crate::control::ControlStep {
         use crate::control::{ControlStep, PolicyName, Telemetry};
         let limit = self.control.as_ref().map_or(NEVER, |c| c.next_ps);
         let finished = if self.parallel.is_some() {
@@ -638,6 +651,12 @@ impl Simulation {
     /// Process at most `max_events` events. With a built-in control policy (`[control] policy`)
     /// the policy acts at every boundary on the way.
     pub fn step(&mut self, max_events: u64) -> StepOutcome {
+        let outcome = self.step_events(max_events);
+        self.tend_shadow();
+        outcome
+    }
+
+    fn step_events(&mut self, max_events: u64) -> StepOutcome {
         if self
             .control
             .as_ref()
@@ -1121,7 +1140,7 @@ impl Simulation {
     }
 
     /// run.json's `jobs`: one summary per reacting workload, from the steps of the run.
-    pub fn job_summaries(&self, steps: &[crate::trace::ops::StepRow]) -> Vec<JobSummary> {
+    pub fn job_summaries(&mut self, steps: &[crate::trace::ops::StepRow]) -> Vec<JobSummary> {
         let names = self.workload_names();
         // Jobs every iteration of which a failure touched take their failure-free rate from a
         // shadow run (docs/failures.md, "Relative throughput").
@@ -1159,21 +1178,57 @@ impl Simulation {
     /// A failure-free shadow of this run: the same scenario without its faults and failure
     /// processes, run only until each of `jobs` (indices into `jobs()`) has ended its first
     /// (up to) two iterations; their count and period (`Job::first_periods`) each, None if the
-    /// shadow cannot tell (it stops first). Deterministic: the same scenario and seed.
-    fn shadow_periods(&self, jobs: &[usize]) -> Vec<Option<(u32, u64)>> {
-        let mut s = self.scenario.clone();
-        s.faults.clear();
-        s.failure_processes.clear();
-        let Ok(mut sim) = Simulation::build(&s) else {
-            return vec![None; jobs.len()];
-        };
-        let get = |sim: &Simulation, j: usize| sim.jobs().get(j).and_then(|x| x.first_periods());
-        while !jobs.iter().all(|&j| get(&sim, j).is_some()) {
-            if matches!(sim.step(100_000), StepOutcome::Finished) {
-                break;
-            }
+    /// shadow cannot tell (it stops first). Deterministic: the same scenario and seed. Taken
+    /// from the shadow running alongside, if one is (`engine::shadow`), else run now.
+    fn shadow_periods(&mut self, jobs: &[usize]) -> Vec<Option<(u32, u64)>> {
+        let periods = self.shadow.take().and_then(|t| t.finish(jobs)).or_else(|| {
+            let s = shadow::shadow_scenario(&self.scenario);
+            shadow::run_shadow(&s, || Some(jobs.to_vec()))
+        });
+        match periods {
+            Some(p) => jobs.iter().map(|&j| p.get(j).copied().flatten()).collect(),
+            None => vec![None; jobs.len()],
         }
-        jobs.iter().map(|&j| get(&sim, j)).collect()
+    }
+
+    /// Let the failure-free shadow run on a spare core while this run goes on, once failures
+    /// make it likely to be needed (`engine::shadow`), where the machine has a core beside the
+    /// run's threads and `limits` hold twice the run's memory `estimate`. True if it may.
+    pub fn shadow_alongside(
+        &mut self,
+        estimate: &crate::budget::Estimate,
+        limits: &crate::budget::Limits,
+    ) -> bool {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.shadow_alongside = cores > self.scenario.threads as usize
+            && estimate.memory.saturating_mul(2) <= limits.memory;
+        self.shadow_alongside
+    }
+
+    /// Whether a shadow runs alongside now.
+    pub fn shadow_running(&self) -> bool {
+        self.shadow.is_some()
+    }
+
+    /// Start the shadow alongside once a failure has touched a job while some job has no
+    /// untouched iteration; stop it for good if every job gets one.
+    fn tend_shadow(&mut self) {
+        if !self.shadow_alongside {
+            return;
+        }
+        let jobs = self.jobs();
+        let needed = jobs.iter().any(|j| j.untouched_periods().is_none());
+        if self.shadow.is_none() {
+            if needed && jobs.iter().any(Job::touched) {
+                match shadow::ShadowThread::start(&self.scenario) {
+                    Ok(t) => self.shadow = Some(t),
+                    Err(_) => self.shadow_alongside = false, // no thread: run it after
+                }
+            }
+        } else if !needed {
+            self.shadow = None; // stops it
+            self.shadow_alongside = false;
+        }
     }
 
     /// The engine state, for tests and tools that inspect it.

@@ -1018,3 +1018,57 @@ fn a_stalled_job_scores_the_analytic_throughput_ratio() {
     assert!((rel / analytic - 1.0).abs() < 0.005, "{rel} vs {analytic}");
     assert!(rel < 0.95, "the stall shows: {rel}");
 }
+
+/// Run `text` to its end, the shadow allowed alongside (if this machine has a spare core: false
+/// if not); whether a shadow ran alongside at some point and still ran at the end, and the
+/// job summaries.
+fn with_shadow_alongside(text: &str) -> Option<(bool, bool, serde_json::Value)> {
+    let s = spec(text);
+    let mut sim = fabricemu_core::Simulation::build(&s).unwrap();
+    let limits = fabricemu_core::budget::Limits::new(None, None);
+    if !sim.shadow_alongside(&fabricemu_core::budget::estimate(&s), &limits) {
+        return None;
+    }
+    let mut ran = false;
+    // Slices shorter than a run: the shadow starts (or stops) between them.
+    while sim.step(2_000) == fabricemu_core::StepOutcome::Running {
+        ran |= sim.shadow_running();
+    }
+    let at_end = sim.shadow_running();
+    Some((
+        ran,
+        at_end,
+        serde_json::to_value(sim.job_summaries(&[])).unwrap(),
+    ))
+}
+
+#[test]
+fn a_shadow_run_alongside_gives_the_same_baseline_and_stops_where_not_needed() {
+    // A rank fails in iteration 0 for good: every iteration is touched, the baseline is the
+    // shadow's. Alongside, the shadow starts once the failure touches the job, and its figures
+    // are those of the shadow run after the run.
+    let reaction = "on_failure = \"elastic\"\ndetection = \"10us\"\n\
+                    reformation_time = \"100us\"\nrejoin = \"never\"";
+    let fault = "[[fault]]\nlink = [\"host:1\", \"leaf:0\"]\nat = \"50us\"\n";
+    let text = sized_job(4, "1ms", "1MiB", reaction, fault);
+    let mut after = run(&text);
+    let after = serde_json::to_value(after.job_summaries(&[])).unwrap();
+    assert_eq!(after[0]["relative_throughput_baseline"], "shadow");
+    let Some((ran, _, alongside)) = with_shadow_alongside(&text) else {
+        eprintln!("one core: no shadow alongside");
+        return;
+    };
+    assert!(ran, "the shadow ran alongside");
+    assert_eq!(alongside, after);
+    // A link down 50..150 us in iteration 0 of 3 (stall): the shadow starts at the failure,
+    // and stops once an iteration ends untouched; the baseline is measured.
+    let faults = link_down(1, 0, 50 * US, 150 * US);
+    let text = job(3, "on_failure = \"stall\"\ndetection = \"20us\"", &faults);
+    let mut after = run(&text);
+    let after = serde_json::to_value(after.job_summaries(&[])).unwrap();
+    assert_eq!(after[0]["relative_throughput_baseline"], "measured");
+    let (ran, at_end, alongside) = with_shadow_alongside(&text).expect("a spare core, as above");
+    assert!(ran, "the shadow started at the failure");
+    assert!(!at_end, "and stopped when an iteration ended untouched");
+    assert_eq!(alongside, after);
+}
