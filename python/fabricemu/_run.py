@@ -124,15 +124,7 @@ def _run(
         tmp = tempfile.TemporaryDirectory(prefix="fabricemu-")
         with sigterm_as_interrupt():
             try:
-                info = _core.run(
-                    s.to_json(),
-                    tmp.name,
-                    progress,
-                    slice_events,
-                    *limits,
-                    *control,
-                    shadow_alongside=_shadow_alongside.get(),
-                )
+                info = _run_core(s, tmp.name, progress, slice_events, limits, control)
             except KeyboardInterrupt as e:
                 _complete_partial(Path(tmp.name), s, started)
                 _note(e, "a temporary folder (pass out= to keep it)")
@@ -143,15 +135,7 @@ def _run(
     folder = OutputFolder(out, overwrite=overwrite)
     with sigterm_as_interrupt(), folder as staging:
         try:
-            info = _core.run(
-                s.to_json(),
-                os.fspath(staging),
-                progress,
-                slice_events,
-                *limits,
-                *control,
-                shadow_alongside=_shadow_alongside.get(),
-            )
+            info = _run_core(s, os.fspath(staging), progress, slice_events, limits, control)
             _convert(Path(staging), s)
             record = _record.complete(Path(staging), json.loads(info), s, started)
         except BaseException as e:
@@ -172,6 +156,28 @@ def _result(folder: Path, record: Any, keep: Optional[tempfile.TemporaryDirector
     from .results import Result
 
     return Result(folder, run_info=record, _keep=keep)
+
+
+def _run_core(
+    s: Scenario,
+    folder: str,
+    progress: Optional[ProgressCallback],
+    slice_events: int,
+    limits: Tuple[Optional[int], Optional[int]],
+    control: Tuple[Any, ...],
+) -> str:
+    controller, interval = control if control else (None, None)
+    return _core.run(
+        s.to_json(),
+        folder,
+        progress,
+        slice_events,
+        max_memory=limits[0],
+        max_trace_size=limits[1],
+        controller=controller,
+        control_interval=interval,
+        shadow_alongside=_shadow_alongside.get(),
+    )
 
 
 #: Whether a run may put its failure-free shadow run (docs/failures.md, "Relative throughput") on a
