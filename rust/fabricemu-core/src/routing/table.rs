@@ -127,7 +127,13 @@ impl GroupMap {
     /// Compress the flat table `[row * edges + edge]` with the block size that makes it smallest.
     #[cfg(test)]
     fn compress(flat: &[Option<GroupRef>], rows: usize, edges: usize) -> Self {
-        Self::compress_by(flat, rows, edges, Self::best_block(flat, rows, edges))
+        Self::compress_by(
+            flat,
+            rows,
+            edges,
+            Self::best_block(flat, rows, edges),
+            |e| e,
+        )
     }
 
     /// The block size that makes the flat table `[row * edges + edge]` smallest (counting every
@@ -169,14 +175,20 @@ impl GroupMap {
             .max(1)
     }
 
-    /// Compress the flat table `[row * edges + edge]` in blocks of `block` edges.
-    fn compress_by(flat: &[Option<GroupRef>], rows: usize, edges: usize, block: usize) -> Self {
-        let enc = |g: Option<GroupRef>| g.map_or(0, |g| g.0.get());
+    /// Compress the flat table `[row * edges + edge]` in blocks of `block` edges, each group
+    /// entry `e` (a group id + 1, or [`LOCAL`]) held as `entry(e)` (nonzero).
+    fn compress_by(
+        flat: &[Option<GroupRef>],
+        rows: usize,
+        edges: usize,
+        block: usize,
+        entry: impl Fn(u32) -> u32,
+    ) -> Self {
+        let enc = |g: Option<GroupRef>| g.map_or(0, |g| entry(g.0.get()));
         let mut spans = Vec::with_capacity(rows);
         let mut blocks = Vec::new();
         let mut detail = Vec::new();
         let mut row_entries = Vec::new();
-        let mut sorted = Vec::new();
         for r in 0..rows {
             let row = &flat[r * edges..(r + 1) * edges];
             row_entries.clear();
@@ -187,19 +199,25 @@ impl GroupMap {
                     let at = detail.len() as u32;
                     assert!(at < DETAIL, "route table detail overflow");
                     row_entries.push(DETAIL | at);
-                    detail.extend_from_slice(chunk);
+                    detail.extend(chunk.iter().map(|&g| NonZeroU32::new(enc(g)).map(GroupRef)));
                     // A short last block keeps `block` entries so every lookup stays in range.
                     detail.resize(at as usize + block, None);
                 }
             }
-            // The row's most common entry (the lowest of the most common: any would do).
-            sorted.clear();
-            sorted.extend_from_slice(&row_entries);
-            sorted.sort_unstable();
-            let default = sorted
-                .chunk_by(|a, b| a == b)
-                .max_by_key(|run| (run.len(), std::cmp::Reverse(run[0])))
-                .map_or(0, |run| run[0]);
+            // The row's default: the entry held by most of its blocks, where one is (a majority
+            // vote, Boyer and Moore's; any entry would route alike, this one keeps the row short).
+            let mut default = 0;
+            let mut votes = 0u32;
+            for &e in &row_entries {
+                if votes == 0 {
+                    default = e;
+                }
+                votes = if e == default { votes + 1 } else { votes - 1 };
+            }
+            // No majority (a core switch's row, a port per pod): the first block.
+            if row_entries.iter().filter(|&&e| e == default).count() * 2 <= row_entries.len() {
+                default = row_entries.first().copied().unwrap_or(0);
+            }
             let lo = row_entries.iter().position(|&e| e != default);
             let (lo, hi) = match lo {
                 Some(lo) => (
@@ -393,6 +411,8 @@ pub struct RouteBuilder {
     /// kept, as allocating them anew at every fault fragments the heap.
     rows: Vec<u32>,
     flat: Vec<Option<GroupRef>>,
+    /// By group id + 1 (0: none): the group's entry in the map.
+    entries: Vec<u32>,
 }
 
 impl RouteBuilder {
@@ -451,6 +471,7 @@ impl RouteBuilder {
             block: None,
             rows: Vec::new(),
             flat: Vec::new(),
+            entries: Vec::new(),
         }
     }
 
@@ -475,22 +496,30 @@ impl RouteBuilder {
             flat.extend(row[..edges].iter().map(|&e| as_ref(e)));
             to_group.extend(row[edges..].iter().map(|&e| as_ref(e)));
         }
-        // A group of one port is held in its entries.
-        for g in flat.iter_mut().flatten() {
-            let id = g.id() as usize;
-            if groups.start[id + 1] - groups.start[id] == 1 {
-                let port = groups.ports[groups.start[id] as usize].get();
-                assert!(port < PORT - 1, "port ids overflow the route table");
-                *g = GroupRef(NonZeroU32::new(PORT | port).expect("nonzero"));
-            }
-        }
         // An edge switch's entry toward itself (no path: it is the destination) says so.
         for (e, &row) in self.edge_rows.iter().enumerate() {
             flat[row as usize * edges + e] = as_ref(LOCAL);
         }
         let block =
             *(self.block).get_or_insert_with(|| GroupMap::best_block(flat, switches, edges));
-        let group_of = GroupMap::compress_by(flat, switches, edges, block);
+        // A group of one port is held in its entries (as the map is made, which compares groups
+        // alike either way: there are far fewer entries than (switch, destination) pairs).
+        let entry = &mut self.entries;
+        entry.clear();
+        entry.push(0); // no group
+        entry.extend(groups.start.windows(2).enumerate().map(|(g, w)| {
+            if w[1] - w[0] == 1 {
+                let port = groups.ports[w[0] as usize].get();
+                assert!(port < PORT - 1, "port ids overflow the route table");
+                PORT | port
+            } else {
+                g as u32 + 1
+            }
+        }));
+        let group_of = GroupMap::compress_by(flat, switches, edges, block, |e| match e {
+            LOCAL => LOCAL,
+            e => entry[e as usize],
+        });
         let (dest_key, downlink) = self.table_dests.get_or_insert_with(|| {
             let key = |a: &Option<Attachment>| a.map_or(NO_KEY, |a| group_of.key(a.edge));
             let down = |a: &Option<Attachment>| a.map_or(PortId::NONE, |a| a.downlink);
@@ -520,6 +549,7 @@ impl RouteBuilder {
             + std::mem::size_of_val(&self.attachments[..])
             + std::mem::size_of_val(&self.rows[..])
             + std::mem::size_of_val(&self.flat[..])
+            + std::mem::size_of_val(&self.entries[..])
     }
 }
 
