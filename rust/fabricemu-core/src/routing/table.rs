@@ -96,9 +96,10 @@ impl<'a> Ports<'a> {
 /// blocks that differ keep one entry per edge. Each row then keeps only the blocks from its first
 /// to its last that differ from the row's most common entry, its default (an edge or aggregation
 /// switch: its own pod's block; a core switch: every pod's). The map is then about switches x
-/// pods at most instead of switches x edge switches (k=32 fat tree: 60 KiB instead of 2.6 MiB),
-/// small enough to stay in cache, and a lookup is three loads, the first of a 12-byte record per
-/// switch. Irregular fabrics (and the tables rebuilt after faults) compress as far as they allow;
+/// pods at most instead of switches x edge switches (k=32 fat tree: 120 KiB, 64 of them the
+/// aggregation and edge switches' own pods' detail, instead of 2.6 MiB), small enough to stay in
+/// cache, and a lookup (after the destination's key) is at most three loads, the first of a
+/// 12-byte record per switch. Irregular fabrics (and the tables rebuilt after faults) compress as far as they allow;
 /// at worst (`block` 1) the map is the flat table.
 #[derive(Debug, Clone)]
 struct GroupMap {
@@ -258,7 +259,7 @@ impl GroupMap {
     fn get(&self, row: usize, key: u32) -> Option<GroupRef> {
         let r = self.rows[row];
         let off = (key >> self.shift).wrapping_sub(r.lo);
-        // Past the row's default: one of its own blocks (a select, not a branch).
+        // Within the row's blocks: one of them; else the row's default.
         let at = r.start + if off < r.len { 1 + off } else { 0 };
         let e = self.blocks[at as usize];
         if e & DETAIL != 0 {
