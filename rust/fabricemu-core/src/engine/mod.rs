@@ -1217,15 +1217,16 @@ impl Simulation {
             return;
         }
         let jobs = self.jobs();
-        let needed = jobs.iter().any(|j| j.untouched_periods().is_none());
+        // (Touched first: a run whose failures touch no job never counts its periods here.)
+        let needed = || jobs.iter().any(|j| j.untouched_periods().is_none());
         if self.shadow.is_none() {
-            if needed && jobs.iter().any(Job::touched) {
+            if jobs.iter().any(Job::touched) && needed() {
                 match shadow::ShadowThread::start(&self.scenario) {
                     Ok(t) => self.shadow = Some(t),
                     Err(_) => self.shadow_alongside = false, // no thread: run it after
                 }
             }
-        } else if !needed {
+        } else if !needed() {
             self.shadow = None; // stops it
             self.shadow_alongside = false;
         }
