@@ -79,6 +79,25 @@ impl<T> Clone for NotCopied<T> {
     }
 }
 
+/// The table after the ports in `toggled` changed (as `down` marks them): `builder` updated, or
+/// made anew where there is none yet or the fabric was `rewired`.
+fn next_table(
+    builder: &mut Option<RouteBuilder>,
+    fabric: &Fabric,
+    down: &[bool],
+    toggled: &[PortId],
+    rewired: bool,
+) -> RouteTable {
+    let builder = match builder {
+        Some(b) if !rewired => {
+            b.update(fabric, down, toggled);
+            b
+        }
+        b => b.insert(RouteBuilder::new(fabric, down)),
+    };
+    builder.table()
+}
+
 /// The route tables of a parallel run's partitions, made once for all of them. Every partition
 /// applies every fault, OCS change and controller command at its place in the order, so each
 /// reroutes at the same changes, with the same ports toggled, and the k-th table is the same in
@@ -142,14 +161,7 @@ impl SharedRoutes {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let table = if number == seq.made {
-            let builder = match &mut seq.builder {
-                Some(b) if !rewired => {
-                    b.update(fabric, down, toggled);
-                    b
-                }
-                b => b.insert(RouteBuilder::new(fabric, down)),
-            };
-            let table = Arc::new(builder.table());
+            let table = Arc::new(next_table(&mut seq.builder, fabric, down, toggled, rewired));
             seq.made += 1;
             seq.pending.push_back(Change {
                 number,
@@ -188,7 +200,7 @@ pub(super) struct Faults {
     excluded: IdVec<PortId, bool>,
     /// Ports whose `excluded` changed since routes were last computed ...
     toggled: Vec<PortId>,
-    /// ... and what computed them, kept to update (None: none yet, or the fabric was rewired) ...
+    /// ... and what computed them, kept to update (None: none yet) ...
     routes: NotCopied<RouteBuilder>,
     /// ... or, in a partition of a parallel run, where all partitions' are made, and the
     /// changes this partition has asked for.
@@ -344,7 +356,6 @@ impl Faults {
 
     /// The fabric's wiring changed (OCS circuits): the next routes are computed from scratch.
     pub fn rewired(&mut self) {
-        self.routes.0 = None;
         self.rewired = true;
     }
 
@@ -652,17 +663,13 @@ impl World {
                     faults.share.0 = None;
                     faults.routes.0 = None;
                 }
-                let routes = match &mut faults.routes.0 {
-                    Some(routes) => {
-                        routes.update(&self.fabric, down, &faults.toggled);
-                        routes
-                    }
-                    None => faults
-                        .routes
-                        .0
-                        .insert(RouteBuilder::new(&self.fabric, down)),
-                };
-                Arc::new(routes.table())
+                Arc::new(next_table(
+                    &mut faults.routes.0,
+                    &self.fabric,
+                    down,
+                    &faults.toggled,
+                    faults.rewired,
+                ))
             }
         };
         faults.toggled.clear();

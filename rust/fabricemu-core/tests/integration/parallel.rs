@@ -2151,8 +2151,7 @@ fn a_rail_cabled_cluster_of_several_units_deals_out_whole_units() {
         kind = "permutation"
         size = "10KB"
         "#;
-    let (_, s) = parse_toml(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-    let sim = Simulation::build(&s).unwrap_or_else(|e| panic!("{e}"));
+    let sim = crate::common::build(text);
     let fabric = &sim.world().fabric;
     for parts in [2u16, 3] {
         let owner = fabricemu_core::engine::parallel::partition_nodes(fabric, parts);
